@@ -1,0 +1,51 @@
+# kafkaproto — everything a fresh machine needs goes through these targets.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.kafkaproto-installed
+PYTEST_ARGS ?=
+
+.PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean
+
+all: build
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# Editable install with the test extras; Cython comes first because the
+# extension is built without build isolation (faster, and offline-friendly).
+$(STAMP): $(PY) pyproject.toml setup.py
+	$(PY) -m pip install -q "Cython>=3.0.11,<4" "setuptools>=77" wheel
+	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
+	touch $@
+
+# Build the extension in place (src/kafkaproto/_codec*.so); fails if it cannot.
+build: $(STAMP)
+	KAFKAPROTO_REQUIRE_EXTENSION=1 $(PY) setup.py -q build_ext --inplace
+	$(PY) -c "import kafkaproto, sys; sys.exit(0 if kafkaproto.COMPILED else 'compiled core did not load')"
+
+demo: build
+	$(PY) -m kafkaproto inspect samples/requests.bin
+
+# The suite runs twice: against the compiled core (which must load), then
+# against the pure-Python twin.
+test: build
+	$(MAKE) --no-print-directory test-compiled test-pure
+
+test-compiled:
+	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+
+test-pure:
+	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" $(PYTEST_ARGS) tests
+
+bench: build
+	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation
+	$(PY) -m pytest -q -p no:cacheprovider bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
+
+wheel: $(STAMP)
+	$(PY) -m pip install -q build
+	$(PY) -m build --outdir dist .
+
+clean:
+	rm -rf build dist wheelhouse src/_codec.c src/_codec.html src/kafkaproto/*.so src/*.egg-info

@@ -1,0 +1,79 @@
+"""Build script: compiles src/_codec.pyx into kafkaproto._codec.
+
+The extension is optional: when no compiler (or no Cython) is available the
+package installs as pure Python and uses its twin, kafkaproto._codec_py.
+Set KAFKAPROTO_REQUIRE_EXTENSION=1 to turn a failed build into an error
+(CI and `make` do), KAFKAPROTO_DEBUG_BUILD=1 for annotate + linetrace, and
+KAFKAPROTO_SANITIZE=1 for an AddressSanitizer/UBSan build.
+"""
+import os
+import sys
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+REQUIRE = os.environ.get("KAFKAPROTO_REQUIRE_EXTENSION") == "1"
+DEBUG = os.environ.get("KAFKAPROTO_DEBUG_BUILD") == "1"
+SANITIZE = os.environ.get("KAFKAPROTO_SANITIZE") == "1"
+
+
+def extensions():
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        if REQUIRE:
+            raise
+        print("kafkaproto: Cython not available, installing the pure-Python twin only", file=sys.stderr)
+        return []
+    from setuptools import Extension
+
+    compile_args, link_args, macros = [], [], []
+    if sys.platform != "win32":
+        compile_args += ["-O3", "-fno-strict-aliasing"]
+    if DEBUG:
+        macros += [("CYTHON_TRACE_NOGIL", "1")]
+    if SANITIZE:
+        compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
+        link_args = ["-fsanitize=address,undefined"]
+    ext = Extension(
+        "kafkaproto._codec",
+        ["src/_codec.pyx"],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+        define_macros=macros,
+    )
+    directives = {
+        "language_level": "3",
+        "boundscheck": False,
+        "wraparound": False,
+        "cdivision": True,
+        "initializedcheck": False,
+        "embedsignature": True,
+        "freethreading_compatible": True,
+    }
+    if DEBUG:
+        directives.update(linetrace=True, profile=True)
+    return cythonize([ext], compiler_directives=directives, annotate=DEBUG, include_path=["src"])
+
+
+class OptionalBuildExt(build_ext):
+    """Let a wheel build without a compiler still install (pure twin)."""
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:  # pragma: no cover - depends on the toolchain
+            if REQUIRE:
+                raise
+            print(f"kafkaproto: extension not built ({exc}); using the pure-Python twin", file=sys.stderr)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # pragma: no cover
+            if REQUIRE:
+                raise
+            print(f"kafkaproto: {ext.name} not built ({exc}); using the pure-Python twin", file=sys.stderr)
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -1,0 +1,1136 @@
+# cython: language_level=3
+"""Compiled core of kafkaproto (built as ``kafkaproto._codec``).
+
+Hot primitives over the buffer protocol, frame splitting and header codecs.
+Its twin, ``kafkaproto._codec_py``, has the same names, behaviour and error
+messages; the test-suite checks that the two agree.
+
+Integers are read with byte loads + shifts (compilers turn them into a load
+and a byte swap), never through unaligned pointer casts.
+"""
+
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memmove
+
+import uuid as _uuid
+from operator import index as _index
+
+import numpy as np
+
+from kafkaproto._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
+from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, TruncatedError
+
+COMPILED = True
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    static inline uint16_t kp_ld16(const unsigned char *p) {
+        return (uint16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+    }
+    static inline uint32_t kp_ld32(const unsigned char *p) {
+        return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+    }
+    static inline uint64_t kp_ld64(const unsigned char *p) {
+        return ((uint64_t)kp_ld32(p) << 32) | (uint64_t)kp_ld32(p + 4);
+    }
+    static inline void kp_st16(unsigned char *p, uint16_t v) {
+        p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v;
+    }
+    static inline void kp_st32(unsigned char *p, uint32_t v) {
+        p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
+        p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+    }
+    static inline void kp_st64(unsigned char *p, uint64_t v) {
+        kp_st32(p, (uint32_t)(v >> 32)); kp_st32(p + 4, (uint32_t)v);
+    }
+    static inline double kp_u64_to_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+    static inline uint64_t kp_f64_to_u64(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+    """
+    uint16_t kp_ld16(const unsigned char *p) nogil
+    uint32_t kp_ld32(const unsigned char *p) nogil
+    uint64_t kp_ld64(const unsigned char *p) nogil
+    void kp_st16(unsigned char *p, uint16_t v) nogil
+    void kp_st32(unsigned char *p, uint32_t v) nogil
+    void kp_st64(unsigned char *p, uint64_t v) nogil
+    double kp_u64_to_f64(uint64_t u) nogil
+    uint64_t kp_f64_to_u64(double d) nogil
+
+
+cdef Py_ssize_t _MAX_STR = MAX_STRING_LENGTH
+cdef object _UUID = _uuid.UUID
+cdef object _UUID_NEW = _uuid.UUID.__new__
+cdef object _SETATTR = object.__setattr__
+cdef object _SAFE_UNKNOWN = _uuid.SafeUUID.unknown
+
+
+cdef object _make_uuid(const unsigned char* p):
+    u = _UUID_NEW(_UUID)
+    _SETATTR(u, "int", int.from_bytes(PyBytes_FromStringAndSize(<const char*>p, 16), "big"))
+    _SETATTR(u, "is_safe", _SAFE_UNKNOWN)
+    return u
+
+
+cdef inline object _truncated(str what, Py_ssize_t at, Py_ssize_t need, Py_ssize_t left):
+    return TruncatedError(f"need {need} bytes, {left} left", what, at)
+
+
+# ---------------------------------------------------------------------------
+# Varint cores shared by the Reader and the batch decoders.  They return a
+# status instead of raising so that they can run without the GIL:
+#   0 ok, 1 truncated, 2 too long, 3 does not fit in the width.
+
+cdef inline int _uv32(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end, uint32_t* out) noexcept nogil:
+    cdef Py_ssize_t pos = ppos[0]
+    cdef Py_ssize_t start = pos
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    cdef unsigned char b
+    if pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            out[0] = b
+            ppos[0] = pos + 1
+            return 0
+    while True:
+        if pos >= end:
+            ppos[0] = pos
+            return 1
+        b = buf[pos]
+        pos += 1
+        value |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
+        shift += 7
+        if pos - start >= 5:
+            return 2
+    if value >> 32:
+        return 3
+    out[0] = <uint32_t>value
+    ppos[0] = pos
+    return 0
+
+
+cdef inline int _uv64(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end, uint64_t* out) noexcept nogil:
+    cdef Py_ssize_t pos = ppos[0]
+    cdef Py_ssize_t start = pos
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    cdef unsigned char b
+    cdef bint overflow = False
+    while True:
+        if pos >= end:
+            ppos[0] = pos
+            return 1
+        b = buf[pos]
+        pos += 1
+        if shift == 63 and (b & 0x7E):
+            overflow = True
+        value |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
+        shift += 7
+        if pos - start >= 10:
+            return 2
+    if overflow:
+        return 3
+    out[0] = value
+    ppos[0] = pos
+    return 0
+
+
+cdef object _varint_error(int status, str what, Py_ssize_t start, Py_ssize_t pos, Py_ssize_t end, int max_bytes, int bits):
+    if status == 1:
+        return _truncated(what, start, pos - start + 1, end - start)
+    if status == 2:
+        return InvalidValueError(f"longer than {max_bytes} bytes", what, start)
+    return InvalidValueError(f"does not fit in {bits} bits", what, start)
+
+
+cdef inline int32_t _unzig32(uint32_t u) noexcept nogil:
+    return <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
+
+
+cdef inline int64_t _unzig64(uint64_t u) noexcept nogil:
+    return <int64_t>((u >> 1) ^ (<uint64_t>0 - (u & 1)))
+
+
+cdef inline uint32_t _zig32(int32_t v) noexcept nogil:
+    return (<uint32_t>v << 1) ^ <uint32_t>(v >> 31)
+
+
+cdef inline uint64_t _zig64(int64_t v) noexcept nogil:
+    return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
+
+
+cdef inline int _uvsize(uint64_t u) noexcept nogil:
+    cdef int n = 1
+    while u >= 0x80:
+        u >>= 7
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------
+# Reader
+
+cdef class Reader:
+    """A cursor over a buffer (anything with the buffer protocol), read without copying."""
+
+    cdef Py_buffer _view
+    cdef bint _has_view
+    cdef const unsigned char* buf
+    cdef Py_ssize_t pos
+    cdef Py_ssize_t _end
+    cdef object _source
+    cdef object _mv
+
+    def __cinit__(self, buf, Py_ssize_t offset=0, end=None):
+        self._has_view = False
+        PyObject_GetBuffer(buf, &self._view, PyBUF_SIMPLE)
+        self._has_view = True
+        self.buf = <const unsigned char*>self._view.buf
+        cdef Py_ssize_t n = self._view.len
+        cdef Py_ssize_t e = n
+        if end is not None and end < n:
+            e = end
+        if offset < 0 or offset > e:
+            raise ValueError(f"offset {offset} outside the buffer (0..{e})")
+        self.pos = offset
+        self._end = e
+        self._source = buf
+        self._mv = None
+
+    def __dealloc__(self):
+        if self._has_view:
+            PyBuffer_Release(&self._view)
+            self._has_view = False
+
+    @property
+    def offset(self):
+        return self.pos
+
+    @offset.setter
+    def offset(self, Py_ssize_t value):
+        if value < 0 or value > self._end:
+            raise ValueError(f"offset {value} outside the buffer (0..{self._end})")
+        self.pos = value
+
+    @property
+    def end(self):
+        return self._end
+
+    @property
+    def remaining(self):
+        return self._end - self.pos
+
+    cdef inline Py_ssize_t _take(self, Py_ssize_t n, str what, Py_ssize_t at) except -1:
+        cdef Py_ssize_t p = self.pos
+        cdef Py_ssize_t left = self._end - p
+        if n > left:
+            raise _truncated(what, p if at < 0 else at, n, left)
+        self.pos = p + n
+        return p
+
+    cdef inline uint32_t _u32v(self, str what) except? 0xFFFFFFFF:
+        cdef Py_ssize_t start = self.pos
+        cdef Py_ssize_t pos = start
+        cdef uint32_t out = 0
+        cdef int st = _uv32(self.buf, &pos, self._end, &out)
+        if st:
+            raise _varint_error(st, what, start, pos, self._end, 5, 32)
+        self.pos = pos
+        return out
+
+    cdef inline uint64_t _u64v(self, str what) except? 0xFFFFFFFFFFFFFFFF:
+        cdef Py_ssize_t start = self.pos
+        cdef Py_ssize_t pos = start
+        cdef uint64_t out = 0
+        cdef int st = _uv64(self.buf, &pos, self._end, &out)
+        if st:
+            raise _varint_error(st, what, start, pos, self._end, 10, 64)
+        self.pos = pos
+        return out
+
+    # fixed width -----------------------------------------------------
+    cpdef int read_int8(self) except? -200:
+        cdef Py_ssize_t p = self._take(1, "int8", -1)
+        return <int8_t>self.buf[p]
+
+    cpdef int read_int16(self) except? -70000:
+        cdef Py_ssize_t p = self._take(2, "int16", -1)
+        return <int16_t>kp_ld16(self.buf + p)
+
+    cpdef int32_t read_int32(self) except? -1:
+        cdef Py_ssize_t p = self._take(4, "int32", -1)
+        return <int32_t>kp_ld32(self.buf + p)
+
+    cpdef int64_t read_int64(self) except? -1:
+        cdef Py_ssize_t p = self._take(8, "int64", -1)
+        return <int64_t>kp_ld64(self.buf + p)
+
+    cpdef int read_uint16(self) except? -1:
+        cdef Py_ssize_t p = self._take(2, "uint16", -1)
+        return kp_ld16(self.buf + p)
+
+    cpdef uint32_t read_uint32(self) except? 0xFFFFFFFF:
+        cdef Py_ssize_t p = self._take(4, "uint32", -1)
+        return kp_ld32(self.buf + p)
+
+    cpdef double read_float64(self) except? -1.0:
+        cdef Py_ssize_t p = self._take(8, "float64", -1)
+        return kp_u64_to_f64(kp_ld64(self.buf + p))
+
+    cpdef bint read_bool(self) except? -1:
+        cdef Py_ssize_t p = self._take(1, "bool", -1)
+        return self.buf[p] != 0
+
+    cpdef object read_uuid(self):
+        cdef Py_ssize_t p = self._take(16, "uuid", -1)
+        return _make_uuid(self.buf + p)
+
+    # varints ---------------------------------------------------------
+    cpdef uint32_t read_uvarint(self) except? 0xFFFFFFFF:
+        return self._u32v("unsigned varint")
+
+    cpdef int32_t read_varint(self) except? -1:
+        return _unzig32(self._u32v("varint"))
+
+    cpdef int64_t read_varlong(self) except? -1:
+        return _unzig64(self._u64v("varlong"))
+
+    # strings and bytes -----------------------------------------------
+    cdef object _str_body(self, str what, Py_ssize_t start, int64_t n, bint nullable):
+        if n < 0:
+            if n == -1:
+                if nullable:
+                    return None
+                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
+            raise InvalidValueError(f"invalid length {n}", what, start)
+        if n > _MAX_STR:
+            raise InvalidValueError(f"length {n} above the {_MAX_STR} limit", what, start)
+        cdef Py_ssize_t p = self._take(<Py_ssize_t>n, what, start)
+        try:
+            return PyUnicode_DecodeUTF8(<const char*>(self.buf + p), <Py_ssize_t>n, NULL)
+        except UnicodeDecodeError:
+            raise InvalidValueError("invalid UTF-8", what, start) from None
+
+    cpdef object read_string(self, bint nullable=False):
+        cdef Py_ssize_t start = self.pos
+        cdef Py_ssize_t p = self._take(2, "string", -1)
+        return self._str_body("string", start, <int16_t>kp_ld16(self.buf + p), nullable)
+
+    cpdef object read_compact_string(self, bint nullable=False):
+        cdef Py_ssize_t start = self.pos
+        cdef int64_t n = <int64_t>self._u32v("compact string") - 1
+        return self._str_body("compact string", start, n, nullable)
+
+    cdef object _bytes_body(self, str what, Py_ssize_t start, int64_t n, bint nullable):
+        if n < 0:
+            if n == -1:
+                if nullable:
+                    return None
+                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
+            raise InvalidValueError(f"invalid length {n}", what, start)
+        cdef Py_ssize_t p = self._take(<Py_ssize_t>n, what, start)
+        return PyBytes_FromStringAndSize(<const char*>(self.buf + p), <Py_ssize_t>n)
+
+    cpdef object read_bytes(self, bint nullable=False):
+        cdef Py_ssize_t start = self.pos
+        cdef Py_ssize_t p = self._take(4, "bytes", -1)
+        return self._bytes_body("bytes", start, <int32_t>kp_ld32(self.buf + p), nullable)
+
+    cpdef object read_compact_bytes(self, bint nullable=False):
+        cdef Py_ssize_t start = self.pos
+        cdef int64_t n = <int64_t>self._u32v("compact bytes") - 1
+        return self._bytes_body("compact bytes", start, n, nullable)
+
+    cdef int64_t _count(self, str what, Py_ssize_t start, int64_t n, bint nullable) except? -2:
+        if n < 0:
+            if n == -1:
+                if nullable:
+                    return -1
+                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
+            raise InvalidValueError(f"invalid length {n}", what, start)
+        cdef Py_ssize_t left = self._end - self.pos
+        if n > left:
+            raise InvalidValueError(f"count {n} larger than the {left} bytes left", what, start)
+        return n
+
+    cpdef int64_t read_array_length(self, bint nullable=False) except? -2:
+        """An int32 element count; -1 for a null array (when nullable)."""
+        cdef Py_ssize_t start = self.pos
+        cdef Py_ssize_t p = self._take(4, "array length", -1)
+        return self._count("array length", start, <int32_t>kp_ld32(self.buf + p), nullable)
+
+    cpdef int64_t read_compact_array_length(self, bint nullable=False) except? -2:
+        """An unsigned varint count+1; -1 for a null array (when nullable)."""
+        cdef Py_ssize_t start = self.pos
+        cdef int64_t n = <int64_t>self._u32v("compact array length") - 1
+        return self._count("compact array length", start, n, nullable)
+
+    cpdef list read_tagged_fields(self):
+        """A tagged-field section: a list of (tag, raw bytes), in wire order."""
+        cdef Py_ssize_t start = self.pos
+        cdef uint32_t count = self._u32v("tagged fields")
+        cdef Py_ssize_t left = self._end - self.pos
+        if count > left:
+            raise InvalidValueError(f"count {count} larger than the {left} bytes left", "tagged fields", start)
+        cdef list out = []
+        cdef uint32_t i, tag, size
+        cdef Py_ssize_t at, p
+        for i in range(count):
+            at = self.pos
+            tag = self._u32v("tag")
+            size = self._u32v("tagged field size")
+            p = self._take(size, "tagged field", at)
+            out.append((tag, PyBytes_FromStringAndSize(<const char*>(self.buf + p), size)))
+        return out
+
+    # raw -------------------------------------------------------------
+    cpdef bytes read_raw(self, Py_ssize_t n):
+        if n < 0:
+            raise ValueError("negative length")
+        cdef Py_ssize_t p = self._take(n, "raw bytes", -1)
+        return PyBytes_FromStringAndSize(<const char*>(self.buf + p), n)
+
+    cpdef object read_view(self, Py_ssize_t n):
+        if n < 0:
+            raise ValueError("negative length")
+        cdef Py_ssize_t p = self._take(n, "raw bytes", -1)
+        if self._mv is None:
+            mv = memoryview(self._source)
+            if mv.ndim != 1 or mv.itemsize != 1:
+                mv = mv.cast("B")
+            self._mv = mv
+        return self._mv[p:p + n]
+
+    cpdef skip(self, Py_ssize_t n):
+        if n < 0:
+            raise ValueError("negative length")
+        self._take(n, "raw bytes", -1)
+
+
+# ---------------------------------------------------------------------------
+# Writer
+
+cdef int64_t _as_int(object v, str what, int64_t lo, int64_t hi) except? -1:
+    cdef int64_t x
+    if type(v) is not int:
+        if isinstance(v, bool):
+            raise EncodeError("expected an int, got bool", what)
+        try:
+            v = _index(v)
+        except TypeError:
+            raise EncodeError(f"expected an int, got {type(v).__name__}", what) from None
+    try:
+        x = v
+    except OverflowError:
+        raise EncodeError(f"value {v} out of range [{lo}, {hi}]", what) from None
+    if x < lo or x > hi:
+        raise EncodeError(f"value {v} out of range [{lo}, {hi}]", what)
+    return x
+
+
+cdef int64_t I8_MIN = -(1 << 7), I8_MAX = (1 << 7) - 1
+cdef int64_t I16_MIN = -(1 << 15), I16_MAX = (1 << 15) - 1
+cdef int64_t I32_MIN = -(1 << 31), I32_MAX = (1 << 31) - 1
+cdef int64_t I64_MAX = 0x7FFFFFFFFFFFFFFF
+cdef int64_t I64_MIN = -I64_MAX - 1
+cdef int64_t U16_MAX = 0xFFFF, U32_MAX = 0xFFFFFFFF
+
+
+cdef bytes _utf8(str what, object value):
+    if not isinstance(value, str):
+        raise EncodeError(f"expected a str, got {type(value).__name__}", what)
+    cdef bytes data
+    try:
+        data = (<str>value).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"cannot encode as UTF-8 ({exc.reason})", what) from None
+    if len(data) > _MAX_STR:
+        raise EncodeError(f"length {len(data)} above the {_MAX_STR} limit", what)
+    return data
+
+
+cdef class Writer:
+    """A growable output buffer with typed append methods."""
+
+    cdef unsigned char* buf
+    cdef Py_ssize_t length
+    cdef Py_ssize_t cap
+
+    def __cinit__(self, Py_ssize_t capacity=0):
+        self.cap = capacity if capacity > 64 else 64
+        self.buf = <unsigned char*>PyMem_Malloc(self.cap)
+        if self.buf == NULL:
+            raise MemoryError()
+        self.length = 0
+
+    def __dealloc__(self):
+        if self.buf != NULL:
+            PyMem_Free(self.buf)
+            self.buf = NULL
+
+    def __len__(self):
+        return self.length
+
+    cpdef bytes getvalue(self):
+        return PyBytes_FromStringAndSize(<const char*>self.buf, self.length)
+
+    cpdef clear(self):
+        self.length = 0
+
+    cdef inline unsigned char* _reserve(self, Py_ssize_t n) except NULL:
+        cdef Py_ssize_t need = self.length + n
+        cdef Py_ssize_t cap
+        cdef unsigned char* nb
+        if need > self.cap:
+            cap = self.cap * 2
+            if cap < need:
+                cap = need
+            nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
+            if nb == NULL:
+                raise MemoryError()
+            self.buf = nb
+            self.cap = cap
+        cdef unsigned char* p = self.buf + self.length
+        self.length = need
+        return p
+
+    cdef inline int _put_uv(self, uint64_t u) except -1:
+        cdef unsigned char* p = self._reserve(_uvsize(u))
+        while u >= 0x80:
+            p[0] = <unsigned char>((u & 0x7F) | 0x80)
+            u >>= 7
+            p += 1
+        p[0] = <unsigned char>u
+        return 0
+
+    cdef inline int _put(self, const void* data, Py_ssize_t n) except -1:
+        cdef unsigned char* p = self._reserve(n)
+        memcpy(p, data, n)
+        return 0
+
+    cdef int _put_buffer(self, object data, str what) except -1:
+        cdef Py_buffer view
+        try:
+            PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
+        except TypeError:
+            raise EncodeError(f"expected bytes, got {type(data).__name__}", what) from None
+        try:
+            self._put(view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+        return 0
+
+    cpdef write_int8(self, v):
+        self._reserve(1)[0] = <unsigned char><int8_t>_as_int(v, "int8", I8_MIN, I8_MAX)
+
+    cpdef write_int16(self, v):
+        kp_st16(self._reserve(2), <uint16_t><int16_t>_as_int(v, "int16", I16_MIN, I16_MAX))
+
+    cpdef write_int32(self, v):
+        kp_st32(self._reserve(4), <uint32_t><int32_t>_as_int(v, "int32", I32_MIN, I32_MAX))
+
+    cpdef write_int64(self, v):
+        kp_st64(self._reserve(8), <uint64_t>_as_int(v, "int64", I64_MIN, I64_MAX))
+
+    cpdef write_uint16(self, v):
+        kp_st16(self._reserve(2), <uint16_t>_as_int(v, "uint16", 0, U16_MAX))
+
+    cpdef write_uint32(self, v):
+        kp_st32(self._reserve(4), <uint32_t>_as_int(v, "uint32", 0, U32_MAX))
+
+    cpdef write_float64(self, v):
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise EncodeError(f"expected a float, got {type(v).__name__}", "float64")
+        cdef double d = v
+        kp_st64(self._reserve(8), kp_f64_to_u64(d))
+
+    cpdef write_bool(self, v):
+        if not isinstance(v, (bool, int)):
+            raise EncodeError(f"expected a bool, got {type(v).__name__}", "bool")
+        self._reserve(1)[0] = 1 if v else 0
+
+    cpdef write_uuid(self, v):
+        if not isinstance(v, _UUID):
+            raise EncodeError(f"expected a uuid.UUID, got {type(v).__name__}", "uuid")
+        cdef bytes raw = v.bytes
+        self._put(PyBytes_AS_STRING(raw), 16)
+
+    cpdef write_uvarint(self, v):
+        self._put_uv(<uint64_t>_as_int(v, "unsigned varint", 0, U32_MAX))
+
+    cpdef write_varint(self, v):
+        self._put_uv(_zig32(<int32_t>_as_int(v, "varint", I32_MIN, I32_MAX)))
+
+    cpdef write_varlong(self, v):
+        self._put_uv(_zig64(_as_int(v, "varlong", I64_MIN, I64_MAX)))
+
+    cpdef write_string(self, v):
+        """int16 length + UTF-8; None is written as length -1."""
+        if v is None:
+            kp_st16(self._reserve(2), 0xFFFF)
+            return
+        cdef bytes data = _utf8("string", v)
+        cdef Py_ssize_t n = len(data)
+        kp_st16(self._reserve(2), <uint16_t>n)
+        self._put(PyBytes_AS_STRING(data), n)
+
+    cpdef write_compact_string(self, v):
+        """unsigned varint length+1 + UTF-8; None is written as 0."""
+        if v is None:
+            self._reserve(1)[0] = 0
+            return
+        cdef bytes data = _utf8("compact string", v)
+        cdef Py_ssize_t n = len(data)
+        self._put_uv(<uint64_t>(n + 1))
+        self._put(PyBytes_AS_STRING(data), n)
+
+    cpdef write_bytes(self, v):
+        if v is None:
+            kp_st32(self._reserve(4), 0xFFFFFFFF)
+            return
+        cdef Py_buffer view
+        try:
+            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
+        except TypeError:
+            raise EncodeError(f"expected bytes, got {type(v).__name__}", "bytes") from None
+        try:
+            if view.len > 0x7FFFFFFF:
+                raise EncodeError(f"length {view.len} does not fit in an int32", "bytes")
+            kp_st32(self._reserve(4), <uint32_t>view.len)
+            self._put(view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+
+    cpdef write_compact_bytes(self, v):
+        if v is None:
+            self._reserve(1)[0] = 0
+            return
+        cdef Py_buffer view
+        try:
+            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
+        except TypeError:
+            raise EncodeError(f"expected bytes, got {type(v).__name__}", "compact bytes") from None
+        try:
+            if view.len >= 0xFFFFFFFF:
+                raise EncodeError(f"length {view.len} does not fit in an unsigned varint", "compact bytes")
+            self._put_uv(<uint64_t>(view.len + 1))
+            self._put(view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+
+    cpdef write_array_length(self, n):
+        """int32 count; None or -1 for a null array."""
+        if n is None:
+            n = -1
+        kp_st32(self._reserve(4), <uint32_t><int32_t>_as_int(n, "int32", I32_MIN, I32_MAX))
+
+    cpdef write_compact_array_length(self, n):
+        """unsigned varint count+1; None or -1 for a null array."""
+        if n is None or n == -1:
+            self._reserve(1)[0] = 0
+            return
+        self._put_uv(<uint64_t>_as_int(n + 1, "unsigned varint", 0, U32_MAX))
+
+    cpdef write_tagged_fields(self, fields):
+        """A tagged-field section from (tag, raw bytes) pairs, written in the given order."""
+        if not fields:
+            self._reserve(1)[0] = 0
+            return
+        self._put_uv(len(fields))
+        cdef Py_buffer view
+        for tag, data in fields:
+            self._put_uv(<uint64_t>_as_int(tag, "unsigned varint", 0, U32_MAX))
+            try:
+                PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
+            except TypeError:
+                raise EncodeError(f"expected bytes, got {type(data).__name__}", "tagged field") from None
+            try:
+                self._put_uv(<uint64_t>view.len)
+                self._put(view.buf, view.len)
+            finally:
+                PyBuffer_Release(&view)
+
+    cpdef write_raw(self, data):
+        self._put_buffer(data, "raw bytes")
+
+
+# ---------------------------------------------------------------------------
+# sizes
+
+def uvarint_size(v):
+    return _uvsize(<uint64_t>_as_int(v, "unsigned varint", 0, U32_MAX))
+
+
+def varint_size(v):
+    return _uvsize(_zig32(<int32_t>_as_int(v, "varint", I32_MIN, I32_MAX)))
+
+
+def varlong_size(v):
+    return _uvsize(_zig64(_as_int(v, "varlong", I64_MIN, I64_MAX)))
+
+
+# ---------------------------------------------------------------------------
+# batch entry points: loops run without the GIL; on a bad value the loop
+# stops and a Reader re-reads that value to raise the twin's exact error.
+
+cdef Py_ssize_t _many_loop(int kind, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
+                           Py_ssize_t count, void* out, Py_ssize_t* nout) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    cdef uint32_t u32 = 0
+    cdef uint64_t u64 = 0
+    cdef int st
+    cdef Py_ssize_t at
+    while (count < 0 and pos < end) or i < count:
+        at = pos
+        if kind == 2:
+            st = _uv64(buf, &pos, end, &u64)
+            if st:
+                nout[0] = i
+                return -1 - at
+            (<int64_t*>out)[i] = _unzig64(u64)
+        else:
+            st = _uv32(buf, &pos, end, &u32)
+            if st:
+                nout[0] = i
+                return -1 - at
+            if kind == 1:
+                (<int32_t*>out)[i] = _unzig32(u32)
+            else:
+                (<uint32_t*>out)[i] = u32
+        i += 1
+    nout[0] = i
+    return pos
+
+
+_MANY_DTYPE = (np.uint32, np.int32, np.int64)
+_MANY_WHAT = ("unsigned varint", "varint", "varlong")
+
+
+cdef _decode_many(int kind, buf, Py_ssize_t count, Py_ssize_t offset):
+    cdef Reader r = Reader(buf, offset)
+    cdef Py_ssize_t left = r._end - r.pos
+    if count >= 0 and count > left:
+        raise InvalidValueError(f"count {count} larger than the {left} bytes left", _MANY_WHAT[kind], offset)
+    cdef Py_ssize_t cap = count if count >= 0 else left
+    arr = np.empty(cap, dtype=_MANY_DTYPE[kind])
+    cdef Py_buffer view
+    PyObject_GetBuffer(arr, &view, PyBUF_SIMPLE)
+    cdef Py_ssize_t n = 0
+    cdef Py_ssize_t res
+    cdef const unsigned char* b = r.buf
+    cdef Py_ssize_t end = r._end
+    try:
+        with nogil:
+            res = _many_loop(kind, b, offset, end, count, view.buf, &n)
+    finally:
+        PyBuffer_Release(&view)
+    if res < 0:
+        r.pos = -1 - res
+        if kind == 0:
+            r.read_uvarint()
+        elif kind == 1:
+            r.read_varint()
+        else:
+            r.read_varlong()
+        raise AssertionError("varint loop and Reader disagree")  # pragma: no cover
+    if n != cap:
+        arr = arr[:n].copy()
+    return arr, res
+
+
+def decode_uvarints(buf, Py_ssize_t count=-1, Py_ssize_t offset=0):
+    """Decode ``count`` unsigned varints (all, when -1) → (uint32 ndarray, end offset)."""
+    return _decode_many(0, buf, count, offset)
+
+
+def decode_varints(buf, Py_ssize_t count=-1, Py_ssize_t offset=0):
+    """Decode ``count`` zig-zag varints (32-bit) → (int32 ndarray, end offset)."""
+    return _decode_many(1, buf, count, offset)
+
+
+def decode_varlongs(buf, Py_ssize_t count=-1, Py_ssize_t offset=0):
+    """Decode ``count`` zig-zag varlongs (64-bit) → (int64 ndarray, end offset)."""
+    return _decode_many(2, buf, count, offset)
+
+
+cdef bytes _encode_many(int kind, values):
+    cdef Writer w = Writer()
+    cdef int64_t[::1] arr
+    cdef Py_ssize_t i, n
+    cdef int64_t v
+    try:
+        arr = np.ascontiguousarray(values, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 1:
+        for v_obj in values:
+            if kind == 0:
+                w.write_uvarint(v_obj)
+            elif kind == 1:
+                w.write_varint(v_obj)
+            else:
+                w.write_varlong(v_obj)
+        return w.getvalue()
+    n = arr.shape[0]
+    for i in range(n):
+        v = arr[i]
+        if kind == 0:
+            if v < 0 or v > U32_MAX:
+                raise EncodeError(f"value {v} out of range [0, {U32_MAX}]", "unsigned varint")
+            w._put_uv(<uint64_t>v)
+        elif kind == 1:
+            if v < I32_MIN or v > I32_MAX:
+                raise EncodeError(f"value {v} out of range [{I32_MIN}, {I32_MAX}]", "varint")
+            w._put_uv(_zig32(<int32_t>v))
+        else:
+            w._put_uv(_zig64(v))
+    return w.getvalue()
+
+
+def encode_uvarints(values):
+    return _encode_many(0, values)
+
+
+def encode_varints(values):
+    return _encode_many(1, values)
+
+
+def encode_varlongs(values):
+    return _encode_many(2, values)
+
+
+# ---------------------------------------------------------------------------
+# frames
+
+cdef class _Buffer:
+    """malloc'd growable array exposed through the buffer protocol (owned by numpy)."""
+
+    cdef char* data
+    cdef Py_ssize_t length
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t itemsize
+    cdef bytes fmt
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __cinit__(self, Py_ssize_t itemsize, bytes fmt, Py_ssize_t cap):
+        self.itemsize = itemsize
+        self.fmt = fmt
+        self.cap = cap if cap > 16 else 16
+        self.length = 0
+        self.data = <char*>PyMem_Malloc(self.cap * itemsize)
+        if self.data == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.length
+        self.strides[0] = self.itemsize
+        view.buf = self.data
+        view.obj = self
+        view.len = self.length * self.itemsize
+        view.readonly = 0
+        view.itemsize = self.itemsize
+        view.format = PyBytes_AS_STRING(self.fmt)
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef int _grow2(_Buffer a, _Buffer b) except -1 nogil:
+    cdef Py_ssize_t cap = a.cap * 2
+    cdef char* na
+    cdef char* nb
+    with gil:
+        na = <char*>PyMem_Realloc(a.data, cap * a.itemsize)
+        if na == NULL:
+            raise MemoryError()
+        a.data = na
+        a.cap = cap
+        nb = <char*>PyMem_Realloc(b.data, cap * b.itemsize)
+        if nb == NULL:
+            raise MemoryError()
+        b.data = nb
+        b.cap = cap
+    return 0
+
+
+cdef Py_ssize_t _frames_loop(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t n, int64_t max_size,
+                             _Buffer starts, _Buffer sizes, Py_ssize_t* bad) except -2 nogil:
+    # Returns the consumed offset; bad[0] >= 0 marks a rejected size prefix.
+    cdef int32_t size
+    cdef Py_ssize_t k = 0
+    cdef int64_t* st = <int64_t*>starts.data
+    cdef int32_t* sz = <int32_t*>sizes.data
+    bad[0] = -1
+    while pos + 4 <= n:
+        size = <int32_t>kp_ld32(buf + pos)
+        if size < 0 or (max_size >= 0 and size > max_size):
+            bad[0] = pos
+            break
+        if size > n - pos - 4:
+            break
+        if k == starts.cap:
+            starts.length = k
+            sizes.length = k
+            _grow2(starts, sizes)
+            st = <int64_t*>starts.data
+            sz = <int32_t*>sizes.data
+        st[k] = pos + 4
+        sz[k] = size
+        k += 1
+        pos += 4 + size
+    starts.length = k
+    sizes.length = k
+    return pos
+
+
+cdef object _frame_size_error(int32_t size, int64_t max_size, Py_ssize_t at):
+    if size < 0:
+        return FrameSizeError(f"negative frame size {size}", "frame size", at)
+    return FrameSizeError(f"frame size {size} above the limit {max_size}", "frame size", at)
+
+
+def frame_offsets(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t offset=0):
+    """Find the size-prefixed frames in ``buf``.
+
+    Returns ``(starts, sizes, consumed)``: int64 offsets of each frame body
+    (after its 4-byte prefix), int32 body sizes, and the offset just past the
+    last complete frame.  A trailing partial frame is left unconsumed.
+    """
+    cdef Reader r = Reader(buf, offset)
+    cdef Py_ssize_t n = r._end
+    cdef Py_ssize_t guess = (n - offset) // 64 + 16
+    cdef _Buffer starts = _Buffer(8, b"q", guess)
+    cdef _Buffer sizes = _Buffer(4, b"i", guess)
+    cdef Py_ssize_t bad = -1
+    cdef Py_ssize_t pos
+    cdef const unsigned char* b = r.buf
+    with nogil:
+        pos = _frames_loop(b, offset, n, max_frame_size, starts, sizes, &bad)
+    if bad >= 0:
+        raise _frame_size_error(<int32_t>kp_ld32(r.buf + bad), max_frame_size, bad)
+    return np.frombuffer(starts, dtype=np.int64), np.frombuffer(sizes, dtype=np.int32), pos
+
+
+def split_frames(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t offset=0):
+    """Split ``buf`` into frames: ``(list of zero-copy memoryviews, consumed)``."""
+    cdef Reader r = Reader(buf, offset)
+    cdef Py_ssize_t n = r._end
+    cdef Py_ssize_t pos = offset
+    cdef int32_t size
+    cdef Py_ssize_t end
+    cdef list out = []
+    mv = memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    while pos + 4 <= n:
+        size = <int32_t>kp_ld32(r.buf + pos)
+        if size < 0 or (max_frame_size >= 0 and size > max_frame_size):
+            raise _frame_size_error(size, max_frame_size, pos)
+        end = pos + 4 + size
+        if end > n:
+            break
+        out.append(mv[pos + 4:end])
+        pos = end
+    return out, pos
+
+
+cdef class FrameReader:
+    """Incremental frame splitter: feed chunks of any size, get complete frames.
+
+    A negative size or one above ``max_frame_size`` raises :class:`FrameSizeError`
+    as soon as the 4 size bytes have arrived (before buffering the body), and
+    the reader stays failed: the stream cannot be resynchronised.
+    """
+
+    cdef unsigned char* buf
+    cdef Py_ssize_t length
+    cdef Py_ssize_t cap
+    cdef int64_t _max
+    cdef int64_t _consumed
+    cdef object _error
+
+    def __cinit__(self, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE):
+        self.buf = NULL
+        self.length = 0
+        self.cap = 0
+        self._max = max_frame_size
+        self._consumed = 0
+        self._error = None
+
+    def __dealloc__(self):
+        PyMem_Free(self.buf)
+
+    @property
+    def buffered(self):
+        """Bytes received but not yet returned as part of a frame."""
+        return self.length
+
+    @property
+    def consumed(self):
+        """Stream offset just past the last returned frame."""
+        return self._consumed
+
+    @property
+    def max_frame_size(self):
+        return self._max
+
+    cdef int _append(self, const unsigned char* data, Py_ssize_t n) except -1:
+        cdef Py_ssize_t need = self.length + n
+        cdef Py_ssize_t cap
+        cdef unsigned char* nb
+        if need > self.cap:
+            cap = self.cap * 2
+            if cap < need:
+                cap = need
+            if cap < 256:
+                cap = 256
+            nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
+            if nb == NULL:
+                raise MemoryError()
+            self.buf = nb
+            self.cap = cap
+        memcpy(self.buf + self.length, data, n)
+        self.length = need
+        return 0
+
+    cdef Py_ssize_t _scan(self, const unsigned char* b, Py_ssize_t n, int64_t base, list out) except -1:
+        # Emits the complete frames of b[0:n]; returns how many bytes they used.
+        cdef Py_ssize_t pos = 0
+        cdef int32_t size
+        while pos + 4 <= n:
+            size = <int32_t>kp_ld32(b + pos)
+            if size < 0 or (self._max >= 0 and size > self._max):
+                self._error = _frame_size_error(size, self._max, base + pos)
+                return pos
+            if size > n - pos - 4:
+                break
+            out.append(PyBytes_FromStringAndSize(<const char*>(b + pos + 4), size))
+            pos += 4 + size
+        return pos
+
+    def feed(self, data):
+        if self._error is not None:
+            raise self._error
+        cdef Py_buffer view
+        PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
+        cdef list out = []
+        cdef Py_ssize_t used
+        cdef Py_ssize_t need
+        cdef int32_t size
+        cdef const unsigned char* d = <const unsigned char*>view.buf
+        cdef Py_ssize_t n = view.len
+        try:
+            if self.length:
+                # Complete the pending frame first, copying only what it needs.
+                if self.length < 4:
+                    need = 4 - self.length
+                    if need > n:
+                        need = n
+                    self._append(d, need)
+                    d += need
+                    n -= need
+                if self.length >= 4:
+                    size = <int32_t>kp_ld32(self.buf)
+                    if size < 0 or (self._max >= 0 and size > self._max):
+                        self._error = _frame_size_error(size, self._max, self._consumed)
+                        raise self._error
+                    need = 4 + <Py_ssize_t>size - self.length
+                    if need > n:
+                        self._append(d, n)
+                        return out
+                    self._append(d, need)
+                    d += need
+                    n -= need
+                    out.append(PyBytes_FromStringAndSize(<const char*>(self.buf + 4), size))
+                    self._consumed += self.length
+                    self.length = 0
+                else:
+                    return out
+            used = self._scan(d, n, self._consumed, out)
+            self._consumed += used
+            if self._error is not None:
+                self._append(d + used, n - used)
+                raise self._error
+            self._append(d + used, n - used)
+            if self.cap > 1048576 and self.length < self.cap // 4:
+                self._shrink()
+            return out
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef _shrink(self):
+        cdef Py_ssize_t cap = self.length if self.length > 256 else 256
+        cdef unsigned char* nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
+        if nb != NULL:
+            self.buf = nb
+            self.cap = cap
+
+
+# ---------------------------------------------------------------------------
+# headers
+
+def decode_request_header(buf, int header_version, Py_ssize_t offset=0):
+    """→ (api_key, api_version, correlation_id, client_id, tagged_fields, end_offset)."""
+    if header_version < 0 or header_version > 2:
+        raise ValueError(f"request header version {header_version} does not exist (0, 1, 2)")
+    cdef Reader r = Reader(buf, offset)
+    api_key = r.read_int16()
+    api_version = r.read_int16()
+    correlation_id = r.read_int32()
+    client_id = None
+    tagged = None
+    if header_version >= 1:
+        # ClientId keeps its int16 length even in the flexible header v2.
+        client_id = r.read_string(True)
+    if header_version >= 2:
+        tagged = r.read_tagged_fields()
+    return api_key, api_version, correlation_id, client_id, tagged, r.pos
+
+
+def encode_request_header(Writer writer, int header_version, api_key, api_version, correlation_id,
+                          client_id=None, tagged_fields=None):
+    if header_version < 0 or header_version > 2:
+        raise ValueError(f"request header version {header_version} does not exist (0, 1, 2)")
+    writer.write_int16(api_key)
+    writer.write_int16(api_version)
+    writer.write_int32(correlation_id)
+    if header_version >= 1:
+        writer.write_string(client_id)
+    if header_version >= 2:
+        writer.write_tagged_fields(tagged_fields)
+
+
+def decode_response_header(buf, int header_version, Py_ssize_t offset=0):
+    """→ (correlation_id, tagged_fields, end_offset)."""
+    if header_version < 0 or header_version > 1:
+        raise ValueError(f"response header version {header_version} does not exist (0, 1)")
+    cdef Reader r = Reader(buf, offset)
+    correlation_id = r.read_int32()
+    tagged = r.read_tagged_fields() if header_version >= 1 else None
+    return correlation_id, tagged, r.pos
+
+
+def encode_response_header(Writer writer, int header_version, correlation_id, tagged_fields=None):
+    if header_version < 0 or header_version > 1:
+        raise ValueError(f"response header version {header_version} does not exist (0, 1)")
+    writer.write_int32(correlation_id)
+    if header_version >= 1:
+        writer.write_tagged_fields(tagged_fields)

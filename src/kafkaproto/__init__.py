@@ -1,0 +1,55 @@
+"""kafkaproto: encode and decode every byte of the Apache Kafka wire protocol.
+
+Layers, top to bottom on decode: :mod:`kafkaproto.frames` (size-prefixed
+frames), :mod:`kafkaproto.headers`, messages, records, arrow.  The hot code
+lives in the compiled ``kafkaproto._codec``; ``kafkaproto._codec_py`` is its
+pure-Python twin (``KAFKAPROTO_PURE=1`` forces it).
+"""
+
+from ._impl import COMPILED
+from .errors import (
+    CorruptRecordError,
+    EncodeError,
+    FrameSizeError,
+    InvalidValueError,
+    KafkaProtocolError,
+    TruncatedError,
+    UnknownApiError,
+    UnsupportedVersionError,
+)
+from .frames import FrameReader, frame, frame_offsets, split_frames
+from .headers import (
+    RequestHeader,
+    ResponseHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
+)
+from .primitives import Reader, Writer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COMPILED",
+    "CorruptRecordError",
+    "EncodeError",
+    "FrameReader",
+    "FrameSizeError",
+    "InvalidValueError",
+    "KafkaProtocolError",
+    "Reader",
+    "RequestHeader",
+    "ResponseHeader",
+    "TruncatedError",
+    "UnknownApiError",
+    "UnsupportedVersionError",
+    "Writer",
+    "decode_request_header",
+    "decode_response_header",
+    "encode_request_header",
+    "encode_response_header",
+    "frame",
+    "frame_offsets",
+    "split_frames",
+]

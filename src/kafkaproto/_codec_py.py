@@ -1,0 +1,698 @@
+"""Pure-Python twin of the compiled core (``kafkaproto._codec``).
+
+Same names, same behaviour, same error messages: the compiled module is tested
+against this one.  It is also what runs where no compiler was available at
+install time, or when ``KAFKAPROTO_PURE=1`` is set.
+"""
+
+from __future__ import annotations
+
+import struct
+from operator import index as _index
+import uuid as _uuid
+
+import numpy as np
+
+from ._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
+from .errors import EncodeError, FrameSizeError, InvalidValueError, TruncatedError
+
+COMPILED = False
+
+_i8 = struct.Struct(">b")
+_i16 = struct.Struct(">h")
+_i32 = struct.Struct(">i")
+_i64 = struct.Struct(">q")
+_u16 = struct.Struct(">H")
+_u32 = struct.Struct(">I")
+_f64 = struct.Struct(">d")
+
+_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
+    "unsigned varint": (0, (1 << 32) - 1),
+    "varint": (-(1 << 31), (1 << 31) - 1),
+    "varlong": (-(1 << 63), (1 << 63) - 1),
+}
+
+_UUID_NEW = _uuid.UUID.__new__
+_SETATTR = object.__setattr__
+
+
+def _make_uuid(raw: bytes) -> _uuid.UUID:
+    u = _UUID_NEW(_uuid.UUID)
+    _SETATTR(u, "int", int.from_bytes(raw, "big"))
+    _SETATTR(u, "is_safe", _uuid.SafeUUID.unknown)
+    return u
+
+
+def _truncated(what, offset, need, left):
+    return TruncatedError(f"need {need} bytes, {left} left", what, offset)
+
+
+def _check_int(what, value):
+    if type(value) is not int:
+        if isinstance(value, bool):
+            raise EncodeError("expected an int, got bool", what)
+        try:
+            value = _index(value)
+        except TypeError:
+            raise EncodeError(f"expected an int, got {type(value).__name__}", what) from None
+    lo, hi = _RANGES[what]
+    if value < lo or value > hi:
+        raise EncodeError(f"value {value} out of range [{lo}, {hi}]", what)
+    return value
+
+
+def _utf8(what, value):
+    if not isinstance(value, str):
+        raise EncodeError(f"expected a str, got {type(value).__name__}", what)
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"cannot encode as UTF-8 ({exc.reason})", what) from None
+    if len(data) > MAX_STRING_LENGTH:
+        raise EncodeError(f"length {len(data)} above the {MAX_STRING_LENGTH} limit", what)
+    return data
+
+
+def _as_bytes(what, value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return value
+    raise EncodeError(f"expected bytes, got {type(value).__name__}", what)
+
+
+class Reader:
+    """A cursor over a buffer (anything with the buffer protocol), read without copying."""
+
+    __slots__ = ("_buf", "_pos", "_end", "_start")
+
+    def __init__(self, buf, offset: int = 0, end: int | None = None):
+        mv = memoryview(buf)
+        if mv.ndim != 1 or mv.itemsize != 1:
+            mv = mv.cast("B")
+        n = len(mv)
+        if end is None or end > n:
+            end = n
+        if offset < 0 or offset > end:
+            raise ValueError(f"offset {offset} outside the buffer (0..{end})")
+        self._buf = mv
+        self._pos = offset
+        self._end = end
+        self._start = offset
+
+    @property
+    def offset(self) -> int:
+        return self._pos
+
+    @offset.setter
+    def offset(self, value: int) -> None:
+        if value < 0 or value > self._end:
+            raise ValueError(f"offset {value} outside the buffer (0..{self._end})")
+        self._pos = value
+
+    @property
+    def end(self) -> int:
+        return self._end
+
+    @property
+    def remaining(self) -> int:
+        return self._end - self._pos
+
+    def _take(self, n, what, at=None):
+        pos = self._pos
+        left = self._end - pos
+        if n > left:
+            raise _truncated(what, pos if at is None else at, n, left)
+        self._pos = pos + n
+        return pos
+
+    # fixed width -----------------------------------------------------
+    def read_int8(self):
+        p = self._take(1, "int8")
+        return _i8.unpack_from(self._buf, p)[0]
+
+    def read_int16(self):
+        p = self._take(2, "int16")
+        return _i16.unpack_from(self._buf, p)[0]
+
+    def read_int32(self):
+        p = self._take(4, "int32")
+        return _i32.unpack_from(self._buf, p)[0]
+
+    def read_int64(self):
+        p = self._take(8, "int64")
+        return _i64.unpack_from(self._buf, p)[0]
+
+    def read_uint16(self):
+        p = self._take(2, "uint16")
+        return _u16.unpack_from(self._buf, p)[0]
+
+    def read_uint32(self):
+        p = self._take(4, "uint32")
+        return _u32.unpack_from(self._buf, p)[0]
+
+    def read_float64(self):
+        p = self._take(8, "float64")
+        return _f64.unpack_from(self._buf, p)[0]
+
+    def read_bool(self):
+        p = self._take(1, "bool")
+        return self._buf[p] != 0
+
+    def read_uuid(self):
+        p = self._take(16, "uuid")
+        return _make_uuid(bytes(self._buf[p : p + 16]))
+
+    # varints ---------------------------------------------------------
+    def _uvarint(self, what, max_bytes, bits):
+        buf = self._buf
+        start = pos = self._pos
+        end = self._end
+        value = 0
+        shift = 0
+        while True:
+            if pos >= end:
+                raise _truncated(what, start, pos - start + 1, end - start)
+            b = buf[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if pos - start >= max_bytes:
+                raise InvalidValueError(f"longer than {max_bytes} bytes", what, start)
+        if value >> bits:
+            raise InvalidValueError(f"does not fit in {bits} bits", what, start)
+        self._pos = pos
+        return value
+
+    def read_uvarint(self):
+        return self._uvarint("unsigned varint", 5, 32)
+
+    def read_varint(self):
+        u = self._uvarint("varint", 5, 32)
+        return (u >> 1) ^ -(u & 1)
+
+    def read_varlong(self):
+        u = self._uvarint("varlong", 10, 64)
+        return (u >> 1) ^ -(u & 1)
+
+    # strings and bytes -----------------------------------------------
+    def _str_body(self, what, start, n, nullable):
+        if n < 0:
+            if n == -1:
+                if nullable:
+                    return None
+                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
+            raise InvalidValueError(f"invalid length {n}", what, start)
+        if n > MAX_STRING_LENGTH:
+            raise InvalidValueError(f"length {n} above the {MAX_STRING_LENGTH} limit", what, start)
+        p = self._take(n, what, start)
+        try:
+            return str(self._buf[p : p + n], "utf-8")
+        except UnicodeDecodeError:
+            raise InvalidValueError("invalid UTF-8", what, start) from None
+
+    def read_string(self, nullable=False):
+        start = self._pos
+        p = self._take(2, "string")
+        return self._str_body("string", start, _i16.unpack_from(self._buf, p)[0], nullable)
+
+    def read_compact_string(self, nullable=False):
+        start = self._pos
+        n = self._uvarint("compact string", 5, 32) - 1
+        return self._str_body("compact string", start, n, nullable)
+
+    def _bytes_body(self, what, start, n, nullable):
+        if n < 0:
+            if n == -1:
+                if nullable:
+                    return None
+                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
+            raise InvalidValueError(f"invalid length {n}", what, start)
+        p = self._take(n, what, start)
+        return bytes(self._buf[p : p + n])
+
+    def read_bytes(self, nullable=False):
+        start = self._pos
+        p = self._take(4, "bytes")
+        return self._bytes_body("bytes", start, _i32.unpack_from(self._buf, p)[0], nullable)
+
+    def read_compact_bytes(self, nullable=False):
+        start = self._pos
+        n = self._uvarint("compact bytes", 5, 32) - 1
+        return self._bytes_body("compact bytes", start, n, nullable)
+
+    def _count(self, what, start, n, nullable):
+        if n < 0:
+            if n == -1:
+                if nullable:
+                    return -1
+                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
+            raise InvalidValueError(f"invalid length {n}", what, start)
+        left = self._end - self._pos
+        if n > left:
+            raise InvalidValueError(f"count {n} larger than the {left} bytes left", what, start)
+        return n
+
+    def read_array_length(self, nullable=False):
+        """An int32 element count; -1 for a null array (when nullable)."""
+        start = self._pos
+        p = self._take(4, "array length")
+        return self._count("array length", start, _i32.unpack_from(self._buf, p)[0], nullable)
+
+    def read_compact_array_length(self, nullable=False):
+        """An unsigned varint count+1; -1 for a null array (when nullable)."""
+        start = self._pos
+        n = self._uvarint("compact array length", 5, 32) - 1
+        return self._count("compact array length", start, n, nullable)
+
+    def read_tagged_fields(self):
+        """A tagged-field section: a list of (tag, raw bytes), in wire order."""
+        start = self._pos
+        count = self._uvarint("tagged fields", 5, 32)
+        left = self._end - self._pos
+        if count > left:
+            raise InvalidValueError(f"count {count} larger than the {left} bytes left", "tagged fields", start)
+        out = []
+        for _ in range(count):
+            at = self._pos
+            tag = self._uvarint("tag", 5, 32)
+            size = self._uvarint("tagged field size", 5, 32)
+            p = self._take(size, "tagged field", at)
+            out.append((tag, bytes(self._buf[p : p + size])))
+        return out
+
+    # raw -------------------------------------------------------------
+    def read_raw(self, n):
+        if n < 0:
+            raise ValueError("negative length")
+        p = self._take(n, "raw bytes")
+        return bytes(self._buf[p : p + n])
+
+    def read_view(self, n):
+        if n < 0:
+            raise ValueError("negative length")
+        p = self._take(n, "raw bytes")
+        return self._buf[p : p + n]
+
+    def skip(self, n):
+        if n < 0:
+            raise ValueError("negative length")
+        self._take(n, "raw bytes")
+
+
+class Writer:
+    """A growable output buffer with typed append methods."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self, capacity: int = 0):
+        self._buf = bytearray()
+
+    def __len__(self):
+        return len(self._buf)
+
+    def getvalue(self) -> bytes:
+        return bytes(self._buf)
+
+    def clear(self):
+        del self._buf[:]
+
+    def write_int8(self, v):
+        self._buf += _i8.pack(_check_int("int8", v))
+
+    def write_int16(self, v):
+        self._buf += _i16.pack(_check_int("int16", v))
+
+    def write_int32(self, v):
+        self._buf += _i32.pack(_check_int("int32", v))
+
+    def write_int64(self, v):
+        self._buf += _i64.pack(_check_int("int64", v))
+
+    def write_uint16(self, v):
+        self._buf += _u16.pack(_check_int("uint16", v))
+
+    def write_uint32(self, v):
+        self._buf += _u32.pack(_check_int("uint32", v))
+
+    def write_float64(self, v):
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise EncodeError(f"expected a float, got {type(v).__name__}", "float64")
+        self._buf += _f64.pack(v)
+
+    def write_bool(self, v):
+        if not isinstance(v, (bool, int)):
+            raise EncodeError(f"expected a bool, got {type(v).__name__}", "bool")
+        self._buf.append(1 if v else 0)
+
+    def write_uuid(self, v):
+        if not isinstance(v, _uuid.UUID):
+            raise EncodeError(f"expected a uuid.UUID, got {type(v).__name__}", "uuid")
+        self._buf += v.bytes
+
+    def _put_uvarint(self, u):
+        buf = self._buf
+        while u >= 0x80:
+            buf.append((u & 0x7F) | 0x80)
+            u >>= 7
+        buf.append(u)
+
+    def write_uvarint(self, v):
+        self._put_uvarint(_check_int("unsigned varint", v))
+
+    def write_varint(self, v):
+        v = _check_int("varint", v)
+        self._put_uvarint(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
+
+    def write_varlong(self, v):
+        v = _check_int("varlong", v)
+        self._put_uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+    def write_string(self, v):
+        """int16 length + UTF-8; None is written as length -1."""
+        if v is None:
+            self._buf += b"\xff\xff"
+            return
+        data = _utf8("string", v)
+        self._buf += _i16.pack(len(data))
+        self._buf += data
+
+    def write_compact_string(self, v):
+        """unsigned varint length+1 + UTF-8; None is written as 0."""
+        if v is None:
+            self._buf.append(0)
+            return
+        data = _utf8("compact string", v)
+        self._put_uvarint(len(data) + 1)
+        self._buf += data
+
+    def write_bytes(self, v):
+        if v is None:
+            self._buf += b"\xff\xff\xff\xff"
+            return
+        data = _as_bytes("bytes", v)
+        n = len(memoryview(data).cast("B"))
+        if n > 0x7FFFFFFF:
+            raise EncodeError(f"length {n} does not fit in an int32", "bytes")
+        self._buf += _i32.pack(n)
+        self._buf += data
+
+    def write_compact_bytes(self, v):
+        if v is None:
+            self._buf.append(0)
+            return
+        data = _as_bytes("compact bytes", v)
+        n = len(memoryview(data).cast("B"))
+        if n >= 0xFFFFFFFF:
+            raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
+        self._put_uvarint(n + 1)
+        self._buf += data
+
+    def write_array_length(self, n):
+        """int32 count; None or -1 for a null array."""
+        if n is None:
+            n = -1
+        self._buf += _i32.pack(_check_int("int32", n))
+
+    def write_compact_array_length(self, n):
+        """unsigned varint count+1; None or -1 for a null array."""
+        if n is None or n == -1:
+            self._buf.append(0)
+            return
+        self._put_uvarint(_check_int("unsigned varint", n + 1))
+
+    def write_tagged_fields(self, fields):
+        """A tagged-field section from (tag, raw bytes) pairs, written in the given order."""
+        if not fields:
+            self._buf.append(0)
+            return
+        self._put_uvarint(len(fields))
+        for tag, data in fields:
+            self._put_uvarint(_check_int("unsigned varint", tag))
+            data = _as_bytes("tagged field", data)
+            self._put_uvarint(len(data))
+            self._buf += data
+
+    def write_raw(self, data):
+        self._buf += data
+
+
+# ---------------------------------------------------------------------------
+# sizes
+
+
+def uvarint_size(v: int) -> int:
+    v = _check_int("unsigned varint", v)
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+def varint_size(v: int) -> int:
+    v = _check_int("varint", v)
+    return uvarint_size(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
+
+
+def varlong_size(v: int) -> int:
+    v = _check_int("varlong", v)
+    u = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
+    n = 1
+    while u >= 0x80:
+        u >>= 7
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------
+# batch entry points
+
+
+def _decode_many(kind, buf, count, offset):
+    r = Reader(buf, offset)
+    if count < 0:
+        out = []
+        read = {"u": r.read_uvarint, "i": r.read_varint, "l": r.read_varlong}[kind]
+        while r.remaining:
+            out.append(read())
+    else:
+        if count > r.remaining:
+            raise InvalidValueError(f"count {count} larger than the {r.remaining} bytes left", _MANY_WHAT[kind], offset)
+        read = {"u": r.read_uvarint, "i": r.read_varint, "l": r.read_varlong}[kind]
+        out = [read() for _ in range(count)]
+    return np.array(out, dtype=_MANY_DTYPE[kind]), r.offset
+
+
+_MANY_DTYPE = {"u": np.uint32, "i": np.int32, "l": np.int64}
+_MANY_WHAT = {"u": "unsigned varint", "i": "varint", "l": "varlong"}
+
+
+def decode_uvarints(buf, count: int = -1, offset: int = 0):
+    """Decode ``count`` unsigned varints (all, when -1) → (uint32 ndarray, end offset)."""
+    return _decode_many("u", buf, count, offset)
+
+
+def decode_varints(buf, count: int = -1, offset: int = 0):
+    """Decode ``count`` zig-zag varints (32-bit) → (int32 ndarray, end offset)."""
+    return _decode_many("i", buf, count, offset)
+
+
+def decode_varlongs(buf, count: int = -1, offset: int = 0):
+    """Decode ``count`` zig-zag varlongs (64-bit) → (int64 ndarray, end offset)."""
+    return _decode_many("l", buf, count, offset)
+
+
+def encode_uvarints(values) -> bytes:
+    w = Writer()
+    for v in values:
+        w.write_uvarint(int(v))
+    return w.getvalue()
+
+
+def encode_varints(values) -> bytes:
+    w = Writer()
+    for v in values:
+        w.write_varint(int(v))
+    return w.getvalue()
+
+
+def encode_varlongs(values) -> bytes:
+    w = Writer()
+    for v in values:
+        w.write_varlong(int(v))
+    return w.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# frames
+
+
+def _check_frame_size(size, max_frame_size, at):
+    if size < 0:
+        raise FrameSizeError(f"negative frame size {size}", "frame size", at)
+    if max_frame_size >= 0 and size > max_frame_size:
+        raise FrameSizeError(f"frame size {size} above the limit {max_frame_size}", "frame size", at)
+
+
+def frame_offsets(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int = 0):
+    """Find the size-prefixed frames in ``buf``.
+
+    Returns ``(starts, sizes, consumed)``: int64 offsets of each frame body
+    (after its 4-byte prefix), int32 body sizes, and the offset just past the
+    last complete frame.  A trailing partial frame is left unconsumed.
+    """
+    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    n = len(mv)
+    pos = offset
+    starts = []
+    sizes = []
+    unpack = _i32.unpack_from
+    while pos + 4 <= n:
+        size = unpack(mv, pos)[0]
+        _check_frame_size(size, max_frame_size, pos)
+        if pos + 4 + size > n:
+            break
+        starts.append(pos + 4)
+        sizes.append(size)
+        pos += 4 + size
+    return np.array(starts, dtype=np.int64), np.array(sizes, dtype=np.int32), pos
+
+
+def split_frames(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int = 0):
+    """Split ``buf`` into frames: ``(list of zero-copy memoryviews, consumed)``."""
+    mv = memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    n = len(mv)
+    pos = offset
+    out = []
+    unpack = _i32.unpack_from
+    while pos + 4 <= n:
+        size = unpack(mv, pos)[0]
+        _check_frame_size(size, max_frame_size, pos)
+        end = pos + 4 + size
+        if end > n:
+            break
+        out.append(mv[pos + 4 : end])
+        pos = end
+    return out, pos
+
+
+class FrameReader:
+    """Incremental frame splitter: feed chunks of any size, get complete frames.
+
+    A negative size or one above ``max_frame_size`` raises :class:`FrameSizeError`
+    as soon as the 4 size bytes have arrived (before buffering the body), and
+    the reader stays failed: the stream cannot be resynchronised.
+    """
+
+    __slots__ = ("_buf", "_max", "_consumed", "_error")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE):
+        self._buf = bytearray()
+        self._max = max_frame_size
+        self._consumed = 0
+        self._error = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as part of a frame."""
+        return len(self._buf)
+
+    @property
+    def consumed(self) -> int:
+        """Stream offset just past the last returned frame."""
+        return self._consumed
+
+    @property
+    def max_frame_size(self) -> int:
+        return self._max
+
+    def feed(self, data) -> list:
+        if self._error is not None:
+            raise self._error
+        buf = self._buf
+        buf += data
+        out = []
+        pos = 0
+        n = len(buf)
+        unpack = _i32.unpack_from
+        while pos + 4 <= n:
+            size = unpack(buf, pos)[0]
+            try:
+                _check_frame_size(size, self._max, self._consumed + pos)
+            except FrameSizeError as exc:
+                self._error = exc
+                del buf[:pos]
+                self._consumed += pos
+                raise
+            end = pos + 4 + size
+            if end > n:
+                break
+            out.append(bytes(buf[pos + 4 : end]))
+            pos = end
+        if pos:
+            del buf[:pos]
+            self._consumed += pos
+        return out
+
+
+# ---------------------------------------------------------------------------
+# headers
+
+
+def decode_request_header(buf, header_version: int, offset: int = 0):
+    """→ (api_key, api_version, correlation_id, client_id, tagged_fields, end_offset)."""
+    if header_version not in (0, 1, 2):
+        raise ValueError(f"request header version {header_version} does not exist (0, 1, 2)")
+    r = Reader(buf, offset)
+    api_key = r.read_int16()
+    api_version = r.read_int16()
+    correlation_id = r.read_int32()
+    client_id = None
+    tagged = None
+    if header_version >= 1:
+        # ClientId keeps its int16 length even in the flexible header v2.
+        client_id = r.read_string(True)
+    if header_version >= 2:
+        tagged = r.read_tagged_fields()
+    return api_key, api_version, correlation_id, client_id, tagged, r.offset
+
+
+def encode_request_header(
+    writer, header_version, api_key, api_version, correlation_id, client_id=None, tagged_fields=None
+):
+    if header_version not in (0, 1, 2):
+        raise ValueError(f"request header version {header_version} does not exist (0, 1, 2)")
+    writer.write_int16(api_key)
+    writer.write_int16(api_version)
+    writer.write_int32(correlation_id)
+    if header_version >= 1:
+        writer.write_string(client_id)
+    if header_version >= 2:
+        writer.write_tagged_fields(tagged_fields)
+
+
+def decode_response_header(buf, header_version: int, offset: int = 0):
+    """→ (correlation_id, tagged_fields, end_offset)."""
+    if header_version not in (0, 1):
+        raise ValueError(f"response header version {header_version} does not exist (0, 1)")
+    r = Reader(buf, offset)
+    correlation_id = r.read_int32()
+    tagged = r.read_tagged_fields() if header_version >= 1 else None
+    return correlation_id, tagged, r.offset
+
+
+def encode_response_header(writer, header_version, correlation_id, tagged_fields=None):
+    if header_version not in (0, 1):
+        raise ValueError(f"response header version {header_version} does not exist (0, 1)")
+    writer.write_int32(correlation_id)
+    if header_version >= 1:
+        writer.write_tagged_fields(tagged_fields)

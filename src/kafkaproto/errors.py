@@ -1,0 +1,106 @@
+"""The error family shared by the compiled core and its pure-Python twin.
+
+Every decode error says what was being read, where (byte offset, relative to
+the start of the buffer handed to the decoder) and, when a message decoder
+raised it, the field path inside the message, e.g.::
+
+    MetadataResponse v12 .topics[3].partitions[7].leader_epoch at byte 4121: need 4 bytes, 2 left
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KafkaProtocolError",
+    "TruncatedError",
+    "InvalidValueError",
+    "FrameSizeError",
+    "EncodeError",
+    "UnsupportedVersionError",
+    "UnknownApiError",
+    "CorruptRecordError",
+]
+
+
+class KafkaProtocolError(ValueError):
+    """Bytes (or values) that do not follow the Kafka wire protocol.
+
+    Attributes:
+        what: what was being read or written (``"int32"``, ``"compact string"``,
+            ``"MetadataResponse v12"``...).
+        offset: byte offset of the failing read, or ``None`` when not known.
+        path: the field path inside a message, outermost first
+            (``["topics[3]", "partitions[7]", "leader_epoch"]``).
+        detail: the reason (``"need 4 bytes, 2 left"``).
+    """
+
+    def __init__(self, detail: str, what: str = "", offset: int | None = None, path=None):
+        self.detail = detail
+        self.what = what
+        self.offset = offset
+        self.path = list(path) if path else []
+        self.context = ""
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.context:
+            parts.append(self.context)
+        if self.path:
+            parts.append("." + ".".join(self.path).replace(".[", "["))
+        elif self.what and not self.context:
+            parts.append(self.what)
+        head = " ".join(parts)
+        if self.offset is not None:
+            head = f"{head} at byte {self.offset}" if head else f"at byte {self.offset}"
+        return f"{head}: {self.detail}" if head else self.detail
+
+    def add_path(self, segment: str) -> "KafkaProtocolError":
+        """Prepend a path segment (called while the error unwinds out of nested structs)."""
+        self.path.insert(0, segment)
+        self.args = (self._render(),)
+        return self
+
+    def set_context(self, context: str) -> "KafkaProtocolError":
+        """Name the message being decoded (``"MetadataResponse v12"``)."""
+        if not self.context:
+            self.context = context
+            self.args = (self._render(),)
+        return self
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.detail, self.what, self.offset, self.path, self.context))
+
+
+def _rebuild(cls, detail, what, offset, path, context):
+    err = cls(detail, what, offset, path)
+    if context:
+        err.set_context(context)
+    return err
+
+
+class TruncatedError(KafkaProtocolError):
+    """The buffer ended before the value being read did."""
+
+
+class InvalidValueError(KafkaProtocolError):
+    """A value that no valid encoder produces (overlong varint, bad length, bad UTF-8...)."""
+
+
+class FrameSizeError(KafkaProtocolError):
+    """A frame size prefix that is negative or above the configured limit."""
+
+
+class EncodeError(KafkaProtocolError):
+    """A value that cannot be written (out of range, too long, wrong type, absent in that version)."""
+
+
+class UnsupportedVersionError(KafkaProtocolError):
+    """An API version (or header version) this library has no schema for."""
+
+
+class UnknownApiError(KafkaProtocolError):
+    """An API key this library has no schema for."""
+
+
+class CorruptRecordError(KafkaProtocolError):
+    """A record batch whose CRC or structure is wrong."""

@@ -1,0 +1,43 @@
+import os
+
+import pytest
+
+import kafkaproto
+from kafkaproto import _codec_py
+
+try:
+    from kafkaproto import _codec as _compiled
+except ImportError:  # pragma: no cover - only where no compiler was available
+    _compiled = None
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "compiled_only: compares the compiled core with its twin")
+    config.addinivalue_line("markers", "slow: builds wheels or starts external programs")
+    if os.environ.get("KAFKAPROTO_EXPECT_COMPILED") == "1" and not kafkaproto.COMPILED:
+        raise pytest.UsageError("KAFKAPROTO_EXPECT_COMPILED=1 but the compiled core (kafkaproto._codec) did not load")
+
+
+def pytest_report_header(config):
+    impl = "compiled (kafkaproto._codec)" if kafkaproto.COMPILED else "pure-Python twin (kafkaproto._codec_py)"
+    return f"kafkaproto implementation: {impl}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if _compiled is None or os.environ.get("KAFKAPROTO_PURE"):
+        skip = pytest.mark.skip(reason="compares compiled and pure: run in the compiled pass")
+        for item in items:
+            if "compiled_only" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def pure():
+    return _codec_py
+
+
+@pytest.fixture(scope="session")
+def compiled():
+    if _compiled is None:
+        pytest.skip("compiled core not built")
+    return _compiled

@@ -1,0 +1,123 @@
+"""The compiled core and its pure twin agree: same value, or same error class,
+message and offset, on valid and on garbage input."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.compiled_only
+
+READS = [
+    ("read_int8", ()), ("read_int16", ()), ("read_int32", ()), ("read_int64", ()),
+    ("read_uint16", ()), ("read_uint32", ()), ("read_float64", ()), ("read_bool", ()), ("read_uuid", ()),
+    ("read_uvarint", ()), ("read_varint", ()), ("read_varlong", ()),
+    ("read_string", (False,)), ("read_string", (True,)),
+    ("read_compact_string", (False,)), ("read_compact_string", (True,)),
+    ("read_bytes", (False,)), ("read_bytes", (True,)),
+    ("read_compact_bytes", (False,)), ("read_compact_bytes", (True,)),
+    ("read_array_length", (False,)), ("read_array_length", (True,)),
+    ("read_compact_array_length", (False,)), ("read_compact_array_length", (True,)),
+    ("read_tagged_fields", ()),
+]
+
+
+def outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as exc:  # noqa: BLE001 - the class is what we compare
+        return ("err", type(exc).__name__, str(exc), getattr(exc, "offset", None))
+
+
+def same(a, b):
+    if a[0] == "ok" and b[0] == "ok" and isinstance(a[1], float) and a[1] != a[1]:
+        return b[1] != b[1]
+    return a == b
+
+
+# Garbage biased towards the interesting bytes (continuation bits, -1 lengths).
+garbage = st.lists(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF, 0xFE, 0x02, 0x61, 0xC3, 0x0F]) | st.integers(0, 255),
+                   max_size=24).map(bytes)
+
+
+@settings(max_examples=300)
+@given(garbage)
+def test_reads_agree_on_garbage(compiled, pure, data):
+    for method, args in READS:
+        for offset in (0, 1):
+            if offset > len(data):
+                continue
+
+            def run(mod):
+                r = mod.Reader(data, offset)
+                # read twice: the second read starts where the first one stopped
+                return getattr(r, method)(*args), getattr(r, method)(*args), r.offset
+
+            a, b = outcome(lambda: run(compiled)), outcome(lambda: run(pure))
+            assert same(a, b), (method, args, data.hex(), a, b)
+
+
+@settings(max_examples=200)
+@given(garbage, st.integers(-1, 6))
+def test_batch_decoders_agree(compiled, pure, data, count):
+    for name in ("decode_uvarints", "decode_varints", "decode_varlongs"):
+        a = outcome(lambda: (lambda r: (r[0].tolist(), r[1]))(getattr(compiled, name)(data, count)))
+        b = outcome(lambda: (lambda r: (r[0].tolist(), r[1]))(getattr(pure, name)(data, count)))
+        assert a == b, (name, data.hex(), count)
+
+
+values = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.text(max_size=5),
+                   st.binary(max_size=5), st.uuids())
+WRITES = ["write_int8", "write_int16", "write_int32", "write_int64", "write_uint16", "write_uint32", "write_float64",
+          "write_bool", "write_uuid", "write_uvarint", "write_varint", "write_varlong", "write_string",
+          "write_compact_string", "write_bytes", "write_compact_bytes", "write_array_length",
+          "write_compact_array_length"]
+
+
+@settings(max_examples=300)
+@given(values)
+def test_writes_agree(compiled, pure, value):
+    for method in WRITES:
+        def run(mod):
+            w = mod.Writer()
+            getattr(w, method)(value)
+            return w.getvalue()
+
+        a, b = outcome(lambda: run(compiled)), outcome(lambda: run(pure))
+        assert a == b, (method, value, a, b)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 40), max_size=6).map(lambda xs: b"".join(x.to_bytes(4, "big") + bytes(x) for x in xs)),
+       st.binary(max_size=12), st.integers(-1, 64))
+def test_frames_agree(compiled, pure, stream, tail, limit):
+    data = stream + tail
+
+    def offsets(mod):
+        s, z, c = mod.frame_offsets(data, limit)
+        return s.tolist(), z.tolist(), c
+
+    def views(mod):
+        frames, c = mod.split_frames(data, limit)
+        return [bytes(f) for f in frames], c
+
+    def incremental(mod):
+        fr = mod.FrameReader(limit)
+        out = []
+        for i in range(len(data)):
+            out += fr.feed(data[i:i + 1])
+        return out, fr.buffered, fr.consumed
+
+    for fn in (offsets, views, incremental):
+        assert outcome(lambda: fn(compiled)) == outcome(lambda: fn(pure)), fn.__name__
+
+
+@settings(max_examples=200)
+@given(garbage, st.integers(0, 2))
+def test_headers_agree(compiled, pure, data, version):
+    a = outcome(lambda: compiled.decode_request_header(data, version))
+    b = outcome(lambda: pure.decode_request_header(data, version))
+    assert a == b
+    if version < 2:
+        a = outcome(lambda: compiled.decode_response_header(data, version))
+        b = outcome(lambda: pure.decode_response_header(data, version))
+        assert a == b
