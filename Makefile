@@ -7,6 +7,10 @@ PYTEST_ARGS ?=
 
 .PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean
 
+# Tests that need a real peer fail (never skip) when it cannot be started.
+export KAFKAPROTO_REQUIRE_ORACLE := 1
+export KAFKAPROTO_REQUIRE_PEERS := 1
+
 all: build
 
 $(PY):
@@ -30,8 +34,13 @@ demo: build
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin.
-test: build
+test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
+
+# Real peers on loopback: Kafka's Java classes (oracle), the tansu broker,
+# librdkafka's mock cluster and real clients.
+peers: $(STAMP)
+	PYTHON=$(abspath $(PY)) bash tools/peers/setup_java_oracle.sh
 
 test-compiled:
 	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
