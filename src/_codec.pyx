@@ -22,7 +22,7 @@ from operator import index as _index
 import numpy as np
 
 from kafkaproto._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
-from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, TruncatedError
+from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, KafkaProtocolError, TruncatedError
 
 COMPILED = True
 
@@ -1134,3 +1134,9 @@ def encode_response_header(Writer writer, int header_version, correlation_id, ta
     writer.write_int32(correlation_id)
     if header_version >= 1:
         writer.write_tagged_fields(tagged_fields)
+
+
+# ---------------------------------------------------------------------------
+# message engine
+
+include "_engine.pxi"
