@@ -36,7 +36,7 @@ def _random_int(rng, kind):
     return rng.randint(lo, hi)
 
 
-def _random_value(rng, kind, struct, version, flexible, depth):
+def _random_value(rng, kind, struct, version, flexible, depth, unknown_tags=True):
     if kind in INT_RANGES:
         return _random_int(rng, kind)
     if kind == K.BOOL:
@@ -50,7 +50,7 @@ def _random_value(rng, kind, struct, version, flexible, depth):
     if kind in (K.BYTES, K.RECORDS):
         return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 12)))
     if kind == K.STRUCT:
-        return random_message(struct, version, rng, flexible, depth + 1)
+        return random_message(struct, version, rng, flexible, depth + 1, unknown_tags)
     raise AssertionError(kind)
 
 
@@ -67,11 +67,12 @@ def random_message(cls, version, rng, flexible=None, depth=0, unknown_tags=True)
             continue
         if f.kind == K.ARRAY:
             n = rng.randint(0, 3 if depth < 3 else 0)
-            kwargs[f.attr] = [_random_value(rng, f.elem, f.struct, version, flexible, depth) for _ in range(n)]
+            kwargs[f.attr] = [_random_value(rng, f.elem, f.struct, version, flexible, depth, unknown_tags)
+                              for _ in range(n)]
         elif f.kind == K.STRUCT and depth > 4:
             continue
         else:
-            kwargs[f.attr] = _random_value(rng, f.kind, f.struct, version, flexible, depth)
+            kwargs[f.attr] = _random_value(rng, f.kind, f.struct, version, flexible, depth, unknown_tags)
     obj = cls(**kwargs)
     if flexible and unknown_tags and rng.random() < 0.25:
         tags = sorted(rng.sample(range(5000, 5100), rng.randint(1, 3)))
