@@ -54,7 +54,7 @@ test-pure:
 
 bench: build
 	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation
-	$(PY) -m pytest -q -p no:cacheprovider bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
+	$(PY) -m pytest -q -p no:cacheprovider -o python_files="bench_*.py" bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build

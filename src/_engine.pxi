@@ -86,6 +86,7 @@ cdef enum:
     K_ARRAY = 13
 
 cdef tuple _EMPTY = ()
+cdef tuple _NO_TAGS = ()
 
 
 cdef class FieldPlan:
@@ -257,14 +258,35 @@ cdef object _decode(Plan plan, Reader r):
     cdef FieldPlan a
     cdef uint32_t count, tag, size, i
     cdef Py_ssize_t at, start, end, saved
-    cdef list unknown
+    cdef list unknown = None
+    cdef tuple fields = plan.fields
+    cdef Py_ssize_t k, nf = len(fields)
+    cdef Py_ssize_t p
+    cdef int kind
+    cdef object v
     try:
-        for f in plan.fields:
-            _set(obj, f.attr, f.off, _read_field(f, r))
+        for k in range(nf):
+            f = <FieldPlan>fields[k]
+            kind = f.kind
+            # the common fixed-width kinds inline; the rest through _read_field
+            if kind == K_INT32:
+                p = r._take(4, "int32", -1)
+                v = <int32_t>kp_ld32(r.buf + p)
+            elif kind == K_INT16:
+                p = r._take(2, "int16", -1)
+                v = <int16_t>kp_ld16(r.buf + p)
+            elif kind == K_INT64:
+                p = r._take(8, "int64", -1)
+                v = <int64_t>kp_ld64(r.buf + p)
+            else:
+                v = _read_field(f, r)
+            if f.off >= 0:
+                kp_slot_set(obj, f.off, v)
+            else:
+                setattr(obj, f.attr, v)
         f = None
         for a in plan.absent:
             _set(obj, a.attr, a.off, a.make_default())
-        unknown = []
         if plan.flexible:
             start = r.pos
             count = r._u32v("unsigned varint")
@@ -279,6 +301,8 @@ cdef object _decode(Plan plan, Reader r):
                     raise TruncatedError(f"need {size} bytes, {r._end - r.pos} left", "tagged field", at)
                 f = plan.tag_map.get(tag)
                 if f is None:
+                    if unknown is None:
+                        unknown = []
                     unknown.append((tag, r.read_raw(size)))
                     continue
                 end = r.pos + size
@@ -293,7 +317,7 @@ cdef object _decode(Plan plan, Reader r):
                                             f"{size - (end - r.pos)}", "tagged field", at)
                 _set(obj, f.attr, f.off, value)
                 f = None
-        _set(obj, "unknown_tagged_fields", plan.unknown_off, unknown)
+        _set(obj, "unknown_tagged_fields", plan.unknown_off, _NO_TAGS if unknown is None else tuple(unknown))
     except KafkaProtocolError as exc:
         if f is not None:
             exc.add_path(f.attr)

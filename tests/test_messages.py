@@ -114,7 +114,7 @@ def test_unknown_tagged_fields_survive_byte_exactly():
     body = bytes.fromhex("04616263" "033132" "02" "0000" "0703616263")
     msg = cls.decode(body, 3)
     assert msg.client_software_name == "abc" and msg.client_software_version == "12"
-    assert msg.unknown_tagged_fields == [(0, b""), (7, b"abc")]
+    assert msg.unknown_tagged_fields == ((0, b""), (7, b"abc"))
     assert msg.encode(3) == body
 
 
@@ -129,7 +129,7 @@ def test_known_and_unknown_tags_merge_in_ascending_order():
     back = cls.decode(data, 13)
     assert back == msg
     # the partition's tagged section: 3 entries, tags 0, 1, 127
-    assert b"\x03\x00" in data and back.responses[0].partitions[0].unknown_tagged_fields == [(0x7F, b"z")]
+    assert b"\x03\x00" in data and back.responses[0].partitions[0].unknown_tagged_fields == ((0x7F, b"z"),)
 
 
 def test_tagged_fields_with_default_values_are_not_written():
@@ -156,7 +156,7 @@ def test_unknown_tags_on_a_non_flexible_version_raise():
     msg.unknown_tagged_fields = [(1, b"x")]
     with pytest.raises(EncodeError, match="not flexible"):
         msg.encode(4)
-    assert get("MetadataRequest").decode(msg.encode(9), 9).unknown_tagged_fields == [(1, b"x")]
+    assert get("MetadataRequest").decode(msg.encode(9), 9).unknown_tagged_fields == ((1, b"x"),)
 
 
 # ---------------------------------------------------------------------------

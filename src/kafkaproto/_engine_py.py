@@ -157,7 +157,7 @@ def _decode(plan, r):
                                             f"{size - (end - r.offset)}", "tagged field", at)
                 setattr(obj, f.attr, value)
                 f = None
-        obj.unknown_tagged_fields = unknown
+        obj.unknown_tagged_fields = tuple(unknown)
     except KafkaProtocolError as exc:
         if f is not None:
             exc.add_path(f.attr)

@@ -121,7 +121,7 @@ class Struct:
             value = kwargs.pop(f.attr, _UNSET)
             setattr(self, f.attr, f.make_default() if value is _UNSET else value)
         #: tagged fields with no name in the schema, as (tag, raw bytes): re-encoded as they came
-        self.unknown_tagged_fields = kwargs.pop("unknown_tagged_fields", None) or []
+        self.unknown_tagged_fields = tuple(kwargs.pop("unknown_tagged_fields", None) or ())
         if kwargs:
             raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(kwargs))}")
 
@@ -131,7 +131,7 @@ class Struct:
         for a in self._ATTRS:
             if getattr(self, a) != getattr(other, a):
                 return False
-        return self.unknown_tagged_fields == other.unknown_tagged_fields
+        return tuple(self.unknown_tagged_fields) == tuple(other.unknown_tagged_fields)
 
     __hash__ = None
 
@@ -148,22 +148,31 @@ class Struct:
         return out
 
 
-def build_plan(cls, version: int, flexible: bool, context: str):
-    key = (version, flexible)
-    plan = cls._PLANS.get(key)
+def build_plan(cls, version: int, flexible: bool, context: str, eng=None, cache=None):
+    """The plan of ``cls`` at ``version`` for an engine (default: the active one).
+
+    Plans are cached on the class; pass ``cache`` (a dict) to build plans for
+    another engine (the tests build twin plans next to compiled ones).
+    """
+    if eng is None:
+        eng = engine
+    if cache is None:
+        cache = cls._PLANS
+    key = (cls, version, flexible)
+    plan = cache.get(key)
     if plan is not None:
         return plan
     fields, absent, tagged = [], [], []
     for f in cls._FIELDS:
         present = f.versions >> version & 1
         is_tagged = bool(present and flexible and f.tagged >> version & 1)
-        sub = build_plan(f.struct, version, flexible, context) if f.struct is not None and present else None
+        sub = build_plan(f.struct, version, flexible, context, eng, cache) if f.struct is not None and present else None
         default = f.default
         default_kind = 1 if default is LIST else 2 if default is STRUCT else 0
         if default_kind == 2:
             default = f.struct
-        fp = engine.FieldPlan(f.attr, f.kind, f.elem, bool(f.nullable >> version & 1), bool(flexible and f.compact),
-                              sub, default, default_kind, f.ignorable, -1 if f.tag is None else f.tag, is_tagged)
+        fp = eng.FieldPlan(f.attr, f.kind, f.elem, bool(f.nullable >> version & 1), bool(flexible and f.compact),
+                           sub, default, default_kind, f.ignorable, -1 if f.tag is None else f.tag, is_tagged)
         if not present:
             absent.append(fp)
         elif is_tagged:
@@ -172,8 +181,8 @@ def build_plan(cls, version: int, flexible: bool, context: str):
         else:
             fields.append(fp)
     tagged.sort(key=lambda fp: fp.tag)
-    plan = engine.Plan(cls, cls.__name__, tuple(fields), tuple(absent), tuple(tagged), flexible, context)
-    cls._PLANS[key] = plan
+    plan = eng.Plan(cls, cls.__name__, tuple(fields), tuple(absent), tuple(tagged), flexible, context)
+    cache[key] = plan
     return plan
 
 
@@ -199,6 +208,7 @@ class Message(Struct):
             for f in owner._FIELDS:
                 if isinstance(f.struct, str):
                     f.struct = nested[f.struct]
+        cls._BY_VERSION = {}
         cls._VALID = versions_mask(cls.VALID_VERSIONS)
         cls._FLEXIBLE = versions_mask(cls.FLEXIBLE_VERSIONS)
         spec = cls.VALID_VERSIONS.split(",")
@@ -215,12 +225,16 @@ class Message(Struct):
 
     @classmethod
     def plan(cls, version: int):
+        plan = cls._BY_VERSION.get(version)
+        if plan is not None:
+            return plan
         if not cls.supports(version):
             raise UnsupportedVersionError(f"{cls.NAME} v{version} is not supported (versions {cls.VALID_VERSIONS})",
                                           cls.NAME)
         plan = cls._PLANS.get((version, bool(cls._FLEXIBLE >> version & 1)))
         if plan is None:
             plan = build_plan(cls, version, bool(cls._FLEXIBLE >> version & 1), f"{cls.NAME} v{version}")
+        cls._BY_VERSION[version] = plan
         return plan
 
     @classmethod
