@@ -1140,3 +1140,4 @@ def encode_response_header(Writer writer, int header_version, correlation_id, ta
 # message engine
 
 include "_engine.pxi"
+include "_arrow.pxi"
