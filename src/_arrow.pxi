@@ -223,7 +223,7 @@ cdef struct _Col:
     int width
     int64_t n
     int64_t cap
-    uint8_t* valid
+    uint8_t* valid      # 0/1 per slot; NULL until the first null (then all earlier slots are 1)
     uint8_t* data
     int64_t* offs
     uint8_t* vdata
@@ -231,6 +231,7 @@ cdef struct _Col:
     int64_t vcap
     _Col** kids
     int nkids
+    bint bits           # bool values: bit-packed on export
 
 
 cdef void _col_free(_Col* c) noexcept nogil:
@@ -257,7 +258,6 @@ cdef _Col* _col_new(int what, int width, int nkids, int64_t cap) noexcept nogil:
     c.width = width
     c.cap = cap
     c.nkids = nkids
-    c.valid = <uint8_t*>malloc(cap)
     if nkids:
         c.kids = <_Col**>calloc(nkids, sizeof(_Col*))
     if what == C_FIXED:
@@ -269,7 +269,7 @@ cdef _Col* _col_new(int what, int width, int nkids, int64_t cap) noexcept nogil:
     if what == C_VAR:
         c.vcap = 256
         c.vdata = <uint8_t*>malloc(c.vcap)
-    if (c.valid == NULL or (nkids and c.kids == NULL) or (what == C_FIXED and c.data == NULL)
+    if ((nkids and c.kids == NULL) or (what == C_FIXED and c.data == NULL)
             or ((what == C_VAR or what == C_LIST) and c.offs == NULL) or (what == C_VAR and c.vdata == NULL)):
         _col_free(c)
         return NULL
@@ -281,10 +281,11 @@ cdef int _grow(_Col* c, int64_t need) noexcept nogil:
     cdef void* p
     if cap < need:
         cap = need
-    p = realloc(c.valid, cap)
-    if p == NULL:
-        return -1
-    c.valid = <uint8_t*>p
+    if c.valid != NULL:
+        p = realloc(c.valid, cap)
+        if p == NULL:
+            return -1
+        c.valid = <uint8_t*>p
     if c.what == C_FIXED:
         p = realloc(c.data, cap * c.width)
         if p == NULL:
@@ -296,6 +297,27 @@ cdef int _grow(_Col* c, int64_t need) noexcept nogil:
             return -1
         c.offs = <int64_t*>p
     c.cap = cap
+    return 0
+
+
+cdef int _valid_init(_Col* c) noexcept nogil:
+    """Start tracking validity: every slot so far is valid."""
+    c.valid = <uint8_t*>malloc(c.cap)
+    if c.valid == NULL:
+        return -1
+    memset(c.valid, 1, c.n)
+    return 0
+
+
+cdef inline void _mark_valid(_Col* c) noexcept nogil:
+    if c.valid != NULL:
+        c.valid[c.n] = 1
+
+
+cdef inline int _mark_null(_Col* c) noexcept nogil:
+    if c.valid == NULL and _valid_init(c):
+        return -1
+    c.valid[c.n] = 0
     return 0
 
 
@@ -325,7 +347,7 @@ cdef inline int _vappend(_Col* c, const uint8_t* src, int64_t n) noexcept nogil:
     memcpy(c.vdata + c.vlen, src, n)
     c.vlen += n
     c.offs[c.n + 1] = c.vlen
-    c.valid[c.n] = 1
+    _mark_valid(c)
     c.n += 1
     return 0
 
@@ -344,7 +366,8 @@ cdef int _put_null(_Col* c) noexcept nogil:
         for k in range(c.nkids):
             if _put_null(c.kids[k]):
                 return -1
-    c.valid[c.n] = 0
+    if _mark_null(c):
+        return -1
     c.n += 1
     return 0
 
@@ -362,15 +385,51 @@ cdef void _truncate(_Col* c, int64_t n) noexcept nogil:
             _truncate(c.kids[k], n)
 
 
+cdef uint8_t* _pack_bits(const uint8_t* v, int64_t n) noexcept nogil:
+    """0/1 bytes → an LSB-first bitmap (Arrow's layout for validity and bools)."""
+    cdef int64_t nb = (n + 7) >> 3
+    cdef int64_t i, j
+    cdef uint8_t byte
+    cdef uint8_t* out = <uint8_t*>malloc(nb if nb else 1)
+    if out == NULL:
+        return NULL
+    for i in range(n >> 3):
+        byte = 0
+        for j in range(8):
+            byte |= (v[8 * i + j] != 0) << j
+        out[i] = byte
+    if n & 7:
+        byte = 0
+        for j in range(n & 7):
+            byte |= (v[(n & ~(<int64_t>7)) + j] != 0) << j
+        out[nb - 1] = byte
+    return out
+
+
+cdef int64_t _count_nulls(const uint8_t* v, int64_t n) noexcept nogil:
+    cdef int64_t i, ones = 0
+    for i in range(n):
+        ones += v[i]
+    return n - ones
+
+
+cdef object _bits(const uint8_t* v, int64_t n):
+    cdef uint8_t* packed = _pack_bits(v, n)
+    if packed == NULL:
+        raise MemoryError()
+    return _cmem(packed, (n + 7) >> 3)
+
+
 cdef object _col_export(_Col* c):
-    """(length, validity bytes, buffers, children); the blocks move to Python."""
+    """(length, null count, validity bitmap or None, buffers, children); the blocks move to Python."""
     cdef int64_t n = c.n
+    cdef int64_t nulls = _count_nulls(c.valid, n) if c.valid != NULL else 0
     cdef int k
-    valid = _cmem(c.valid, n)
-    c.valid = NULL
+    bitmap = _bits(c.valid, n) if nulls else None
     if c.what == C_FIXED:
-        bufs = (_cmem(c.data, n * c.width),)
-        c.data = NULL
+        bufs = (_bits(c.data, n) if c.bits else _cmem(c.data, n * c.width),)
+        if not c.bits:
+            c.data = NULL
     elif c.what == C_VAR:
         bufs = (_cmem(c.offs, (n + 1) * 8), _cmem(c.vdata, c.vlen))
         c.offs = NULL
@@ -381,7 +440,7 @@ cdef object _col_export(_Col* c):
     else:
         bufs = ()
     kids = tuple([_col_export(c.kids[k]) for k in range(c.nkids)])
-    return (n, valid, bufs, kids)
+    return (n, nulls, bitmap, bufs, kids)
 
 
 # width of each field kind in its column (0: var-width); unsigned kinds widen
@@ -405,11 +464,17 @@ cdef _Col* _scalar_col(int kind, int64_t cap) except NULL:
     cdef _Col* c = _col_new(C_FIXED if w else C_VAR, w, 0, cap)
     if c == NULL:
         raise MemoryError()
+    c.bits = kind == K_BOOL
     return c
 
 
-cdef _Col* _struct_cols(cls, int64_t cap) except NULL:
-    """The column tree of a struct class: one child per field of any version."""
+cdef _Col* _struct_cols(cls, int64_t cap, int64_t nested) except NULL:
+    """The column tree of a struct class: one child per field of any version.
+
+    ``cap`` slots for this level, ``nested`` for the elements of its arrays (a
+    guess from the input size: growing by doubling copies, guessing costs
+    only address space).
+    """
     cdef list fields = list(cls._FIELDS)
     cdef _Col* c = _col_new(C_STRUCT, 0, len(fields), cap)
     cdef _Col* kid
@@ -424,11 +489,11 @@ cdef _Col* _struct_cols(cls, int64_t cap) except NULL:
                     raise MemoryError()
                 c.kids[k] = kid
                 if f.elem == K_STRUCT:
-                    kid.kids[0] = _struct_cols(f.struct, 64)
+                    kid.kids[0] = _struct_cols(f.struct, nested, nested)
                 else:
-                    kid.kids[0] = _scalar_col(f.elem, 64)
+                    kid.kids[0] = _scalar_col(f.elem, nested)
             elif f.kind == K_STRUCT:
-                c.kids[k] = _struct_cols(f.struct, cap)
+                c.kids[k] = _struct_cols(f.struct, cap, nested)
             else:
                 c.kids[k] = _scalar_col(f.kind, cap)
     except BaseException:
@@ -466,6 +531,7 @@ cdef struct _Op:
     bint nullable
     bint compact
     bint tagged
+    bint fixed
     uint32_t tag
     _Node* sub
     int dkind
@@ -510,6 +576,7 @@ cdef class _Program:
         op.nullable = fp.nullable
         op.compact = fp.compact
         op.tagged = fp.tagged
+        op.fixed = _kind_width(fp.kind) > 0 and fp.kind != K_ARRAY
         op.tag = fp.tag if fp.tagged else 0
         op.sub = self.node(fp.sub) if fp.sub is not None else NULL
         dk = fp.default_kind
@@ -646,98 +713,94 @@ cdef int _put_default(_Op* op, _Col* col) noexcept nogil:
             (<int32_t*>d)[0] = <int32_t>op.dint
         else:
             (<int64_t*>d)[0] = op.dint
-    col.valid[col.n] = 1
+    _mark_valid(col)
     col.n += 1
     return 0
 
 
-cdef int _dec_value(_Cur* c, int kind, _Col* col, bint compact, bint nullable, _Node* sub, bint tagged) noexcept nogil:
+cdef inline bint _is_fixed(int kind) noexcept nogil:
+    return kind != K_STRING and kind != K_BYTES and kind != K_RECORDS and kind != K_STRUCT and kind != K_ARRAY
+
+
+cdef inline int _dec_fixed(_Cur* c, int kind, _Col* col) noexcept nogil:
+    """A fixed-width value (ints, bool, float64, uuid) into its column."""
     cdef Py_ssize_t p = c.pos
     cdef Py_ssize_t left = c.end - p
+    cdef uint8_t* d
+    if col.n == col.cap and _grow(col, col.n + 1):
+        return _fail(c, E_MEMORY)
+    d = col.data + col.n * col.width
+    if kind == K_INT32:
+        if left < 4:
+            return _fail(c, E_TRUNCATED)
+        (<int32_t*>d)[0] = <int32_t>kp_ld32(c.b + p)
+        c.pos = p + 4
+    elif kind == K_INT16:
+        if left < 2:
+            return _fail(c, E_TRUNCATED)
+        (<int16_t*>d)[0] = <int16_t>kp_ld16(c.b + p)
+        c.pos = p + 2
+    elif kind == K_INT64:
+        if left < 8:
+            return _fail(c, E_TRUNCATED)
+        (<int64_t*>d)[0] = <int64_t>kp_ld64(c.b + p)
+        c.pos = p + 8
+    elif kind == K_INT8 or kind == K_BOOL:
+        if left < 1:
+            return _fail(c, E_TRUNCATED)
+        d[0] = c.b[p] if kind == K_INT8 else (c.b[p] != 0)
+        c.pos = p + 1
+    elif kind == K_UUID:
+        if left < 16:
+            return _fail(c, E_TRUNCATED)
+        memcpy(d, c.b + p, 16)
+        c.pos = p + 16
+    elif kind == K_UINT16:
+        if left < 2:
+            return _fail(c, E_TRUNCATED)
+        (<int32_t*>d)[0] = kp_ld16(c.b + p)
+        c.pos = p + 2
+    elif kind == K_UINT32:
+        if left < 4:
+            return _fail(c, E_TRUNCATED)
+        (<int64_t*>d)[0] = kp_ld32(c.b + p)
+        c.pos = p + 4
+    else:  # K_FLOAT64
+        if left < 8:
+            return _fail(c, E_TRUNCATED)
+        (<double*>d)[0] = kp_u64_to_f64(kp_ld64(c.b + p))
+        c.pos = p + 8
+    _mark_valid(col)
+    col.n += 1
+    return 0
+
+
+cdef int _dec_var(_Cur* c, int kind, _Col* col, bint compact, bint nullable) noexcept nogil:
+    """A string, bytes or records value into its column."""
+    cdef Py_ssize_t p = c.pos
     cdef int64_t n
     cdef uint32_t u
-    cdef uint8_t* d
-    if kind == K_STRUCT:
-        if nullable:
-            # presence marker: int8 (negative = null), or an unsigned varint when tagged (0 = null)
-            if tagged:
-                if _uvar(c, &u):
-                    return -1
-                if u == 0:
-                    return _fail(c, E_MEMORY) if _put_null(col) else 0
-            else:
-                if left < 1:
-                    return _fail(c, E_TRUNCATED)
-                c.pos = p + 1
-                if <int8_t>c.b[p] < 0:
-                    return _fail(c, E_MEMORY) if _put_null(col) else 0
-        return _dec_struct(c, sub, col)
     if _reserve(col, 1):
         return _fail(c, E_MEMORY)
-    if col.what == C_FIXED:
-        d = col.data + col.n * col.width
-        if kind == K_INT32:
-            if left < 4:
-                return _fail(c, E_TRUNCATED)
-            (<int32_t*>d)[0] = <int32_t>kp_ld32(c.b + p)
-            c.pos = p + 4
-        elif kind == K_INT16:
-            if left < 2:
-                return _fail(c, E_TRUNCATED)
-            (<int16_t*>d)[0] = <int16_t>kp_ld16(c.b + p)
-            c.pos = p + 2
-        elif kind == K_INT64:
-            if left < 8:
-                return _fail(c, E_TRUNCATED)
-            (<int64_t*>d)[0] = <int64_t>kp_ld64(c.b + p)
-            c.pos = p + 8
-        elif kind == K_INT8 or kind == K_BOOL:
-            if left < 1:
-                return _fail(c, E_TRUNCATED)
-            d[0] = c.b[p] if kind == K_INT8 else (c.b[p] != 0)
-            c.pos = p + 1
-        elif kind == K_UUID:
-            if left < 16:
-                return _fail(c, E_TRUNCATED)
-            memcpy(d, c.b + p, 16)
-            c.pos = p + 16
-        elif kind == K_UINT16:
-            if left < 2:
-                return _fail(c, E_TRUNCATED)
-            (<int32_t*>d)[0] = kp_ld16(c.b + p)
-            c.pos = p + 2
-        elif kind == K_UINT32:
-            if left < 4:
-                return _fail(c, E_TRUNCATED)
-            (<int64_t*>d)[0] = kp_ld32(c.b + p)
-            c.pos = p + 4
-        else:  # K_FLOAT64
-            if left < 8:
-                return _fail(c, E_TRUNCATED)
-            (<double*>d)[0] = kp_u64_to_f64(kp_ld64(c.b + p))
-            c.pos = p + 8
-        col.valid[col.n] = 1
-        col.n += 1
-        return 0
-    # strings, bytes, records
     if compact:
         if _uvar(c, &u):
             return -1
         n = <int64_t>u - 1
     elif kind == K_STRING:
-        if left < 2:
+        if c.end - p < 2:
             return _fail(c, E_TRUNCATED)
         n = <int16_t>kp_ld16(c.b + p)
         c.pos = p + 2
     else:
-        if left < 4:
+        if c.end - p < 4:
             return _fail(c, E_TRUNCATED)
         n = <int32_t>kp_ld32(c.b + p)
         c.pos = p + 4
     if n < 0:
         if n == -1 and nullable:
             col.offs[col.n + 1] = col.vlen
-            col.valid[col.n] = 0
+            if _mark_null(col):
+                return _fail(c, E_MEMORY)
             col.n += 1
             return 0
         return _fail(c, E_INVALID)
@@ -753,12 +816,36 @@ cdef int _dec_value(_Cur* c, int kind, _Col* col, bint compact, bint nullable, _
     return 0
 
 
-cdef int _dec_array(_Cur* c, _Op* op, _Col* col) noexcept nogil:
+cdef int _dec_value(_Cur* c, int kind, _Col* col, bint compact, bint nullable, _Node* sub, bint tagged) noexcept nogil:
+    cdef uint32_t u
+    if kind != K_STRUCT:
+        if _is_fixed(kind):
+            return _dec_fixed(c, kind, col)
+        return _dec_var(c, kind, col, compact, nullable)
+    if nullable:
+        # presence marker: int8 (negative = null), or an unsigned varint when tagged (0 = null)
+        if tagged:
+            if _uvar(c, &u):
+                return -1
+            if u == 0:
+                return _fail(c, E_MEMORY) if _put_null(col) else 0
+        else:
+            if c.end - c.pos < 1:
+                return _fail(c, E_TRUNCATED)
+            c.pos += 1
+            if <int8_t>c.b[c.pos - 1] < 0:
+                return _fail(c, E_MEMORY) if _put_null(col) else 0
+    return _dec_struct(c, sub, col)
+
+
+cdef inline int _dec_array(_Cur* c, _Op* op, _Col* col) noexcept nogil:
     cdef Py_ssize_t p = c.pos
     cdef int64_t n, i
     cdef uint32_t u
     cdef _Col* kid = col.kids[0]
     cdef int32_t* out
+    cdef const uint8_t* src
+    cdef int elem = op.elem
     if op.compact:
         if _uvar(c, &u):
             return -1
@@ -775,29 +862,35 @@ cdef int _dec_array(_Cur* c, _Op* op, _Col* col) noexcept nogil:
     # every element takes at least one byte: a count is bounded by what is left
     if n > c.end - c.pos:
         return _fail(c, E_INVALID)
-    if op.elem == K_INT32:
+    if elem == K_INT32:
         if 4 * n > c.end - c.pos:
             return _fail(c, E_TRUNCATED)
         if _reserve(kid, n):
             return _fail(c, E_MEMORY)
         out = <int32_t*>kid.data + kid.n
+        src = c.b + c.pos
         for i in range(n):
-            out[i] = <int32_t>kp_ld32(c.b + c.pos + 4 * i)
-        memset(kid.valid + kid.n, 1, n)
+            out[i] = <int32_t>kp_ld32(src + 4 * i)
+        if kid.valid != NULL:
+            memset(kid.valid + kid.n, 1, n)
         kid.n += n
         c.pos += 4 * n
-    elif op.elem == K_STRUCT:
+    elif elem == K_STRUCT:
         for i in range(n):
             if _dec_struct(c, op.sub, kid):
                 return -1
+    elif _is_fixed(elem):
+        for i in range(n):
+            if _dec_fixed(c, elem, kid):
+                return -1
     else:
         for i in range(n):
-            if _dec_value(c, op.elem, kid, op.compact, False, NULL, False):
+            if _dec_var(c, elem, kid, op.compact, False):
                 return -1
     if _reserve(col, 1):
         return _fail(c, E_MEMORY)
     col.offs[col.n + 1] = kid.n
-    col.valid[col.n] = 1
+    _mark_valid(col)
     col.n += 1
     return 0
 
@@ -816,7 +909,10 @@ cdef int _dec_struct(_Cur* c, _Node* nd, _Col* col) noexcept nogil:
     cdef _Op* op
     for k in range(nd.nf):
         op = &nd.f[k]
-        if _dec_field(c, op, col.kids[op.col]):
+        if op.fixed:
+            if _dec_fixed(c, op.kind, col.kids[op.col]):
+                return -1
+        elif _dec_field(c, op, col.kids[op.col]):
             return -1
     for k in range(nd.na):
         if _put_null(col.kids[nd.absent[k]]):
@@ -860,7 +956,7 @@ cdef int _dec_struct(_Cur* c, _Node* nd, _Col* col) noexcept nogil:
                     return _fail(c, E_MEMORY)
     if _reserve(col, 1):
         return _fail(c, E_MEMORY)
-    col.valid[col.n] = 1
+    _mark_valid(col)
     col.n += 1
     return 0
 
@@ -960,7 +1056,8 @@ cdef void _msg_loop(const _Rows* rows, int api_key, const int32_t* versions, con
             _truncate(root, i)
             for k in range(root.nkids):
                 _put_null(root.kids[k])
-            root.valid[i] = 1
+            root.n = i
+            _mark_valid(root)
             root.n = i + 1
         else:
             status[i] = 0
@@ -991,7 +1088,8 @@ def arrow_messages(arr, int kind, cls, versions=None, vvalid=None):
     status = np.empty(n, dtype=np.uint8)
     cdef uint8_t[::1] st = status
     cdef uint8_t* stp = &st[0] if n else _EMPTY_BYTE
-    cdef _Col* root = _struct_cols(cls, n)
+    cdef int64_t nbytes = arr.nbytes
+    cdef _Col* root = _struct_cols(cls, n, min(max(nbytes // 32, 64), 1 << 16))
     cdef const int8_t* hvp = &hv[0]
     cdef int ec = prog.error_code_col
     if not request and vp == NULL:
@@ -1110,7 +1208,8 @@ def arrow_request_headers(arr, int kind, hv_table):
     cdef int32_t[::1] c_ = corr
     cdef int32_t[::1] h_ = hsize
     cdef _Col* cid = _col_new(C_VAR, 0, 0, n)
-    if cid == NULL:
+    if cid == NULL or _valid_init(cid):
+        _col_free(cid)
         raise MemoryError()
     cdef const int8_t* hvp = &hv[0, 0]
     cdef int nkeys = hv.shape[0]

@@ -53,8 +53,9 @@ def test_messages_twins(kind):
 
 
 def _plain(node):
-    n, valid, bufs, kids = node
-    return (n, bytes(valid)[:n], tuple(bytes(b) for b in bufs), tuple(_plain(k) for k in kids))
+    n, nulls, bitmap, bufs, kids = node
+    return (n, nulls, None if bitmap is None else bytes(bitmap), tuple(bytes(b) for b in bufs),
+            tuple(_plain(k) for k in kids))
 
 
 def test_headers_twins():

@@ -71,12 +71,16 @@ class _Col:
 
     def export(self):
         n = len(self.valid)
+        valid = np.frombuffer(bytes(self.valid), dtype=np.uint8)
+        nulls = n - int(np.count_nonzero(valid))
+        bitmap = _bits(valid) if nulls else None
         if self.what == "fixed":
             dtype, width = _FIXED[self.kind]
             if dtype is None:
                 data = b"".join(bytes(16) if v is None else v for v in self.values)
             else:
-                data = np.array([0 if v is None else v for v in self.values], dtype=dtype).tobytes()
+                data = np.array([0 if v is None else v for v in self.values], dtype=dtype)
+                data = _bits(data) if self.kind == K.BOOL else data.tobytes()
             bufs = (data,)
         elif self.what == "var":
             bufs = (np.array(self.offs, dtype="<i8").tobytes(), b"".join(self.values))
@@ -84,7 +88,11 @@ class _Col:
             bufs = (np.array(self.offs, dtype="<i8").tobytes(),)
         else:
             bufs = ()
-        return (n, bytes(self.valid), bufs, tuple(k.export() for k in self.kids))
+        return (n, nulls, bitmap, bufs, tuple(k.export() for k in self.kids))
+
+
+def _bits(values) -> bytes:
+    return np.packbits(np.asarray(values, dtype=np.uint8), bitorder="little").tobytes()
 
 
 def _scalar_col(kind):

@@ -102,18 +102,24 @@ def _message_class(api_key: int, kind: str):
     raise ValueError(f"kind must be 'request' or 'response', not {kind!r}")
 
 
+# per message class: (struct type, its fields, layouts of the columns); keyed by
+# class because hashing a nested pyarrow type costs tens of microseconds
 _TYPES: dict = {}
+
+
+def _message_info(cls):
+    got = _TYPES.get(cls)
+    if got is None:
+        typ = pa.struct(list(_struct_type(cls)) + [_ERROR])
+        got = (typ, list(typ), _layout(typ)[2])
+        _TYPES[cls] = got
+    return got
 
 
 def message_type(api_key: int, kind: str = "request") -> pa.StructType:
     """The struct type :func:`messages` returns for ``api_key``: every field of
     every version, plus ``error``."""
-    cls = _message_class(api_key, kind)
-    got = _TYPES.get(cls)
-    if got is None:
-        got = pa.struct(list(_struct_type(cls)) + [_ERROR])
-        _TYPES[cls] = got
-    return got
+    return _message_info(_message_class(api_key, kind))[0]
 
 
 # ---------------------------------------------------------------------------
@@ -190,19 +196,31 @@ def _validity(valid, n: int):
     return pa.py_buffer(np.packbits(v, bitorder="little")), nulls
 
 
-def _from_tree(typ, node):
-    n, valid, bufs, kids = node
-    vbuf, nulls = _validity(valid, n)
+_STRUCT, _LIST, _FLAT = range(3)
+
+
+def _layout(typ):
+    """How to rebuild ``typ`` from a column tree: (how, type, child layouts)."""
     if pa.types.is_struct(typ):
-        children = [_from_tree(typ.field(k).type, kid) for k, kid in enumerate(kids)]
-        return pa.Array.from_buffers(typ, n, [vbuf], null_count=nulls, children=children)
+        return (_STRUCT, typ, tuple(_layout(typ.field(k).type) for k in range(typ.num_fields)))
     if pa.types.is_large_list(typ):
-        child = _from_tree(typ.value_type, kids[0])
-        return pa.Array.from_buffers(typ, n, [vbuf, pa.py_buffer(bufs[0])], null_count=nulls, children=[child])
-    if pa.types.is_boolean(typ):
-        data = np.packbits(np.frombuffer(bufs[0], dtype=np.uint8, count=n), bitorder="little")
-        return pa.Array.from_buffers(typ, n, [vbuf, pa.py_buffer(data)], null_count=nulls)
-    return pa.Array.from_buffers(typ, n, [vbuf] + [pa.py_buffer(b) for b in bufs], null_count=nulls)
+        return (_LIST, typ, (_layout(typ.value_type),))
+    return (_FLAT, typ, ())
+
+
+_STRING_LAYOUT = _layout(pa.large_string())
+
+
+def _from_tree(layout, node):
+    """A column tree (length, null count, bitmap, buffers, children) → pyarrow array."""
+    how, typ, kid_layouts = layout
+    n, nulls, bitmap, bufs, kids = node
+    buffers = [None if bitmap is None else pa.py_buffer(bitmap)]
+    buffers += [pa.py_buffer(b) for b in bufs]
+    if how == _FLAT:
+        return pa.Array.from_buffers(typ, n, buffers, null_count=nulls)
+    children = [_from_tree(lay, kid) for lay, kid in zip(kid_layouts, kids)]
+    return pa.Array.from_buffers(typ, n, buffers, null_count=nulls, children=children)
 
 
 def _errors(status, arr, explain) -> pa.Array:
@@ -260,7 +278,7 @@ def _request_headers(lib, arr, kind):
     vbuf, nulls = _ok_validity(status)
     children = [
         _fixed(pa.int16(), key, vbuf, nulls), _fixed(pa.int16(), ver, vbuf, nulls),
-        _fixed(pa.int32(), corr, vbuf, nulls), _from_tree(pa.large_string(), cid),
+        _fixed(pa.int32(), corr, vbuf, nulls), _from_tree(_STRING_LAYOUT, cid),
         _fixed(pa.int32(), hsize, vbuf, nulls),
         _errors(status, arr, lambda i, frame: _common.request_header_error(frame)),
     ]
@@ -317,11 +335,9 @@ def response_headers(frames, api_key, api_version):
 
 
 def _messages(lib, arr, kind, cls, vers=None, vvalid=None):
-    typ = message_type(cls.API_KEY, cls.KIND)
+    typ, fields, layouts = _message_info(cls)
     status, tree = lib.arrow_messages(arr, kind, cls, vers, vvalid)
-    n, _, _, kids = tree
-    fields = list(typ)
-    children = [_from_tree(fields[k].type, kid) for k, kid in enumerate(kids)]
+    children = [_from_tree(lay, kid) for lay, kid in zip(layouts, tree[4])]
     if cls.KIND == "request":
         def explain(i, frame):
             return _common.message_error(frame, cls)
