@@ -25,7 +25,7 @@ def test_inspect_reports_bad_frames_and_tails(tmp_path):
     out = io.StringIO()
     assert inspect(str(path), out) == 1
     text = out.getvalue()
-    assert "undecodable: api key 93 is not known" in text
+    assert "undecodable: request header at byte 0: api key 93 is not known" in text
     assert "2 frames, 1 undecodable" in text and "2 trailing bytes" in text
 
 

@@ -23,8 +23,9 @@ def _summary(msg) -> str:
     return ""
 
 
-def inspect(path: str, out=sys.stdout) -> int:
+def inspect(path: str, out=None) -> int:
     """One line per frame of a raw stream of size-prefixed request frames."""
+    out = sys.stdout if out is None else out
     reader = FrameReader()
     n = bad = 0
     removed = 0
