@@ -1134,3 +1134,6 @@ def encode_response_header(Writer writer, int header_version, correlation_id, ta
     writer.write_int32(correlation_id)
     if header_version >= 1:
         writer.write_tagged_fields(tagged_fields)
+
+
+include "_records.pxi"
