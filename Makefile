@@ -7,6 +7,10 @@ PYTEST_ARGS ?=
 
 .PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean
 
+# Tests that need a real peer fail (never skip) when it cannot be started.
+export KAFKAPROTO_REQUIRE_ORACLE := 1
+export KAFKAPROTO_REQUIRE_PEERS := 1
+
 all: build
 
 $(PY):
@@ -30,18 +34,27 @@ demo: build
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin.
-test: build
+test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
+
+# Real peers on loopback: Kafka's Java classes (oracle), the tansu broker,
+# librdkafka's mock cluster and real clients.
+peers: $(STAMP)
+	PYTHON=$(abspath $(PY)) bash tools/peers/setup_java_oracle.sh
+	PYTHON=$(abspath $(PY)) bash tools/peers/install_peers.sh
 
 test-compiled:
 	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
 
+# The peers' own self-tests do not depend on the implementation: run once.
 test-pure:
-	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" $(PYTEST_ARGS) tests
+	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
+		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/oracle/test_java_oracle_selftest.py \
+		$(PYTEST_ARGS) tests
 
 bench: build
 	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation
-	$(PY) -m pytest -q -p no:cacheprovider bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
+	$(PY) -m pytest -q -p no:cacheprovider -o python_files="bench_*.py" bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build

@@ -22,7 +22,7 @@ from operator import index as _index
 import numpy as np
 
 from kafkaproto._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
-from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, TruncatedError
+from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, KafkaProtocolError, TruncatedError
 
 COMPILED = True
 
@@ -1135,5 +1135,13 @@ def encode_response_header(Writer writer, int header_version, correlation_id, ta
     if header_version >= 1:
         writer.write_tagged_fields(tagged_fields)
 
+
+# ---------------------------------------------------------------------------
+# message engine
+
+include "_engine.pxi"
+
+# ---------------------------------------------------------------------------
+# record batches
 
 include "_records.pxi"

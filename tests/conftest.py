@@ -41,3 +41,8 @@ def compiled():
     if _compiled is None:
         pytest.skip("compiled core not built")
     return _compiled
+
+
+# Real peers, started by the tests themselves (see tools/peers/).
+from oracle.conftest_oracle import java_oracle  # noqa: E402,F401
+from peers.conftest_peers import mock_cluster, recording_proxy, tansu, tansu_behind_proxy  # noqa: E402,F401

@@ -27,11 +27,33 @@ from .headers import (
     encode_response_header,
 )
 from .primitives import Reader, Writer
+from .protocol import (
+    Connection,
+    CorrelationError,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    negotiate_versions,
+    request_header_version,
+    response_header_version,
+)
+from .error_codes import ErrorCode
 
 __version__ = "0.1.0"
 
 __all__ = [
     "COMPILED",
+    "Connection",
+    "CorrelationError",
+    "ErrorCode",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "negotiate_versions",
+    "request_header_version",
+    "response_header_version",
     "CorruptRecordError",
     "EncodeError",
     "FrameReader",

@@ -16,7 +16,12 @@ else:
     except ImportError:  # no compiler at install time: the twin does the work
         from . import _codec_py as codec
 
+if codec.COMPILED:
+    engine = codec
+else:
+    from . import _engine_py as engine
+
 #: True when the compiled core is in use.
 COMPILED = codec.COMPILED
 
-__all__ = ["codec", "COMPILED"]
+__all__ = ["codec", "engine", "COMPILED"]

@@ -33,7 +33,7 @@ class RequestHeader:
         self.correlation_id = correlation_id
         self.client_id = client_id
         #: tagged fields this library has no name for, as (tag, raw bytes), kept for re-encoding
-        self.unknown_tagged_fields = unknown_tagged_fields or []
+        self.unknown_tagged_fields = tuple(unknown_tagged_fields or ())
 
     def to_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -41,7 +41,8 @@ class RequestHeader:
     def __eq__(self, other):
         if type(other) is not RequestHeader:
             return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__[:-1]) and \
+            tuple(self.unknown_tagged_fields) == tuple(other.unknown_tagged_fields)
 
     def __repr__(self):
         extra = f", unknown_tagged_fields={self.unknown_tagged_fields!r}" if self.unknown_tagged_fields else ""
@@ -57,7 +58,7 @@ class ResponseHeader:
 
     def __init__(self, correlation_id: int = 0, unknown_tagged_fields: list | None = None):
         self.correlation_id = correlation_id
-        self.unknown_tagged_fields = unknown_tagged_fields or []
+        self.unknown_tagged_fields = tuple(unknown_tagged_fields or ())
 
     def to_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -66,7 +67,7 @@ class ResponseHeader:
         if type(other) is not ResponseHeader:
             return NotImplemented
         return (self.correlation_id == other.correlation_id
-                and self.unknown_tagged_fields == other.unknown_tagged_fields)
+                and tuple(self.unknown_tagged_fields) == tuple(other.unknown_tagged_fields))
 
     def __repr__(self):
         extra = f", unknown_tagged_fields={self.unknown_tagged_fields!r}" if self.unknown_tagged_fields else ""

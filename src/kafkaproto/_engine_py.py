@@ -1,0 +1,287 @@
+"""Pure-Python twin of the compiled message engine (``_engine.pxi``).
+
+Runs the per-version plans built by :mod:`kafkaproto._message`: one loop over
+the fields of a struct, recursing into structs and arrays.  Errors get the
+field path added as they unwind (``.topics[3].partitions[7].leader_epoch``).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+from . import _kinds as K
+from ._codec_py import Reader, Writer
+from .errors import EncodeError, InvalidValueError, KafkaProtocolError, TruncatedError
+
+__all__ = ["FieldPlan", "Plan", "Writer", "decode_struct", "encode_struct"]
+
+
+class FieldPlan:
+    __slots__ = ("attr", "kind", "elem", "nullable", "compact", "sub", "default", "default_kind", "ignorable", "tag",
+                 "tagged")
+
+    def __init__(self, attr, kind, elem, nullable, compact, sub, default, default_kind, ignorable, tag, tagged):
+        self.attr = attr
+        self.kind = kind
+        self.elem = elem
+        self.nullable = nullable
+        self.compact = compact
+        self.sub = sub
+        self.default = default
+        self.default_kind = default_kind  # 0 value, 1 fresh list, 2 fresh instance of `default`
+        self.ignorable = ignorable
+        self.tag = tag
+        self.tagged = tagged
+
+    def make_default(self):
+        k = self.default_kind
+        if k == 0:
+            return self.default
+        if k == 1:
+            return []
+        return self.default()
+
+    def is_default(self, v):
+        k = self.default_kind
+        if k == 0:
+            d = self.default
+            return v is d or (v == d and type(v) is type(d)) or (v == d and isinstance(d, (int, float)))
+        if k == 1:
+            return v is not None and len(v) == 0
+        return v == self.default()
+
+
+class Plan:
+    __slots__ = ("cls", "name", "fields", "absent", "tagged", "flexible", "context", "tag_map")
+
+    def __init__(self, cls, name, fields, absent, tagged, flexible, context):
+        self.cls = cls
+        self.name = name
+        self.fields = fields
+        self.absent = absent
+        self.tagged = tagged
+        self.flexible = flexible
+        self.context = context
+        self.tag_map = {f.tag: f for f in tagged}
+
+
+def _read_value(kind, r, compact, nullable, sub, tagged):
+    if kind == K.INT32:
+        return r.read_int32()
+    if kind == K.INT16:
+        return r.read_int16()
+    if kind == K.INT64:
+        return r.read_int64()
+    if kind == K.INT8:
+        return r.read_int8()
+    if kind == K.STRING:
+        return r.read_compact_string(nullable) if compact else r.read_string(nullable)
+    if kind == K.BOOL:
+        return r.read_bool()
+    if kind == K.UUID:
+        return r.read_uuid()
+    if kind == K.BYTES or kind == K.RECORDS:
+        return r.read_compact_bytes(nullable) if compact else r.read_bytes(nullable)
+    if kind == K.UINT16:
+        return r.read_uint16()
+    if kind == K.UINT32:
+        return r.read_uint32()
+    if kind == K.FLOAT64:
+        return r.read_float64()
+    if kind == K.STRUCT:
+        if nullable:
+            # a presence marker: int8 (negative = null), or an unsigned varint when tagged (0 = null)
+            if tagged:
+                if r.read_uvarint() == 0:
+                    return None
+            elif r.read_int8() < 0:
+                return None
+        return _decode(sub, r)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _read_field(f, r):
+    if f.kind != K.ARRAY:
+        return _read_value(f.kind, r, f.compact, f.nullable, f.sub, f.tagged)
+    n = r.read_compact_array_length(f.nullable) if f.compact else r.read_array_length(f.nullable)
+    if n < 0:
+        return None
+    elem, compact, sub = f.elem, f.compact, f.sub
+    out = []
+    i = 0
+    try:
+        for i in range(n):
+            out.append(_read_value(elem, r, compact, False, sub, False))
+    except KafkaProtocolError as exc:
+        exc.add_path(f"[{i}]")
+        raise
+    return out
+
+
+def _decode(plan, r):
+    obj = plan.cls.__new__(plan.cls)
+    f = None
+    try:
+        for f in plan.fields:
+            setattr(obj, f.attr, _read_field(f, r))
+        f = None
+        for a in plan.absent:
+            setattr(obj, a.attr, a.make_default())
+        unknown = []
+        if plan.flexible:
+            start = r.offset
+            count = r.read_uvarint()
+            if count > r.remaining:
+                raise InvalidValueError(f"count {count} larger than the {r.remaining} bytes left", "tagged fields",
+                                        start)
+            tag_map = plan.tag_map
+            for _ in range(count):
+                at = r.offset
+                tag = r.read_uvarint()
+                size = r.read_uvarint()
+                if size > r.remaining:
+                    raise TruncatedError(f"need {size} bytes, {r.remaining} left", "tagged field", at)
+                f = tag_map.get(tag)
+                if f is None:
+                    unknown.append((tag, r.read_raw(size)))
+                    continue
+                end = r.offset + size
+                saved = r._end
+                r._end = end
+                try:
+                    value = _read_field(f, r)
+                finally:
+                    r._end = saved
+                if r.offset != end:
+                    raise InvalidValueError(f"tagged field {tag} declares {size} bytes, its value used "
+                                            f"{size - (end - r.offset)}", "tagged field", at)
+                setattr(obj, f.attr, value)
+                f = None
+        obj.unknown_tagged_fields = tuple(unknown)
+    except KafkaProtocolError as exc:
+        if f is not None:
+            exc.add_path(f.attr)
+        raise
+    return obj
+
+
+def decode_struct(plan, data, offset=0):
+    """Decode one struct/message with ``plan`` → (object, end offset)."""
+    r = Reader(data, offset)
+    obj = _decode(plan, r)
+    return obj, r.offset
+
+
+# ---------------------------------------------------------------------------
+# encode
+
+
+def _write_value(kind, w, v, compact, nullable, sub, tagged):
+    if kind == K.INT32:
+        w.write_int32(v)
+    elif kind == K.INT16:
+        w.write_int16(v)
+    elif kind == K.INT64:
+        w.write_int64(v)
+    elif kind == K.INT8:
+        w.write_int8(v)
+    elif kind == K.STRING:
+        if v is None and not nullable:
+            raise EncodeError("null in a non-nullable field", "string")
+        w.write_compact_string(v) if compact else w.write_string(v)
+    elif kind == K.BOOL:
+        w.write_bool(v)
+    elif kind == K.UUID:
+        w.write_uuid(v)
+    elif kind == K.BYTES or kind == K.RECORDS:
+        if v is None and not nullable:
+            raise EncodeError("null in a non-nullable field", "bytes")
+        w.write_compact_bytes(v) if compact else w.write_bytes(v)
+    elif kind == K.UINT16:
+        w.write_uint16(v)
+    elif kind == K.UINT32:
+        w.write_uint32(v)
+    elif kind == K.FLOAT64:
+        w.write_float64(v)
+    elif kind == K.STRUCT:
+        if v is None:
+            if not nullable:
+                raise EncodeError("null in a non-nullable field", sub.name)
+            if tagged:
+                w.write_uvarint(0)
+            else:
+                w.write_int8(-1)
+            return
+        if nullable:
+            if tagged:
+                w.write_uvarint(1)
+            else:
+                w.write_int8(1)
+        _encode(sub, v, w)
+    else:  # pragma: no cover
+        raise AssertionError(kind)
+
+
+def _write_field(f, w, v):
+    if f.kind != K.ARRAY:
+        _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged)
+        return
+    if v is None:
+        if not f.nullable:
+            raise EncodeError("null in a non-nullable field", "array")
+        w.write_compact_array_length(None) if f.compact else w.write_array_length(None)
+        return
+    if not isinstance(v, (list, tuple)):
+        raise EncodeError(f"expected a list, got {type(v).__name__}", "array")
+    w.write_compact_array_length(len(v)) if f.compact else w.write_array_length(len(v))
+    elem, compact, sub = f.elem, f.compact, f.sub
+    i = 0
+    try:
+        for i, x in enumerate(v):
+            _write_value(elem, w, x, compact, False, sub, False)
+    except KafkaProtocolError as exc:
+        exc.add_path(f"[{i}]")
+        raise
+
+
+def _encode(plan, obj, w):
+    if not isinstance(obj, plan.cls):
+        raise EncodeError(f"expected {plan.name}, got {type(obj).__name__}", plan.name)
+    f = None
+    try:
+        for f in plan.fields:
+            _write_field(f, w, getattr(obj, f.attr))
+        for f in plan.absent:
+            if not f.tagged and not f.ignorable:
+                v = getattr(obj, f.attr)
+                if not f.is_default(v):
+                    raise EncodeError(f"{v!r} is not the default, and {plan.context or plan.name} has no such field",
+                                      f.attr)
+        f = None
+        unknown = obj.unknown_tagged_fields
+        if plan.flexible:
+            entries = []
+            for f in plan.tagged:
+                v = getattr(obj, f.attr)
+                if not f.is_default(v):
+                    sub = Writer()
+                    _write_field(f, sub, v)
+                    entries.append((f.tag, sub.getvalue()))
+            f = None
+            if unknown:
+                known = {t for t, _ in entries}
+                for t, _ in unknown:
+                    if t in known:
+                        raise EncodeError(f"unknown tagged field {t} has the tag of a known field", "tagged fields")
+                entries = sorted(entries + list(unknown), key=itemgetter(0))
+            w.write_tagged_fields(entries)
+        elif unknown:
+            raise EncodeError(f"{len(unknown)} tagged fields set, but this version is not flexible", "tagged fields")
+    except KafkaProtocolError as exc:
+        if f is not None:
+            exc.add_path(f.attr)
+        raise
+
+
+def encode_struct(plan, obj, writer):
+    _encode(plan, obj, writer)

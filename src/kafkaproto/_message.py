@@ -1,0 +1,271 @@
+"""Runtime for the generated message classes (``kafkaproto.messages._gen``).
+
+A generated class lists its fields as :class:`F` specs with version sets.  For
+each version a *plan* is built once (which fields are on the wire, in which
+encoding, which are tagged) and handed to the engine: the compiled one in
+``kafkaproto._codec`` or the pure twin in ``kafkaproto._engine_py``.
+"""
+
+from __future__ import annotations
+
+import gc
+import uuid
+
+from . import _kinds as K
+from ._impl import engine
+from .errors import KafkaProtocolError, UnsupportedVersionError
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+#: default of an array field: a fresh empty list
+LIST = _Marker("LIST")
+#: default of a struct field: a fresh instance with its own defaults
+STRUCT = _Marker("STRUCT")
+_UNSET = _Marker("UNSET")
+
+_TYPE_DEFAULTS = {
+    "bool": False, "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0, "float64": 0.0,
+    "string": "", "bytes": b"", "records": None, "uuid": ZERO_UUID,
+}
+
+
+def versions_mask(spec: str) -> int:
+    mask = 0
+    if not spec:
+        return 0
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        for v in range(int(lo), int(hi or lo) + 1):
+            mask |= 1 << v
+    return mask
+
+
+class F:
+    """A field spec: attribute name, Kafka name, type and version sets."""
+
+    __slots__ = ("attr", "wire", "type", "versions", "nullable", "tagged", "tag", "ignorable", "compact",
+                 "default", "struct", "kind", "elem", "versions_spec")
+
+    def __init__(self, attr, wire, type, versions, nullable="", tagged="", tag=None, ignorable=False, compact=True,
+                 default=_UNSET, struct=None):
+        self.attr = attr
+        self.wire = wire
+        self.type = type
+        self.versions_spec = versions
+        self.versions = versions_mask(versions)
+        self.nullable = versions_mask(nullable)
+        self.tagged = versions_mask(tagged)
+        self.tag = tag
+        self.ignorable = ignorable
+        self.compact = compact
+        self.struct = struct
+        elem = type[2:] if type.startswith("[]") else type
+        if type.startswith("[]"):
+            self.kind = K.ARRAY
+            self.elem = K.STRUCT if struct is not None else K.BY_NAME[elem]
+        else:
+            self.kind = K.STRUCT if struct is not None else K.BY_NAME[type]
+            self.elem = -1
+        if default is _UNSET:
+            if self.kind == K.ARRAY:
+                default = LIST
+            elif self.kind == K.STRUCT:
+                default = STRUCT
+            else:
+                default = _TYPE_DEFAULTS[type]
+        self.default = default
+
+    def make_default(self):
+        if self.default is LIST:
+            return []
+        if self.default is STRUCT:
+            return self.struct()
+        return self.default
+
+    def __repr__(self):
+        return f"F({self.attr!r}, {self.type!r}, {self.versions_spec!r})"
+
+
+def _plain(v):
+    if isinstance(v, Struct):
+        return v.to_dict()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+class Struct:
+    """Base of every generated struct: keyword construction, equality, repr, to_dict()."""
+
+    __slots__ = ("unknown_tagged_fields",)
+    _FIELDS: tuple = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._PLANS = {}
+        cls._ATTRS = tuple(f.attr for f in cls._FIELDS)
+
+    def __init__(self, **kwargs):
+        for f in self._FIELDS:
+            value = kwargs.pop(f.attr, _UNSET)
+            setattr(self, f.attr, f.make_default() if value is _UNSET else value)
+        #: tagged fields with no name in the schema, as (tag, raw bytes): re-encoded as they came
+        self.unknown_tagged_fields = tuple(kwargs.pop("unknown_tagged_fields", None) or ())
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(kwargs))}")
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        for a in self._ATTRS:
+            if getattr(self, a) != getattr(other, a):
+                return False
+        return tuple(self.unknown_tagged_fields) == tuple(other.unknown_tagged_fields)
+
+    __hash__ = None
+
+    def __repr__(self):
+        parts = [f"{a}={getattr(self, a)!r}" for a in self._ATTRS]
+        if self.unknown_tagged_fields:
+            parts.append(f"unknown_tagged_fields={self.unknown_tagged_fields!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def to_dict(self) -> dict:
+        out = {a: _plain(getattr(self, a)) for a in self._ATTRS}
+        if self.unknown_tagged_fields:
+            out["unknown_tagged_fields"] = list(self.unknown_tagged_fields)
+        return out
+
+
+def build_plan(cls, version: int, flexible: bool, context: str, eng=None, cache=None):
+    """The plan of ``cls`` at ``version`` for an engine (default: the active one).
+
+    Plans are cached on the class; pass ``cache`` (a dict) to build plans for
+    another engine (the tests build twin plans next to compiled ones).
+    """
+    if eng is None:
+        eng = engine
+    if cache is None:
+        cache = cls._PLANS
+    key = (cls, version, flexible)
+    plan = cache.get(key)
+    if plan is not None:
+        return plan
+    fields, absent, tagged = [], [], []
+    for f in cls._FIELDS:
+        present = f.versions >> version & 1
+        is_tagged = bool(present and flexible and f.tagged >> version & 1)
+        sub = build_plan(f.struct, version, flexible, context, eng, cache) if f.struct is not None and present else None
+        default = f.default
+        default_kind = 1 if default is LIST else 2 if default is STRUCT else 0
+        if default_kind == 2:
+            default = f.struct
+        fp = eng.FieldPlan(f.attr, f.kind, f.elem, bool(f.nullable >> version & 1), bool(flexible and f.compact),
+                           sub, default, default_kind, f.ignorable, -1 if f.tag is None else f.tag, is_tagged)
+        if not present:
+            absent.append(fp)
+        elif is_tagged:
+            tagged.append(fp)
+            absent.append(fp)
+        else:
+            fields.append(fp)
+    tagged.sort(key=lambda fp: fp.tag)
+    plan = eng.Plan(cls, cls.__name__, tuple(fields), tuple(absent), tuple(tagged), flexible, context)
+    cache[key] = plan
+    return plan
+
+
+class Message(Struct):
+    """Base of every top-level generated message (request, response, header, data)."""
+
+    __slots__ = ()
+    NAME = ""
+    KIND = ""
+    API_KEY = None
+    VALID_VERSIONS = ""
+    FLEXIBLE_VERSIONS = ""
+    NEWEST_VERSIONS = ""
+    SNAPSHOT_ONLY_VERSIONS = ""
+    LATEST_VERSION_UNSTABLE = False
+    HEADER_VERSIONS = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        # Nested struct classes are referenced by name: resolve them once.
+        nested = {k: v for k, v in vars(cls).items() if isinstance(v, type) and issubclass(v, Struct)}
+        for owner in [cls, *nested.values()]:
+            for f in owner._FIELDS:
+                if isinstance(f.struct, str):
+                    f.struct = nested[f.struct]
+        cls._BY_VERSION = {}
+        cls._VALID = versions_mask(cls.VALID_VERSIONS)
+        cls._FLEXIBLE = versions_mask(cls.FLEXIBLE_VERSIONS)
+        spec = cls.VALID_VERSIONS.split(",")
+        cls.LOWEST_VERSION = int(spec[0].split("-")[0]) if cls.VALID_VERSIONS else None
+        cls.HIGHEST_VERSION = int(spec[-1].split("-")[-1]) if cls.VALID_VERSIONS else None
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        return bool(cls._FLEXIBLE >> version & 1)
+
+    @classmethod
+    def supports(cls, version: int) -> bool:
+        return 0 <= version <= 63 and bool(cls._VALID >> version & 1)
+
+    @classmethod
+    def plan(cls, version: int):
+        plan = cls._BY_VERSION.get(version)
+        if plan is not None:
+            return plan
+        if not cls.supports(version):
+            raise UnsupportedVersionError(f"{cls.NAME} v{version} is not supported (versions {cls.VALID_VERSIONS})",
+                                          cls.NAME)
+        plan = cls._PLANS.get((version, bool(cls._FLEXIBLE >> version & 1)))
+        if plan is None:
+            plan = build_plan(cls, version, bool(cls._FLEXIBLE >> version & 1), f"{cls.NAME} v{version}")
+        cls._BY_VERSION[version] = plan
+        return plan
+
+    @classmethod
+    def decode(cls, data, version: int, offset: int = 0, *, with_end: bool = False):
+        """Decode a body at ``offset``; bytes left after it are ignored (``with_end=True`` returns the end offset)."""
+        plan = cls.plan(version)
+        # A decoded message is a tree with no cycles: pausing the collector
+        # keeps it from scanning the half-built tree over and over (3-4x
+        # faster on large responses); the objects stay tracked.
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            obj, end = engine.decode_struct(plan, data, offset)
+        except KafkaProtocolError as exc:
+            exc.set_context(plan.context)
+            raise
+        finally:
+            if paused:
+                gc.enable()
+        return (obj, end) if with_end else obj
+
+    def encode(self, version: int) -> bytes:
+        w = engine.Writer()
+        self.encode_into(w, version)
+        return w.getvalue()
+
+    def encode_into(self, writer, version: int) -> None:
+        plan = type(self).plan(version)
+        try:
+            engine.encode_struct(plan, self, writer)
+        except KafkaProtocolError as exc:
+            exc.set_context(plan.context)
+            raise

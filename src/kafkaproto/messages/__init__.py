@@ -1,0 +1,56 @@
+"""Every Kafka message class, generated from Kafka's JSON schemas.
+
+Classes load on first use: ``from kafkaproto.messages import MetadataResponse``
+imports only the module that holds it.  :func:`request_class` and
+:func:`response_class` look a class up by api key.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import UnknownApiError
+from ._gen import APIS, CLASSES
+
+__all__ = ["APIS", "CLASSES", "api_name", "get", "request_class", "response_class"]
+
+
+def get(name: str):
+    """The class named ``name`` (``"MetadataResponse"``, ``"ConsumerProtocolSubscription"``...)."""
+    try:
+        module, _, _ = CLASSES[name]
+    except KeyError:
+        raise AttributeError(f"no Kafka message named {name}") from None
+    return getattr(importlib.import_module(f"{__name__}._gen.{module}"), name)
+
+
+def __getattr__(name: str):
+    if name in CLASSES:
+        cls = get(name)
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(CLASSES))
+
+
+def _api(api_key: int):
+    try:
+        return APIS[api_key]
+    except (KeyError, TypeError):
+        raise UnknownApiError(f"api key {api_key} is not known", "api key") from None
+
+
+def request_class(api_key: int):
+    return get(_api(api_key)[0])
+
+
+def response_class(api_key: int):
+    return get(_api(api_key)[1])
+
+
+def api_name(api_key: int) -> str:
+    """``"Metadata"`` for 3; raises UnknownApiError for keys without a schema."""
+    return _api(api_key)[0][: -len("Request")]
