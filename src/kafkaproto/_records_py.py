@@ -50,6 +50,7 @@ from .errors import EncodeError
 COMPILED = False
 
 _head = struct.Struct(">qi")
+_i64 = struct.Struct(">q")
 _crc_at = struct.Struct(">I")
 
 
@@ -116,7 +117,7 @@ def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MA
     while pos < n:
         left = n - pos
         if left < LOG_OVERHEAD:
-            base = _head.unpack_from(mv, pos)[0] if left >= 8 else None
+            base = _i64.unpack_from(mv, pos)[0] if left >= 8 else None
             yield TruncatedBatch(pos, left, None, base)
             return
         base_offset, size = _head.unpack_from(mv, pos)
