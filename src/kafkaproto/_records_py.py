@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import struct
 import time
-from operator import index as _index
 
 import crc32c as _crc32c
 
@@ -44,6 +43,7 @@ from ._records_common import (
     record_error,
     wrap64,
 )
+from ._codec_py import _check_int, uvarint_status
 from ._records_legacy import decode_legacy, encode_legacy
 from .errors import EncodeError
 
@@ -163,27 +163,6 @@ def _decode_v2(mv, pos, size, check_crc, limit, copy):
                        count, records)
 
 
-def _uv(buf, pos, end, max_bytes, bits):
-    """Unsigned varint → (status, value, new pos); status as in the core (0 ok, 1 cut, 2 long, 3 range)."""
-    start = pos
-    value = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            return 1, 0, pos
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if pos - start >= max_bytes:
-            return 2, 0, pos
-    if value >> bits:
-        return 3, 0, pos
-    return 0, value, pos
-
-
 def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, batch_at, copy):
     ts_type = 1 if attrs & ATTR_TIMESTAMP_TYPE else 0
     control = attrs & ATTR_CONTROL
@@ -193,10 +172,19 @@ def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, b
         raise record_error(i, field, detail, at, base, batch_at)
 
     def varint(i, field, p, e, wide=False):
-        st, u, q = _uv(buf, p, e, 10 if wide else 5, 64 if wide else 32)
+        st, u, q = uvarint_status(buf, p, e, 10 if wide else 5, 64 if wide else 32)
         if st:
             fail(i, field, VARINT_PROBLEMS[st], p)
         return (u >> 1) ^ -(u & 1), q
+
+    def blob(i, field, name, p, rend):
+        # a varint length (-1: null) and that many bytes
+        n, q = varint(i, field + " length", p, rend)
+        if n < -1 or n > rend - q:
+            fail(i, field + " length", f"{name} length {n} invalid with {rend - q} bytes left", p)
+        if n < 0:
+            return None, q
+        return (bytes(buf[q : q + n]) if copy else buf[q : q + n]), q + n
 
     for i in range(count):
         start = pos
@@ -211,24 +199,8 @@ def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, b
         at = pos
         delta, pos = varint(i, "timestamp delta", pos, rend, True)
         odelta, pos = varint(i, "offset delta", pos, rend)
-        at = pos
-        klen, pos = varint(i, "key length", pos, rend)
-        if klen < -1 or klen > rend - pos:
-            fail(i, "key length", f"key length {klen} invalid with {rend - pos} bytes left", at)
-        if klen < 0:
-            key = None
-        else:
-            key = buf[pos : pos + klen] if not copy else bytes(buf[pos : pos + klen])
-            pos += klen
-        at = pos
-        vlen, pos = varint(i, "value length", pos, rend)
-        if vlen < -1 or vlen > rend - pos:
-            fail(i, "value length", f"value length {vlen} invalid with {rend - pos} bytes left", at)
-        if vlen < 0:
-            value = None
-        else:
-            value = buf[pos : pos + vlen] if not copy else bytes(buf[pos : pos + vlen])
-            pos += vlen
+        key, pos = blob(i, "key", "key", pos, rend)
+        value, pos = blob(i, "value", "value", pos, rend)
         at = pos
         hcount, pos = varint(i, "header count", pos, rend)
         if hcount < 0 or hcount > rend - pos:
@@ -244,16 +216,7 @@ def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, b
             except UnicodeDecodeError:
                 fail(i, f"headers[{j}].key", "invalid UTF-8", pos)
             pos += hk
-            at = pos
-            hv, pos = varint(i, f"headers[{j}].value length", pos, rend)
-            if hv < -1 or hv > rend - pos:
-                fail(i, f"headers[{j}].value length", f"header value length {hv} invalid with {rend - pos} bytes left",
-                     at)
-            if hv < 0:
-                hval = None
-            else:
-                hval = buf[pos : pos + hv] if not copy else bytes(buf[pos : pos + hv])
-                pos += hv
+            hval, pos = blob(i, f"headers[{j}].value", "header value", pos, rend)
             headers.append((hkey, hval))
         if pos != rend:
             fail(i, "length", f"{rend - pos} bytes left after the record's fields", pos)
@@ -276,16 +239,7 @@ _I64 = (INT64_MIN, INT64_MAX)
 
 
 def _int(v, what, lo, hi):
-    if type(v) is not int:
-        if isinstance(v, bool):
-            raise EncodeError("expected an int, got bool", what)
-        try:
-            v = _index(v)
-        except TypeError:
-            raise EncodeError(f"expected an int, got {type(v).__name__}", what) from None
-    if v < lo or v > hi:
-        raise EncodeError(f"value {v} out of range [{lo}, {hi}]", what)
-    return v
+    return _check_int(what, v, lo, hi)
 
 
 def _put_varint(out, v):
