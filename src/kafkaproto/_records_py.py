@@ -109,6 +109,9 @@ def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MA
     subclass with its byte offset.  ``copy=False`` makes keys and values
     memoryviews over the blob (uncompressed) or over the decompressed buffer.
     """
+    if copy and type(blob) is not bytes:
+        # Batches are read as the caller iterates: snapshot a buffer it may reuse.
+        blob = bytes(blob)
     mv = memoryview(blob)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
