@@ -26,12 +26,11 @@ from crc32c import crc32c as _crc32c
 from kafkaproto import _compression
 from kafkaproto._records_common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED,
+    Record as _RecordCls,
     RecordBatch as _RecordBatch,
     TruncatedBatch as _TruncatedBatch,
     VARINT_PROBLEMS as _VARINT_PROBLEMS,
     as_blob as _as_blob,
-    record_repr as _record_repr,
-    record_state as _record_state,
     batch_error as _batch_error,
     codec_number as _codec_number,
     control_record as _control_record,
@@ -47,62 +46,48 @@ cdef object _compress = _compression.compress
 
 
 # ---------------------------------------------------------------------------
-# Record
+# Record: the shared __slots__ class (kafkaproto._records_common.Record),
+# filled here by slot offset: no __init__ call per record, and Python code
+# reading r.key gets the interpreter's fast slot path (a Cython property
+# takes the slow generic one).
 
-@cython.freelist(64)
-@cython.no_gc
-cdef class Record:
-    """One record: what a batch holds, and what :func:`encode_record_batch` takes.
+Record = _RecordCls
 
-    ``headers`` is a list of ``(str, bytes | None)`` pairs, in wire order,
-    duplicates kept.  ``control`` is a :class:`ControlRecord` for the records
-    of a control batch, else ``None``.
-    """
+cdef Py_ssize_t _R_OFFSET, _R_TIMESTAMP, _R_TS_TYPE, _R_ATTRIBUTES, _R_KEY, _R_VALUE, _R_HEADERS, _R_CONTROL
 
-    cdef public object offset
-    cdef public object timestamp
-    cdef public int timestamp_type
-    cdef public int attributes
-    cdef public object key
-    cdef public object value
-    cdef public object headers
-    cdef public object control
 
-    def __init__(self, key=None, value=None, headers=None, timestamp=None, offset=None, int timestamp_type=0,
-                 int attributes=0, control=None):
-        self.key = key
-        self.value = value
-        self.headers = [] if headers is None else headers
-        self.timestamp = timestamp
-        self.offset = offset
-        self.timestamp_type = timestamp_type
-        self.attributes = attributes
-        self.control = control
+cdef bint _slots_ok() except -1:
+    # the slot helpers are the message engine's (_engine.pxi)
+    global _R_OFFSET, _R_TIMESTAMP, _R_TS_TYPE, _R_ATTRIBUTES, _R_KEY, _R_VALUE, _R_HEADERS, _R_CONTROL
+    _R_OFFSET = _slot_offset(_RecordCls, "offset")
+    _R_TIMESTAMP = _slot_offset(_RecordCls, "timestamp")
+    _R_TS_TYPE = _slot_offset(_RecordCls, "timestamp_type")
+    _R_ATTRIBUTES = _slot_offset(_RecordCls, "attributes")
+    _R_KEY = _slot_offset(_RecordCls, "key")
+    _R_VALUE = _slot_offset(_RecordCls, "value")
+    _R_HEADERS = _slot_offset(_RecordCls, "headers")
+    _R_CONTROL = _slot_offset(_RecordCls, "control")
+    return min(_R_OFFSET, _R_TIMESTAMP, _R_TS_TYPE, _R_ATTRIBUTES, _R_KEY, _R_VALUE, _R_HEADERS, _R_CONTROL) > 0
 
-    def _fields(self):
-        return (self.offset, self.timestamp, self.timestamp_type, self.attributes, self.key, self.value,
-                list(self.headers), self.control)
 
-    def __eq__(self, other):
-        try:
-            theirs = (other.offset, other.timestamp, other.timestamp_type, other.attributes, other.key, other.value,
-                      list(other.headers), other.control)
-        except AttributeError:
-            return NotImplemented
-        return self._fields() == theirs
+cdef bint _SLOTS = _slots_ok()
+cdef tuple _NO_ARGS = ()
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
 
-    def __hash__(self):
-        raise TypeError("unhashable type: 'Record'")
-
-    def __repr__(self):
-        return _record_repr(self)
-
-    def __reduce__(self):
-        return (Record, _record_state(self))
+cdef inline object _new_record(object offset, object timestamp, object ts_type, object attributes, object key,
+                               object value, object headers, object control):
+    if not _SLOTS:  # an interpreter whose slots are not plain object fields
+        return _RecordCls(key, value, headers, timestamp, offset, ts_type, attributes, control)
+    rec = kp_new_instance(_RecordCls, _NO_ARGS)
+    kp_slot_set(rec, _R_OFFSET, offset)
+    kp_slot_set(rec, _R_TIMESTAMP, timestamp)
+    kp_slot_set(rec, _R_TS_TYPE, ts_type)
+    kp_slot_set(rec, _R_ATTRIBUTES, attributes)
+    kp_slot_set(rec, _R_KEY, key)
+    kp_slot_set(rec, _R_VALUE, value)
+    kp_slot_set(rec, _R_HEADERS, headers)
+    kp_slot_set(rec, _R_CONTROL, control)
+    return rec
 
 
 # ---------------------------------------------------------------------------
@@ -354,7 +339,7 @@ cdef inline object _blob_at(RecordList rl, const unsigned char* b, Py_ssize_t* p
     return rl.views[pos:pos + n]
 
 
-cdef Record _make_record(RecordList rl, Py_ssize_t* ppos, int32_t i, _KeyCache cache):
+cdef object _make_record(RecordList rl, Py_ssize_t* ppos, int32_t i, _KeyCache cache):
     # Builds the record at ppos[0] (checked by _check_v2) and moves past it.
     cdef const unsigned char* b = rl.b
     cdef Py_ssize_t pos = ppos[0]
@@ -363,16 +348,14 @@ cdef Record _make_record(RecordList rl, Py_ssize_t* ppos, int32_t i, _KeyCache c
     cdef uint64_t u64 = 0
     cdef int32_t j, hcount, hk
     _uv32(b, &pos, end, &u)
-    cdef Record rec = Record.__new__(Record)
-    rec.attributes = <int8_t>b[pos]
+    cdef int attributes = <int8_t>b[pos]
     pos += 1
     _uv64(b, &pos, end, &u64)
     _uv32(b, &pos, end, &u)
-    rec.offset = PyLong_FromLongLong(_wadd(rl.base_offset, _unzig32(u)))
-    rec.timestamp = PyLong_FromLongLong(rl.max_ts if rl.ts_type else _wadd(rl.base_ts, _unzig64(u64)))
-    rec.timestamp_type = rl.ts_type
-    rec.key = _blob_at(rl, b, &pos)
-    rec.value = _blob_at(rl, b, &pos)
+    offset = PyLong_FromLongLong(_wadd(rl.base_offset, _unzig32(u)))
+    timestamp = PyLong_FromLongLong(rl.max_ts if rl.ts_type else _wadd(rl.base_ts, _unzig64(u64)))
+    key = _blob_at(rl, b, &pos)
+    value = _blob_at(rl, b, &pos)
     _uv32(b, &pos, end, &u)
     hcount = _unzig32(u)
     cdef list headers = []
@@ -387,11 +370,9 @@ cdef Record _make_record(RecordList rl, Py_ssize_t* ppos, int32_t i, _KeyCache c
     # Nothing in it refers back to it: untracked, the GC need not walk one
     # list per record (a cycle a caller adds later is kept, never freed early).
     PyObject_GC_UnTrack(headers)
-    rec.headers = headers
-    if rl.controls is not None:
-        rec.control = rl.controls[i]
     ppos[0] = pos
-    return rec
+    return _new_record(offset, timestamp, rl.ts_type, attributes, key, value, headers,
+                       None if rl.controls is None else rl.controls[i])
 
 
 cdef object _decode_v2(Reader r, object mv, Py_ssize_t pos, int32_t size, bint check_crc, object limit, bint copy):
@@ -493,7 +474,7 @@ cdef class _Batches:
         if magic == 2:
             batch = _decode_v2(self.r, self.mv, pos, size, self.check_crc, self.limit, self.copy)
         elif magic < 2:
-            batch = _decode_legacy(self.mv, pos, size, magic, self.check_crc, self.limit, self.copy, Record)
+            batch = _decode_legacy(self.mv, pos, size, magic, self.check_crc, self.limit, self.copy, _RecordCls)
         else:
             raise _batch_error(f"unknown magic {<int8_t>magic}", pos + 16)
         self.done = False
@@ -657,7 +638,6 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     cdef const char* vptr = NULL
     cdef Py_ssize_t klen, vlen
     cdef unsigned char* p
-    cdef Record rec
     cdef object item, key, value, headers, ts_obj, off_obj
     for i in range(n):
         item = items[i]
@@ -671,9 +651,12 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
             headers = (<tuple>item)[2] if nt > 2 else None
             ts_obj = (<tuple>item)[3] if nt > 3 else None
             off_obj = None
-        elif type(item) is Record:
-            rec = <Record>item
-            key, value, headers, ts_obj, off_obj = rec.key, rec.value, rec.headers, rec.timestamp, rec.offset
+        elif type(item) is _RecordCls and _SLOTS:
+            key = _get(item, "key", _R_KEY)
+            value = _get(item, "value", _R_VALUE)
+            headers = _get(item, "headers", _R_HEADERS)
+            ts_obj = _get(item, "timestamp", _R_TIMESTAMP)
+            off_obj = _get(item, "offset", _R_OFFSET)
         else:
             off_obj, ts_obj, key, value, headers = _unpack_record(item, i)
         ts = now_ms if ts_obj is None else _as_int(ts_obj, "timestamp", I64_MIN, I64_MAX)

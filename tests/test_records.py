@@ -182,6 +182,7 @@ def test_records_sequence_api():
 def test_record_objects():
     [b] = decode_all(R.encode(sample(2)))
     r = b.records[1]
+    assert type(r) is R.Record  # one class for the compiled core and the twin
     assert r == R.Record(b"k1", b"v" * 7, [("h", b"1"), ("h", None), ("z", b"")], TS + 1, 1)
     assert pickle.loads(pickle.dumps(r)) == r
     assert "k1" in repr(r)

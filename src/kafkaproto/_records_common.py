@@ -375,7 +375,7 @@ def header_pair(pair, what):
     return key, as_blob(value, what + ".value")
 
 
-# -- Record helpers (both implementations) -------------------------------------------
+# -- Record (both implementations build this one class) ---------------------------
 
 
 def _plain(v):
@@ -389,12 +389,47 @@ def _short(v):
     return repr(v) if len(v) <= 24 else repr(v[:24])[:-1] + f"...' ({len(v)} bytes)"
 
 
-def record_repr(r) -> str:
-    return (f"Record(offset={r.offset!r}, timestamp={r.timestamp!r}, key={_short(r.key)}, "
-            f"value={_short(r.value)}, headers={r.headers!r})")
+class Record:
+    """One record: what a batch holds, and what ``encode`` takes.
 
+    ``headers`` is a list of ``(str, bytes | None)`` pairs, in wire order,
+    duplicates kept.  ``control`` is a :class:`ControlRecord` for the records
+    of a control batch, else ``None``.  A plain ``__slots__`` class: the
+    compiled decoder fills the slots directly, and attribute reads take the
+    interpreter's fastest path.
+    """
 
-def record_state(r) -> tuple:
-    """Constructor arguments of a record, memoryviews turned into bytes (for pickling)."""
-    return (_plain(r.key), _plain(r.value), [(k, _plain(v)) for k, v in r.headers], r.timestamp, r.offset,
-            r.timestamp_type, r.attributes, r.control)
+    __slots__ = ("offset", "timestamp", "timestamp_type", "attributes", "key", "value", "headers", "control")
+
+    def __init__(self, key=None, value=None, headers=None, timestamp=None, offset=None, timestamp_type=0,
+                 attributes=0, control=None):
+        self.key = key
+        self.value = value
+        self.headers = [] if headers is None else headers
+        self.timestamp = timestamp
+        self.offset = offset
+        self.timestamp_type = timestamp_type
+        self.attributes = attributes
+        self.control = control
+
+    def _fields(self):
+        return (self.offset, self.timestamp, self.timestamp_type, self.attributes, self.key, self.value,
+                list(self.headers), self.control)
+
+    def __eq__(self, other):
+        try:
+            theirs = (other.offset, other.timestamp, other.timestamp_type, other.attributes, other.key, other.value,
+                      list(other.headers), other.control)
+        except AttributeError:
+            return NotImplemented
+        return self._fields() == theirs
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, key={_short(self.key)}, "
+                f"value={_short(self.value)}, headers={self.headers!r})")
+
+    def __reduce__(self):
+        return (Record, (_plain(self.key), _plain(self.value), [(k, _plain(v)) for k, v in self.headers],
+                         self.timestamp, self.offset, self.timestamp_type, self.attributes, self.control))

@@ -30,9 +30,8 @@ from ._records_common import (
     V2_MIN_SIZE,
     VARINT_PROBLEMS,
     as_blob,
+    Record,
     header_pair,
-    record_repr,
-    record_state,
     unpack_record,
     RecordBatch,
     TruncatedBatch,
@@ -52,48 +51,6 @@ COMPILED = False
 _head = struct.Struct(">qi")
 _i64 = struct.Struct(">q")
 _crc_at = struct.Struct(">I")
-
-
-class Record:
-    """One record: what a batch holds, and what :func:`encode_record_batch` takes.
-
-    ``headers`` is a list of ``(str, bytes | None)`` pairs, in wire order,
-    duplicates kept.  ``control`` is a :class:`ControlRecord` for the records
-    of a control batch, else ``None``.
-    """
-
-    __slots__ = ("offset", "timestamp", "timestamp_type", "attributes", "key", "value", "headers", "control")
-
-    def __init__(self, key=None, value=None, headers=None, timestamp=None, offset=None, timestamp_type=0,
-                 attributes=0, control=None):
-        self.key = key
-        self.value = value
-        self.headers = [] if headers is None else headers
-        self.timestamp = timestamp
-        self.offset = offset
-        self.timestamp_type = timestamp_type
-        self.attributes = attributes
-        self.control = control
-
-    def _fields(self):
-        return (self.offset, self.timestamp, self.timestamp_type, self.attributes, self.key, self.value,
-                list(self.headers), self.control)
-
-    def __eq__(self, other):
-        try:
-            theirs = (other.offset, other.timestamp, other.timestamp_type, other.attributes, other.key, other.value,
-                      list(other.headers), other.control)
-        except AttributeError:
-            return NotImplemented
-        return self._fields() == theirs
-
-    __hash__ = None
-
-    def __repr__(self):
-        return record_repr(self)
-
-    def __reduce__(self):
-        return (Record, record_state(self))
 
 
 # ---------------------------------------------------------------------------
