@@ -661,7 +661,7 @@ cdef struct _Cur:
     int err
 
 
-cdef inline int _fail(_Cur* c, int e) noexcept nogil:
+cdef inline int _cur_fail(_Cur* c, int e) noexcept nogil:
     c.err = e
     return -1
 
@@ -670,7 +670,7 @@ cdef inline int _uvar(_Cur* c, uint32_t* out) noexcept nogil:
     cdef Py_ssize_t p = c.pos
     cdef int st = _uv32(c.b, &p, c.end, out)
     if st:
-        return _fail(c, E_TRUNCATED if st == 1 else E_INVALID)
+        return _cur_fail(c, E_TRUNCATED if st == 1 else E_INVALID)
     c.pos = p
     return 0
 
@@ -728,46 +728,46 @@ cdef inline int _dec_fixed(_Cur* c, int kind, _Col* col) noexcept nogil:
     cdef Py_ssize_t left = c.end - p
     cdef uint8_t* d
     if col.n == col.cap and _grow(col, col.n + 1):
-        return _fail(c, E_MEMORY)
+        return _cur_fail(c, E_MEMORY)
     d = col.data + col.n * col.width
     if kind == K_INT32:
         if left < 4:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         (<int32_t*>d)[0] = <int32_t>kp_ld32(c.b + p)
         c.pos = p + 4
     elif kind == K_INT16:
         if left < 2:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         (<int16_t*>d)[0] = <int16_t>kp_ld16(c.b + p)
         c.pos = p + 2
     elif kind == K_INT64:
         if left < 8:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         (<int64_t*>d)[0] = <int64_t>kp_ld64(c.b + p)
         c.pos = p + 8
     elif kind == K_INT8 or kind == K_BOOL:
         if left < 1:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         d[0] = c.b[p] if kind == K_INT8 else (c.b[p] != 0)
         c.pos = p + 1
     elif kind == K_UUID:
         if left < 16:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         memcpy(d, c.b + p, 16)
         c.pos = p + 16
     elif kind == K_UINT16:
         if left < 2:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         (<int32_t*>d)[0] = kp_ld16(c.b + p)
         c.pos = p + 2
     elif kind == K_UINT32:
         if left < 4:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         (<int64_t*>d)[0] = kp_ld32(c.b + p)
         c.pos = p + 4
     else:  # K_FLOAT64
         if left < 8:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         (<double*>d)[0] = kp_u64_to_f64(kp_ld64(c.b + p))
         c.pos = p + 8
     _mark_valid(col)
@@ -781,37 +781,37 @@ cdef int _dec_var(_Cur* c, int kind, _Col* col, bint compact, bint nullable) noe
     cdef int64_t n
     cdef uint32_t u
     if _reserve(col, 1):
-        return _fail(c, E_MEMORY)
+        return _cur_fail(c, E_MEMORY)
     if compact:
         if _uvar(c, &u):
             return -1
         n = <int64_t>u - 1
     elif kind == K_STRING:
         if c.end - p < 2:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         n = <int16_t>kp_ld16(c.b + p)
         c.pos = p + 2
     else:
         if c.end - p < 4:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         n = <int32_t>kp_ld32(c.b + p)
         c.pos = p + 4
     if n < 0:
         if n == -1 and nullable:
             col.offs[col.n + 1] = col.vlen
             if _mark_null(col):
-                return _fail(c, E_MEMORY)
+                return _cur_fail(c, E_MEMORY)
             col.n += 1
             return 0
-        return _fail(c, E_INVALID)
+        return _cur_fail(c, E_INVALID)
     if kind == K_STRING and n > _MAX_STR:
-        return _fail(c, E_INVALID)
+        return _cur_fail(c, E_INVALID)
     if n > c.end - c.pos:
-        return _fail(c, E_TRUNCATED)
+        return _cur_fail(c, E_TRUNCATED)
     if kind == K_STRING and not kp_utf8_ok(c.b + c.pos, n):
-        return _fail(c, E_INVALID)
+        return _cur_fail(c, E_INVALID)
     if _vappend(col, c.b + c.pos, n):
-        return _fail(c, E_MEMORY)
+        return _cur_fail(c, E_MEMORY)
     c.pos += n
     return 0
 
@@ -828,13 +828,13 @@ cdef int _dec_value(_Cur* c, int kind, _Col* col, bint compact, bint nullable, _
             if _uvar(c, &u):
                 return -1
             if u == 0:
-                return _fail(c, E_MEMORY) if _put_null(col) else 0
+                return _cur_fail(c, E_MEMORY) if _put_null(col) else 0
         else:
             if c.end - c.pos < 1:
-                return _fail(c, E_TRUNCATED)
+                return _cur_fail(c, E_TRUNCATED)
             c.pos += 1
             if <int8_t>c.b[c.pos - 1] < 0:
-                return _fail(c, E_MEMORY) if _put_null(col) else 0
+                return _cur_fail(c, E_MEMORY) if _put_null(col) else 0
     return _dec_struct(c, sub, col)
 
 
@@ -852,21 +852,21 @@ cdef inline int _dec_array(_Cur* c, _Op* op, _Col* col) noexcept nogil:
         n = <int64_t>u - 1
     else:
         if c.end - p < 4:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         n = <int32_t>kp_ld32(c.b + p)
         c.pos = p + 4
     if n < 0:
         if n == -1 and op.nullable:
-            return _fail(c, E_MEMORY) if _put_null(col) else 0
-        return _fail(c, E_INVALID)
+            return _cur_fail(c, E_MEMORY) if _put_null(col) else 0
+        return _cur_fail(c, E_INVALID)
     # every element takes at least one byte: a count is bounded by what is left
     if n > c.end - c.pos:
-        return _fail(c, E_INVALID)
+        return _cur_fail(c, E_INVALID)
     if elem == K_INT32:
         if 4 * n > c.end - c.pos:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         if _reserve(kid, n):
-            return _fail(c, E_MEMORY)
+            return _cur_fail(c, E_MEMORY)
         out = <int32_t*>kid.data + kid.n
         src = c.b + c.pos
         for i in range(n):
@@ -888,7 +888,7 @@ cdef inline int _dec_array(_Cur* c, _Op* op, _Col* col) noexcept nogil:
             if _dec_var(c, elem, kid, op.compact, False):
                 return -1
     if _reserve(col, 1):
-        return _fail(c, E_MEMORY)
+        return _cur_fail(c, E_MEMORY)
     col.offs[col.n + 1] = kid.n
     _mark_valid(col)
     col.n += 1
@@ -916,17 +916,17 @@ cdef int _dec_struct(_Cur* c, _Node* nd, _Col* col) noexcept nogil:
             return -1
     for k in range(nd.na):
         if _put_null(col.kids[nd.absent[k]]):
-            return _fail(c, E_MEMORY)
+            return _cur_fail(c, E_MEMORY)
     if nd.flexible:
         if _uvar(c, &count):
             return -1
         if count > c.end - c.pos:
-            return _fail(c, E_INVALID)
+            return _cur_fail(c, E_INVALID)
         for t in range(count):
             if _uvar(c, &tag) or _uvar(c, &size):
                 return -1
             if size > c.end - c.pos:
-                return _fail(c, E_TRUNCATED)
+                return _cur_fail(c, E_TRUNCATED)
             j = -1
             for k in range(nd.nt):
                 if nd.t[k].tag == tag:
@@ -949,13 +949,13 @@ cdef int _dec_struct(_Cur* c, _Node* nd, _Col* col) noexcept nogil:
                 return -1
             c.end = saved
             if c.pos != stop:
-                return _fail(c, E_INVALID)
+                return _cur_fail(c, E_INVALID)
         for k in range(nd.nt):
             if not (seen >> k & 1):
                 if _put_default(&nd.t[k], col.kids[nd.t[k].col]):
-                    return _fail(c, E_MEMORY)
+                    return _cur_fail(c, E_MEMORY)
     if _reserve(col, 1):
-        return _fail(c, E_MEMORY)
+        return _cur_fail(c, E_MEMORY)
     _mark_valid(col)
     col.n += 1
     return 0
@@ -966,12 +966,12 @@ cdef inline int _skip_tags(_Cur* c) noexcept nogil:
     if _uvar(c, &count):
         return -1
     if count > c.end - c.pos:
-        return _fail(c, E_INVALID)
+        return _cur_fail(c, E_INVALID)
     for t in range(count):
         if _uvar(c, &tag) or _uvar(c, &size):
             return -1
         if size > c.end - c.pos:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         c.pos += size
     return 0
 
@@ -979,16 +979,16 @@ cdef inline int _skip_tags(_Cur* c) noexcept nogil:
 cdef inline int _skip_client_id(_Cur* c) noexcept nogil:
     cdef int64_t n
     if c.end - c.pos < 2:
-        return _fail(c, E_TRUNCATED)
+        return _cur_fail(c, E_TRUNCATED)
     n = <int16_t>kp_ld16(c.b + c.pos)
     c.pos += 2
     if n < -1:
-        return _fail(c, E_INVALID)
+        return _cur_fail(c, E_INVALID)
     if n > 0:
         if n > c.end - c.pos:
-            return _fail(c, E_TRUNCATED)
+            return _cur_fail(c, E_TRUNCATED)
         if not kp_utf8_ok(c.b + c.pos, n):
-            return _fail(c, E_INVALID)
+            return _cur_fail(c, E_INVALID)
         c.pos += n
     return 0
 
