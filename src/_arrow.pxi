@@ -1525,3 +1525,350 @@ def arrow_split_frames(arr, int kind, int64_t max_frame_size, bint views):
         free(s.out)
         free(s.carry)
     return out
+
+
+# ---------------------------------------------------------------------------
+# records blobs → the columns of Spark's Kafka source
+#
+# Batch framing, CRC checks, decompression and legacy (magic 0/1) message sets
+# go through the record-batch code (_records.pxi, kafkaproto._compression,
+# kafkaproto._records_legacy), once per batch; the records of a v2 batch are
+# checked (in the order _check_v2 checks them) and written into the columns in
+# one loop without the GIL.  Control records are checked and left out, as a
+# Kafka consumer does.
+
+cdef enum:
+    RC_KEY = 0
+    RC_VALUE = 1
+    RC_OFFSET = 2
+    RC_TIMESTAMP = 3
+    RC_TS_TYPE = 4
+    RC_HEADERS = 5
+    RC_ROW = 6
+    RC_COUNT = 7
+
+cdef int64_t _US_LIMIT = 9223372036854775  # |milliseconds| that still fit in int64 microseconds
+
+
+cdef struct _RecCols:
+    _Col* root
+    _Col* c[RC_COUNT]      # NULL: column not asked for (parsed, not stored)
+
+
+cdef inline int _rc_fixed(_Col* c, const void* v) noexcept nogil:
+    if c == NULL:
+        return 0
+    if c.n == c.cap and _grow(c, c.n + 1):
+        return -1
+    memcpy(c.data + c.n * c.width, v, c.width)
+    _mark_valid(c)
+    c.n += 1
+    return 0
+
+
+cdef inline int _rc_blob(_Col* c, const uint8_t* p, int32_t n) noexcept nogil:
+    if c == NULL:
+        return 0
+    if _reserve(c, 1):
+        return -1
+    if n < 0:
+        c.offs[c.n + 1] = c.vlen
+        if _mark_null(c):
+            return -1
+        c.n += 1
+        return 0
+    return _vappend(c, p, n)
+
+
+cdef inline int _rc_varint(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) noexcept nogil:
+    cdef uint32_t u
+    cdef int st = _uv32(b, pos, end, &u)
+    if st == 0:
+        out[0] = _unzig32(u)
+    return st
+
+
+cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t count, int64_t base_offset,
+                     int64_t base_ts, int64_t max_ts, int attrs, int64_t row, _RecCols* rc) noexcept nogil:
+    """The records of one v2 batch into the columns: 0, -1 (malformed) or -2 (no memory)."""
+    cdef int32_t i, j, length, klen, vlen, hcount, odelta
+    cdef int32_t hk = 0, hv = 0
+    cdef Py_ssize_t rend, kpos, vpos, hpos
+    cdef uint64_t u64
+    cdef int64_t ts, v64
+    cdef int32_t ts_type = 1 if attrs & 0x08 else 0
+    cdef bint control = attrs & 0x20
+    cdef _Col* hcol = rc.c[RC_HEADERS]
+    cdef _Col* hstruct = hcol.kids[0] if hcol != NULL else NULL
+    for i in range(count):
+        if _rc_varint(b, &pos, end, &length) or length < 0 or length > end - pos:
+            return -1
+        rend = pos + length
+        if pos >= rend:
+            return -1
+        pos += 1  # attributes
+        if _uv64(b, &pos, rend, &u64):
+            return -1
+        if _rc_varint(b, &pos, rend, &odelta):
+            return -1
+        if _rc_varint(b, &pos, rend, &klen) or klen < -1 or klen > rend - pos:
+            return -1
+        kpos = pos
+        if klen > 0:
+            pos += klen
+        if _rc_varint(b, &pos, rend, &vlen) or vlen < -1 or vlen > rend - pos:
+            return -1
+        vpos = pos
+        if vlen > 0:
+            pos += vlen
+        if _rc_varint(b, &pos, rend, &hcount) or hcount < 0 or hcount > rend - pos:
+            return -1
+        hpos = pos
+        for j in range(hcount):
+            if _rc_varint(b, &pos, rend, &hk) or hk < 0 or hk > rend - pos:
+                return -1
+            if not kp_utf8_ok(b + pos, hk):
+                return -1
+            pos += hk
+            if _rc_varint(b, &pos, rend, &hv) or hv < -1 or hv > rend - pos:
+                return -1
+            if hv > 0:
+                pos += hv
+        if pos != rend:
+            return -1
+        if control:
+            # as kafkaproto._records_common.control_record checks it
+            if klen < 4:
+                return -1
+            hk = <int16_t>kp_ld16(b + kpos + 2)
+            if (hk == 0 or hk == 1) and vlen < 6:
+                return -1
+            continue
+        # the record is sound: store it
+        ts = max_ts if ts_type else _wadd(base_ts, _unzig64(u64))
+        v64 = _wadd(base_offset, odelta)
+        if (_rc_blob(rc.c[RC_KEY], b + kpos, klen) or _rc_blob(rc.c[RC_VALUE], b + vpos, vlen)
+                or _rc_fixed(rc.c[RC_OFFSET], &v64) or _rc_fixed(rc.c[RC_TS_TYPE], &ts_type)
+                or _rc_fixed(rc.c[RC_ROW], &row)):
+            return -2
+        if rc.c[RC_TIMESTAMP] != NULL:
+            if -_US_LIMIT <= ts <= _US_LIMIT:
+                ts *= 1000
+                if _rc_fixed(rc.c[RC_TIMESTAMP], &ts):
+                    return -2
+            elif _put_null(rc.c[RC_TIMESTAMP]):
+                return -2
+        if hcol != NULL:
+            if _reserve(hcol, 1):
+                return -2
+            if hcount == 0:
+                hcol.offs[hcol.n + 1] = hcol.offs[hcol.n]
+                if _mark_null(hcol):
+                    return -2
+                hcol.n += 1
+            else:
+                pos = hpos
+                for j in range(hcount):
+                    _rc_varint(b, &pos, rend, &hk)
+                    if _rc_blob(hstruct.kids[0], b + pos, hk):
+                        return -2
+                    pos += hk
+                    _rc_varint(b, &pos, rend, &hv)
+                    if _rc_blob(hstruct.kids[1], b + pos, hv):
+                        return -2
+                    if hv > 0:
+                        pos += hv
+                    if _reserve(hstruct, 1):
+                        return -2
+                    _mark_valid(hstruct)
+                    hstruct.n += 1
+                hcol.offs[hcol.n + 1] = hstruct.n
+                _mark_valid(hcol)
+                hcol.n += 1
+        pos = rend
+    if pos != end:
+        return -1
+    return 0
+
+
+cdef int _records_objects(list recs, int64_t row, _RecCols* rc) except -1:
+    """Records already decoded as objects (legacy message sets) into the columns."""
+    cdef int64_t v64
+    cdef int32_t v32
+    cdef const uint8_t* p
+    cdef Py_buffer view
+    for rec in recs:
+        if rec.control is not None:
+            continue
+        for k, blob in ((RC_KEY, rec.key), (RC_VALUE, rec.value)):
+            if rc.c[k] == NULL:
+                continue
+            if blob is None:
+                _rc_blob(rc.c[k], NULL, -1)
+            else:
+                PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
+                try:
+                    if _rc_blob(rc.c[k], <const uint8_t*>view.buf, view.len):
+                        raise MemoryError()
+                finally:
+                    PyBuffer_Release(&view)
+        v64 = rec.offset
+        v32 = rec.timestamp_type
+        if _rc_fixed(rc.c[RC_OFFSET], &v64) or _rc_fixed(rc.c[RC_TS_TYPE], &v32) or _rc_fixed(rc.c[RC_ROW], &row):
+            raise MemoryError()
+        if rc.c[RC_TIMESTAMP] != NULL:
+            v64 = rec.timestamp
+            if -_US_LIMIT <= v64 <= _US_LIMIT:
+                v64 *= 1000
+                _rc_fixed(rc.c[RC_TIMESTAMP], &v64)
+            else:
+                _put_null(rc.c[RC_TIMESTAMP])
+        if rc.c[RC_HEADERS] != NULL:
+            # legacy messages have no headers
+            _put_null(rc.c[RC_HEADERS])
+    return 0
+
+
+cdef int _records_error_row(_RecCols* rc, int64_t row) except -1:
+    cdef int k
+    for k in range(RC_COUNT):
+        if rc.c[k] == NULL:
+            continue
+        if k == RC_ROW:
+            _rc_fixed(rc.c[k], &row)
+        elif _put_null(rc.c[k]):
+            raise MemoryError()
+    return 0
+
+
+cdef bint _records_blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit,
+                        _RecCols* rc) except -1:
+    """Every batch of one blob into the columns; False when the blob is malformed."""
+    cdef Py_ssize_t pos = 0, end, left
+    cdef int32_t size, count
+    cdef int magic, attrs, codec, st
+    cdef int64_t base_offset, base_ts, max_ts
+    cdef const uint8_t* rb
+    cdef Py_ssize_t rstart, rend
+    cdef Py_buffer view
+    mv = PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ)
+    while pos < n:
+        left = n - pos
+        if left < 12:
+            return True  # a partial batch at the end: normal in a Fetch response
+        size = <int32_t>kp_ld32(p + pos + 8)
+        if size < 14:
+            return False
+        if size > left - 12:
+            return True
+        magic = p[pos + 16]
+        end = pos + 12 + size
+        if magic < 2:
+            try:
+                batch = _decode_legacy(mv, pos, size, magic, check_crc, limit, True, _RecordCls)
+            except KafkaProtocolError:
+                return False
+            _records_objects(list(batch.records), row, rc)
+        elif magic == 2:
+            if size < 49:
+                return False
+            base_offset = <int64_t>kp_ld64(p + pos)
+            attrs = <int16_t>kp_ld16(p + pos + 21)
+            base_ts = <int64_t>kp_ld64(p + pos + 27)
+            max_ts = <int64_t>kp_ld64(p + pos + 35)
+            count = <int32_t>kp_ld32(p + pos + 57)
+            if check_crc and _crc32c(mv[pos + 21:end]) != kp_ld32(p + pos + 17):
+                return False
+            codec = attrs & 0x07
+            if codec > 4 or count < 0:
+                return False
+            data = None
+            if codec == 0:
+                rb = p
+                rstart = pos + 61
+                rend = end
+            else:
+                try:
+                    data = _decompress(codec, mv[pos + 61:end], 2, limit, pos + 61)
+                except KafkaProtocolError:
+                    return False
+                PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+                rb = <const uint8_t*>view.buf
+                rstart = 0
+                rend = view.len
+            if count > rend - rstart:
+                st = -1
+            else:
+                with nogil:
+                    st = _records_v2(rb, rstart, rend, count, base_offset, base_ts, max_ts, attrs, row, rc)
+            if data is not None:
+                PyBuffer_Release(&view)
+            if st == -2:
+                raise MemoryError()
+            if st:
+                return False
+        else:
+            return False
+        pos = end
+    return True
+
+
+def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
+    """Decode every records blob of ``arr`` into the Spark-shaped columns.
+
+    ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
+    row) telling which columns to fill.  Returns ``(status, tree)``: status 0
+    for a blob decoded, else 1 (one row of nulls stands for it); the tree's
+    children are the asked-for columns in that order.
+    """
+    cdef _RowsIn rin = _rows_in(arr, kind)
+    cdef int64_t n = rin.r.n, i, blen
+    cdef const uint8_t* p
+    cdef _RecCols rc
+    cdef _Col* c
+    cdef int k, m = 0
+    cdef int64_t cap = min(max(arr.nbytes // 64, 64), 1 << 20)
+    wanted = [bool(w) for w in want]
+    if not wanted[RC_ROW]:
+        raise ValueError("the row column is always filled")
+    rc.root = _col_new(C_STRUCT, 0, sum(wanted), 16)
+    if rc.root == NULL:
+        raise MemoryError()
+    status = np.zeros(n, dtype=np.uint8)
+    try:
+        for k in range(RC_COUNT):
+            rc.c[k] = NULL
+            if not wanted[k]:
+                continue
+            if k == RC_KEY or k == RC_VALUE:
+                c = _col_new(C_VAR, 0, 0, cap)
+            elif k == RC_HEADERS:
+                c = _col_new(C_LIST, 0, 1, cap)
+            else:
+                c = _col_new(C_FIXED, 4 if k == RC_TS_TYPE else 8, 0, cap)
+            if c == NULL:
+                raise MemoryError()
+            rc.root.kids[m] = rc.c[k] = c
+            m += 1
+            if k == RC_HEADERS:
+                # list<struct<key: string, value: binary>>
+                c.kids[0] = _col_new(C_STRUCT, 0, 2, 64)
+                if c.kids[0] == NULL:
+                    raise MemoryError()
+                c.kids[0].kids[0] = _col_new(C_VAR, 0, 0, 64)
+                c.kids[0].kids[1] = _col_new(C_VAR, 0, 0, 64)
+                if c.kids[0].kids[0] == NULL or c.kids[0].kids[1] == NULL:
+                    raise MemoryError()
+        for i in range(n):
+            if not _row(&rin.r, i, &p, &blen) or not _records_blob(p, blen, i, check_crc, max_decompressed_size, &rc):
+                status[i] = 1
+                # roll the blob's records back; one row of nulls stands for it
+                for k in range(RC_COUNT):
+                    if rc.c[k] != NULL:
+                        _truncate(rc.c[k], rc.root.n)
+                _records_error_row(&rc, i)
+            rc.root.n = rc.c[RC_ROW].n
+        tree = _col_export(rc.root)
+    finally:
+        _col_free(rc.root)
+    return status, tree

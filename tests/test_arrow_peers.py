@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from kafkaproto import arrow, frames as kframes
+from kafkaproto import records as R
 from kafkaproto.messages import request_class, response_class
 from live_helpers import decode_recorded
 from peers import clients
@@ -105,3 +106,40 @@ def test_real_client_streams_split_and_decode(recorded):
             hdr = arrow.response_headers(pa.array(frames), key, versions).to_pylist()
             assert [h["correlation_id"] for h in hdr] == [ex.request_header.correlation_id for ex in group]
     assert {0, 1, 3, 18} <= seen_keys  # Produce, Fetch, Metadata, ApiVersions at least
+
+
+def test_real_client_record_batches(recorded):
+    """The records fields of the recorded Produce requests and Fetch responses
+    (lz4 from librdkafka, gzip from kafka-python) through arrow.records."""
+    blobs, topics, parts = [], [], []
+    for _, _, exchanges in recorded:
+        for ex in exchanges:
+            if ex.api_key == 0:
+                for td in ex.request.topic_data:
+                    for pd in td.partition_data:
+                        blobs.append(bytes(pd.records))
+                        topics.append(td.name)
+                        parts.append(pd.index)
+            elif ex.api_key == 1 and ex.response is not None:
+                for tr in ex.response.responses:
+                    for pr in tr.partitions:
+                        if pr.records:
+                            blobs.append(bytes(pr.records))
+                            topics.append(tr.topic)
+                            parts.append(pr.partition_index)
+    assert len(blobs) >= 4
+    out = arrow.records(pa.array(blobs), topic=topics, partition=parts)
+    assert out.column("error").null_count == out.num_rows
+    got = out.drop_columns(["timestamp"]).to_pylist()
+    want = []
+    for i, blob in enumerate(blobs):
+        for batch in R.decode(blob):
+            for r in batch.records:
+                if r.control is None:
+                    want.append({"key": r.key, "value": r.value, "topic": topics[i], "partition": parts[i],
+                                 "offset": r.offset, "timestampType": r.timestamp_type,
+                                 "headers": [{"key": k, "value": v} for k, v in r.headers] or None, "row": i,
+                                 "error": None})
+    assert got == want
+    assert {r["key"] for r in want} >= {b"k0", None}
+    assert any(r["headers"] for r in want)

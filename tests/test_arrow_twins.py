@@ -103,3 +103,18 @@ def test_split_views_beyond_1_gib_of_input():
     assert got.frames[2:].to_pylist() == [bytes([i]) * 20 for i in range(5)]
     assert len(got.frames.buffers()) == 2 + 2 + 1  # views, 2 input windows, 1 side window
     assert pc.binary_length(got.frames[:2].cast(pa.large_binary())).to_pylist() == [big, big]
+
+
+@pytest.mark.parametrize("check_crc", [True, False])
+def test_records_twins(check_crc):
+    from test_arrow_records import blobs_for, damaged
+
+    rng = random.Random(f"records{check_crc}")
+    blobs = blobs_for(rng)
+    blobs += damaged(blobs, rng)
+    arr = pa.array(blobs, pa.large_binary())
+    for want in ([1] * 7, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 0, 1, 1]):
+        sa, ta = _codec.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        sb, tb = _arrow_py.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        assert (sa == sb).all()
+        assert _plain(ta) == _plain(tb)

@@ -79,3 +79,26 @@ def test_pandas_udf_fallback(session):
     df = session.createDataFrame(table)
     out = df.select("id", kps.request_headers("frame", kind="pandas").alias("h")).orderBy("id").toArrow()
     assert out.column("h").to_pylist() == arrow.request_headers(table.column("frame").combine_chunks()).to_pylist()
+
+
+def test_explode_records_matches_arrow(session):
+    from kafkaproto import records as R
+
+    rng = random.Random(4)
+    blobs = [R.encode([(b"k%d" % i, b"v" * i, [("h", b"1"), ("h", None)] if i % 2 else None, 1_700_000_000_000 + i)
+                       for i in range(rng.randint(1, 5))], codec=rng.choice(["none", "lz4", "zstd", "gzip"]),
+                      base_offset=10 * j) for j in range(8)]
+    blobs[3] = blobs[3][:30] + b"\xff" * 40  # damaged: one error row
+    table = pa.table({"id": pa.array(range(len(blobs)), pa.int64()), "records": pa.array(blobs, pa.binary()),
+                      "topic": pa.array(["orders"] * len(blobs)), "partition": pa.array(range(len(blobs)), pa.int32())})
+    df = session.createDataFrame(table).coalesce(1)
+    out = kps.explode_records(df, "records", topic="topic", partition="partition", keep=["id"]).orderBy("id", "offset")
+    got = out.toArrow()
+    want = arrow.records(table.column("records").combine_chunks(), topic=table.column("topic"),
+                         partition=table.column("partition"))
+    names = [n for n in arrow.RECORDS_SCHEMA.names if n not in ("row",)]
+    assert got.select(names).to_pylist() == want.select(names).to_pylist()
+    assert got.column("id").to_pylist() == want.column("row").to_pylist()
+    assert got.filter(got.column("error").is_valid()).column("id").to_pylist() == [3]
+    slim = kps.explode_records(df, "records", columns=["offset", "timestamp"]).toArrow()
+    assert slim.column_names == ["offset", "timestamp", "row", "error"] and slim.num_rows == want.num_rows

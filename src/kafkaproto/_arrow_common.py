@@ -131,3 +131,17 @@ def message_error(frame, cls, api_version=None) -> str | None:
 def fallback_error(status: int) -> str:
     """Text for a row the loop rejected but the object decoder accepted (should not happen)."""
     return f"could not decode: {_FALLBACK.get(status, f'status {status}')}"
+
+
+def records_error(blob, check_crc: bool, max_decompressed_size: int) -> str | None:
+    """Why a records blob does not decode (None if it does), as :func:`kafkaproto.records.decode` says it."""
+    from .records import decode
+
+    if blob is None:
+        return "null records blob"
+    try:
+        for _ in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size):
+            pass
+    except KafkaProtocolError as exc:
+        return _message(exc)
+    return None

@@ -393,4 +393,77 @@ def arrow_split_frames(arr, kind, max_frame_size, views):
     }
 
 
-__all__ = ["COMPILED", "arrow_messages", "arrow_request_headers", "arrow_response_headers", "arrow_split_frames"]
+# ---------------------------------------------------------------------------
+# records
+
+_US_LIMIT = 9223372036854775
+
+
+def _records_cols(want):
+    """key, value, offset, timestamp, timestampType, headers, row (None where not asked for)."""
+    make = [
+        lambda: _Col("var", K.BYTES), lambda: _Col("var", K.BYTES), lambda: _Col("fixed", K.INT64),
+        lambda: _Col("fixed", K.INT64), lambda: _Col("fixed", K.INT32),
+        lambda: _Col("list", kids=[_Col("struct", kids=[_Col("var", K.STRING), _Col("var", K.BYTES)])]),
+        lambda: _Col("fixed", K.INT64),
+    ]
+    return [m() if w else None for m, w in zip(make, want)]
+
+
+def _put_record(cols, rec, row):
+    key, value, offset, ts, ts_type, headers, rows = cols
+    for col, blob in ((key, rec.key), (value, rec.value)):
+        if col is not None:
+            col.null() if blob is None else col.put(bytes(blob))
+    if offset is not None:
+        offset.put(rec.offset)
+    if ts is not None:
+        ts.put(rec.timestamp * 1000) if -_US_LIMIT <= rec.timestamp <= _US_LIMIT else ts.null()
+    if ts_type is not None:
+        ts_type.put(rec.timestamp_type)
+    if headers is not None:
+        if not rec.headers:
+            headers.null()
+        else:
+            pairs = headers.kids[0]
+            for k, v in rec.headers:
+                pairs.kids[0].put(k.encode("utf-8"))
+                pairs.kids[1].null() if v is None else pairs.kids[1].put(bytes(v))
+                pairs.valid.append(1)
+            headers.valid.append(1)
+            headers.offs.append(len(pairs.valid))
+    rows.put(row)
+
+
+def arrow_records(arr, kind, check_crc, max_decompressed_size, want):
+    from .records import decode
+
+    cols = _records_cols(want)
+    present = [c for c in cols if c is not None]
+    root = _Col("struct", kids=present)
+    rows = _rows(arr)
+    status = np.zeros(len(rows), dtype=np.uint8)
+    for i, blob in enumerate(rows):
+        recs = None
+        if blob is not None:
+            try:
+                recs = [r for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size)
+                        for r in b.records if r.control is None]
+            except KafkaProtocolError:
+                recs = None
+        if recs is None:
+            status[i] = 1
+            for c in present:
+                c.null()
+            cols[6].values[-1] = i
+            cols[6].valid[-1] = 1
+            root.valid.append(1)
+            continue
+        for rec in recs:
+            _put_record(cols, rec, i)
+            root.valid.append(1)
+    return status, root.export()
+
+
+__all__ = ["COMPILED", "arrow_messages", "arrow_records", "arrow_request_headers", "arrow_response_headers",
+           "arrow_split_frames"]

@@ -13,7 +13,9 @@ so a batch may hold more than 2 GiB.
   frame (api key, api version, correlation id, client id, header size);
 - :func:`messages`: frames of one API key → one struct type per API key, the
   union of the fields of all its versions (a field a version lacks is null),
-  so a column mixing versions has one schema (:func:`message_type`).
+  so a column mixing versions has one schema (:func:`message_type`);
+- :func:`records`: records blobs (Produce/Fetch ``records`` fields) → one row
+  per record, in the shape of Spark's Kafka source (:data:`RECORDS_SCHEMA`).
 
 A row that cannot be decoded never fails the batch: its fields are null and
 its ``error`` field says why, in the words of the object decoders
@@ -36,6 +38,7 @@ import pyarrow as pa
 from . import _arrow_common as _common
 from . import _kinds as K
 from ._impl import COMPILED, codec
+from ._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from ._limits import DEFAULT_MAX_FRAME_SIZE
 from .errors import FrameSizeError
 from .messages import request_class, response_class
@@ -46,11 +49,13 @@ else:  # the twin: same buffers, computed with the object decoders
     from . import _arrow_py as _lib
 
 __all__ = [
+    "RECORDS_SCHEMA",
     "REQUEST_HEADER_TYPE",
     "RESPONSE_HEADER_TYPE",
     "SplitFrames",
     "message_type",
     "messages",
+    "records",
     "request_headers",
     "response_headers",
     "split_frames",
@@ -441,3 +446,125 @@ def split_frames(stream, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_c
     ``max_frame_size``, stops the split: ``error`` says where.
     """
     return _split(_lib, stream, max_frame_size, zero_copy)
+
+
+# ---------------------------------------------------------------------------
+# records
+
+#: What :func:`records` returns: Spark's Kafka source columns, then the index
+#: of the input row each record came from and the error of a blob that does
+#: not decode.
+RECORDS_SCHEMA = pa.schema([
+    ("key", pa.large_binary()), ("value", pa.large_binary()), ("topic", pa.large_string()),
+    ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")),
+    ("timestampType", pa.int32()),
+    ("headers", pa.large_list(pa.struct([("key", pa.large_string()), ("value", pa.large_binary())]))),
+    ("row", pa.int64()), _ERROR,
+])
+
+# the columns the compiled loop fills, in its order
+_RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "timestampType", "headers", "row")
+_FILLED_TYPES = {"timestamp": pa.int64()}
+
+
+def _pass_through(values, n: int, typ, what: str):
+    """A topic/partition argument → an array with one value per input row (or None)."""
+    if values is None:
+        return None
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not isinstance(values, pa.Array):
+        if isinstance(values, (str, int, np.integer)):
+            values = [values] * n
+        values = pa.array(values, type=typ)
+    if len(values) != n:
+        raise ValueError(f"{what}: {len(values)} values for {n} blobs")
+    return values.cast(typ)
+
+
+def _records(lib, arr, kind, topic, partition, names, check_crc, limit):
+    want = [name in names or name == "row" for name in _RECORD_COLUMNS]
+    status, tree = lib.arrow_records(arr, kind, check_crc, limit, want)
+    filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
+    cols = {}
+    for name, node in zip(filled, tree[4]):
+        typ = RECORDS_SCHEMA.field(name).type
+        if name == "timestamp":
+            cols[name] = _from_tree(_layout(pa.int64()), node).view(typ)
+        else:
+            cols[name] = _from_tree(_layout(typ), node)
+    rows = cols["row"]
+    if "topic" in names:
+        cols["topic"] = pa.nulls(len(rows), pa.large_string()) if topic is None else topic.take(rows)
+    if "partition" in names:
+        cols["partition"] = pa.nulls(len(rows), pa.int32()) if partition is None else partition.take(rows)
+    bad = np.flatnonzero(status)
+    if len(bad):
+        texts = {int(i): _common.records_error(arr[int(i)].as_py(), check_crc, limit) or
+                 _common.fallback_error(2) for i in bad}
+        row_np = rows.to_numpy()
+        # an error row is the only row of its blob: find them by row index
+        err_rows = np.flatnonzero(np.isin(row_np, bad))
+        err = np.zeros(len(rows), dtype=np.int64) - 1
+        err[err_rows] = row_np[err_rows]
+        cols["error"] = pa.array([texts[e] if e >= 0 else None for e in err.tolist()], pa.large_string()) \
+            if len(rows) < 4096 else _sparse_errors(len(rows), err_rows, [texts[int(row_np[j])] for j in err_rows])
+    else:
+        cols["error"] = pa.nulls(len(rows), pa.large_string())
+    fields = [f for f in RECORDS_SCHEMA if f.name in names]
+    return pa.Table.from_arrays([cols[f.name] for f in fields], schema=pa.schema(fields))
+
+
+def _sparse_errors(n, idx, texts):
+    data = [t.encode("utf-8") for t in texts]
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[idx] = [len(t) for t in data]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    valid = np.zeros(n, dtype=np.uint8)
+    valid[idx] = 1
+    return pa.Array.from_buffers(pa.large_string(), n, [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                         pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+                                 null_count=n - len(idx))
+
+
+def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool = True,
+            max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> pa.Table:
+    """Records blobs (one per row: a Produce/Fetch ``records`` field, a log
+    segment...) → a table with one row per record, columns of :data:`RECORDS_SCHEMA`.
+
+    Every batch format (v2, legacy v0/v1) and codec; a partial batch at the
+    end of a blob is skipped (normal in Fetch responses); control records are
+    left out, as a consumer does (aborted transactions are not: that needs the
+    Fetch response's list).  ``headers`` is null for a record without any,
+    duplicates and order kept; ``timestamp`` is the record's milliseconds as
+    microseconds (-1 ms: none, as magic 0 writes).  ``row`` is the index of the
+    blob a record came from; ``topic`` / ``partition`` (a value or a column
+    with one value per blob) are copied to each of its records.
+
+    ``columns`` picks the output columns (``row`` and ``error`` always come):
+    ``["offset", "timestamp"]`` parses every record but copies no key, value
+    or header.  A blob that does not decode gives one row: nulls, its ``row``,
+    and ``error``.
+    """
+    names = set(RECORDS_SCHEMA.names) if columns is None else set(columns) | {"row", "error"}
+    unknown = names - set(RECORDS_SCHEMA.names)
+    if unknown:
+        raise ValueError(f"no such records column: {', '.join(sorted(unknown))}")
+    chunks, _ = _chunks(blobs)
+    n = sum(len(a) for a, _ in chunks)
+    topic = _pass_through(topic, n, pa.large_string(), "topic")
+    partition = _pass_through(partition, n, pa.int32(), "partition")
+    tables, start = [], 0
+    for arr, kind in chunks:
+        t = _records(_lib, arr, kind, None if topic is None else topic[start:start + len(arr)],
+                     None if partition is None else partition[start:start + len(arr)], names, check_crc,
+                     max_decompressed_size)
+        if start:
+            t = t.set_column(t.schema.get_field_index("row"), "row", pa.compute.add(t.column("row"), start))
+        tables.append(t)
+        start += len(arr)
+    if len(tables) == 1:
+        return tables[0]
+    fields = [f for f in RECORDS_SCHEMA if f.name in names]
+    return pa.concat_tables(tables) if tables else pa.schema(fields).empty_table()

@@ -6,11 +6,14 @@ functions, and a session builder.
 >>> df = session.read.parquet("frames.parquet")         # a binary column "frame"
 >>> headers = df.select(kps.request_headers("frame").alias("h")).select("h.*")
 >>> metadata = df.where("h.api_key = 3").select(kps.messages("frame", 3).alias("m"))
+>>> rows = kps.explode_records(fetched, "records", topic="topic", partition="partition")
 
 Column functions run as ``arrow_udf`` where PySpark has it (4.1+), as
 ``pandas_udf`` otherwise; a batch of frames goes to the compiled loops in one
 call.  A frame that does not decode gives nulls plus a message in the
 struct's ``error`` field; :func:`errors` returns just that message.
+:func:`explode_records` turns a column of records blobs into one row per
+record with ``mapInArrow``, in the shape of Spark's Kafka source.
 
 On a cluster the same code runs unchanged once kafkaproto is installed on the
 executors: ship the wheel (``pip install kafkaproto-*.whl`` in the image, or
@@ -27,7 +30,8 @@ import pyarrow as pa
 
 from . import arrow as _arrow
 
-__all__ = ["errors", "local_session", "messages", "request_headers", "response_headers", "spark_type", "udf_kind"]
+__all__ = ["errors", "explode_records", "local_session", "messages", "records_schema", "request_headers",
+           "response_headers", "spark_type", "udf_kind"]
 
 
 def local_session(app_name: str = "kafkaproto", cores: int = 2, conf: dict | None = None):
@@ -167,3 +171,58 @@ def errors(frames, api_key: int | None = None, direction: str = "request", api_v
         raise TypeError("responses need api_version (a column or an int)")
     return _udf(lambda f, v: _arrow.messages(f, api_key, "response", v).field("error"), pa.large_string(),
                 kind)(_col(frames), _col(api_version))
+
+
+def _jvm_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with 64-bit list offsets narrowed: Spark's JVM side reads no LargeList
+    (a batch of Spark rows stays far below 2**31 list elements)."""
+    if pa.types.is_large_list(t) or pa.types.is_list(t):
+        return pa.list_(_jvm_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _jvm_type(f.type)) for f in t])
+    return t
+
+
+def records_schema(columns=None, keep_fields=()):
+    """The Spark schema :func:`explode_records` produces."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = [f for f in _arrow.RECORDS_SCHEMA if columns is None or f.name in set(columns) | {"row", "error"}]
+    return StructType([StructField(f.name, spark_type(f.type), True) for f in fields] + list(keep_fields))
+
+
+def explode_records(df, column: str = "value", *, topic=None, partition=None, keep=(), columns=None,
+                    check_crc: bool = True):
+    """One row per record of the records blobs in ``df[column]`` (``mapInArrow``).
+
+    The rows have the columns of Spark's Kafka source (:data:`kafkaproto.arrow.RECORDS_SCHEMA`;
+    ``columns`` picks some: ``["offset", "timestamp"]`` copies no key or value),
+    then ``row`` (the blob's index in its Arrow batch), ``error`` (one row of
+    nulls with the error for a blob that does not decode), and the ``keep``
+    columns of the blob's row.  ``topic`` / ``partition`` name input columns
+    (or give constants) copied to each record.
+    """
+    keep = list(keep)
+    by_name = {f.name: f for f in df.schema.fields}
+    out_schema = records_schema(columns, [by_name[k] for k in keep])
+
+    def arg(v):
+        if v is None or not isinstance(v, str):
+            return lambda batch: v
+        return lambda batch: batch.column(v)
+
+    get_topic, get_partition = arg(topic), arg(partition)
+
+    def run(batches):
+        target = None
+        for batch in batches:
+            table = _arrow.records(batch.column(column), topic=get_topic(batch), partition=get_partition(batch),
+                                   columns=columns, check_crc=check_crc)
+            rows = table.column("row")
+            for name in keep:
+                table = table.append_column(name, batch.column(name).take(rows))
+            if target is None:
+                target = pa.schema([pa.field(f.name, _jvm_type(f.type)) for f in table.schema])
+            yield from table.cast(target).to_batches()
+
+    return df.mapInArrow(run, out_schema)
