@@ -58,16 +58,110 @@ cdef extern from *:
 cdef bytes _FMT_U8 = b"B"
 
 
+# ---------------------------------------------------------------------------
+# Output memory.  Every table gets fresh buffers; with plain malloc, blocks
+# this large are mmap'd and returned to the system when freed, so each batch
+# pays a page fault per 4 KiB it writes (more than the decoding itself).
+# Freed large blocks are kept for reuse instead, by power-of-two size, up to
+# _CACHE_MAX bytes (what jemalloc and mimalloc do for Arrow's own pool).
+
+cdef extern from "pythread.h":
+    ctypedef void* PyThread_type_lock
+    PyThread_type_lock PyThread_allocate_lock()
+    int PyThread_acquire_lock(PyThread_type_lock lock, int waitflag) nogil
+    void PyThread_release_lock(PyThread_type_lock lock) nogil
+
+cdef enum:
+    BIG_SHIFT = 16          # blocks of 64 KiB and more are recycled
+    BIG_BUCKETS = 48
+    PER_BUCKET = 8
+
+cdef void* _cache[BIG_BUCKETS][PER_BUCKET]
+cdef int _cache_n[BIG_BUCKETS]
+cdef int64_t _cache_bytes = 0
+cdef int64_t _CACHE_MAX = 256 << 20
+cdef PyThread_type_lock _cache_lock = PyThread_allocate_lock()
+if _cache_lock == NULL:
+    raise MemoryError()
+
+
+cdef inline int _bucket(size_t size) noexcept nogil:
+    """The size class of a block: -1 for small blocks (plain malloc)."""
+    cdef int b = BIG_SHIFT
+    if size < (<size_t>1 << BIG_SHIFT):
+        return -1
+    while (<size_t>1 << b) < size:
+        b += 1
+    return b
+
+
+cdef void* _mem_get(size_t size) noexcept nogil:
+    global _cache_bytes
+    cdef int b = _bucket(size)
+    cdef void* p = NULL
+    if b < 0:
+        return malloc(size if size else 1)
+    if b >= BIG_BUCKETS:
+        return NULL
+    PyThread_acquire_lock(_cache_lock, 1)
+    if _cache_n[b]:
+        _cache_n[b] -= 1
+        p = _cache[b][_cache_n[b]]
+        _cache_bytes -= <int64_t>1 << b
+    PyThread_release_lock(_cache_lock)
+    if p == NULL:
+        p = malloc(<size_t>1 << b)
+    return p
+
+
+cdef void _mem_put(void* p, size_t size) noexcept nogil:
+    """Give back a block from _mem_get(size)."""
+    global _cache_bytes
+    cdef int b = _bucket(size)
+    if p == NULL:
+        return
+    if b >= 0:
+        PyThread_acquire_lock(_cache_lock, 1)
+        if _cache_n[b] < PER_BUCKET and _cache_bytes + (<int64_t>1 << b) <= _CACHE_MAX:
+            _cache[b][_cache_n[b]] = p
+            _cache_n[b] += 1
+            _cache_bytes += <int64_t>1 << b
+            p = NULL
+        PyThread_release_lock(_cache_lock)
+    free(p)
+
+
+cdef void* _mem_resize(void* p, size_t used, size_t old, size_t new) noexcept nogil:
+    """A block of ``new`` bytes holding the first ``used`` of ``p`` (a block of ``old``)."""
+    cdef int bo = _bucket(old), bn = _bucket(new)
+    cdef void* q
+    if bo < 0 and bn < 0:
+        return realloc(p, new if new else 1)
+    if bo == bn:
+        return p
+    q = _mem_get(new)
+    if q == NULL:
+        return NULL
+    if used:
+        memcpy(q, p, used)
+    _mem_put(p, old)
+    return q
+
+
 cdef class _CMem:
     """A malloc'd block handed to NumPy / pyarrow through the buffer protocol, free()d with it."""
 
     cdef char* ptr
     cdef Py_ssize_t size
+    cdef Py_ssize_t alloc    # the _mem_get size, or -1 for a plain malloc'd block
     cdef Py_ssize_t shape[1]
     cdef Py_ssize_t strides[1]
 
     def __dealloc__(self):
-        free(self.ptr)
+        if self.alloc >= 0:
+            _mem_put(self.ptr, self.alloc)
+        else:
+            free(self.ptr)
 
     def __len__(self):
         return self.size
@@ -91,16 +185,19 @@ cdef class _CMem:
         pass
 
 
-cdef _CMem _cmem(void* ptr, Py_ssize_t size):
-    """Wrap (and take ownership of) a malloc'd block; NULL becomes an empty block."""
+cdef _CMem _cmem(void* ptr, Py_ssize_t size, Py_ssize_t alloc=-1):
+    """Wrap (and take ownership of) a block: malloc'd (alloc -1) or from _mem_get(alloc).
+    NULL becomes an empty block."""
     cdef _CMem m = _CMem.__new__(_CMem)
     if ptr == NULL:
         ptr = malloc(16)
         if ptr == NULL:
             raise MemoryError()
         size = 0
+        alloc = -1
     m.ptr = <char*>ptr
     m.size = size
+    m.alloc = alloc
     return m
 
 
@@ -241,10 +338,10 @@ cdef void _col_free(_Col* c) noexcept nogil:
     for k in range(c.nkids):
         _col_free(c.kids[k])
     free(c.kids)
-    free(c.valid)
-    free(c.data)
-    free(c.offs)
-    free(c.vdata)
+    _mem_put(c.valid, c.cap)
+    _mem_put(c.data, c.cap * c.width)
+    _mem_put(c.offs, (c.cap + 1) * 8)
+    _mem_put(c.vdata, c.vcap)
     free(c)
 
 
@@ -261,14 +358,14 @@ cdef _Col* _col_new(int what, int width, int nkids, int64_t cap) noexcept nogil:
     if nkids:
         c.kids = <_Col**>calloc(nkids, sizeof(_Col*))
     if what == C_FIXED:
-        c.data = <uint8_t*>malloc(cap * width)
+        c.data = <uint8_t*>_mem_get(cap * width)
     if what == C_VAR or what == C_LIST:
-        c.offs = <int64_t*>malloc((cap + 1) * 8)
+        c.offs = <int64_t*>_mem_get((cap + 1) * 8)
         if c.offs != NULL:
             c.offs[0] = 0
     if what == C_VAR:
         c.vcap = 256
-        c.vdata = <uint8_t*>malloc(c.vcap)
+        c.vdata = <uint8_t*>_mem_get(c.vcap)
     if ((nkids and c.kids == NULL) or (what == C_FIXED and c.data == NULL)
             or ((what == C_VAR or what == C_LIST) and c.offs == NULL) or (what == C_VAR and c.vdata == NULL)):
         _col_free(c)
@@ -281,18 +378,19 @@ cdef int _grow(_Col* c, int64_t need) noexcept nogil:
     cdef void* p
     if cap < need:
         cap = need
+    # the sizes stay what _col_free and _col_export compute from c.cap
     if c.valid != NULL:
-        p = realloc(c.valid, cap)
+        p = _mem_resize(c.valid, c.n, c.cap, cap)
         if p == NULL:
             return -1
         c.valid = <uint8_t*>p
     if c.what == C_FIXED:
-        p = realloc(c.data, cap * c.width)
+        p = _mem_resize(c.data, c.n * c.width, c.cap * c.width, cap * c.width)
         if p == NULL:
             return -1
         c.data = <uint8_t*>p
     elif c.what != C_STRUCT:
-        p = realloc(c.offs, (cap + 1) * 8)
+        p = _mem_resize(c.offs, (c.n + 1) * 8, (c.cap + 1) * 8, (cap + 1) * 8)
         if p == NULL:
             return -1
         c.offs = <int64_t*>p
@@ -302,7 +400,7 @@ cdef int _grow(_Col* c, int64_t need) noexcept nogil:
 
 cdef int _valid_init(_Col* c) noexcept nogil:
     """Start tracking validity: every slot so far is valid."""
-    c.valid = <uint8_t*>malloc(c.cap)
+    c.valid = <uint8_t*>_mem_get(c.cap)
     if c.valid == NULL:
         return -1
     memset(c.valid, 1, c.n)
@@ -332,7 +430,7 @@ cdef int _vgrow(_Col* c, int64_t need) noexcept nogil:
     cdef void* p
     if cap < need:
         cap = need
-    p = realloc(c.vdata, cap)
+    p = _mem_resize(c.vdata, c.vlen, c.vcap, cap)
     if p == NULL:
         return -1
     c.vdata = <uint8_t*>p
@@ -427,15 +525,15 @@ cdef object _col_export(_Col* c):
     cdef int k
     bitmap = _bits(c.valid, n) if nulls else None
     if c.what == C_FIXED:
-        bufs = (_bits(c.data, n) if c.bits else _cmem(c.data, n * c.width),)
+        bufs = (_bits(c.data, n) if c.bits else _cmem(c.data, n * c.width, c.cap * c.width),)
         if not c.bits:
             c.data = NULL
     elif c.what == C_VAR:
-        bufs = (_cmem(c.offs, (n + 1) * 8), _cmem(c.vdata, c.vlen))
+        bufs = (_cmem(c.offs, (n + 1) * 8, (c.cap + 1) * 8), _cmem(c.vdata, c.vlen, c.vcap))
         c.offs = NULL
         c.vdata = NULL
     elif c.what == C_LIST:
-        bufs = (_cmem(c.offs, (n + 1) * 8),)
+        bufs = (_cmem(c.offs, (n + 1) * 8, (c.cap + 1) * 8),)
         c.offs = NULL
     else:
         bufs = ()
@@ -1555,12 +1653,23 @@ cdef struct _RecCols:
     _Col* c[RC_COUNT]      # NULL: column not asked for (parsed, not stored)
 
 
-cdef inline int _rc_fixed(_Col* c, const void* v) noexcept nogil:
+cdef inline int _rc_i64(_Col* c, int64_t v) noexcept nogil:
     if c == NULL:
         return 0
     if c.n == c.cap and _grow(c, c.n + 1):
         return -1
-    memcpy(c.data + c.n * c.width, v, c.width)
+    (<int64_t*>c.data)[c.n] = v
+    _mark_valid(c)
+    c.n += 1
+    return 0
+
+
+cdef inline int _rc_i32(_Col* c, int32_t v) noexcept nogil:
+    if c == NULL:
+        return 0
+    if c.n == c.cap and _grow(c, c.n + 1):
+        return -1
+    (<int32_t*>c.data)[c.n] = v
     _mark_valid(c)
     c.n += 1
     return 0
@@ -1580,11 +1689,40 @@ cdef inline int _rc_blob(_Col* c, const uint8_t* p, int32_t n) noexcept nogil:
     return _vappend(c, p, n)
 
 
+cdef inline int _blob_reserved(_Col* c, const uint8_t* p, int32_t n) noexcept nogil:
+    """A key or value into a column with room for it already (see _records_v2)."""
+    if n < 0:
+        c.offs[c.n + 1] = c.vlen
+        if _mark_null(c):
+            return -1
+    else:
+        memcpy(c.vdata + c.vlen, p, n)
+        c.vlen += n
+        c.offs[c.n + 1] = c.vlen
+        _mark_valid(c)
+    c.n += 1
+    return 0
+
+
 cdef inline int _rc_varint(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) noexcept nogil:
     cdef uint32_t u
     cdef int st = _uv32(b, pos, end, &u)
     if st == 0:
         out[0] = _unzig32(u)
+    return st
+
+
+cdef inline int _rc_varlong(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
+    cdef uint64_t u
+    cdef Py_ssize_t p = pos[0]
+    cdef int st
+    if p < end and b[p] < 0x80:
+        out[0] = _unzig64(b[p])
+        pos[0] = p + 1
+        return 0
+    st = _uv64(b, pos, end, &u)
+    if st == 0:
+        out[0] = _unzig64(u)
     return st
 
 
@@ -1594,12 +1732,26 @@ cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t c
     cdef int32_t i, j, length, klen, vlen, hcount, odelta
     cdef int32_t hk = 0, hv = 0
     cdef Py_ssize_t rend, kpos, vpos, hpos
-    cdef uint64_t u64
-    cdef int64_t ts, v64
+    cdef int64_t ts, tsd
     cdef int32_t ts_type = 1 if attrs & 0x08 else 0
     cdef bint control = attrs & 0x20
     cdef _Col* hcol = rc.c[RC_HEADERS]
     cdef _Col* hstruct = hcol.kids[0] if hcol != NULL else NULL
+    cdef _Col* kc = rc.c[RC_KEY]
+    cdef _Col* vc = rc.c[RC_VALUE]
+    cdef _Col* oc = rc.c[RC_OFFSET]
+    cdef _Col* tc = rc.c[RC_TIMESTAMP]
+    cdef _Col* yc = rc.c[RC_TS_TYPE]
+    cdef _Col* rwc = rc.c[RC_ROW]
+    cdef int k
+    # room for the whole batch up front: keys and values take at most its bytes
+    for k in range(RC_COUNT):
+        if rc.c[k] != NULL and k != RC_HEADERS:
+            if _reserve(rc.c[k], count):
+                return -2
+            if rc.c[k].what == C_VAR and rc.c[k].vlen + (end - pos) > rc.c[k].vcap and \
+                    _vgrow(rc.c[k], rc.c[k].vlen + (end - pos)):
+                return -2
     for i in range(count):
         if _rc_varint(b, &pos, end, &length) or length < 0 or length > end - pos:
             return -1
@@ -1607,7 +1759,7 @@ cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t c
         if pos >= rend:
             return -1
         pos += 1  # attributes
-        if _uv64(b, &pos, rend, &u64):
+        if _rc_varlong(b, &pos, rend, &tsd):
             return -1
         if _rc_varint(b, &pos, rend, &odelta):
             return -1
@@ -1644,20 +1796,32 @@ cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t c
             if (hk == 0 or hk == 1) and vlen < 6:
                 return -1
             continue
-        # the record is sound: store it
-        ts = max_ts if ts_type else _wadd(base_ts, _unzig64(u64))
-        v64 = _wadd(base_offset, odelta)
-        if (_rc_blob(rc.c[RC_KEY], b + kpos, klen) or _rc_blob(rc.c[RC_VALUE], b + vpos, vlen)
-                or _rc_fixed(rc.c[RC_OFFSET], &v64) or _rc_fixed(rc.c[RC_TS_TYPE], &ts_type)
-                or _rc_fixed(rc.c[RC_ROW], &row)):
+        # the record is sound: store it (room reserved above)
+        ts = max_ts if ts_type else _wadd(base_ts, tsd)
+        if kc != NULL and _blob_reserved(kc, b + kpos, klen):
             return -2
-        if rc.c[RC_TIMESTAMP] != NULL:
+        if vc != NULL and _blob_reserved(vc, b + vpos, vlen):
+            return -2
+        # (error rows before may have started a validity array: _mark_valid)
+        if oc != NULL:
+            (<int64_t*>oc.data)[oc.n] = _wadd(base_offset, odelta)
+            _mark_valid(oc)
+            oc.n += 1
+        if yc != NULL:
+            (<int32_t*>yc.data)[yc.n] = ts_type
+            _mark_valid(yc)
+            yc.n += 1
+        (<int64_t*>rwc.data)[rwc.n] = row
+        rwc.n += 1
+        if tc != NULL:
             if -_US_LIMIT <= ts <= _US_LIMIT:
-                ts *= 1000
-                if _rc_fixed(rc.c[RC_TIMESTAMP], &ts):
+                (<int64_t*>tc.data)[tc.n] = ts * 1000
+                _mark_valid(tc)
+            else:
+                (<int64_t*>tc.data)[tc.n] = 0
+                if _mark_null(tc):
                     return -2
-            elif _put_null(rc.c[RC_TIMESTAMP]):
-                return -2
+            tc.n += 1
         if hcol != NULL:
             if _reserve(hcol, 1):
                 return -2
@@ -1714,13 +1878,12 @@ cdef int _records_objects(list recs, int64_t row, _RecCols* rc) except -1:
                     PyBuffer_Release(&view)
         v64 = rec.offset
         v32 = rec.timestamp_type
-        if _rc_fixed(rc.c[RC_OFFSET], &v64) or _rc_fixed(rc.c[RC_TS_TYPE], &v32) or _rc_fixed(rc.c[RC_ROW], &row):
+        if _rc_i64(rc.c[RC_OFFSET], v64) or _rc_i32(rc.c[RC_TS_TYPE], v32) or _rc_i64(rc.c[RC_ROW], row):
             raise MemoryError()
         if rc.c[RC_TIMESTAMP] != NULL:
             v64 = rec.timestamp
             if -_US_LIMIT <= v64 <= _US_LIMIT:
-                v64 *= 1000
-                _rc_fixed(rc.c[RC_TIMESTAMP], &v64)
+                _rc_i64(rc.c[RC_TIMESTAMP], v64 * 1000)
             else:
                 _put_null(rc.c[RC_TIMESTAMP])
         if rc.c[RC_HEADERS] != NULL:
@@ -1735,7 +1898,7 @@ cdef int _records_error_row(_RecCols* rc, int64_t row) except -1:
         if rc.c[k] == NULL:
             continue
         if k == RC_ROW:
-            _rc_fixed(rc.c[k], &row)
+            _rc_i64(rc.c[k], row)
         elif _put_null(rc.c[k]):
             raise MemoryError()
     return 0
