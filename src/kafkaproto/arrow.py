@@ -228,12 +228,30 @@ def _from_tree(layout, node):
     return pa.Array.from_buffers(typ, n, buffers, null_count=nulls, children=children)
 
 
+_ZEROS = [pa.py_buffer(bytes(1 << 16))]
+
+
+def _zeros(size: int) -> pa.Buffer:
+    """``size`` zero bytes, sliced from one shared read-only buffer."""
+    if _ZEROS[0].size < size:
+        _ZEROS[0] = pa.py_buffer(bytes(max(size, 2 * _ZEROS[0].size)))
+    return _ZEROS[0].slice(0, size)
+
+
+def _all_null(typ, n: int) -> pa.Array:
+    """A column of ``n`` nulls (int32/int64 or large string/binary) without allocating."""
+    bitmap = _zeros((n + 7) // 8)
+    if pa.types.is_large_string(typ) or pa.types.is_large_binary(typ):
+        return pa.Array.from_buffers(typ, n, [bitmap, _zeros((n + 1) * 8), _zeros(0)], null_count=n)
+    return pa.Array.from_buffers(typ, n, [bitmap, _zeros(n * typ.bit_width // 8)], null_count=n)
+
+
 def _errors(status, arr, explain) -> pa.Array:
     """The error column: null where status is 0, else the object decoders' message."""
     n = len(status)
     idx = np.flatnonzero(status)
     if not len(idx):
-        return pa.nulls(n, pa.large_string())
+        return _all_null(pa.large_string(), n)
     texts = []
     for i in idx:
         frame = arr[int(i)].as_py()
@@ -495,9 +513,9 @@ def _records(lib, arr, kind, topic, partition, names, check_crc, limit):
             cols[name] = _from_tree(_layout(typ), node)
     rows = cols["row"]
     if "topic" in names:
-        cols["topic"] = pa.nulls(len(rows), pa.large_string()) if topic is None else topic.take(rows)
+        cols["topic"] = _all_null(pa.large_string(), len(rows)) if topic is None else topic.take(rows)
     if "partition" in names:
-        cols["partition"] = pa.nulls(len(rows), pa.int32()) if partition is None else partition.take(rows)
+        cols["partition"] = _all_null(pa.int32(), len(rows)) if partition is None else partition.take(rows)
     bad = np.flatnonzero(status)
     if len(bad):
         texts = {int(i): _common.records_error(arr[int(i)].as_py(), check_crc, limit) or
@@ -510,9 +528,19 @@ def _records(lib, arr, kind, topic, partition, names, check_crc, limit):
         cols["error"] = pa.array([texts[e] if e >= 0 else None for e in err.tolist()], pa.large_string()) \
             if len(rows) < 4096 else _sparse_errors(len(rows), err_rows, [texts[int(row_np[j])] for j in err_rows])
     else:
-        cols["error"] = pa.nulls(len(rows), pa.large_string())
-    fields = [f for f in RECORDS_SCHEMA if f.name in names]
-    return pa.Table.from_arrays([cols[f.name] for f in fields], schema=pa.schema(fields))
+        cols["error"] = _all_null(pa.large_string(), len(rows))
+    schema = _records_schema(frozenset(names))
+    return pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
+
+
+_SCHEMAS: dict = {}
+
+
+def _records_schema(names: frozenset) -> pa.Schema:
+    got = _SCHEMAS.get(names)
+    if got is None:
+        got = _SCHEMAS[names] = pa.schema([f for f in RECORDS_SCHEMA if f.name in names])
+    return got
 
 
 def _sparse_errors(n, idx, texts):
