@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import struct
-import time
 
 import pyarrow as pa
 import pytest
@@ -22,6 +21,7 @@ from peers import clients
 from peers.brokers import PeerUnavailable, Tansu
 from test_arrow_frames import expected_request_header
 from test_arrow_messages import expected_request, expected_response
+from test_live_tansu import _settled
 
 pytestmark = [
     pytest.mark.peers,
@@ -35,19 +35,6 @@ def _records(n=6):
     return [{"key": None if i == 1 else b"k%d" % i, "value": None if i == 4 else b"value-%d" % i * (i + 1),
              "headers": [("h", b"1"), ("h", b"2")] if i % 2 else [], "timestamp_ms": 1_700_000_000_000 + i}
             for i in range(n)]
-
-
-def _settled(proxy, quiet=0.2):
-    deadline = time.monotonic() + TIMEOUT
-    seen, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        conns = proxy.connections
-        if len(conns) != seen or not all(c.closed.is_set() for c in conns):
-            seen, since = len(conns), time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return conns
-        time.sleep(0.02)
-    raise TimeoutError(f"client connections still open after {TIMEOUT}s")
 
 
 @pytest.fixture(scope="module")

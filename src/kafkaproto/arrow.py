@@ -252,18 +252,21 @@ def _errors(status, arr, explain) -> pa.Array:
     idx = np.flatnonzero(status)
     if not len(idx):
         return _all_null(pa.large_string(), n)
-    texts = []
-    for i in idx:
-        frame = arr[int(i)].as_py()
-        texts.append((explain(int(i), frame) or _common.fallback_error(int(status[i]))).encode("utf-8"))
+    texts = [explain(int(i), arr[int(i)].as_py()) or _common.fallback_error(int(status[i])) for i in idx]
+    return _sparse_strings(n, idx, texts)
+
+
+def _sparse_strings(n, idx, texts) -> pa.Array:
+    """A large_string column of ``n`` rows: ``texts`` at rows ``idx``, null elsewhere."""
+    data = [t.encode("utf-8") for t in texts]
     lengths = np.zeros(n, dtype=np.int64)
-    lengths[idx] = [len(t) for t in texts]
+    lengths[idx] = [len(t) for t in data]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     valid = np.zeros(n, dtype=np.uint8)
     valid[idx] = 1
     return pa.Array.from_buffers(pa.large_string(), n, [pa.py_buffer(np.packbits(valid, bitorder="little")),
-                                                         pa.py_buffer(offsets), pa.py_buffer(b"".join(texts))],
+                                                         pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
                                  null_count=n - len(idx))
 
 
@@ -523,10 +526,7 @@ def _records(lib, arr, kind, topic, partition, names, check_crc, limit):
         row_np = rows.to_numpy()
         # an error row is the only row of its blob: find them by row index
         err_rows = np.flatnonzero(np.isin(row_np, bad))
-        err = np.zeros(len(rows), dtype=np.int64) - 1
-        err[err_rows] = row_np[err_rows]
-        cols["error"] = pa.array([texts[e] if e >= 0 else None for e in err.tolist()], pa.large_string()) \
-            if len(rows) < 4096 else _sparse_errors(len(rows), err_rows, [texts[int(row_np[j])] for j in err_rows])
+        cols["error"] = _sparse_strings(len(rows), err_rows, [texts[int(row_np[j])] for j in err_rows])
     else:
         cols["error"] = _all_null(pa.large_string(), len(rows))
     schema = _records_schema(frozenset(names))
@@ -541,19 +541,6 @@ def _records_schema(names: frozenset) -> pa.Schema:
     if got is None:
         got = _SCHEMAS[names] = pa.schema([f for f in RECORDS_SCHEMA if f.name in names])
     return got
-
-
-def _sparse_errors(n, idx, texts):
-    data = [t.encode("utf-8") for t in texts]
-    lengths = np.zeros(n, dtype=np.int64)
-    lengths[idx] = [len(t) for t in data]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    valid = np.zeros(n, dtype=np.uint8)
-    valid[idx] = 1
-    return pa.Array.from_buffers(pa.large_string(), n, [pa.py_buffer(np.packbits(valid, bitorder="little")),
-                                                         pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
-                                 null_count=n - len(idx))
 
 
 def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool = True,
