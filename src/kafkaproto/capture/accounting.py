@@ -60,10 +60,11 @@ class Accounting:
         """Reclassify frames, e.g. ``framed`` -> ``decoded`` after decoding."""
         if src == dst:
             return
-        self.frames[src] -= frames
-        self.frames[dst] += frames
-        self.bytes[src] -= nbytes
-        self.bytes[dst] += nbytes
+        for ledger, n in ((self.frames, frames), (self.bytes, nbytes)):
+            ledger[src] -= n
+            ledger[dst] += n
+            if not ledger[src]:
+                del ledger[src]
 
     def merge(self, other: "Accounting") -> "Accounting":
         for name in ("packets", "bytes", "frames"):
