@@ -288,6 +288,8 @@ def _addr6(b: bytes) -> str:
 
 
 _tcp = struct.Struct(">HHIIBB")
+# Linux cooked captures: header length, offset of the protocol (ethertype) field
+_COOKED = {LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
 
 
 def decode_tcp(linktype: int, data: bytes) -> Union[TcpSegment, str]:
@@ -304,16 +306,11 @@ def decode_tcp(linktype: int, data: bytes) -> Union[TcpSegment, str]:
                 return "malformed"
             etype = (data[pos + 2] << 8) | data[pos + 3]
             pos += 4
-    elif linktype == LINKTYPE_LINUX_SLL2:
-        if len(data) < 20:
+    elif linktype in _COOKED:
+        pos, at = _COOKED[linktype]
+        if len(data) < pos:
             return "malformed"
-        etype = (data[0] << 8) | data[1]
-        pos = 20
-    elif linktype == LINKTYPE_LINUX_SLL:
-        if len(data) < 16:
-            return "malformed"
-        etype = (data[14] << 8) | data[15]
-        pos = 16
+        etype = (data[at] << 8) | data[at + 1]
     elif linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
         if len(data) < 4:
             return "malformed"
@@ -366,24 +363,17 @@ def decode_tcp(linktype: int, data: bytes) -> Union[TcpSegment, str]:
         l4 = pos + 40
         l4_len = plen if plen else len(data) - l4  # jumbogram / offload: use what is there
         for _ in range(8):  # extension headers, bounded
-            if nxt in (0, 43, 60):
-                if len(data) < l4 + 2:
-                    return "malformed"
-                ext = (data[l4 + 1] + 1) * 8
-                nxt = data[l4]
-                l4 += ext
-                l4_len -= ext
-            elif nxt == 51:  # authentication header: length in 4-byte units
-                if len(data) < l4 + 2:
-                    return "malformed"
-                ext = (data[l4 + 1] + 2) * 4
-                nxt = data[l4]
-                l4 += ext
-                l4_len -= ext
-            elif nxt == 44:
+            if nxt == 44:
                 return "ip_fragment"
-            else:
+            if nxt not in (0, 43, 60, 51):
                 break
+            if len(data) < l4 + 2:
+                return "malformed"
+            # the authentication header counts 4-byte units less 2, the others 8-byte units less 1
+            ext = (data[l4 + 1] + 2) * 4 if nxt == 51 else (data[l4 + 1] + 1) * 8
+            nxt = data[l4]
+            l4 += ext
+            l4_len -= ext
         if nxt != 6:
             return "not_tcp"
     else:

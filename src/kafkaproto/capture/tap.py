@@ -247,8 +247,8 @@ class Tap:
         self.stats["connections"] += 1
         client = f"[{peer[0]}]:{peer[1]}" if ":" in str(peer[0]) else f"{peer[0]}:{peer[1]}"
         conn = Connection(self._next_conn, client, f"{upstream[0]}:{upstream[1]}", time.time_ns())
-        up = asyncio.ensure_future(self._requests(creader, swriter, conn))
-        down = asyncio.ensure_future(self._responses(sreader, cwriter, conn))
+        up = asyncio.ensure_future(self._pump(creader, swriter, conn, True))
+        down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, False))
         try:
             await asyncio.gather(up, down)
         finally:
@@ -261,60 +261,24 @@ class Tap:
         self.stats["frames"] += 1
         self.writer.write(frame, rewritten)
 
-    async def _requests(self, reader, writer, conn: Connection) -> None:
+    async def _pump(self, reader, writer, conn: Connection, requests: bool) -> None:
+        """One direction.  Requests are forwarded as they arrive, before they
+        are parsed; responses once a whole frame is there (it may be rewritten)."""
         buf = bytearray()
         offset = 0
         framing = True
+        minimum = 8 if requests else 4  # api key, version, correlation id / correlation id
         try:
             while True:
                 chunk = await reader.read(_READ)
                 if not chunk:
                     break
-                writer.write(chunk)  # requests pass first, byte for byte
-                if not framing:
-                    self.stats["raw_bytes"] += len(chunk)
-                    await writer.drain()
-                    continue
-                buf += chunk
-                now = time.time_ns()
-                pos = 0
-                while len(buf) - pos >= 4:
-                    (size,) = _i32.unpack_from(buf, pos)
-                    if size < 8 or size > self.max_frame_size:
-                        framing = False
-                        self.stats["raw_bytes"] += len(buf) - pos
-                        break
-                    if len(buf) - pos < 4 + size:
-                        break
-                    frame = bytes(buf[pos + 4:pos + 4 + size])
-                    key, version, corr = struct.unpack_from(">hhi", frame, 0)
-                    conn.outstanding[corr] = (key, version, now)
-                    self._record(CapturedFrame(now, conn, REQUEST, offset + pos, frame, key, version, corr))
-                    pos += 4 + size
-                del buf[:pos]
-                offset += pos
-                if not framing:
-                    buf.clear()
-                await writer.drain()
-        except (OSError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            with contextlib.suppress(OSError, RuntimeError):
-                if writer.can_write_eof():
-                    writer.write_eof()
-
-    async def _responses(self, reader, writer, conn: Connection) -> None:
-        buf = bytearray()
-        offset = 0
-        framing = True
-        try:
-            while True:
-                chunk = await reader.read(_READ)
-                if not chunk:
-                    break
-                if not framing:
-                    self.stats["raw_bytes"] += len(chunk)
+                if requests:
                     writer.write(chunk)
+                if not framing:
+                    self.stats["raw_bytes"] += len(chunk)
+                    if not requests:
+                        writer.write(chunk)
                     await writer.drain()
                     continue
                 buf += chunk
@@ -322,17 +286,23 @@ class Tap:
                 pos = 0
                 while len(buf) - pos >= 4:
                     (size,) = _i32.unpack_from(buf, pos)
-                    if size < 4 or size > self.max_frame_size:
+                    if size < minimum or size > self.max_frame_size:
                         framing = False
                         self.stats["raw_bytes"] += len(buf) - pos
-                        writer.write(bytes(buf[pos:]))
+                        if not requests:
+                            writer.write(bytes(buf[pos:]))
                         pos = len(buf)
                         break
                     if len(buf) - pos < 4 + size:
                         break
                     frame = bytes(buf[pos + 4:pos + 4 + size])
-                    out = await self._response(conn, frame, offset + pos, now)
-                    writer.write(buf[pos:pos + 4 + size] if out is None else out)
+                    if requests:
+                        key, version, corr = struct.unpack_from(">hhi", frame, 0)
+                        conn.outstanding[corr] = (key, version, now)
+                        self._record(CapturedFrame(now, conn, REQUEST, offset + pos, frame, key, version, corr))
+                    else:
+                        out = await self._response(conn, frame, offset + pos, now)
+                        writer.write(buf[pos:pos + 4 + size] if out is None else out)
                     pos += 4 + size
                 del buf[:pos]
                 offset += pos
