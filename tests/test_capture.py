@@ -253,6 +253,13 @@ def test_non_kafka_traffic_is_counted_not_decoded(tmp_path):
     assert acc.kafka_connections == 1 and all(d.error is not None or d.frame.direction for d in items)
 
 
+def test_one_way_traffic_caught_mid_stream_is_not_held_forever(tmp_path):
+    c = TcpConversation(("10.0.0.5", 5000), ("10.0.0.6", 6000))
+    bulk = c.send(True, bytes(range(256)) * 8000)  # 2 MB one way, no handshake, nothing back
+    items, acc = run(write_pcap(tmp_path / "bulk.pcap", bulk))
+    assert not items and acc.kafka_connections == 0 and acc.bytes["not_kafka"] == 2_048_000
+
+
 def test_detection_learns_the_broker_endpoint(tmp_path):
     first = conversation_packets(exchange(1))
     second = conversation_packets(exchange(1), client=("10.1.0.1", 40002), handshake=False)

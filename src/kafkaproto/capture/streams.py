@@ -427,7 +427,9 @@ class _Flow:
                 self.client = end
                 ext.servers.add(self.other(end))
                 return self._settle(True)
-        if final or all(h.nbytes >= DETECT_BYTES for h in self.held.values()):
+        # give up once both sides sent enough, or one side alone a lot (bounded memory)
+        if final or all(h.nbytes >= DETECT_BYTES for h in self.held.values()) or \
+                any(h.nbytes >= 16 * DETECT_BYTES for h in self.held.values()):
             self._settle(False)
 
     def _settle(self, kafka: bool) -> None:
