@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -39,3 +40,28 @@ def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
                         "print(kafkaproto.COMPILED, A(client_software_name='x').encode(3).hex())",
               cwd=tmp_path)
     assert out.split() == ["True", "02780100"]
+
+
+def test_without_a_compiler_the_wheel_still_works_on_the_twin(tmp_path):
+    dist = tmp_path / "dist"
+    env = {k: v for k, v in os.environ.items() if k != "KAFKAPROTO_REQUIRE_EXTENSION"}
+    env["CC"] = "false"  # every compile fails
+    # a clean copy of the source tree: no extension built in place
+    src = tmp_path / "src"
+    files = run("git", "ls-files", "-co", "--exclude-standard", cwd=ROOT).split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    run(sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist, src, env=env)
+    wheel = next(dist.glob("kafkaproto-*.whl"))
+    assert not any(n.endswith((".so", ".pyd")) for n in zipfile.ZipFile(wheel).namelist())
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--system-site-packages", venv)
+    py = venv / "bin" / "python"
+    run(py, "-m", "pip", "install", "-q", "--no-deps", "--target", tmp_path / "site", wheel)
+    out = run(py, "-c", "import kafkaproto;"
+                        "from kafkaproto.messages import ApiVersionsRequest as A;"
+                        "print(kafkaproto.COMPILED, A(client_software_name='x').encode(3).hex())",
+              cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path / "site")})
+    assert out.split() == ["False", "02780100"]
