@@ -186,6 +186,22 @@ def test_out_of_order_retransmitted_and_overlapping_segments(tmp_path):
     assert acc.bytes["duplicate"] > 0 and acc.gaps == 0
 
 
+def test_data_on_the_syn(tmp_path):
+    from kafkaproto.capture.pcap import SYN
+
+    pairs = exchange(0)
+    c = TcpConversation(CLIENT4, SERVER4)
+    ts, syn = c._packet(CLIENT4, SYN, pairs[0][0])  # TCP Fast Open: the first request rides on the SYN
+    c.seq[CLIENT4] += 1 + len(pairs[0][0])
+    pk = [(ts, syn), c._packet(SERVER4, SYN | ACK)]
+    c.seq[SERVER4] += 1
+    pk += c.send(False, pairs[0][1])
+    for req, resp in pairs[1:]:
+        pk += c.send(True, req) + c.send(False, resp)
+    items, acc = run(write_pcap(tmp_path / "tfo.pcap", pk))
+    assert summary(items) == EXPECTED[:4] and acc.bytes["duplicate"] == 0
+
+
 def test_sequence_numbers_wrap_around(tmp_path):
     packets = conversation_packets(exchange(3, big=4000), isn=(0xFFFFF000, 0xFFFFFF00))
     items, acc = run(write_pcap(tmp_path / "wrap.pcap", packets))

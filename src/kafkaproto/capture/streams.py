@@ -538,7 +538,8 @@ class Extractor:
             if syn_only and flow.client is None:
                 flow.client = src
         if seg.length:
-            half.segment(ts, seg.seq, seg.payload, seg.length)
+            # data on a SYN (TCP Fast Open) starts after the SYN's sequence number
+            half.segment(ts, (seg.seq + 1) & 0xFFFFFFFF if seg.flags & SYN else seg.seq, seg.payload, seg.length)
         if seg.flags & ACK:
             flow.halves[dst].acked(seg.ack)
         if seg.flags & RST:
