@@ -47,7 +47,7 @@ def test_split_bytes(zero_copy):
 
 def test_split_zero_copy_points_into_the_input():
     stream = b"".join(kframes.frame(bytes([i]) * 100) for i in range(10))
-    got = arrow.split_frames(stream)
+    got = arrow.split_frames(stream, zero_copy=True)
     data = got.frames.buffers()[2]
     assert data.address == pa.py_buffer(stream).address
     assert got.frames.to_pylist() == [bytes([i]) * 100 for i in range(10)]
@@ -68,7 +68,7 @@ def test_split_chunks_with_straddling_frames(seed):
             assert got.frames.to_pylist() == [bytes(f) for f in want]
             assert got.tail == stream[consumed:]
     # one byte at a time
-    got = arrow.split_frames(pa.array([stream[i:i + 1] for i in range(len(stream))]))
+    got = arrow.split_frames(pa.array([stream[i:i + 1] for i in range(len(stream))]), zero_copy=True)
     assert got.frames.to_pylist() == [bytes(f) for f in want]
 
 
@@ -86,16 +86,16 @@ def test_split_bad_size_stops_with_an_error():
 
 def test_split_zero_copy_limit():
     with pytest.raises(ValueError):
-        arrow.split_frames(b"", max_frame_size=2**31 - 1)
-    assert arrow.split_frames(b"\x00\x00\x00\x01x", max_frame_size=-1, zero_copy=False).frames.to_pylist() == [b"x"]
+        arrow.split_frames(b"", max_frame_size=2**31 - 1, zero_copy=True)
+    assert arrow.split_frames(b"\x00\x00\x00\x01x", max_frame_size=-1).frames.to_pylist() == [b"x"]
 
 
 def test_split_feeds_the_decoders():
     rng = random.Random(7)
     framed = some_frames(rng, 30)
-    got = arrow.split_frames(b"".join(framed))
+    got = arrow.split_frames(b"".join(framed), zero_copy=True)
     views = arrow.request_headers(got.frames)
-    copied = arrow.request_headers(arrow.split_frames(b"".join(framed), zero_copy=False).frames)
+    copied = arrow.request_headers(arrow.split_frames(b"".join(framed)).frames)
     assert views.equals(copied)
     assert views.field("error").null_count == len(framed)
 

@@ -98,7 +98,7 @@ def test_split_views_beyond_1_gib_of_input():
     for at in (0, 4 + big):
         stream[at:at + 4] = np.frombuffer(big.to_bytes(4, "big"), dtype=np.uint8)
     stream[2 * (4 + big):] = np.frombuffer(small, dtype=np.uint8)
-    got = arrow.split_frames(memoryview(stream), max_frame_size=2**30)
+    got = arrow.split_frames(memoryview(stream), max_frame_size=2**30, zero_copy=True)
     assert len(got.frames) == 7 and got.tail == b""
     assert got.frames[2:].to_pylist() == [bytes([i]) * 20 for i in range(5)]
     assert len(got.frames.buffers()) == 2 + 2 + 1  # views, 2 input windows, 1 side window

@@ -455,16 +455,18 @@ def _split(lib, stream, max_frame_size, zero_copy):
     return SplitFrames(frames, got["tail"], error)
 
 
-def split_frames(stream, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = True) -> SplitFrames:
+def split_frames(stream, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = False) -> SplitFrames:
     """Cut a stream of size-prefixed frames into one row per frame.
 
     ``stream`` is bytes, or a binary column whose rows are consecutive pieces
     of one stream (as captured; nulls are skipped): frames may straddle rows.
-    With ``zero_copy`` (default) the result is a ``binary_view`` array whose
-    rows point into the input's memory (a frame that straddles rows is copied);
-    else a ``large_binary`` array with the bodies copied.  Both decode with
-    :func:`request_headers` and friends.  A negative size, or one above
-    ``max_frame_size``, stops the split: ``error`` says where.
+    The result is a ``large_binary`` array (the bodies copied: the size
+    prefixes between them keep a plain binary array from pointing into the
+    stream).  With ``zero_copy=True`` it is a ``binary_view`` array whose rows
+    point into the input's memory (only a frame that straddles rows is
+    copied): every decoder here reads it, but pyarrow 26 cannot ``filter`` or
+    ``take`` view arrays yet (``cast(pa.large_binary())`` first).  A negative
+    size, or one above ``max_frame_size``, stops the split: ``error`` says where.
     """
     return _split(_lib, stream, max_frame_size, zero_copy)
 
