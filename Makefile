@@ -21,7 +21,7 @@ $(PY):
 # extension is built without build isolation (faster, and offline-friendly).
 $(STAMP): $(PY) pyproject.toml setup.py
 	$(PY) -m pip install -q "Cython>=3.0.11,<4" "setuptools>=77" wheel
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,capture]"
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,capture,spark]"
 	touch $@
 
 # Build the extension in place (src/kafkaproto/_codec*.so); fails if it cannot.
@@ -29,8 +29,13 @@ build: $(STAMP)
 	KAFKAPROTO_REQUIRE_EXTENSION=1 $(PY) setup.py -q build_ext --inplace
 	$(PY) -c "import kafkaproto, sys; sys.exit(0 if kafkaproto.COMPILED else 'compiled core did not load')"
 
+# The traffic report on the committed sample (Spark local[2]; Java must be on
+# the machine, pyspark/pyarrow/pandas come with the spark extra).
+DEMO_OUT ?= build/demo-report
 demo: build
-	$(PY) -m kafkaproto inspect samples/requests.bin
+	$(PY) -m kafkaproto report samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock \
+		--master "local[2]" --out $(DEMO_OUT)
+	@echo "HTML report: file://$(abspath $(DEMO_OUT))/report.html"
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin.
