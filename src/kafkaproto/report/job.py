@@ -76,6 +76,7 @@ def session(master: Optional[str] = None, conf: Optional[Dict[str, str]] = None)
     Python of the cluster's own configuration.
     """
     conf = {"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false",
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
             "spark.ui.showConsoleProgress": "false", "spark.sql.adaptive.enabled": "true",
             **(conf or {})}
     master = master or "local[*]"

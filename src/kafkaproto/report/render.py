@@ -17,6 +17,8 @@ __all__ = ["html_page", "summary"]
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac")
 REMOVED = "#d62728"
+# versions: blues, greens and browns only, never the red of a removed version
+VERSION_SHADES = ("#4e79a7", "#76b7b2", "#59a14f", "#9c755f", "#b07aa1", "#a0cbe8")
 
 
 def _mb(n: Optional[float]) -> str:
@@ -158,7 +160,7 @@ def _hbars(rows: Sequence[Tuple[str, Sequence[Tuple[float, str, str]]]], *, widt
         return plot_w * v / top
 
     parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{h}" '
-             f'viewBox="0 0 {width} {h}" xmlns="http://www.w3.org/2000/svg">']
+             f'viewBox="0 0 {width} {h}">']
     x = label_w
     for name, colour in legend:
         parts.append(f'<rect x="{x}" y="4" width="12" height="12" fill="{colour}"/>'
@@ -199,11 +201,11 @@ def _chart_api_versions(d: ReportData) -> str:
     for api, versions in sorted(by_api.items(), key=lambda kv: -sum(n for n, _ in kv[1].values())):
         segs = []
         for i, (v, (n, rem)) in enumerate(sorted(versions.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))):
-            colour = REMOVED if rem else PALETTE[i % 4]
+            colour = REMOVED if rem else VERSION_SHADES[i % len(VERSION_SHADES)]
             segs.append((n, colour, f"{api} v{v}: {n:,} requests" + (" (removed in Kafka 4.0)" if rem else "")))
         rows.append((api, segs))
     return _hbars(rows, title="requests per API and version",
-                  legend=[("a version (each shade)", PALETTE[0]), ("removed in Kafka 4.0", REMOVED)])
+                  legend=[("a version (each shade)", VERSION_SHADES[0]), ("removed in Kafka 4.0", REMOVED)])
 
 
 def _chart_errors(d: ReportData) -> str:
