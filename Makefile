@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kafkaproto-installed
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean
+.PHONY: all demo test test-compiled test-pure bench bench-report wheel build regen check-generated peers clean
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -60,6 +60,13 @@ test-pure:
 bench: build
 	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation
 	$(PY) -m pytest -q -p no:cacheprovider -o python_files="bench_*.py" bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
+	$(MAKE) --no-print-directory bench-report
+
+# The report job over 1 GB of synthetic captures (written once under
+# build/bench-report/), on local[2]: MB/s per core, end to end.
+BENCH_REPORT_ARGS ?= --size 1G --files 8 --master local[2]
+bench-report: build
+	$(PY) bench/report_bench.py $(BENCH_REPORT_ARGS)
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build

@@ -42,7 +42,7 @@ from ..capture.streams import REQUEST
 from ..errors import KafkaProtocolError
 from ..messages import api_name
 
-__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "decode_capture", "record_set_codecs"]
+__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_codecs", "table_schema", "write_tables"]
 
 TS = pa.timestamp("us", tz="UTC")
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
@@ -570,6 +570,7 @@ class CaptureDecoder:
 
 
 def _batch(cols: Dict[str, object], n: int) -> pa.RecordBatch:
+    """A record batch of :data:`ROW_SCHEMA` (missing columns null)."""
     arrays = []
     for f in ROW_SCHEMA:
         v = cols.get(f.name)
@@ -626,3 +627,61 @@ def decode_capture(path, *, capture: Optional[str] = None, ports=None,
     if len(ch):
         yield from dec.chunk(ch)
     yield accounting_batch(capture, acc)
+
+
+def table_schema(table: str) -> pa.Schema:
+    """The Arrow schema of one of :data:`TABLE_COLUMNS`' tables."""
+    return pa.schema([ROW_SCHEMA.field(c) for c in TABLE_COLUMNS[table]])
+
+
+_ROWS_OF_TABLE = {v: k for k, v in _TABLE_OF_ROWS.items()}
+
+
+def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, ports=None,
+                 filesystem=None) -> Tuple[List[Tuple[str, str, int]], Accounting]:
+    """Decode one capture and write its rows as one Parquet file per table:
+    ``out/<table>/<part>.parquet`` (every table, empty ones too, so each
+    table can be read whatever the captures held).
+
+    Returns ``([(table, file, rows)], accounting)``.  ``filesystem``: a
+    :class:`pyarrow.fs.FileSystem` for ``out`` (default: the local one).
+    """
+    import pyarrow.parquet as pq
+    from pyarrow import fs as pafs
+
+    filesystem = filesystem or pafs.LocalFileSystem()
+    writers = {}
+    counts = {t: 0 for t in TABLE_COLUMNS}
+    files = {}
+    acc_info = None
+    try:
+        for table in TABLE_COLUMNS:
+            filesystem.create_dir(f"{out}/{table}", recursive=True)
+            files[table] = f"{out}/{table}/{part}.parquet"
+            writers[table] = pq.ParquetWriter(files[table], table_schema(table), filesystem=filesystem)
+        for batch in decode_capture(path, capture=capture, ports=ports):
+            if not batch.num_rows:
+                continue
+            table = _ROWS_OF_TABLE[batch.column(0)[0].as_py()]
+            if table == "accounting":
+                acc_info = batch.column(ROW_SCHEMA.get_field_index("info"))[batch.num_rows - 1].as_py()
+            cols = TABLE_COLUMNS[table]
+            writers[table].write_batch(pa.RecordBatch.from_arrays(
+                [batch.column(ROW_SCHEMA.get_field_index(c)) for c in cols], schema=table_schema(table)))
+            counts[table] += batch.num_rows
+    finally:
+        for w in writers.values():
+            w.close()
+    return [(t, files[t], counts[t]) for t in TABLE_COLUMNS], accounting_from_dict(json.loads(acc_info or "{}"))
+
+
+def accounting_from_dict(d: Dict[str, object]) -> Accounting:
+    """The inverse of :meth:`Accounting.to_dict` (accounting travels as JSON)."""
+    acc = Accounting()
+    for name in ("packets", "bytes", "frames"):
+        getattr(acc, name).update(d.get(name, {}))
+    for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
+                 "kafka_connections", "unanswered_requests", "file_bytes", "unread_bytes"):
+        setattr(acc, name, int(d.get(name, 0)))
+    acc.errors = list(d.get("errors", []))
+    return acc

@@ -1,10 +1,14 @@
 """The Spark job: captures in, Parquet tables and the report's numbers out.
 
-One Spark task per capture runs :func:`kafkaproto.report.decode.decode_capture`
-inside ``mapInArrow`` (reading, reassembly, framing and pairing are
-sequential within a capture; captures run in parallel).  Its rows are kept
-(memory, then disk) and split into the tables; connections and every figure
-of the report are Spark aggregations over them.
+One Spark task per capture (``mapInArrow``) runs
+:func:`kafkaproto.report.decode.write_tables`: it decodes the capture
+(reading, reassembly, framing and pairing are sequential within a capture;
+captures run in parallel) and writes one Parquet file per table with
+pyarrow, returning only a manifest of what it wrote.  Records and frames
+never cross into the JVM: converting millions of nested rows there cost 20
+times the decoding.  The driver keeps the files of the tasks that succeeded,
+then Spark reads the tables back (column pruning keeps this cheap) for the
+connections table and every figure of the report.
 
 Runs on ``local[*]`` by default and on any ``--master`` unchanged, as long as
 the executors can read the capture paths and have kafkaproto installed.
@@ -24,7 +28,7 @@ from typing import Dict, List, Optional, Sequence
 
 from ..capture import Accounting
 from ..error_codes import error_name
-from .decode import ROW_SCHEMA, TABLE_COLUMNS, _TABLE_OF_ROWS
+from .decode import TABLE_COLUMNS, accounting_from_dict
 
 __all__ = ["ReportData", "run_job", "session"]
 
@@ -39,6 +43,7 @@ class ReportData:
     captures: List[Dict[str, object]] = field(default_factory=list)  # name, path, bytes
     input_bytes: int = 0
     seconds: float = 0.0
+    decode_seconds: float = 0.0  # until every capture was decoded and its tables written
     master: str = ""
     cores: int = 1
     totals: Dict[str, int] = field(default_factory=dict)
@@ -94,12 +99,6 @@ def session(master: Optional[str] = None, conf: Optional[Dict[str, str]] = None)
     return builder.getOrCreate()
 
 
-def _spark_schema():
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(ROW_SCHEMA)
-
-
 # ---------------------------------------------------------------------------
 # progress
 
@@ -146,13 +145,34 @@ class _Progress:
 # the job
 
 
-def _decode_fn(ports):
-    def run(batches):
-        from .decode import decode_capture
+MANIFEST_SCHEMA = "capture string, table string, file string, rows long, accounting string"
 
+
+def _decode_fn(out: str, ports):
+    """The task: decode the captures of its partition, write their tables,
+    return what it wrote (small rows: the manifest)."""
+
+    def run(batches):
+        import pyarrow as pa
+        from pyarrow import fs as pafs
+        from pyspark import TaskContext
+
+        from .decode import write_tables
+
+        fs, base = pafs.FileSystem.from_uri(out)
+        ctx = TaskContext.get()
+        attempt = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}" if ctx else "00000-0"
         for batch in batches:
-            for name, path in zip(batch.column("name").to_pylist(), batch.column("path").to_pylist()):
-                yield from decode_capture(path, capture=name, ports=ports)
+            names = batch.column("name").to_pylist()
+            for k, (name, path) in enumerate(zip(names, batch.column("path").to_pylist())):
+                written, acc = write_tables(path, base, f"part-{attempt}-{k:03d}", capture=name, ports=ports,
+                                            filesystem=fs)
+                info = json.dumps(acc.to_dict())
+                yield pa.RecordBatch.from_pylist(
+                    [{"capture": name, "table": t, "file": f, "rows": n, "accounting": info if i == 0 else None}
+                     for i, (t, f, n) in enumerate(written)],
+                    schema=pa.schema([("capture", pa.string()), ("table", pa.string()), ("file", pa.string()),
+                                      ("rows", pa.int64()), ("accounting", pa.string())]))
 
     return run
 
@@ -174,15 +194,14 @@ def _capture_list(paths: Sequence[str]) -> List[Dict[str, object]]:
     return caps
 
 
-def _accounting_from(d: Dict[str, object]) -> Accounting:
-    acc = Accounting()
-    for name in ("packets", "bytes", "frames"):
-        getattr(acc, name).update(d.get(name, {}))
-    for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
-                 "kafka_connections", "unanswered_requests", "file_bytes", "unread_bytes"):
-        setattr(acc, name, int(d.get(name, 0)))
-    acc.errors = list(d.get("errors", []))
-    return acc
+def _keep_only(out: Path, files) -> None:
+    """Remove table files no successful task reported (failed attempts, earlier runs)."""
+    for table in TABLE_COLUMNS:
+        folder = out / table
+        if folder.is_dir():
+            for f in folder.iterdir():
+                if f.name not in files:
+                    f.unlink()
 
 
 def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = None, ports=None,
@@ -190,7 +209,6 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
     """Decode ``paths`` on Spark, write the tables under ``out``, and return
     the report's numbers.  ``spark``: an existing session (kept open);
     otherwise one is made for ``master`` and stopped at the end."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     t0 = time.monotonic()
@@ -207,23 +225,32 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
         order = sorted(caps, key=lambda c: -c["bytes"])
         rdd = spark.sparkContext.parallelize([(c["name"], c["path"]) for c in order], max(1, len(order)))
         cap_df = spark.createDataFrame(rdd, "name string, path string")
-        rows = cap_df.mapInArrow(_decode_fn(sorted(ports) if ports else None), _spark_schema())
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        uri = out.resolve().as_uri() if "://" not in str(out) else str(out)
         ctx = _Progress(spark, caps) if progress else None
         try:
             if ctx:
                 ctx.__enter__()
-            for table, cols in TABLE_COLUMNS.items():
-                if ctx:
-                    ctx.phase = f"writing {table}"
-                path = out / table
-                rows.where(F.col("table") == _TABLE_OF_ROWS[table]).select(*cols) \
-                    .write.mode("overwrite").parquet(str(path))
-                data.tables[table] = str(path)
+            manifest = cap_df.mapInArrow(_decode_fn(uri, sorted(ports) if ports else None), MANIFEST_SCHEMA) \
+                .collect()
+            data.decode_seconds = time.monotonic() - t0
+            _keep_only(out, {Path(r["file"]).name for r in manifest})
+            for r in manifest:
+                if r["accounting"]:
+                    acc = accounting_from_dict(json.loads(r["accounting"]))
+                    data.accounting_by_capture[r["capture"]] = acc
+            data.accounting = Accounting()
+            for acc in data.accounting_by_capture.values():
+                data.accounting.merge(acc)
+            for table in TABLE_COLUMNS:
+                data.tables[table] = str(out / table)
             if ctx:
                 ctx.phase = "connections and figures"
-            frames = rows.where(F.col("table").isin("request", "response"))
-            software = rows.where((F.col("table") == "request") & F.col("software_name").isNotNull()) \
+            read = {t: spark.read.parquet(str(out / t)) for t in ("requests", "responses", "record_sets")}
+            frames = read["requests"].select("capture", "conn", "client", "server", "ts", "size", "client_id",
+                                             "status", F.lit("request").alias("table")) \
+                .unionByName(read["responses"].select("capture", "conn", "client", "server", "ts", "size",
+                                                      "client_id", "status", F.lit("response").alias("table")))
+            software = read["requests"].where(F.col("software_name").isNotNull()) \
                 .groupBy("capture", "conn").agg(F.first("software_name").alias("sw_name"),
                                                 F.first("software_version").alias("sw_version"))
             conns = frames.groupBy("capture", "conn").agg(
@@ -237,14 +264,16 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
                 F.sum(F.when(F.col("status") == "undecodable", 1).otherwise(0)).alias("undecodable"),
             ).join(software, ["capture", "conn"], "left") \
                 .withColumnRenamed("sw_name", "software_name").withColumnRenamed("sw_version", "software_version")
-            conns.write.mode("overwrite").parquet(str(out / "connections"))
+            conns.coalesce(1).write.mode("overwrite").parquet(str(out / "connections"))
             data.tables["connections"] = str(out / "connections")
             conns = spark.read.parquet(str(out / "connections"))
-            _figures(spark, rows, conns, data)
+            counts = {}
+            for r in manifest:
+                counts[r["table"]] = counts.get(r["table"], 0) + r["rows"]
+            _figures(spark, read, conns, counts, data)
         finally:
             if ctx:
                 ctx.__exit__(None, None, None)
-            rows.unpersist()
     finally:
         if own:
             spark.stop()
@@ -253,30 +282,16 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
     return data
 
 
-def _figures(spark, rows, conns, data: ReportData) -> None:
+def _figures(spark, read, conns, counts, data: ReportData) -> None:
     from pyspark.sql import functions as F
 
     col = F.col
-    # totals
-    counts = {r["table"]: (r["n"], r["size"]) for r in
-              rows.groupBy("table").agg(F.count("*").alias("n"), F.sum("size").alias("size")).collect()}
-    data.totals = {
-        "requests": counts.get("request", (0, 0))[0], "responses": counts.get("response", (0, 0))[0],
-        "request_bytes": counts.get("request", (0, 0))[1] or 0, "response_bytes": counts.get("response", (0, 0))[1] or 0,
-        "records": counts.get("record", (0, 0))[0], "record_sets": counts.get("record_set", (0, 0))[0],
-        "connections": conns.count(),
-    }
-    # accounting
-    total = Accounting()
-    for r in rows.where((col("table") == "accounting") & (col("ledger") == "totals")).select("capture", "info") \
-            .collect():
-        acc = _accounting_from(json.loads(r["info"]))
-        data.accounting_by_capture[r["capture"]] = acc
-        total.merge(acc)
-    data.accounting = total
+    data.totals = {"requests": counts.get("requests", 0), "responses": counts.get("responses", 0),
+                   "records": counts.get("records", 0), "record_sets": counts.get("record_sets", 0),
+                   "connections": conns.count()}
     # clients and what they use; software comes from ApiVersions on the same connection
     conn_sw = conns.select("capture", "conn", "software_name", "software_version")
-    req = rows.where(col("table") == "request").select("capture", "conn", "client_id", "api_key", "api",
+    req = read["requests"].select("capture", "conn", "client_id", "api_key", "api",
                                                        "api_version", "removed_in_kafka4") \
         .join(conn_sw, ["capture", "conn"], "left")
     sw = F.when(col("software_name").isNotNull(),
@@ -300,7 +315,7 @@ def _figures(spark, rows, conns, data: ReportData) -> None:
                                                                               for a in r["addresses"]})}
                            for r in cl.collect()), key=lambda d: str(d["client_id"]))
     # errors by api
-    resp = rows.where(col("table") == "response")
+    resp = read["responses"]
     errs = resp.select("api", F.explode("error_codes").alias("code")).groupBy("api", "code").count()
     data.errors = sorted(({"api": r["api"], "code": r["code"], "error": error_name(r["code"]), "count": r["count"]}
                           for r in errs.collect()), key=lambda d: (-d["count"], str(d["api"]), d["code"]))
@@ -313,7 +328,7 @@ def _figures(spark, rows, conns, data: ReportData) -> None:
                             "p99": r["p"][2] / 1000, "max": r["max"] / 1000} for r in lat.collect()),
                           key=lambda d: -d["count"])
     # bytes and records per topic, codec mix
-    sets = rows.where(col("table") == "record_set")
+    sets = read["record_sets"]
     tp = sets.groupBy("source", "topic").agg(F.count("*").alias("sets"), F.sum("batches").alias("batches"),
                                              F.sum("records").alias("records"), F.sum("bytes").alias("bytes"))
     data.topics = sorted(({"source": r["source"], "topic": r["topic"], "sets": r["sets"], "batches": r["batches"],
@@ -325,7 +340,11 @@ def _figures(spark, rows, conns, data: ReportData) -> None:
                            "records": r["records"], "bytes": r["bytes"], "sets": r["sets"]} for r in cc.collect()),
                          key=lambda d: (d["source"], -d["bytes"]))
     # frames and record sets that did not decode, by reason
-    bad = rows.where(col("table").isin("request", "response", "record_set") & col("error").isNotNull()) \
-        .groupBy("table", "api", "status", "error").count().orderBy(F.desc("count")).limit(50)
+    bad = read["requests"].select(F.lit("requests").alias("table"), "api", "status", "error") \
+        .unionByName(read["responses"].select(F.lit("responses").alias("table"), "api", "status", "error")) \
+        .unionByName(sets.select(F.lit("record_sets").alias("table"), F.lit(None).cast("string").alias("api"),
+                                 F.lit(None).cast("string").alias("status"), "error")) \
+        .where(col("error").isNotNull()).groupBy("table", "api", "status", "error").count() \
+        .orderBy(F.desc("count")).limit(50)
     data.decode_errors = [{"table": r["table"], "api": r["api"], "status": r["status"], "error": r["error"],
                            "count": r["count"]} for r in bad.collect()]
