@@ -39,6 +39,7 @@ from .._compression import CODEC_NAMES
 from ..capture import Accounting, read_frames
 from ..capture.dissect import removed_in_kafka4
 from ..capture.streams import REQUEST
+from ..capture.table import _append as _append_frame, _columns as _frame_columns
 from ..errors import KafkaProtocolError
 from ..messages import api_name
 
@@ -271,29 +272,19 @@ def record_set_codecs(blob) -> Dict[str, List[int]]:
 
 
 class _Chunk:
-    """The frames of one chunk, as columns."""
+    """The frames of one chunk, as columns: the capture layer's frame-table
+    columns (:mod:`kafkaproto.capture.table`), plus seq and status."""
 
     def __init__(self) -> None:
-        self.cols: Dict[str, list] = {k: [] for k in ("conn", "seq", "ts", "client", "server", "direction",
-                                                      "api_key", "api_version", "correlation_id", "latency_us",
-                                                      "frame", "status")}
+        self.cols: Dict[str, list] = _frame_columns()
+        self.cols["seq"] = []
+        self.cols["status"] = []
         self.nbytes = 0
 
     def add(self, seq: int, f) -> None:
-        c = self.cols
-        c["conn"].append(f.conn.id)
-        c["seq"].append(seq)
-        c["ts"].append(None if f.ts is None else f.ts // 1000)
-        c["client"].append(f.conn.client)
-        c["server"].append(f.conn.server)
-        c["direction"].append(f.direction)
-        c["api_key"].append(f.api_key)
-        c["api_version"].append(f.api_version)
-        c["correlation_id"].append(f.correlation_id)
-        lat = f.latency_ns
-        c["latency_us"].append(None if lat is None else lat // 1000)
-        c["frame"].append(f.frame)
-        c["status"].append(f.status)
+        _append_frame(self.cols, f)
+        self.cols["seq"].append(seq)
+        self.cols["status"].append(f.status)
         self.nbytes += len(f.frame)
 
     def __len__(self) -> int:
