@@ -35,7 +35,6 @@ DEMO_OUT ?= build/demo-report
 demo: build
 	$(PY) -m kafkaproto report samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock \
 		--master "local[2]" --out $(DEMO_OUT)
-	@echo "HTML report: file://$(abspath $(DEMO_OUT))/report.html"
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin.

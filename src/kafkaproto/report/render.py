@@ -124,7 +124,7 @@ def _accounting_rows(acc) -> List[Tuple[object, ...]]:
     for r in acc.rows():
         rows.append((r["ledger"], r["reason"], r["count"], r["bytes"]))
     rows.append(("totals", "packets read", acc.packets_total, None))
-    rows.append(("totals", "payload bytes", acc.frames_total, acc.payload_bytes_total))
+    rows.append(("totals", "frames, payload bytes", acc.frames_total, acc.payload_bytes_total))
     rows.append(("totals", "connections (Kafka)", f"{acc.connections} ({acc.kafka_connections})", None))
     if acc.unanswered_requests:
         rows.append(("totals", "requests without response", acc.unanswered_requests, None))
