@@ -1,0 +1,332 @@
+"""Fuzz targets: one ``check_<name>(data)`` per public decoder.
+
+Each check feeds ``data`` to the decoder through the public API *and* through
+both implementations side by side (the compiled core and the pure twin, in
+the same process), then asserts the invariants of issue 7:
+
+1. only :class:`KafkaProtocolError` (and its documented subclasses) escapes;
+2. compiled and pure give the same value, or the same error class, message
+   and offset;
+3. whatever decodes re-encodes to bytes that decode to an equal value.
+
+A violated invariant raises ``AssertionError`` (or lets the unexpected
+exception through): atheris reports it as a crash and saves the input.
+``fuzz/run.py`` drives these under atheris; ``tests/test_fuzz.py`` runs each
+one briefly in CI and replays the committed corpora.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import kafkaproto
+from kafkaproto import _codec_py, _engine_py, frames, headers
+from kafkaproto._message import build_plan
+from kafkaproto.errors import KafkaProtocolError
+from kafkaproto.headers import RequestHeader, ResponseHeader
+from kafkaproto.messages import APIS, CLASSES, get, request_class, response_class
+from kafkaproto.protocol import (
+    API_VERSIONS,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_header_version,
+    response_header_version,
+)
+from kafkaproto.error_codes import ErrorCode
+
+try:
+    from kafkaproto import _codec as _compiled
+except ImportError:  # no compiler: the twin is compared with itself, the other checks still run
+    _compiled = None
+
+__all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
+
+
+class Impl:
+    """One implementation (codec + engine) with its own message plans."""
+
+    def __init__(self, name, codec, engine):
+        self.name = name
+        self.codec = codec
+        self.engine = engine
+        self._cache = {}
+
+    def decode(self, cls, data, version, offset=0):
+        """``cls.decode(data, version, offset, with_end=True)`` run by this implementation."""
+        plan = build_plan(cls, version, cls.is_flexible(version), f"{cls.NAME} v{version}", eng=self.engine,
+                          cache=self._cache)
+        try:
+            return self.engine.decode_struct(plan, data, offset)
+        except KafkaProtocolError as exc:
+            exc.set_context(plan.context)
+            raise
+
+    def decode_request(self, frame, cls, version, header_version):
+        """The codec part of :func:`kafkaproto.decode_request` (the caller checked key and version)."""
+        *fields, offset = self.codec.decode_request_header(frame, header_version)
+        msg, end = self.decode(cls, frame, version, offset)
+        return RequestHeader(*fields), msg, end
+
+    def decode_response(self, frame, cls, version, header_version):
+        """The codec part of :func:`kafkaproto.decode_response`, ApiVersions fallback included."""
+        cid, tags, offset = self.codec.decode_response_header(frame, header_version)
+        try:
+            msg, end = self.decode(cls, frame, version, offset)
+        except KafkaProtocolError:
+            if cls.API_KEY != API_VERSIONS or version == 0:
+                raise
+            msg, end = self.decode(cls, frame, 0, offset)
+            if msg.error_code != ErrorCode.UNSUPPORTED_VERSION:
+                raise
+        return ResponseHeader(cid, tags), msg, end
+
+
+PURE = Impl("pure", _codec_py, _engine_py)
+COMPILED = Impl("compiled", _compiled, _compiled) if _compiled is not None else None
+IMPLS = [i for i in (COMPILED, PURE) if i is not None]
+#: the implementation behind the public API in this process
+ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
+
+
+# ---------------------------------------------------------------------------
+# comparing outcomes
+
+
+def canon(v):
+    """A comparable form of a decoded value: structs as dicts, NaN by its bits."""
+    if hasattr(v, "to_dict"):
+        return canon(v.to_dict())
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return tuple(canon(x) for x in v)
+    if isinstance(v, memoryview):
+        return bytes(v)
+    if hasattr(v, "tolist"):  # numpy arrays
+        return tuple(v.tolist())
+    if isinstance(v, float) and math.isnan(v):
+        return ("nan", struct.pack(">d", v))
+    return v
+
+
+def outcome(fn):
+    """``("ok", canonical value)`` or ``("err", class, message, offset)``.
+
+    Only KafkaProtocolError is caught: anything else escaping a decoder is a
+    crash (invariant 1) and propagates to the fuzzer.
+    """
+    try:
+        return ("ok", canon(fn()))
+    except KafkaProtocolError as exc:
+        return ("err", type(exc).__name__, str(exc), exc.offset)
+
+
+def agree(results, what):
+    """Invariant 2: every implementation got the same outcome."""
+    first = results[0]
+    for impl, r in zip(IMPLS[1:], results[1:]):
+        if r != first:
+            raise AssertionError(f"{what}: {IMPLS[0].name} and {impl.name} disagree:\n  {first}\n  {r}")
+    return first
+
+
+def same(a, b, what):
+    if a != b:
+        raise AssertionError(f"{what}:\n  {a}\n  {b}")
+
+
+# ---------------------------------------------------------------------------
+# frames: split_frames, frame_offsets, FrameReader
+
+FRAME_LIMITS = (-1, 0, 1, 4, 16, 255, 4096, frames.DEFAULT_MAX_FRAME_SIZE)
+
+
+def _frames_all(codec, stream, limit, chunks):
+    """The three frame splitters on one stream → (offsets, views, reader) outcomes."""
+
+    def offsets():
+        starts, sizes, consumed = codec.frame_offsets(stream, limit)
+        return starts, sizes, consumed
+
+    def views():
+        return codec.split_frames(stream, limit)
+
+    got, pos, reader = [], 0, codec.FrameReader(limit)
+    error = None
+    for size in chunks:
+        try:
+            got += reader.feed(stream[pos:pos + size])
+        except KafkaProtocolError as exc:
+            error = ("err", type(exc).__name__, str(exc), exc.offset)
+            # the reader stays failed: the same error again, whatever comes next
+            try:
+                reader.feed(b"\x00")
+            except KafkaProtocolError as again:
+                same(error, ("err", type(again).__name__, str(again), again.offset), "FrameReader error not sticky")
+            else:
+                raise AssertionError("FrameReader accepted data after an error")
+            break
+        pos += size
+    incremental = ("ok", canon((got, reader.buffered, reader.consumed))) if error is None else error
+    return outcome(offsets), outcome(views), incremental, canon(got)
+
+
+def check_frames(data: bytes) -> None:
+    if not data:
+        return
+    limit = FRAME_LIMITS[data[0] & 7]
+    stream = data[1:]
+    rng = random.Random(data[0] >> 3)
+    chunks, left = [], len(stream)
+    while left > 0:
+        size = rng.choice((1, 2, 3, 4, 5, 7, 64, 1 << 20))
+        chunks.append(min(size, left))
+        left -= size
+    results = [_frames_all(impl.codec, stream, limit, chunks) for impl in IMPLS]
+    offsets, views, incremental, got = agree(results, f"frames limit={limit}")
+    public = outcome(lambda: frames.split_frames(stream, limit))
+    same(public, views, "public split_frames vs its implementation")
+
+    if views[0] == "err":
+        # all three stop at the same bad size prefix with the same error
+        same(offsets, views, "frame_offsets vs split_frames (error)")
+        same(incremental, views, "FrameReader vs split_frames (error)")
+        return
+    frame_list, consumed = views[1]
+    starts, sizes, consumed2 = offsets[1]
+    same(consumed, consumed2, "consumed: split_frames vs frame_offsets")
+    same(tuple(stream[s:s + n] for s, n in zip(starts, sizes)), frame_list, "frame_offsets vs split_frames")
+    same(incremental, ("ok", (frame_list, len(stream) - consumed, consumed)), "FrameReader vs split_frames")
+    # invariant 3: the frames, re-framed, are the bytes they came from
+    same(b"".join(frames.frame(f) for f in frame_list), stream[:consumed], "re-framed frames")
+
+
+# ---------------------------------------------------------------------------
+# request and response headers
+
+
+def check_headers(data: bytes) -> None:
+    """Request header v0-v2 or response header v0-v1: the first byte chooses."""
+    if not data:
+        return
+    sel, body = data[0], data[1:]
+    if sel & 1:
+        hv = (sel >> 1) % 3
+        what, raw, wrap = f"request header v{hv}", "decode_request_header", RequestHeader
+        decode, encode = headers.decode_request_header, headers.encode_request_header
+    else:
+        hv = (sel >> 1) % 2
+        what, raw, wrap = f"response header v{hv}", "decode_response_header", ResponseHeader
+        decode, encode = headers.decode_response_header, headers.encode_response_header
+    results = [outcome(lambda: getattr(impl.codec, raw)(body, hv)) for impl in IMPLS]
+    agree(results, what)
+
+    def active():
+        *fields, end = getattr(ACTIVE.codec, raw)(body, hv)
+        return wrap(*fields), end
+
+    public = outcome(lambda: decode(body, hv))
+    same(public, outcome(active), f"public {what} vs its implementation")
+    if public[0] == "ok":
+        header, _ = decode(body, hv)
+        again = encode(header, hv)
+        back, end = decode(again, hv)
+        same(canon(back), canon(header), f"{what}: round trip")
+        same(end, len(again), f"{what}: re-encoded length")
+
+
+# ---------------------------------------------------------------------------
+# messages
+
+_i16x2 = struct.Struct(">hh")
+API_KEYS = sorted(APIS)
+#: the schemas that are neither requests nor responses (consumer protocol, KRaft records...)
+DATA_CLASSES = [n for n in sorted(CLASSES) if get(n).NAME == n and get(n).KIND not in ("request", "response")]
+
+
+def _round_trip_message(cls, msg, version, what):
+    """Invariant 3 for a message body: encode, decode, compare, encode again."""
+    data = msg.encode(version)
+    back, end = cls.decode(data, version, with_end=True)
+    same(end, len(data), f"{what}: re-encoded body length")
+    same(canon(back), canon(msg), f"{what}: round trip")
+    same(back.encode(version), data, f"{what}: second encoding")
+
+
+def check_request(data: bytes) -> None:
+    """decode_request on arbitrary bytes (the api key and version are the frame's own)."""
+    public = outcome(lambda: decode_request(data, with_end=True))
+    if len(data) >= 4:
+        key, version = _i16x2.unpack_from(data, 0)
+        if key in APIS and request_class(key).supports(version):
+            cls = request_class(key)
+            hv = request_header_version(key, version)
+            what = f"{cls.NAME} v{version}"
+            results = [outcome(lambda: impl.decode_request(data, cls, version, hv)) for impl in IMPLS]
+            agree(results, what)
+            same(public, results[IMPLS.index(ACTIVE)], f"{what}: public decode_request vs its implementation")
+    if public[0] != "ok":
+        return
+    header, msg, end = decode_request(data, with_end=True)
+    what = f"{type(msg).NAME} v{header.api_version}"
+    frame = encode_request(msg, header.api_version, header.correlation_id, header.client_id,
+                           header.unknown_tagged_fields)
+    header2, msg2, end2 = decode_request(frame[4:], with_end=True)
+    same(end2, len(frame) - 4, f"{what}: re-encoded frame length")
+    same(canon((header2, msg2)), canon((header, msg)), f"{what}: round trip")
+    _round_trip_message(type(msg), msg, header.api_version, what)
+
+
+def check_response(data: bytes) -> None:
+    """decode_response for every api key and version: the first two bytes choose them."""
+    if len(data) < 2:
+        return
+    key = API_KEYS[data[0] % len(API_KEYS)]
+    cls = response_class(key)
+    version = data[1] % (cls.HIGHEST_VERSION + 2)  # one past the newest: the unsupported path too
+    frame = data[2:]
+    public = outcome(lambda: decode_response(frame, key, version, with_end=True))
+    what = f"{cls.NAME} v{version}"
+    if cls.supports(version):
+        hv = response_header_version(key, version)
+        results = [outcome(lambda: impl.decode_response(frame, cls, version, hv)) for impl in IMPLS]
+        agree(results, what)
+        same(public, results[IMPLS.index(ACTIVE)], f"{what}: public decode_response vs its implementation")
+    if public[0] != "ok":
+        return
+    header, msg, end = decode_response(frame, key, version, with_end=True)
+    again = encode_response(msg, version, header.correlation_id, header.unknown_tagged_fields)
+    header2, msg2, end2 = decode_response(again[4:], key, version, with_end=True)
+    same(end2, len(again) - 4, f"{what}: re-encoded frame length")
+    same(canon((header2, msg2)), canon((header, msg)), f"{what}: round trip")
+    _round_trip_message(cls, msg, version, what)
+
+
+def check_messages(data: bytes) -> None:
+    """``Cls.decode`` for the schemas that are not requests or responses (consumer protocol, KRaft data...)."""
+    if len(data) < 2:
+        return
+    cls = get(DATA_CLASSES[data[0] % len(DATA_CLASSES)])
+    version = data[1] % (cls.HIGHEST_VERSION + 2)
+    body = data[2:]
+    public = outcome(lambda: cls.decode(body, version, with_end=True))
+    what = f"{cls.NAME} v{version}"
+    if cls.supports(version):
+        results = [outcome(lambda: impl.decode(cls, body, version)) for impl in IMPLS]
+        agree(results, what)
+        same(public, results[IMPLS.index(ACTIVE)], f"{what}: public decode vs its implementation")
+    if public[0] == "ok":
+        _round_trip_message(cls, cls.decode(body, version), version, what)
+
+
+TARGETS = {
+    "frames": check_frames,
+    "headers": check_headers,
+    "request": check_request,
+    "response": check_response,
+    "messages": check_messages,
+}
