@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean fuzz
+.PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -59,6 +59,15 @@ test-pure:
 # build/fuzz/artifacts (CI runs each for 2 s: tests/test_fuzz.py).
 fuzz: build
 	$(PY) fuzz/run.py --all $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
+# The same against a compiled core built with ASan + UBSan + libFuzzer coverage (clang).
+fuzz-native: $(STAMP)
+	PYTHON=$(abspath $(PY)) bash tools/sanitize/run.sh --fuzz $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
+# The compiled core under AddressSanitizer + UBSan: the fuzz corpora and the
+# whole suite (PYTEST_ARGS narrows it); any report fails.
+sanitize: $(STAMP) peers
+	PYTHON=$(abspath $(PY)) bash tools/sanitize/run.sh $(PYTEST_ARGS)
 
 bench: build
 	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation
