@@ -317,6 +317,10 @@ cdef object _decode(Plan plan, Reader r):
                                             f"{size - (end - r.pos)}", "tagged field", at)
                 _set(obj, f.attr, f.off, value)
                 f = None
+        if unknown is not None and len(unknown) > 1:
+            # Kafka reads tags in any order but writes them ascending: keep them in
+            # the order they will be written, so that decode(encode(x)) == x
+            unknown.sort(key=_first)
         _set(obj, "unknown_tagged_fields", plan.unknown_off, _NO_TAGS if unknown is None else tuple(unknown))
     except KafkaProtocolError as exc:
         if f is not None:

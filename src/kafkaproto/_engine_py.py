@@ -157,6 +157,10 @@ def _decode(plan, r):
                                             f"{size - (end - r.offset)}", "tagged field", at)
                 setattr(obj, f.attr, value)
                 f = None
+        if len(unknown) > 1:
+            # Kafka reads tags in any order but writes them ascending: keep them in
+            # the order they will be written, so that decode(encode(x)) == x
+            unknown.sort(key=itemgetter(0))
         obj.unknown_tagged_fields = tuple(unknown)
     except KafkaProtocolError as exc:
         if f is not None:
