@@ -289,14 +289,14 @@ cdef object _decode(Plan plan, Reader r):
             _set(obj, a.attr, a.off, a.make_default())
         if plan.flexible:
             start = r.pos
-            count = r._u32v("unsigned varint")
+            count = r._u32v("tagged fields")
             if count > r._end - r.pos:
                 raise InvalidValueError(f"count {count} larger than the {r._end - r.pos} bytes left",
                                         "tagged fields", start)
             for i in range(count):
                 at = r.pos
-                tag = r._u32v("unsigned varint")
-                size = r._u32v("unsigned varint")
+                tag = r._u32v("tag")
+                size = r._u32v("tagged field size")
                 if size > r._end - r.pos:
                     raise TruncatedError(f"need {size} bytes, {r._end - r.pos} left", "tagged field", at)
                 f = plan.tag_map.get(tag)

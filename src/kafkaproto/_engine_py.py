@@ -130,15 +130,15 @@ def _decode(plan, r):
         unknown = []
         if plan.flexible:
             start = r.offset
-            count = r.read_uvarint()
+            count = r._uvarint("tagged fields", 5, 32)
             if count > r.remaining:
                 raise InvalidValueError(f"count {count} larger than the {r.remaining} bytes left", "tagged fields",
                                         start)
             tag_map = plan.tag_map
             for _ in range(count):
                 at = r.offset
-                tag = r.read_uvarint()
-                size = r.read_uvarint()
+                tag = r._uvarint("tag", 5, 32)
+                size = r._uvarint("tagged field size", 5, 32)
                 if size > r.remaining:
                     raise TruncatedError(f"need {size} bytes, {r.remaining} left", "tagged field", at)
                 f = tag_map.get(tag)
