@@ -23,7 +23,7 @@ $(PY):
 # extension is built without build isolation (faster, and offline-friendly).
 $(STAMP): $(PY) pyproject.toml setup.py
 	$(PY) -m pip install -q "Cython>=3.0.11,<4" "setuptools>=77" wheel
-	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,capture]"
 	touch $@
 
 # Build the extension in place (src/kafkaproto/_codec*.so); fails if it cannot.

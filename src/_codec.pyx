@@ -1142,3 +1142,8 @@ def encode_response_header(Writer writer, int header_version, correlation_id, ta
 # message engine
 
 include "_engine.pxi"
+
+# ---------------------------------------------------------------------------
+# record batches
+
+include "_records.pxi"

@@ -435,7 +435,7 @@ cdef int _encode(Plan plan, object obj, Writer w) except -1:
             if not f.tagged and not f.ignorable:
                 v = getattr(obj, f.attr)
                 if not f.is_default(v):
-                    raise EncodeError(f"{v!r} is not the default, and {plan.context or plan.name} has no such field",
+                    raise EncodeError(f"{v!r} is not the default, and this version has no such field",
                                       f.attr)
         f = None
         unknown = obj.unknown_tagged_fields

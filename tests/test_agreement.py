@@ -1,8 +1,6 @@
 """The compiled core and its pure twin agree: same value, or same error class,
 message and offset, on valid and on garbage input."""
 
-import struct
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,17 +28,17 @@ def outcome(fn):
         return ("err", type(exc).__name__, str(exc), getattr(exc, "offset", None))
 
 
-def _nan_by_bits(v):
-    # NaN != NaN: compare NaNs by their bits, wherever they sit in the outcome
-    if isinstance(v, float) and v != v:
-        return ("nan", struct.pack(">d", v))
-    if isinstance(v, tuple):
-        return tuple(_nan_by_bits(x) for x in v)
-    return v
+def _nan_safe(x):
+    # NaN != NaN: compare NaNs by their bit pattern instead
+    if isinstance(x, float) and x != x:
+        return ("nan", __import__("struct").pack(">d", x))
+    if isinstance(x, tuple):
+        return tuple(_nan_safe(v) for v in x)
+    return x
 
 
 def same(a, b):
-    return _nan_by_bits(a) == _nan_by_bits(b)
+    return _nan_safe(a) == _nan_safe(b)
 
 
 # Garbage biased towards the interesting bytes (continuation bits, -1 lengths).

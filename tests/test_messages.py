@@ -411,3 +411,17 @@ def test_error_codes():
     assert ErrorCode.of(12345) is ErrorCode.UNKNOWN_SERVER_ERROR
     assert error_name(35) == "UNSUPPORTED_VERSION" and not is_retriable(35)
     assert len(ErrorCode) > 130
+
+
+@pytest.mark.parametrize("name,version", PAIRS)
+def test_hypothesis_round_trip_every_class_and_version(name, version):
+    cls = get(name)
+
+    @settings(max_examples=4, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(strategy(cls, version))
+    def check(obj):
+        data = obj.encode(version)
+        back = cls.decode(data, version)
+        assert back == obj and back.encode(version) == data
+
+    check()

@@ -108,3 +108,18 @@ def test_java_encodes_what_we_decode(java_oracle):
         js = java_oracle.decode(3, "response", v, obj.encode(v))["json"]
         java_bytes = java_oracle.encode(3, "response", v, js)
         assert cls.decode(java_bytes, v) == obj
+
+
+def test_worked_example_matches_kafkas_bytes(java_oracle):
+    # DESIGN.md's ApiVersions v3 request: header v2 (int16 client id) + body, from Java's classes
+    from kafkaproto import encode_request
+    from kafkaproto.messages import ApiVersionsRequest
+
+    header = java_oracle.encode_header("request", 2, {"requestApiKey": 18, "requestApiVersion": 3,
+                                                      "correlationId": 7, "clientId": "c1"})
+    body = java_oracle.encode(18, "request", 3, {"clientSoftwareName": "apache-kafka-java",
+                                                 "clientSoftwareVersion": "3.9.1"})
+    ours = encode_request(ApiVersionsRequest(client_software_name="apache-kafka-java",
+                                             client_software_version="3.9.1"), 3, 7, "c1")
+    assert ours == (len(header) + len(body)).to_bytes(4, "big") + header + body
+    assert ours[:4] == b"\x00\x00\x00\x26"

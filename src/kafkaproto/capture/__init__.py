@@ -1,0 +1,113 @@
+"""Captured Kafka traffic: pcap/pcapng files, the tap's frame tables and raw
+frame streams, turned into paired, accounted Kafka frames.
+
+>>> from kafkaproto.capture import read_frames, Accounting
+>>> acc = Accounting()
+>>> for f in read_frames("traffic.pcap", acc=acc):           # doctest: +SKIP
+...     print(f.conn.client, f.direction, f.api_key, f.api_version, f.correlation_id, f.latency_ns)
+>>> acc.check()                                               # doctest: +SKIP
+
+Layers: :mod:`.pcap` (file formats, link/IP/TCP), :mod:`.tcp` (reassembly),
+:mod:`.streams` (framing, resynchronization, Kafka detection, pairing),
+:mod:`.accounting`, :mod:`.dissect` (decoding and one-line summaries),
+:mod:`.table` (Arrow/Parquet frame tables), :mod:`.tap` (recording proxy),
+:mod:`.writer` (writing pcap/pcapng).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator, Optional
+
+from .._limits import DEFAULT_MAX_FRAME_SIZE
+from .accounting import Accounting
+from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
+from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf
+
+__all__ = [
+    "Accounting",
+    "CaptureFile",
+    "CaptureFormatError",
+    "CapturedFrame",
+    "Connection",
+    "Extractor",
+    "REQUEST",
+    "RESPONSE",
+    "TcpSegment",
+    "capture_kind",
+    "decode_tcp",
+    "read_frames",
+]
+
+
+def capture_kind(path) -> str:
+    """``"pcap"``, ``"pcapng"``, ``"table"`` (tap output: Arrow IPC or Parquet,
+    a file or a folder of them) or ``"raw"`` (size-prefixed request frames)."""
+    if os.path.isdir(path):
+        return "table"
+    with open(path, "rb") as f:
+        head = f.read(8)
+    fmt = sniff_format(head)
+    if fmt:
+        return fmt
+    from .table import is_table_file
+
+    return "table" if is_table_file(head) else "raw"
+
+
+def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Accounting] = None,
+                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> Iterator[CapturedFrame]:
+    """Every Kafka frame of a capture, in capture order, paired.
+
+    ``ports`` (pcap/pcapng): the brokers' ports; None detects Kafka
+    connections from their traffic.  ``acc`` receives the accounting; it is
+    complete once the iterator is exhausted.  A damaged or cut file ends the
+    iteration early with the reason in ``acc.errors``; a file that is no
+    capture at all raises :class:`CaptureFormatError`.
+    """
+    acc = acc if acc is not None else Accounting()
+    kind = capture_kind(path)
+    if kind == "table":
+        from .table import iter_table_frames
+
+        yield from iter_table_frames(path, acc)
+        return
+    if kind == "raw":
+        yield from _raw_frames(path, acc, max_frame_size)
+        return
+    ext = Extractor(ports, acc, max_frame_size)
+    out = ext.out
+    with open(path, "rb") as fh:
+        acc.file_bytes += os.fstat(fh.fileno()).st_size
+        cap = CaptureFile(fh)
+        try:
+            for ts, linktype, data, _orig in cap:
+                ext.packet(ts, linktype, data)
+                if out:
+                    yield from out
+                    out.clear()
+        finally:
+            ext.finish()
+            if cap.error:
+                acc.errors.append(f"{os.fspath(path)}: {cap.error}")
+            acc.unread_bytes += cap.unread_bytes
+    yield from out
+    out.clear()
+
+
+def _raw_frames(path, acc: Accounting, max_frame_size: int) -> Iterator[CapturedFrame]:
+    """A file of size-prefixed request frames, as one connection."""
+    out: list = []
+    conn = Connection(1, "client", os.path.basename(os.fspath(path)))
+    acc.connections += 1
+    acc.kafka_connections += 1
+    half = KafkaHalf(conn, True, out.append, acc, synced=True, max_frame_size=max_frame_size)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            acc.file_bytes += len(chunk)
+            acc.payload_bytes_total += len(chunk)
+            half.data(None, chunk)
+            yield from out
+            out.clear()
+    half.end()
+    conn.outstanding.clear()

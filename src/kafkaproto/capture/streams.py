@@ -1,0 +1,564 @@
+"""Kafka frames out of reassembled TCP streams: framing, resynchronization
+after a gap, detection of Kafka connections, request/response pairing.
+
+:class:`Extractor` takes packets (or TCP segments) in capture order and
+produces :class:`CapturedFrame` objects, keeping an :class:`Accounting` of
+everything it saw.  A response is paired with its request by (connection,
+correlation id), which gives it the api key and version it must be decoded
+with, and a latency.
+
+After a gap (or when a capture starts in the middle of a connection) a
+direction is out of sync; it resynchronizes at the next plausible frame:
+
+- requests: a size prefix, a known api key with a version this library
+  knows, a client id of printable characters inside the frame, and the whole
+  frame decoding as that request;
+- responses: a size prefix and a correlation id of a request still waiting
+  for its response on this connection, and the whole frame decoding as the
+  response to that request.
+
+The bytes skipped are counted as ``gap``.  A direction whose size prefix
+makes no sense (negative, or larger than ``max_frame_size``) is not Kafka
+from there on: it resynchronizes the same way, counting ``not_kafka``.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from .._limits import DEFAULT_MAX_FRAME_SIZE
+from ..errors import KafkaProtocolError
+from ..messages import APIS, request_class
+from ..protocol import decode_request, decode_response
+from .accounting import Accounting
+from .pcap import ACK, FIN, RST, SYN, TcpSegment, decode_tcp
+from .tcp import HalfStream
+
+__all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "request_versions"]
+
+REQUEST, RESPONSE = "request", "response"
+_i32 = struct.Struct(">i")
+_req_head = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
+_MIN_REQUEST = 8  # api key, version, correlation id (header v0)
+_MIN_RESPONSE = 4  # correlation id
+MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
+DETECT_BYTES = 64 * 1024  # bytes per direction looked at to tell whether a connection is Kafka
+_MAX_FLOWS = 1 << 17  # closed connections forgotten beyond this many
+
+_versions: Dict[int, Tuple[int, int]] = {}
+
+
+def request_versions() -> Dict[int, Tuple[int, int]]:
+    """``{api_key: (lowest, highest)}`` request versions this library decodes."""
+    if not _versions:
+        for key in APIS:
+            try:
+                cls = request_class(key)
+            except (KafkaProtocolError, AttributeError):
+                continue
+            if cls.LOWEST_VERSION is not None:
+                _versions[key] = (cls.LOWEST_VERSION, cls.HIGHEST_VERSION)
+    return _versions
+
+
+class Connection:
+    """One TCP connection (or one tap connection): who is the client, who the broker."""
+
+    __slots__ = ("id", "client", "server", "outstanding", "first_ts", "__weakref__")
+
+    def __init__(self, id: int, client: str, server: str, first_ts: Optional[int] = None) -> None:
+        self.id = id
+        self.client = client
+        self.server = server
+        self.first_ts = first_ts
+        # correlation id -> (api key, api version, request time); insertion ordered
+        self.outstanding: Dict[int, Tuple[int, int, Optional[int]]] = {}
+
+    def __repr__(self) -> str:
+        return f"Connection({self.id}, {self.client} -> {self.server})"
+
+
+class CapturedFrame:
+    """One Kafka frame (size prefix removed) with where and when it was seen.
+
+    ``api_key``/``api_version`` come from the request header for requests and
+    from the paired request for responses (None when unpaired);
+    ``request_ts`` is the paired request's time (responses only).  Times are
+    nanoseconds since the epoch; ``status`` is ``framed`` or ``unpaired``.
+    """
+
+    __slots__ = ("ts", "conn", "direction", "offset", "frame", "api_key", "api_version", "correlation_id",
+                 "request_ts", "status")
+
+    def __init__(self, ts, conn, direction, offset, frame, api_key=None, api_version=None,
+                 correlation_id=None, request_ts=None, status="framed") -> None:
+        self.ts = ts
+        self.conn = conn
+        self.direction = direction
+        self.offset = offset
+        self.frame = frame
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.request_ts = request_ts
+        self.status = status
+
+    @property
+    def wire_size(self) -> int:
+        return len(self.frame) + 4
+
+    @property
+    def latency_ns(self) -> Optional[int]:
+        if self.request_ts is None or self.ts is None:
+            return None
+        return self.ts - self.request_ts
+
+    def __repr__(self) -> str:
+        return (f"CapturedFrame(conn={self.conn.id}, {self.direction}, api={self.api_key} "
+                f"v{self.api_version}, cid={self.correlation_id}, {len(self.frame)} bytes, {self.status})")
+
+
+def request_header_plausible(buf, p: int, max_frame_size: int) -> Optional[bool]:
+    """Could a request frame start at ``buf[p]``?  None: not enough bytes to say."""
+    if len(buf) - p < 14:
+        return None
+    size, key, version, _corr, clen = _req_head.unpack_from(buf, p)
+    if size < 10 or size > max_frame_size:
+        return False
+    rng = request_versions().get(key)
+    if rng is None or not rng[0] <= version <= rng[1]:
+        return False
+    if clen < -1 or 10 + max(clen, 0) > size:
+        return False
+    if clen > 0:
+        if len(buf) - p < 14 + clen:
+            return None
+        ident = bytes(buf[p + 14:p + 14 + clen])
+        if any(c < 0x20 or c == 0x7F for c in ident):
+            return False
+    return True
+
+
+# A request's size prefix is below 0x07000000 (Kafka's limits are far lower)
+# and its api key and version are below 256: a cheap first filter.
+_REQUEST_START = re.compile(rb"[\x00-\x06]...\x00.\x00", re.S)
+_RESPONSE_START = re.compile(rb"[\x00-\x06]", re.S)
+
+
+class KafkaHalf:
+    """Frames one direction of a Kafka connection (a TCP stream consumer)."""
+
+    __slots__ = ("conn", "is_request", "sink", "acc", "synced", "skip_reason", "buf", "pos", "base", "ts",
+                 "max_frame_size")
+
+    def __init__(self, conn: Connection, is_request: bool, sink: Callable[[CapturedFrame], None], acc: Accounting,
+                 synced: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.conn = conn
+        self.is_request = is_request
+        self.sink = sink
+        self.acc = acc
+        self.synced = synced
+        self.skip_reason = "gap"
+        self.buf = bytearray()
+        self.pos = 0
+        self.base = 0  # stream offset of buf[0]
+        self.ts: Optional[int] = None
+        self.max_frame_size = max_frame_size
+
+    # -- stream consumer ---------------------------------------------------
+    def data(self, ts: Optional[int], chunk) -> None:
+        if ts is not None:
+            self.ts = ts
+        self.buf += chunk
+        self._run()
+
+    def gap(self, nbytes: int) -> None:
+        self._drop_rest()
+        self.base += nbytes
+        self.synced = False
+        self.skip_reason = "gap"
+
+    def end(self) -> None:
+        self._drop_rest()
+
+    # -- internals ---------------------------------------------------------
+    def _drop_rest(self) -> None:
+        rest = len(self.buf) - self.pos
+        if rest:
+            if self.synced:
+                self.acc.bytes["truncated"] += rest
+                if rest >= 4:
+                    self.acc.frames["truncated"] += 1
+            else:
+                self.acc.bytes[self.skip_reason] += rest
+        self.base += len(self.buf)
+        self.buf = bytearray()
+        self.pos = 0
+
+    def _run(self) -> None:
+        buf = self.buf
+        minimum = _MIN_REQUEST if self.is_request else _MIN_RESPONSE
+        while True:
+            if self.synced:
+                avail = len(buf) - self.pos
+                if avail < 4:
+                    break
+                (size,) = _i32.unpack_from(buf, self.pos)
+                if size < minimum or size > self.max_frame_size:
+                    self.synced = False
+                    self.skip_reason = "not_kafka"
+                    continue
+                if avail < 4 + size:
+                    break
+                self._emit(bytes(buf[self.pos + 4:self.pos + 4 + size]))
+                self.pos += 4 + size
+            elif not self._resync():
+                break
+        if self.pos > 65536 or self.pos == len(buf):
+            del buf[:self.pos]
+            self.base += self.pos
+            self.pos = 0
+
+    def _resync(self) -> bool:
+        """Look for the next plausible frame; True when found (synced)."""
+        buf = self.buf
+        pattern = _REQUEST_START if self.is_request else _RESPONSE_START
+        p = self.pos
+        while True:
+            m = pattern.search(buf, p)
+            if m is None:
+                keep = 7 if self.is_request else 0
+                p = max(self.pos, len(buf) - keep)
+                self._skip(p)
+                return False
+            p = m.start()
+            verdict = self._candidate(p)
+            if verdict is None:  # wait for more bytes before judging this position
+                self._skip(p)
+                return False
+            if verdict:
+                self._skip(p)
+                self.synced = True
+                return True
+            p += 1
+
+    def _skip(self, p: int) -> None:
+        if p > self.pos:
+            self.acc.bytes[self.skip_reason] += p - self.pos
+            self.pos = p
+
+    def _candidate(self, p: int) -> Optional[bool]:
+        buf = self.buf
+        if self.is_request:
+            ok = request_header_plausible(buf, p, self.max_frame_size)
+            if not ok:
+                return ok
+            size = _i32.unpack_from(buf, p)[0]
+            if len(buf) - p < 4 + size:
+                return None
+            try:
+                decode_request(memoryview(buf)[p + 4:p + 4 + size])
+            except KafkaProtocolError:
+                return False
+            return True
+        if len(buf) - p < 8:
+            return None
+        size, corr = struct.unpack_from(">ii", buf, p)
+        if size < 4 or size > self.max_frame_size:
+            return False
+        pending = self.conn.outstanding.get(corr)
+        if pending is None:
+            return False
+        if len(buf) - p < 4 + size:
+            return None
+        try:
+            decode_response(memoryview(buf)[p + 4:p + 4 + size], pending[0], pending[1])
+        except KafkaProtocolError:
+            return False
+        return True
+
+    def _emit(self, frame: bytes) -> None:
+        conn = self.conn
+        offset = self.base + self.pos
+        if self.is_request:
+            key = version = corr = None
+            if len(frame) >= 8:
+                key, version, corr = struct.unpack_from(">hhi", frame, 0)
+                out = conn.outstanding
+                out.pop(corr, None)
+                out[corr] = (key, version, self.ts)
+                if len(out) > MAX_OUTSTANDING:
+                    del out[next(iter(out))]
+                    self.acc.unanswered_requests += 1
+            f = CapturedFrame(self.ts, conn, REQUEST, offset, frame, key, version, corr)
+        else:
+            corr = _i32.unpack_from(frame, 0)[0]
+            pending = conn.outstanding.pop(corr, None)
+            if pending is None:
+                f = CapturedFrame(self.ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
+            else:
+                f = CapturedFrame(self.ts, conn, RESPONSE, offset, frame, pending[0], pending[1], corr, pending[2])
+        self.acc.frame(f.status, len(frame) + 4)
+        self.sink(f)
+
+
+class _NotKafka:
+    __slots__ = ("acc",)
+
+    def __init__(self, acc: Accounting) -> None:
+        self.acc = acc
+
+    def data(self, ts, chunk) -> None:
+        self.acc.bytes["not_kafka"] += len(chunk)
+
+    def gap(self, nbytes: int) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+class _Held:
+    """Holds the first bytes of a direction until the connection is known to be
+    Kafka or not, then replays them."""
+
+    __slots__ = ("flow", "items", "nbytes", "target", "buf")
+
+    def __init__(self, flow: "_Flow") -> None:
+        self.flow = flow
+        self.items: List[tuple] = []
+        self.nbytes = 0
+        self.target = None
+        self.buf = bytearray()
+
+    def data(self, ts, chunk) -> None:
+        if self.target is not None:
+            self.target.data(ts, chunk)
+            return
+        self.items.append(("data", ts, bytes(chunk)))
+        if self.nbytes < DETECT_BYTES:
+            self.buf += chunk[:DETECT_BYTES - self.nbytes]
+        self.nbytes += len(chunk)
+        self.flow.decide(self)
+
+    def gap(self, nbytes: int) -> None:
+        if self.target is not None:
+            self.target.gap(nbytes)
+        else:
+            self.items.append(("gap", nbytes))
+
+    def end(self) -> None:
+        if self.target is None:
+            self.flow.decide(self, final=True)
+        if self.target is not None:
+            self.target.end()
+
+    def release(self, target) -> None:
+        self.target = target
+        items, self.items, self.buf = self.items, [], bytearray()
+        for item in items:
+            if item[0] == "data":
+                target.data(item[1], item[2])
+            else:
+                target.gap(item[1])
+
+
+def _endpoint(ip: str, port: int) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+class _Flow:
+    __slots__ = ("ext", "conn_id", "ends", "halves", "held", "client", "state", "fins", "closed", "first_ts",
+                 "conn")
+
+    def __init__(self, ext: "Extractor", conn_id: int, a: Tuple[str, int], b: Tuple[str, int],
+                 ts: Optional[int]) -> None:
+        self.ext = ext
+        self.conn_id = conn_id
+        self.ends = (a, b)
+        self.held = {a: _Held(self), b: _Held(self)}
+        self.halves = {a: HalfStream(self.held[a], ext.acc), b: HalfStream(self.held[b], ext.acc)}
+        self.client: Optional[Tuple[str, int]] = None
+        self.state = "undecided"
+        self.fins: Set[Tuple[str, int]] = set()
+        self.closed = False
+        self.first_ts = ts
+        self.conn: Optional[Connection] = None
+
+    def other(self, end):
+        return self.ends[1] if end == self.ends[0] else self.ends[0]
+
+    def decide(self, held: Optional[_Held] = None, final: bool = False) -> None:
+        """Settle whether this is a Kafka connection, and who the client is."""
+        if self.state != "undecided":
+            return
+        ext = self.ext
+        a, b = self.ends
+        if ext.ports is not None:
+            if a[1] in ext.ports or b[1] in ext.ports:
+                if self.client is None:
+                    self.client = b if a[1] in ext.ports and b[1] not in ext.ports else a
+                return self._settle(True)
+            return self._settle(False)
+        for end in self.ends:
+            if end in ext.servers:
+                if self.client is None:
+                    self.client = self.other(end)
+                return self._settle(True)
+        if self.client is not None:
+            server = self.other(self.client)
+            if self.held[server].nbytes and not self.held[self.client].nbytes:
+                return self._settle(False)  # the server spoke first: Kafka clients always do
+            buf = self.held[self.client].buf
+            verdict = request_header_plausible(buf, 0, ext.max_frame_size) if self.halves[self.client].from_start \
+                else _scan_requests(buf, ext.max_frame_size)
+            if verdict is None and (final or self.held[self.client].nbytes >= DETECT_BYTES):
+                verdict = False
+            if verdict is not None:
+                if verdict:
+                    ext.servers.add(server)
+                self._settle(bool(verdict))
+            return
+        # caught mid-stream: whichever side carries decodable requests is the client
+        for end in self.ends:
+            if _scan_requests(self.held[end].buf, ext.max_frame_size):
+                self.client = end
+                ext.servers.add(self.other(end))
+                return self._settle(True)
+        # give up once both sides sent enough, or one side alone a lot (bounded memory)
+        if final or all(h.nbytes >= DETECT_BYTES for h in self.held.values()) or \
+                any(h.nbytes >= 16 * DETECT_BYTES for h in self.held.values()):
+            self._settle(False)
+
+    def _settle(self, kafka: bool) -> None:
+        ext = self.ext
+        if not kafka:
+            self.state = "other"
+            for held in self.held.values():
+                held.release(_NotKafka(ext.acc))
+            return
+        self.state = "kafka"
+        ext.acc.kafka_connections += 1
+        client, server = self.client, self.other(self.client)
+        self.conn = Connection(self.conn_id, _endpoint(*client), _endpoint(*server), self.first_ts)
+        for end, is_request in ((client, True), (server, False)):
+            half = KafkaHalf(self.conn, is_request, ext.out.append, ext.acc,
+                             synced=self.halves[end].from_start, max_frame_size=ext.max_frame_size)
+            if not self.halves[end].from_start:
+                half.skip_reason = "gap"
+            self.held[end].release(half)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for half in self.halves.values():
+            half.close()
+        if self.state == "undecided":
+            self.decide(final=True)
+        if self.conn is not None:
+            self.ext.acc.unanswered_requests += len(self.conn.outstanding)
+            self.conn.outstanding.clear()
+
+
+def _scan_requests(buf, max_frame_size: int) -> Optional[bool]:
+    """A request frame that decodes somewhere in ``buf``?  None: maybe, later."""
+    p = 0
+    maybe = False
+    while True:
+        m = _REQUEST_START.search(buf, p)
+        if m is None:
+            return None if (maybe or len(buf) < DETECT_BYTES) else False
+        p = m.start()
+        ok = request_header_plausible(buf, p, max_frame_size)
+        if ok:
+            size = _i32.unpack_from(buf, p)[0]
+            if len(buf) - p >= 4 + size:
+                try:
+                    decode_request(memoryview(buf)[p + 4:p + 4 + size])
+                    return True
+                except KafkaProtocolError:
+                    pass
+            else:
+                maybe = True
+        elif ok is None:
+            maybe = True
+        p += 1
+
+
+class Extractor:
+    """Packets in, :class:`CapturedFrame` objects out (in ``out``, drained by the caller).
+
+    ``ports``: the brokers' ports; a connection is Kafka when either end uses
+    one.  None: detect Kafka connections from their first bytes (and learn
+    the broker endpoints, so later connections to them are Kafka at once).
+    """
+
+    def __init__(self, ports: Optional[Iterable[int]] = None, acc: Optional[Accounting] = None,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.ports = None if ports is None else set(ports)
+        self.acc = acc if acc is not None else Accounting()
+        self.max_frame_size = max_frame_size
+        self.flows: Dict[tuple, _Flow] = {}
+        self.servers: Set[Tuple[str, int]] = set()
+        self.out: List[CapturedFrame] = []
+        self._next_id = 0
+
+    def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None:
+        acc = self.acc
+        acc.packets_total += 1
+        seg = decode_tcp(linktype, data)
+        if isinstance(seg, str):
+            acc.packets[seg] += 1
+            return
+        acc.packets["tcp"] += 1
+        acc.payload_bytes_total += len(seg.payload)
+        self.segment(ts, seg)
+
+    def segment(self, ts: Optional[int], seg: TcpSegment) -> None:
+        src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
+        key = (src, dst) if src < dst else (dst, src)
+        flow = self.flows.get(key)
+        syn_only = seg.flags & (SYN | ACK) == SYN
+        if flow is not None and syn_only and (flow.closed or (
+                flow.halves[src].base is not None and flow.halves[src].base != (seg.seq + 1) & 0xFFFFFFFF)):
+            flow.close()  # the 4-tuple is reused by a new connection
+            del self.flows[key]
+            flow = None
+        if flow is None:
+            flow = self._new_flow(key, ts)
+        half = flow.halves[src]
+        if flow.closed:
+            self.acc.bytes["duplicate"] += len(seg.payload)
+            return
+        if seg.flags & SYN:
+            half.syn(seg.seq)
+            if syn_only and flow.client is None:
+                flow.client = src
+        if seg.length:
+            # data on a SYN (TCP Fast Open) starts after the SYN's sequence number
+            half.segment(ts, (seg.seq + 1) & 0xFFFFFFFF if seg.flags & SYN else seg.seq, seg.payload, seg.length)
+        if seg.flags & ACK:
+            flow.halves[dst].acked(seg.ack)
+        if seg.flags & RST:
+            flow.close()
+        elif seg.flags & FIN:
+            flow.fins.add(src)
+            if len(flow.fins) == 2:
+                flow.close()
+
+    def _new_flow(self, key, ts) -> _Flow:
+        if len(self.flows) >= _MAX_FLOWS:
+            for k in [k for k, f in self.flows.items() if f.closed][: _MAX_FLOWS // 4]:
+                del self.flows[k]
+        self._next_id += 1
+        self.acc.connections += 1
+        flow = _Flow(self, self._next_id, key[0], key[1], ts)
+        self.flows[key] = flow
+        return flow
+
+    def finish(self) -> None:
+        for flow in self.flows.values():
+            flow.close()

@@ -1,0 +1,244 @@
+"""Frames as Arrow tables: the tap's capture format, and the shape in which
+any capture (pcap, pcapng, tap) is handed to Arrow/Spark.
+
+One row per frame (size prefix removed), columns :data:`FRAME_FIELDS`.
+Files are Arrow IPC streams (``.arrows``: readable up to the last batch
+even if the writer was killed) or Parquet (``.parquet``: valid once closed),
+rolled when a file passes ``roll_bytes``.  Needs pyarrow (the ``capture``
+extra).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional
+
+from .accounting import Accounting
+from .streams import RESPONSE, CapturedFrame, Connection
+
+__all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
+           "table_files"]
+
+FRAME_FIELDS = ("ts", "conn", "client", "server", "direction", "offset", "api_key", "api_version",
+                "correlation_id", "latency_us", "frame", "rewritten")
+SUFFIXES = (".arrows", ".arrow", ".parquet")
+
+
+def _pa():
+    try:
+        import pyarrow
+    except ImportError as exc:  # pragma: no cover - pyarrow is in the capture extra
+        raise ImportError("kafkaproto capture tables need pyarrow: pip install 'kafkaproto[capture]'") from exc
+    return pyarrow
+
+
+def frame_schema():
+    pa = _pa()
+    return pa.schema([
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("conn", pa.int64()),
+        ("client", pa.string()),
+        ("server", pa.string()),
+        ("direction", pa.string()),
+        ("offset", pa.int64()),
+        ("api_key", pa.int16()),
+        ("api_version", pa.int16()),
+        ("correlation_id", pa.int32()),
+        ("latency_us", pa.int64()),
+        ("frame", pa.binary()),
+        ("rewritten", pa.binary()),
+    ])
+
+
+def _columns() -> Dict[str, list]:
+    return {name: [] for name in FRAME_FIELDS}
+
+
+def _append(cols: Dict[str, list], f: CapturedFrame, rewritten: Optional[bytes] = None) -> None:
+    cols["ts"].append(None if f.ts is None else f.ts // 1000)
+    cols["conn"].append(f.conn.id)
+    cols["client"].append(f.conn.client)
+    cols["server"].append(f.conn.server)
+    cols["direction"].append(f.direction)
+    cols["offset"].append(f.offset)
+    cols["api_key"].append(f.api_key)
+    cols["api_version"].append(f.api_version)
+    cols["correlation_id"].append(f.correlation_id)
+    lat = f.latency_ns
+    cols["latency_us"].append(None if lat is None else lat // 1000)
+    cols["frame"].append(f.frame)
+    cols["rewritten"].append(rewritten)
+
+
+def frames_to_table(frames: Iterable[CapturedFrame]):
+    """A pyarrow Table of the frames (one row each)."""
+    pa = _pa()
+    cols = _columns()
+    for f in frames:
+        _append(cols, f)
+    return pa.table(cols, schema=frame_schema())
+
+
+class FrameTableWriter:
+    """Appends frames to ``out_dir/frames-<time>-<n>.arrows`` (or ``.parquet``),
+    starting a new file once one passes ``roll_bytes``.  A batch is written
+    every ``batch_rows`` frames or ``flush_seconds`` (checked on each write
+    and by :meth:`flush`)."""
+
+    def __init__(self, out_dir, *, fmt: str = "arrow", roll_bytes: int = 64 << 20, batch_rows: int = 512,
+                 flush_seconds: float = 1.0) -> None:
+        if fmt not in ("arrow", "parquet"):
+            raise ValueError(f"format must be 'arrow' or 'parquet', not {fmt!r}")
+        self.pa = _pa()
+        self.schema = frame_schema()
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.fmt = fmt
+        self.roll_bytes = roll_bytes
+        self.batch_rows = batch_rows
+        self.flush_seconds = flush_seconds
+        self.stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        self.files: List[Path] = []
+        self.rows = 0
+        self._cols = _columns()
+        self._pending = 0
+        self._pending_bytes = 0
+        self._last_flush = time.monotonic()
+        self._writer = None
+        self._sink = None
+        self._file_bytes = 0
+
+    def write(self, f: CapturedFrame, rewritten: Optional[bytes] = None) -> None:
+        _append(self._cols, f, rewritten)
+        self._pending += 1
+        self._pending_bytes += len(f.frame) + (len(rewritten) if rewritten else 0) + 64
+        if (self._pending >= self.batch_rows or self._file_bytes + self._pending_bytes >= self.roll_bytes
+                or time.monotonic() - self._last_flush >= self.flush_seconds):
+            self.flush()
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if not self._pending:
+            return
+        batch = self.pa.record_batch(self._cols, schema=self.schema)
+        self._cols = _columns()
+        self.rows += self._pending
+        self._pending = 0
+        self._pending_bytes = 0
+        if self._writer is None:
+            self._open()
+        if self.fmt == "arrow":
+            self._writer.write_batch(batch)
+            self._sink.flush()
+            self._file_bytes = self._sink.tell()
+        else:
+            self._writer.write_batch(batch)
+            self._file_bytes += batch.nbytes
+        if self._file_bytes >= self.roll_bytes:
+            self._close_file()
+
+    def _open(self) -> None:
+        n = len(self.files) + 1
+        suffix = ".arrows" if self.fmt == "arrow" else ".parquet"
+        path = self.dir / f"frames-{self.stamp}-{os.getpid()}-{n:05d}{suffix}"
+        self.files.append(path)
+        self._file_bytes = 0
+        if self.fmt == "arrow":
+            self._sink = open(path, "wb")
+            self._writer = self.pa.ipc.new_stream(self._sink, self.schema)
+        else:
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(str(path), self.schema, compression="zstd")
+
+    def _close_file(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    def close(self) -> None:
+        self.flush()
+        self._close_file()
+
+    def __enter__(self) -> "FrameTableWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def table_files(path) -> List[Path]:
+    """The frame-table files at ``path`` (a file, or a folder of them, sorted)."""
+    p = Path(path)
+    if p.is_dir():
+        return sorted(q for q in p.iterdir() if q.suffix in SUFFIXES and q.is_file())
+    return [p]
+
+
+def is_table_file(head: bytes) -> bool:
+    """Parquet, Arrow IPC file or Arrow IPC stream, from a file's first bytes."""
+    return head[:4] == b"PAR1" or head[:6] == b"ARROW1" or head[:4] == b"\xff\xff\xff\xff"
+
+
+def _batches(path: Path):
+    pa = _pa()
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if head[:4] == b"PAR1":
+        import pyarrow.parquet as pq
+
+        yield from pq.ParquetFile(str(path)).iter_batches(batch_size=4096)
+    elif head[:6] == b"ARROW1":
+        with pa.ipc.open_file(str(path)) as r:
+            for i in range(r.num_record_batches):
+                yield r.get_batch(i)
+    else:
+        with pa.OSFile(str(path), "rb") as src:
+            reader = pa.ipc.open_stream(src)
+            while True:
+                try:
+                    yield reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (OSError, pa.ArrowInvalid):
+                    # a writer killed mid-batch leaves a cut last message
+                    return
+
+
+def iter_table_frames(path, acc: Optional[Accounting] = None) -> Iterator[CapturedFrame]:
+    """CapturedFrame objects from frame-table files, with their accounting."""
+    pa = _pa()
+    acc = acc if acc is not None else Accounting()
+    conns: Dict[tuple, Connection] = {}
+    for file in table_files(path):
+        acc.file_bytes += file.stat().st_size
+        for batch in _batches(file):
+            cols = batch.to_pydict()
+            cols["ts"] = batch.column("ts").cast(pa.int64()).to_pylist()
+            n = batch.num_rows
+            for i in range(n):
+                key = (cols["conn"][i], cols["client"][i], cols["server"][i])
+                conn = conns.get(key)
+                if conn is None:
+                    conn = conns[key] = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
+                    acc.connections += 1
+                    acc.kafka_connections += 1
+                ts = cols["ts"][i]
+                ts_ns = None if ts is None else ts * 1000
+                lat = cols["latency_us"][i]
+                direction = cols["direction"][i]
+                frame = cols["frame"][i]
+                key_ = cols["api_key"][i]
+                f = CapturedFrame(ts_ns, conn, direction, cols["offset"][i], frame, key_, cols["api_version"][i],
+                                  cols["correlation_id"][i],
+                                  None if lat is None or ts_ns is None else ts_ns - lat * 1000,
+                                  "unpaired" if direction == RESPONSE and key_ is None else "framed")
+                acc.payload_bytes_total += len(frame) + 4
+                acc.frame(f.status, len(frame) + 4)
+                yield f
+

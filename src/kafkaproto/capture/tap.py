@@ -1,0 +1,393 @@
+"""``kafkaproto tap``: a recording proxy in front of Kafka brokers.
+
+Clients connect to the tap; it connects to the upstream broker, forwards the
+bytes and records every frame (connection, direction, time, api key and
+version, correlation id, latency) with a :class:`~.table.FrameTableWriter`.
+
+Requests are forwarded as they arrive, byte for byte.  Responses are
+forwarded frame by frame: Metadata, FindCoordinator and DescribeCluster
+responses are decoded, each broker address in them is replaced by a port of
+the tap (one listener per broker, opened the first time a broker is named),
+and re-encoded, so clients keep talking through the tap to every broker of
+a cluster.  Every other frame passes unchanged.  The table keeps the frame
+as the broker sent it, and the rewritten bytes in ``rewritten``.
+
+A direction whose bytes stop framing (a size prefix that is negative or too
+large: not Kafka, or TLS) is forwarded raw from then on and no longer
+recorded; ``stats["raw_bytes"]`` counts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import struct
+import sys
+import threading
+import time
+from typing import Dict, Optional, Tuple
+
+from .._limits import DEFAULT_MAX_FRAME_SIZE
+from ..errors import KafkaProtocolError
+from ..protocol import decode_response, encode_response
+from .streams import REQUEST, RESPONSE, CapturedFrame, Connection
+from .table import FrameTableWriter
+
+__all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
+
+METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
+REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
+_i32 = struct.Struct(">i")
+_READ = 1 << 16
+
+
+def rewrite_addresses(msg, api_key: int, mapper) -> bool:
+    """Replace each broker (host, port) of a Metadata, FindCoordinator or
+    DescribeCluster response by ``mapper(host, port)``; True if any changed."""
+    changed = False
+
+    def fix(obj) -> None:
+        nonlocal changed
+        host, port = getattr(obj, "host", ""), getattr(obj, "port", -1)
+        if not host or port is None or port < 0:
+            return  # an error reply (FindCoordinator gives host "" and port -1)
+        new = mapper(host, port)
+        if new is not None and new != (host, port):
+            obj.host, obj.port = new
+            changed = True
+
+    if api_key in (METADATA, DESCRIBE_CLUSTER):
+        for b in msg.brokers or ():
+            fix(b)
+    elif api_key == FIND_COORDINATOR:
+        if msg.coordinators:
+            for c in msg.coordinators:
+                fix(c)
+        else:
+            fix(msg)
+    return changed
+
+
+class Tap:
+    """The proxy.  ``start()`` runs it on a background thread (tests, scripts);
+    ``run()`` runs it in the calling thread until ``stop()`` or a signal.
+
+    ``listen``: (host, port) for the bootstrap listener (port 0: any free
+    port).  Brokers named in responses get listeners on the following ports
+    when ``listen`` has a fixed port, else on free ports.  ``advertise_host``
+    is the host written into rewritten responses (default: the listen host).
+    """
+
+    def __init__(self, upstream: Tuple[str, int], out_dir, *, listen: Tuple[str, int] = ("127.0.0.1", 0),
+                 advertise_host: Optional[str] = None, fmt: str = "arrow", roll_bytes: int = 64 << 20,
+                 rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                 connect_timeout: float = 10.0, log=None) -> None:
+        self.upstream = (upstream[0], int(upstream[1]))
+        self.listen_host, self.listen_port = listen[0], int(listen[1])
+        self.advertise_host = advertise_host or self.listen_host
+        self.out_dir = out_dir
+        self.fmt = fmt
+        self.roll_bytes = roll_bytes
+        self.rewrite = rewrite
+        self.max_frame_size = max_frame_size
+        self.connect_timeout = connect_timeout
+        self.log = log
+        self.routes: Dict[Tuple[str, int], int] = {}  # upstream broker -> tap port
+        self.stats = {"connections": 0, "frames": 0, "rewritten": 0, "rewrite_failed": 0, "raw_bytes": 0,
+                      "upstream_errors": 0}
+        self.writer: Optional[FrameTableWriter] = None
+        self._servers: list = []
+        self._tasks: set = set()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
+        self._ready = threading.Event()
+        self._stopped: Optional[asyncio.Event] = None
+        self._error: Optional[BaseException] = None
+        self._next_conn = 0
+        self._next_port = self.listen_port + 1 if self.listen_port else 0
+
+    # -- public ------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self.routes[self.upstream]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.advertise_host}:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> "Tap":
+        self._thread = threading.Thread(target=self._thread_main, name="kafkaproto-tap", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"tap did not start listening within {timeout}s")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        loop = self._loop
+        if loop is not None and self._stopped is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._stopped.set)
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def __enter__(self) -> "Tap":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def run(self, duration: Optional[float] = None) -> None:
+        asyncio.run(self._main(duration, install_signals=True))
+
+    @property
+    def files(self):
+        return list(self.writer.files) if self.writer else []
+
+    # -- event loop --------------------------------------------------------
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._main(None, install_signals=False))
+        except BaseException as exc:  # surfaced by start()
+            self._error = exc
+            self._ready.set()
+
+    async def _main(self, duration: Optional[float], install_signals: bool) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes)
+        try:
+            await self._listen(self.upstream, self.listen_port)
+            if install_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    with contextlib.suppress(NotImplementedError, RuntimeError):
+                        self._loop.add_signal_handler(sig, self._stopped.set)
+            self._ready.set()
+            flusher = asyncio.ensure_future(self._flush_loop())
+            try:
+                if duration is None:
+                    await self._stopped.wait()
+                else:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._stopped.wait(), duration)
+            finally:
+                flusher.cancel()
+        finally:
+            for srv in self._servers:
+                srv.close()
+            tasks = list(self._tasks)
+            for t in tasks:
+                t.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
+            for srv in self._servers:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(srv.wait_closed(), 2)
+            self.writer.close()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            self.writer.flush()
+
+    async def _listen(self, upstream: Tuple[str, int], port: int) -> int:
+        async def handler(reader, writer):
+            task = asyncio.current_task()
+            self._tasks.add(task)
+            try:
+                await self._client(reader, writer, upstream)
+            except asyncio.CancelledError:
+                writer.close()  # the tap is stopping
+            finally:
+                self._tasks.discard(task)
+
+        tries = 20 if port else 1
+        last: Optional[OSError] = None
+        for i in range(tries):
+            try:
+                srv = await asyncio.start_server(handler, self.listen_host, port + i if port else 0)
+                break
+            except OSError as exc:
+                last = exc
+        else:
+            raise OSError(f"tap: cannot listen on {self.listen_host}:{port}..{port + tries - 1}: {last}")
+        self._servers.append(srv)
+        bound = srv.sockets[0].getsockname()[1]
+        self.routes[upstream] = bound
+        self._say(f"tap: listening on {self.listen_host}:{bound} -> {upstream[0]}:{upstream[1]}")
+        return bound
+
+    def _say(self, text: str) -> None:
+        if self.log is not None:
+            print(text, file=self.log, flush=True)
+
+    async def _route(self, host: str, port: int) -> Tuple[str, int]:
+        key = (host, int(port))
+        local = self.routes.get(key)
+        if local is None:
+            local = await self._listen(key, self._next_port)
+            if self._next_port:
+                self._next_port = local + 1
+        return self.advertise_host, local
+
+    # -- one client connection ---------------------------------------------
+    async def _client(self, creader, cwriter, upstream: Tuple[str, int]) -> None:
+        peer = cwriter.get_extra_info("peername") or ("?", 0)
+        try:
+            sreader, swriter = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
+        except (OSError, asyncio.TimeoutError) as exc:
+            self.stats["upstream_errors"] += 1
+            self._say(f"tap: cannot reach {upstream[0]}:{upstream[1]}: {exc}")
+            cwriter.close()
+            return
+        self._next_conn += 1
+        self.stats["connections"] += 1
+        client = f"[{peer[0]}]:{peer[1]}" if ":" in str(peer[0]) else f"{peer[0]}:{peer[1]}"
+        conn = Connection(self._next_conn, client, f"{upstream[0]}:{upstream[1]}", time.time_ns())
+        up = asyncio.ensure_future(self._pump(creader, swriter, conn, True))
+        down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, False))
+        try:
+            await asyncio.gather(up, down)
+        finally:
+            for t in (up, down):
+                t.cancel()
+            for w in (cwriter, swriter):
+                w.close()
+
+    def _record(self, frame: CapturedFrame, rewritten: Optional[bytes] = None) -> None:
+        self.stats["frames"] += 1
+        self.writer.write(frame, rewritten)
+
+    async def _pump(self, reader, writer, conn: Connection, requests: bool) -> None:
+        """One direction.  Requests are forwarded as they arrive, before they
+        are parsed; responses once a whole frame is there (it may be rewritten)."""
+        buf = bytearray()
+        offset = 0
+        framing = True
+        minimum = 8 if requests else 4  # api key, version, correlation id / correlation id
+        try:
+            while True:
+                chunk = await reader.read(_READ)
+                if not chunk:
+                    break
+                if requests:
+                    writer.write(chunk)
+                if not framing:
+                    self.stats["raw_bytes"] += len(chunk)
+                    if not requests:
+                        writer.write(chunk)
+                    await writer.drain()
+                    continue
+                buf += chunk
+                now = time.time_ns()
+                pos = 0
+                while len(buf) - pos >= 4:
+                    (size,) = _i32.unpack_from(buf, pos)
+                    if size < minimum or size > self.max_frame_size:
+                        framing = False
+                        self.stats["raw_bytes"] += len(buf) - pos
+                        if not requests:
+                            writer.write(bytes(buf[pos:]))
+                        pos = len(buf)
+                        break
+                    if len(buf) - pos < 4 + size:
+                        break
+                    frame = bytes(buf[pos + 4:pos + 4 + size])
+                    if requests:
+                        key, version, corr = struct.unpack_from(">hhi", frame, 0)
+                        conn.outstanding[corr] = (key, version, now)
+                        self._record(CapturedFrame(now, conn, REQUEST, offset + pos, frame, key, version, corr))
+                    else:
+                        out = await self._response(conn, frame, offset + pos, now)
+                        writer.write(buf[pos:pos + 4 + size] if out is None else out)
+                    pos += 4 + size
+                del buf[:pos]
+                offset += pos
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            with contextlib.suppress(OSError, RuntimeError):
+                if writer.can_write_eof():
+                    writer.write_eof()
+
+    async def _response(self, conn: Connection, frame: bytes, offset: int, now: int) -> Optional[bytes]:
+        """Record one response; the bytes to forward instead, if rewritten."""
+        (corr,) = _i32.unpack_from(frame, 0)
+        pending = conn.outstanding.pop(corr, None)
+        if pending is None:
+            self._record(CapturedFrame(now, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired"))
+            return None
+        key, version, req_ts = pending
+        new = None
+        if self.rewrite and key in REWRITTEN_APIS:
+            new = await self._rewrite(frame, key, version, corr)
+        self._record(CapturedFrame(now, conn, RESPONSE, offset, frame, key, version, corr, req_ts),
+                     None if new is None else new[4:])
+        return new
+
+    async def _rewrite(self, frame: bytes, key: int, version: int, corr: int) -> Optional[bytes]:
+        try:
+            header, msg = decode_response(frame, key, version)
+        except KafkaProtocolError as exc:
+            self.stats["rewrite_failed"] += 1
+            self._say(f"tap: cannot decode api {key} v{version} response to rewrite it: {exc}")
+            return None
+        wanted = {}
+        for obj in list(getattr(msg, "brokers", None) or ()) + list(getattr(msg, "coordinators", None) or ()) + [msg]:
+            host, port = getattr(obj, "host", ""), getattr(obj, "port", -1)
+            if host and port is not None and port >= 0:
+                wanted[(host, port)] = await self._route(host, port)
+        if not rewrite_addresses(msg, key, lambda h, p: wanted.get((h, p))):
+            return None
+        try:
+            out = encode_response(msg, version, corr, header_tagged_fields=header.unknown_tagged_fields or None)
+        except KafkaProtocolError as exc:
+            self.stats["rewrite_failed"] += 1
+            self._say(f"tap: cannot re-encode api {key} v{version} response: {exc}")
+            return None
+        self.stats["rewritten"] += 1
+        return out
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+
+
+def _hostport(text: str) -> Tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def add_tap_arguments(p) -> None:
+    p.add_argument("--listen", required=True, type=_hostport, help="HOST:PORT for clients (PORT 0: any)")
+    p.add_argument("--upstream", required=True, type=_hostport, help="the bootstrap broker, HOST:PORT")
+    p.add_argument("--out", required=True, help="folder for the recorded frames")
+    p.add_argument("--format", choices=("arrow", "parquet"), default="arrow",
+                   help="Arrow IPC stream files (default) or Parquet")
+    p.add_argument("--roll-mb", type=float, default=64.0, help="start a new file past this size (MB)")
+    p.add_argument("--advertise-host", default=None, help="host written into rewritten broker addresses")
+    p.add_argument("--no-rewrite", action="store_true", help="forward Metadata/FindCoordinator/DescribeCluster "
+                   "responses unchanged (single broker advertising the tap itself)")
+    p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+
+
+def run_tap_cli(args) -> int:
+    tap = Tap(args.upstream, args.out, listen=args.listen, advertise_host=args.advertise_host, fmt=args.format,
+              roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite, log=sys.stdout)
+    try:
+        tap.run(args.duration)
+    except OSError as exc:
+        print(f"kafkaproto tap: {exc}", file=sys.stderr)
+        return 1
+    s = tap.stats
+    print(f"tap: {s['connections']} connections, {s['frames']} frames recorded, {s['rewritten']} responses "
+          f"rewritten ({s['rewrite_failed']} failed), files: {', '.join(str(f) for f in tap.files) or 'none'}",
+          flush=True)
+    return 0

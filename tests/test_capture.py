@@ -1,0 +1,372 @@
+"""pcap/pcapng reading, TCP reassembly, Kafka framing, pairing and accounting
+on synthetic captures written with kafkaproto.capture.writer."""
+
+from __future__ import annotations
+
+import io
+import random
+import struct
+
+import pytest
+
+from kafkaproto import encode_request, encode_response
+from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
+from kafkaproto.capture.dissect import dissect, format_line
+from kafkaproto.capture.pcap import (
+    ACK,
+    LINKTYPE_ETHERNET,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP,
+    LINKTYPE_NULL,
+    LINKTYPE_RAW,
+    PSH,
+    CaptureFile,
+    decode_tcp,
+)
+from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+CLIENT4, SERVER4 = ("10.1.0.1", 40001), ("10.1.0.2", 9092)
+CLIENT6, SERVER6 = ("fd00::1", 40001), ("fd00::2", 9092)
+LINKTYPES = [LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_NULL, LINKTYPE_LOOP, LINKTYPE_RAW]
+
+
+def exchange(n: int = 3, big: int = 0):
+    """(request frame, response frame) pairs: ApiVersions, then Metadata, then
+    Produce requests (of ``big`` value bytes) with their responses."""
+    pairs = [(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 1, "app"),
+              encode_response(ApiVersionsResponse(), 3, 1))]
+    topic = MetadataRequest.MetadataRequestTopic(name="orders")
+    pairs.append((encode_request(MetadataRequest(topics=[topic]), 12, 2, "app"),
+                  encode_response(MetadataResponse(brokers=[MetadataResponse.MetadataResponseBroker(
+                      node_id=1, host="broker", port=9092)]), 12, 2)))
+    for i in range(n):
+        data = ProduceRequest.TopicProduceData(name="orders", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=bytes([i % 251]) * big)])
+        pairs.append((encode_request(ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[data]), 9, 3 + i, "app"),
+                      encode_response(ProduceResponse(), 9, 3 + i)))
+    return pairs
+
+
+def conversation_packets(pairs, client=CLIENT4, server=SERVER4, linktype=LINKTYPE_ETHERNET, handshake=True,
+                         isn=(1000, 5000), mss=1460):
+    c = TcpConversation(client, server, linktype=linktype, isn=isn)
+    pk = c.handshake() if handshake else []
+    for req, resp in pairs:
+        pk += c.send(True, req, mss)
+        pk += c.send(False, resp, mss)
+    pk += c.close()
+    return pk
+
+
+def write_pcap(path, packets, linktype=LINKTYPE_ETHERNET, **kw):
+    with open(path, "wb") as f:
+        w = PcapWriter(f, linktype, **kw)
+        for ts, data in packets:
+            w.write(ts, data)
+    return path
+
+
+def run(path, **kw):
+    acc = Accounting()
+    items = list(dissect(read_frames(path, acc=acc, **kw), acc))
+    acc.check()
+    return items, acc
+
+
+def summary(items):
+    return [(d.frame.direction, d.frame.api_key, d.frame.api_version, d.frame.correlation_id, d.error is None)
+            for d in items]
+
+
+EXPECTED = [(dirn, key, ver, cid, True) for key, ver, cid in [(18, 3, 1), (3, 12, 2), (0, 9, 3), (0, 9, 4), (0, 9, 5)]
+            for dirn in ("request", "response")]
+
+
+@pytest.mark.parametrize("linktype", LINKTYPES)
+@pytest.mark.parametrize("ipv6", [False, True])
+@pytest.mark.parametrize("fmt", ["pcap", "pcap-ns", "pcapng", "pcapng-be"])
+def test_every_link_type_ip_version_and_file_format(tmp_path, linktype, ipv6, fmt):
+    client, server = (CLIENT6, SERVER6) if ipv6 else (CLIENT4, SERVER4)
+    packets = conversation_packets(exchange(3, big=3000), client, server, linktype)
+    path = tmp_path / "c.cap"
+    with open(path, "wb") as f:
+        if fmt.startswith("pcapng"):
+            w = PcapngWriter(f, big_endian=fmt.endswith("be"))
+            w.comment_block()
+            w.interface(LINKTYPE_ETHERNET, tsresol=9)  # an unused interface first
+            iface = w.interface(linktype, tsresol=0x80 | 20 if ipv6 else 6)
+            for ts, data in packets:
+                w.write(ts, data, iface)
+        else:
+            pw = PcapWriter(f, linktype, nanos=fmt.endswith("ns"))
+            for ts, data in packets:
+                pw.write(ts, data)
+    items, acc = run(path)
+    assert summary(items) == EXPECTED
+    assert acc.packets["tcp"] == len(packets)
+    assert acc.frames["decoded"] == 10 and acc.bytes["decoded"] == acc.payload_bytes_total
+    conn = items[0].frame.conn
+    host = f"[{client[0]}]:{client[1]}" if ipv6 else f"{client[0]}:{client[1]}"
+    assert conn.client == host and conn.server.endswith(":9092")
+    # time stamps survive every resolution to the microsecond; latency is response - request
+    first_ts = packets[3][0]  # the first data packet completes the first request
+    assert abs(items[0].frame.ts - first_ts) < 1000
+    assert items[1].frame.latency_ns == items[1].frame.ts - items[0].frame.ts > 0
+
+
+def test_vlan_tagged_ethernet_and_ipv6_extension_headers():
+    pkt = tcp_packet(LINKTYPE_ETHERNET, "10.0.0.1", 1, "10.0.0.2", 2, 7, 0, ACK, b"xyz", vlan=5)
+    seg = decode_tcp(LINKTYPE_ETHERNET, pkt)
+    assert (seg.src, seg.sport, seg.dport, seg.seq, seg.payload) == ("10.0.0.1", 1, 2, 7, b"xyz")
+    raw6 = tcp_packet(LINKTYPE_RAW, "::1", 1, "::2", 2, 9, 0, ACK, b"ab")
+    # insert a hop-by-hop options header (8 bytes) before TCP
+    hop = bytes([6, 0]) + b"\0" * 6
+    ext = bytearray(raw6[:40] + hop + raw6[40:])
+    ext[6] = 0
+    struct.pack_into(">H", ext, 4, len(raw6) - 40 + 8)
+    seg = decode_tcp(LINKTYPE_RAW, bytes(ext))
+    assert seg.payload == b"ab" and seg.dst == "::2"
+
+
+def test_reasons_for_packets_that_are_not_tcp():
+    udp = bytearray(tcp_packet(LINKTYPE_RAW, "10.0.0.1", 1, "10.0.0.2", 2, 0, 0, ACK))
+    udp[9] = 17
+    frag = bytearray(tcp_packet(LINKTYPE_RAW, "10.0.0.1", 1, "10.0.0.2", 2, 0, 0, ACK))
+    frag[6] = 0x20  # more fragments
+    arp = b"\xff" * 12 + b"\x08\x06" + b"\0" * 28
+    assert decode_tcp(LINKTYPE_RAW, bytes(udp)) == "not_tcp"
+    assert decode_tcp(LINKTYPE_RAW, bytes(frag)) == "ip_fragment"
+    assert decode_tcp(LINKTYPE_ETHERNET, arp) == "not_ip"
+    assert decode_tcp(LINKTYPE_ETHERNET, b"\0" * 10) == "malformed"
+    assert decode_tcp(147, b"\0" * 60) == "unsupported_link"
+    assert decode_tcp(LINKTYPE_RAW, bytes(frag[:6]) + b"\0\0" + bytes(frag[8:30])) == "malformed"
+
+
+def test_out_of_order_retransmitted_and_overlapping_segments(tmp_path):
+    pairs = exchange(4, big=5000)
+    clean = conversation_packets(pairs, mss=700)
+    rng = random.Random(7)
+    hs, data, close = clean[:3], clean[3:-2], clean[-2:]
+    shuffled = []
+    # swap neighbours of one direction (a response cannot precede its request's
+    # last byte), duplicate some segments, and add overlapping re-sends
+    src = [decode_tcp(LINKTYPE_ETHERNET, p).sport for _, p in data]
+    i = 0
+    while i < len(data):
+        if i + 1 < len(data) and src[i] == src[i + 1] and rng.random() < 0.5:
+            shuffled += [data[i + 1], data[i]]
+            i += 2
+            continue
+        shuffled.append(data[i])
+        if rng.random() < 0.2:
+            shuffled.append(data[i])  # plain retransmission
+        i += 1
+    # an overlapping segment: the second half of a segment plus the next segment's start
+    ts, pkt = data[5]
+    seg = decode_tcp(LINKTYPE_ETHERNET, pkt)
+    ts2, pkt2 = data[6]
+    seg2 = decode_tcp(LINKTYPE_ETHERNET, pkt2)
+    if seg2.src == seg.src:
+        overlap = seg.payload[300:] + seg2.payload[:100]
+        shuffled.append((ts2 + 1, tcp_packet(LINKTYPE_ETHERNET, seg.src, seg.sport, seg.dst, seg.dport,
+                                             seg.seq + 300, seg.ack, PSH | ACK, overlap)))
+    items, acc = run(write_pcap(tmp_path / "ooo.pcap", hs + shuffled + close))
+    assert [s[:4] for s in summary(items)] == [s[:4] for s in
+                                                summary(run(write_pcap(tmp_path / "in.pcap", clean))[0])]
+    assert all(d.error is None for d in items)
+    assert acc.bytes["duplicate"] > 0 and acc.gaps == 0
+
+
+def test_data_on_the_syn(tmp_path):
+    from kafkaproto.capture.pcap import SYN
+
+    pairs = exchange(0)
+    c = TcpConversation(CLIENT4, SERVER4)
+    ts, syn = c._packet(CLIENT4, SYN, pairs[0][0])  # TCP Fast Open: the first request rides on the SYN
+    c.seq[CLIENT4] += 1 + len(pairs[0][0])
+    pk = [(ts, syn), c._packet(SERVER4, SYN | ACK)]
+    c.seq[SERVER4] += 1
+    pk += c.send(False, pairs[0][1])
+    for req, resp in pairs[1:]:
+        pk += c.send(True, req) + c.send(False, resp)
+    items, acc = run(write_pcap(tmp_path / "tfo.pcap", pk))
+    assert summary(items) == EXPECTED[:4] and acc.bytes["duplicate"] == 0
+
+
+def test_sequence_numbers_wrap_around(tmp_path):
+    packets = conversation_packets(exchange(3, big=4000), isn=(0xFFFFF000, 0xFFFFFF00))
+    items, acc = run(write_pcap(tmp_path / "wrap.pcap", packets))
+    assert summary(items) == EXPECTED and acc.gaps == 0
+
+
+def test_gap_resynchronizes_at_the_next_frame(tmp_path):
+    pairs = exchange(5, big=4000)
+    packets = conversation_packets(pairs)
+    # drop one client segment in the middle of the first Produce request
+    client_data = [i for i, (_, p) in enumerate(packets)
+                   if decode_tcp(LINKTYPE_ETHERNET, p).sport == CLIENT4[1] and decode_tcp(LINKTYPE_ETHERNET, p).payload]
+    first_produce = client_data[2]
+    dropped = packets[first_produce + 1]
+    kept = packets[:first_produce + 1] + packets[first_produce + 2:]
+    items, acc = run(write_pcap(tmp_path / "gap.pcap", kept))
+    got = summary(items)
+    assert acc.gaps == 1 and acc.missing_bytes == len(decode_tcp(LINKTYPE_ETHERNET, dropped[1]).payload)
+    assert acc.frames["truncated"] == 1 and acc.bytes["gap"] > 0
+    # the cut request is lost; its response arrives unpaired; everything after decodes
+    assert ("request", 0, 9, 3, True) not in got
+    assert ("response", None, None, 3, False) in got
+    assert got[-6:] == [(d, 0, 9, c, True) for c in (5, 6, 7) for d in ("request", "response")]
+    assert acc.frames["unpaired"] == 1
+
+
+def test_capture_starting_mid_connection(tmp_path):
+    packets = conversation_packets(exchange(4, big=3000), handshake=False)
+    # start inside the first request: the first packet is lost
+    items, acc = run(write_pcap(tmp_path / "mid.pcap", packets[1:]))
+    # the ApiVersions response has no request to resynchronize on: skipped as gap
+    assert summary(items) == [(d, k, v, c, True) for k, v, c in [(3, 12, 2)] + [(0, 9, c) for c in (3, 4, 5, 6)]
+                              for d in ("request", "response")]
+    assert acc.bytes["gap"] == len(exchange()[0][1])
+    assert acc.kafka_connections == 1 and items[0].frame.conn.server == "10.1.0.2:9092"
+
+
+def test_snap_length_cuts_frames_and_counts_gaps(tmp_path):
+    packets = conversation_packets(exchange(3, big=3000))
+    items, acc = run(write_pcap(tmp_path / "snap.pcap", packets, snaplen=200))
+    assert acc.gaps > 0 and acc.missing_bytes > 0
+    # the small frames (ApiVersions, Metadata) fit and decode
+    assert summary(items)[:4] == EXPECTED[:4]
+
+
+def test_non_kafka_traffic_is_counted_not_decoded(tmp_path):
+    c = TcpConversation(("10.0.0.9", 50000), ("10.0.0.8", 80))
+    http = c.handshake() + c.send(True, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") + c.send(False, b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000) + c.close()
+    s = TcpConversation(("10.0.0.9", 50001), ("10.0.0.8", 22))
+    ssh = s.handshake() + s.send(False, b"SSH-2.0-OpenSSH_9\r\n") + s.send(True, b"\x00\x00\x00\x10" + b"\x05" * 16)
+    kafka = conversation_packets(exchange(1))
+    udp = bytearray(tcp_packet(LINKTYPE_ETHERNET, "10.0.0.1", 53, "10.0.0.2", 53, 0, 0, 0, b"dns"))
+    udp[14 + 9] = 17
+    packets = http + [(1, bytes(udp))] + ssh + kafka + [(2, b"\xff" * 12 + b"\x08\x06" + b"\0" * 28)]
+    path = write_pcap(tmp_path / "mixed.pcap", packets)
+    items, acc = run(path)
+    assert [s[:4] for s in summary(items)] == [s[:4] for s in EXPECTED[:6]]
+    assert acc.connections == 3 and acc.kafka_connections == 1
+    assert acc.bytes["not_kafka"] == sum(len(decode_tcp(1, p).payload) for _, p in http + ssh)
+    assert acc.packets["not_tcp"] == 1 and acc.packets["not_ip"] == 1
+    # with the port given, only that port is Kafka
+    items, acc = run(path, ports=[9092])
+    assert acc.kafka_connections == 1 and len(items) == 6
+    items, acc = run(path, ports=[80])
+    assert acc.kafka_connections == 1 and all(d.error is not None or d.frame.direction for d in items)
+
+
+def test_one_way_traffic_caught_mid_stream_is_not_held_forever(tmp_path):
+    c = TcpConversation(("10.0.0.5", 5000), ("10.0.0.6", 6000))
+    bulk = c.send(True, bytes(range(256)) * 8000)  # 2 MB one way, no handshake, nothing back
+    items, acc = run(write_pcap(tmp_path / "bulk.pcap", bulk))
+    assert not items and acc.kafka_connections == 0 and acc.bytes["not_kafka"] == 2_048_000
+
+
+def test_detection_learns_the_broker_endpoint(tmp_path):
+    first = conversation_packets(exchange(1))
+    second = conversation_packets(exchange(1), client=("10.1.0.1", 40002), handshake=False)
+    items, acc = run(write_pcap(tmp_path / "two.pcap", first + second))
+    assert acc.kafka_connections == 2
+    assert {d.frame.conn.id for d in items} == {1, 2}
+
+
+def test_reused_four_tuple_is_a_new_connection(tmp_path):
+    packets = conversation_packets(exchange(1)) + conversation_packets(exchange(1), isn=(900000, 700000))
+    items, acc = run(write_pcap(tmp_path / "reuse.pcap", packets))
+    assert acc.connections == 2 and [d.frame.conn.id for d in items] == [1] * 6 + [2] * 6
+    assert all(d.error is None for d in items)
+
+
+def test_truncated_and_corrupt_files_never_crash(tmp_path):
+    packets = conversation_packets(exchange(3, big=2000))
+    good = write_pcap(tmp_path / "good.pcap", packets).read_bytes()
+    for cut in (30, 100, len(good) // 2, len(good) - 5):
+        path = tmp_path / f"cut{cut}.pcap"
+        path.write_bytes(good[:cut])
+        items, acc = run(path)
+        assert acc.errors and acc.unread_bytes > 0
+    # an implausible record length stops the reader with a reason
+    bad = bytearray(good)
+    struct.pack_into("<I", bad, 24 + 8, 0x7FFFFFFF)
+    (tmp_path / "bad.pcap").write_bytes(bytes(bad))
+    items, acc = run(tmp_path / "bad.pcap")
+    assert "implausible captured length" in acc.errors[0] and not items
+    with pytest.raises(CaptureFormatError):
+        list(CaptureFile(io.BytesIO(b"\xa1\xb2\xc3\xd4\x00")))
+
+
+def test_random_damage_keeps_the_books_balanced(tmp_path):
+    packets = conversation_packets(exchange(4, big=1500), mss=500)
+    good = bytearray(write_pcap(tmp_path / "g.pcap", packets).read_bytes())
+    rng = random.Random(2024)
+    for i in range(60):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 20)):
+            pos = rng.randrange(24, len(data))
+            data[pos] = rng.randrange(256)
+        path = tmp_path / "r.pcap"
+        path.write_bytes(bytes(data))
+        run(path)  # run() checks the accounting
+
+
+def test_pcapng_damage(tmp_path):
+    packets = conversation_packets(exchange(2))
+    path = tmp_path / "x.pcapng"
+    with open(path, "wb") as f:
+        w = PcapngWriter(f)
+        w.interface(LINKTYPE_ETHERNET)
+        for ts, d in packets:
+            w.write(ts, d)
+        w.write_simple(packets[0][1])
+    data = path.read_bytes()
+    items, acc = run(path)
+    assert len(items) == 8 and acc.packets_total == len(packets) + 1
+    path.write_bytes(data[:-7])
+    items, acc = run(path)
+    assert acc.errors and "cut short" in acc.errors[0]
+    wrong = bytearray(data)
+    wrong[8:12] = b"\x00\x00\x00\x00"  # byte-order magic
+    path.write_bytes(bytes(wrong))
+    items, acc = run(path)
+    assert "byte-order magic" in acc.errors[0] and not items
+
+
+def test_inspect_prints_one_line_per_frame(tmp_path, capsys):
+    from kafkaproto.__main__ import main
+
+    path = write_pcap(tmp_path / "i.pcap", conversation_packets(exchange(1)))
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "10.1.0.1:40001 > 10.1.0.2:9092 ApiVersions" in out[0] and "software=t/1" in out[0]
+    assert "10.1.0.1:40001 < 10.1.0.2:9092 Metadata" in out[3] and "brokers=broker:9092" in out[3]
+    assert out[6].startswith("6 frames, 0 undecodable")
+    assert any(line.startswith("frames: 6: decoded 6") for line in out)
+    (tmp_path / "junk.pcapng").write_bytes(b"\x0a\x0d\x0d\x0a" + b"\0" * 3)
+    assert main(["inspect", str(tmp_path / "junk.pcapng")]) == 0
+    assert "block header cut short" in capsys.readouterr().out
+
+
+def test_format_line_for_unpaired_and_undecodable(tmp_path):
+    c = TcpConversation(CLIENT4, SERVER4)
+    pk = c.handshake() + c.send(True, encode_request(MetadataRequest(topics=[]), 4, 1, "c"))
+    pk += c.send(False, struct.pack(">ii", 8, 99) + b"\0\0\0\0")  # answers a request never sent
+    pk += c.send(False, struct.pack(">ii", 6, 1) + b"\0\0")  # Metadata v4 response, cut
+    items, acc = run(write_pcap(tmp_path / "u.pcap", pk))
+    lines = [format_line(i, d) for i, d in enumerate(items, 1)]
+    assert "unpaired: no request with this correlation id" in lines[1]
+    assert "undecodable: MetadataResponse v4" in lines[2]
+    assert acc.frames == {"decoded": 1, "unpaired": 1, "undecodable": 1}

@@ -1,0 +1,281 @@
+"""The recording proxy: bytes forwarded unchanged, broker addresses rewritten,
+every frame recorded; with real clients against tansu and librdkafka's mock
+cluster (several brokers), and against a scripted upstream."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from kafkaproto import decode_response, encode_request, encode_response, split_frames
+from kafkaproto.capture import Accounting, read_frames
+from kafkaproto.capture.dissect import dissect
+from kafkaproto.capture.streams import CapturedFrame, Connection
+from kafkaproto.capture.table import FrameTableWriter, iter_table_frames
+from kafkaproto.capture.tap import Tap
+from kafkaproto.messages import (
+    ApiVersionsRequest,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from peers import clients
+from peers.brokers import MockCluster
+
+pytestmark = [pytest.mark.peers, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
+
+
+def recorded(out_dir):
+    acc = Accounting()
+    items = list(dissect(read_frames(out_dir, acc=acc), acc))
+    acc.check()
+    return items, acc
+
+
+# --------------------------------------------------------------------------
+# real clients
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client,codec", [("confluent", "zstd"), ("kafka_python", "gzip"), ("aiokafka", "lz4"),
+                                          ("kcat", "snappy")])
+def test_real_clients_through_the_tap_to_tansu(tansu, tmp_path, client, codec):
+    # tansu advertises its own port: only the rewrite keeps clients on the tap
+    with Tap((tansu.host, tansu.port), tmp_path / "tap") as tap:
+        topic = clients.unique_topic("tap")
+        clients.create_topic(tap.bootstrap, topic)
+        records = [{"key": b"k%d" % i, "value": b"v" * (i * 50), "headers": [("h", b"x"), ("h", b"y")]}
+                   for i in range(3)]
+        kw = {"librdkafka": "bundled"} if client == "kcat" else {}
+        sent = clients.produce(client, tap.bootstrap, topic, records, codec, timeout=20, **kw)
+        got = clients.consume_confluent(tap.bootstrap, topic, len(sent), timeout=20)
+        clients.assert_same_records(sent, got)
+    stats = dict(tap.stats)  # after stop: connections still open a moment ago are recorded too
+    assert stats["rewritten"] > 0 and stats["rewrite_failed"] == 0
+    items, acc = recorded(tmp_path / "tap")
+    assert all(d.error is None for d in items), [d.error for d in items if d.error]
+    apis = {d.frame.api_key for d in items}
+    assert {0, 1, 3, 18} <= apis  # Produce and Fetch went through the tap too
+    assert acc.frames["decoded"] == len(items) == stats["frames"]
+    # the recorded responses are the broker's; the forwarded rewrite names the tap
+    meta = [d for d in items if d.frame.api_key == 3 and d.frame.direction == "response"]
+    assert meta and all(b.port == tansu.port for d in meta for b in d.message.brokers)
+
+
+def test_mock_cluster_with_three_brokers(tmp_path):
+    from confluent_kafka import Producer
+
+    with MockCluster(num_brokers=3) as mock, Tap(mock.brokers[0], tmp_path / "tap") as tap:
+        topic = clients.unique_topic("tapmock")
+        clients.create_topic(tap.bootstrap, topic)
+        md = Producer({"bootstrap.servers": mock.bootstrap}).list_topics(topic, timeout=10)  # direct, not rewritten
+        leaders = {p: pm.leader for p, pm in md.topics[topic].partitions.items()}
+        address = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+        records = [{"key": b"key-%d" % i, "value": b"value-%d" % i} for i in range(3)]
+        for p in sorted(leaders):  # one batch per partition, each to its leader through the tap
+            clients.produce_confluent(tap.bootstrap, topic, records, "gzip", partition=p, timeout=20)
+        got = clients.consume_confluent(tap.bootstrap, topic, 3 * len(leaders), timeout=20)
+        assert len(got) == 3 * len(leaders)
+        routes = dict(tap.routes)
+    # one listener per broker
+    assert {(h, p) for h, p in mock.brokers} <= set(routes)
+    items, acc = recorded(tmp_path / "tap")
+    produced_to = {d.frame.conn.server for d in items if d.frame.api_key == 0}
+    assert produced_to == {address[leader] for leader in leaders.values()}
+    assert acc.frames.get("undecodable", 0) == 0
+
+
+# --------------------------------------------------------------------------
+# a scripted upstream: exact bytes
+# --------------------------------------------------------------------------
+
+
+class ScriptedBroker:
+    """Answers each request frame with ``reply(api_key, version, corr)`` bytes."""
+
+    def __init__(self, reply) -> None:
+        self.reply = reply
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn) -> None:
+        buf = b""
+        conn.settimeout(0.2)
+        with conn:
+            while not self.stop.is_set():
+                try:
+                    data = conn.recv(65536)
+                except socket.timeout:
+                    continue
+                if not data:
+                    return
+                buf += data
+                frames, used = split_frames(buf)
+                for f in frames:
+                    key, version, corr = struct.unpack_from(">hhi", f, 0)
+                    conn.sendall(self.reply(key, version, corr))
+                buf = buf[used:]
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+def _recv(sock, n, timeout=5.0):
+    sock.settimeout(timeout)
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def test_rewrites_only_address_responses_and_passes_the_rest_byte_for_byte(tmp_path):
+    B = MetadataResponse.MetadataResponseBroker
+    odd = b"\x00\x00\x00\x0b" + b"\x00\x00\x00\x01" + b"\x00\x12\x00\x00\x00\x00\x00"  # raw ApiVersions-ish reply
+
+    def reply(key, version, corr):
+        if key == 18:
+            return odd[:4] + struct.pack(">i", corr) + odd[8:]
+        if key == 3:
+            return encode_response(MetadataResponse(brokers=[B(node_id=1, host="127.0.0.1", port=upstream.port),
+                                                             B(node_id=2, host="127.0.0.1", port=1)]), version, corr)
+        if key == 10 and version < 4:
+            return encode_response(FindCoordinatorResponse(node_id=2, host="127.0.0.1", port=1), version, corr)
+        if key == 10:
+            C = FindCoordinatorResponse.Coordinator
+            return encode_response(FindCoordinatorResponse(coordinators=[C(key="g", node_id=2, host="127.0.0.1", port=1),
+                                                                         C(key="h", error_code=15, host="", port=-1)]),
+                                   version, corr)
+        if key == 60:
+            D = DescribeClusterResponse.DescribeClusterBroker
+            return encode_response(DescribeClusterResponse(brokers=[D(broker_id=2, host="127.0.0.1", port=1)]),
+                                   version, corr)
+        raise AssertionError(key)
+
+    upstream = ScriptedBroker(reply)
+    try:
+        with Tap(("127.0.0.1", upstream.port), tmp_path / "tap") as tap:
+            requests = [
+                encode_request(ApiVersionsRequest(), 0, 1, "c"),
+                encode_request(MetadataRequest(topics=[]), 1, 2, "c"),
+                encode_request(FindCoordinatorRequest(key="g"), 1, 3, "c"),
+                encode_request(FindCoordinatorRequest(coordinator_keys=["g", "h"]), 4, 4, "c"),
+                encode_request(DescribeClusterRequest(), 0, 5, "c"),
+            ]
+            with socket.create_connection(("127.0.0.1", tap.port), timeout=5) as s:
+                got = []
+                for req in requests:
+                    s.sendall(req)
+                    size = struct.unpack(">i", _recv(s, 4))[0]
+                    got.append(_recv(s, size))
+            routes = dict(tap.routes)
+    finally:
+        upstream.close()
+    tap_port = routes[("127.0.0.1", upstream.port)]
+    other = routes[("127.0.0.1", 1)]
+    assert other not in (tap_port, 1)
+    assert got[0] == struct.pack(">i", 1) + odd[8:]  # passed unchanged
+    _, meta = decode_response(got[1], 3, 1)
+    assert [(b.host, b.port) for b in meta.brokers] == [("127.0.0.1", tap_port), ("127.0.0.1", other)]
+    _, fc = decode_response(got[2], 10, 1)
+    assert (fc.host, fc.port) == ("127.0.0.1", other)
+    _, fc4 = decode_response(got[3], 10, 4)
+    assert [(c.host, c.port) for c in fc4.coordinators] == [("127.0.0.1", other), ("", -1)]
+    _, dc = decode_response(got[4], 60, 0)
+    assert [(b.host, b.port) for b in dc.brokers] == [("127.0.0.1", other)]
+    items, acc = recorded(tmp_path / "tap")
+    assert [(d.frame.direction, d.frame.correlation_id) for d in items] == [
+        (dirn, c) for c in range(1, 6) for dirn in ("request", "response")]
+    assert [bytes(d.frame.frame) for d in items if d.frame.direction == "request"] == [r[4:] for r in requests]
+
+
+def test_non_kafka_bytes_pass_raw(tmp_path):
+    upstream = ScriptedBroker(lambda *a: b"")
+    echo = socket.create_server(("127.0.0.1", 0))
+    try:
+        with Tap(("127.0.0.1", echo.getsockname()[1]), tmp_path / "tap") as tap:
+            with socket.create_connection(("127.0.0.1", tap.port), timeout=5) as s:
+                s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                conn, _ = echo.accept()
+                with conn:
+                    assert _recv(conn, 18) == b"GET / HTTP/1.0\r\n\r\n"
+                    conn.sendall(b"HTTP/1.0 200 OK\r\n\r\n")
+                    assert _recv(s, 19) == b"HTTP/1.0 200 OK\r\n\r\n"
+            deadline = time.monotonic() + 5
+            while tap.stats["raw_bytes"] < 37 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert tap.stats["raw_bytes"] == 37 and tap.stats["frames"] == 0
+    finally:
+        upstream.close()
+        echo.close()
+
+
+def test_writer_rolls_files_and_reads_back(tmp_path):
+    conn = Connection(7, "127.0.0.1:1", "127.0.0.1:2")
+    frames = [CapturedFrame(1_700_000_000_000_000_000 + i * 1000, conn, "request", i * 100,
+                            encode_request(MetadataRequest(topics=[]), 4, i, "c")[4:], 3, 4, i) for i in range(50)]
+    for fmt in ("arrow", "parquet"):
+        out = tmp_path / fmt
+        with FrameTableWriter(out, fmt=fmt, roll_bytes=600, batch_rows=4) as w:
+            for f in frames:
+                w.write(f)
+        assert len(w.files) > 3
+        back = list(iter_table_frames(out))
+        assert [(b.ts, b.correlation_id, b.frame, b.conn.client) for b in back] == \
+               [(f.ts, f.correlation_id, f.frame, "127.0.0.1:1") for f in frames]
+
+
+def test_tap_command_line(tmp_path):
+    def reply(key, version, corr):
+        return encode_response(MetadataResponse(brokers=[]), version, corr)
+
+    upstream = ScriptedBroker(reply)
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", "tap", "--listen", "127.0.0.1:0", "--upstream",
+                             f"127.0.0.1:{upstream.port}", "--out", str(tmp_path / "t"), "--format", "parquet",
+                             "--duration", "20"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("tap: listening on 127.0.0.1:"), line
+        port = int(line.split()[3].rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(encode_request(MetadataRequest(topics=[]), 9, 42, "cli"))
+            size = struct.unpack(">i", _recv(s, 4))[0]
+            assert struct.unpack(">i", _recv(s, size)[:4])[0] == 42
+        time.sleep(0.3)
+        proc.terminate()
+        rest = proc.communicate(timeout=20)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        upstream.close()
+    assert "2 frames recorded" in rest
+    items, _ = recorded(tmp_path / "t")
+    assert [(d.frame.api_key, d.frame.api_version, d.frame.correlation_id, d.client_id) for d in items] == [
+        (3, 9, 42, "cli"), (3, 9, 42, "cli")]

@@ -1,0 +1,67 @@
+"""The sdist and wheel build, install into a fresh venv, and load the compiled core."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+pytestmark = [pytest.mark.slow, pytest.mark.compiled_only]
+
+
+def run(*cmd, **kw):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
+    dist = tmp_path / "dist"
+    # sdist first, then the wheel from the sdist: checks MANIFEST.in too
+    run(sys.executable, "-m", "build", "--outdir", dist, ROOT, env={**os.environ, "KAFKAPROTO_REQUIRE_EXTENSION": "1"})
+    wheels = list(dist.glob("kafkaproto-*.whl"))
+    sdists = list(dist.glob("kafkaproto-*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert any(n.startswith("kafkaproto/_codec") and n.endswith((".so", ".pyd")) for n in names)
+    assert "kafkaproto/messages/_gen/metadata.py" in names
+    assert not any(n.endswith(".json") for n in names)  # no schema file is shipped
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", venv)
+    py = venv / "bin" / "python"
+    run(py, "-m", "pip", "install", "-q", wheels[0])
+    out = run(py, "-c", "import kafkaproto, sys;"
+                        "from kafkaproto.messages import ApiVersionsRequest as A;"
+                        "print(kafkaproto.COMPILED, A(client_software_name='x').encode(3).hex())",
+              cwd=tmp_path)
+    assert out.split() == ["True", "02780100"]
+
+
+def test_without_a_compiler_the_wheel_still_works_on_the_twin(tmp_path):
+    dist = tmp_path / "dist"
+    env = {k: v for k, v in os.environ.items() if k != "KAFKAPROTO_REQUIRE_EXTENSION"}
+    env["CC"] = "false"  # every compile fails
+    # a clean copy of the source tree: no extension built in place
+    src = tmp_path / "src"
+    files = run("git", "ls-files", "-co", "--exclude-standard", cwd=ROOT).split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    run(sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist, src, env=env)
+    wheel = next(dist.glob("kafkaproto-*.whl"))
+    assert not any(n.endswith((".so", ".pyd")) for n in zipfile.ZipFile(wheel).namelist())
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--system-site-packages", venv)
+    py = venv / "bin" / "python"
+    run(py, "-m", "pip", "install", "-q", "--no-deps", "--target", tmp_path / "site", wheel)
+    out = run(py, "-c", "import kafkaproto;"
+                        "from kafkaproto.messages import ApiVersionsRequest as A;"
+                        "print(kafkaproto.COMPILED, A(client_software_name='x').encode(3).hex())",
+              cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path / "site")})
+    assert out.split() == ["False", "02780100"]
