@@ -2,15 +2,17 @@
 
     python fuzz/make_corpus.py
 
-Seeds are the sample capture (samples/requests.bin), the worked example of
-DESIGN.md, and seeded random messages (tests/message_values.py) for every api
-key at its lowest, first flexible and highest version, so the fuzzer starts
-from valid bytes of every layout.  Deterministic: running it twice writes the
-same files.
+Seeds are the samples (samples/requests.bin, and the real clients' traffic
+of samples/capture/kafka.pcap: its requests, responses and record batches),
+the worked example of DESIGN.md, and seeded random messages
+(tests/message_values.py) for every api key at its lowest, first flexible
+and highest version, so the fuzzer starts from valid bytes of every layout.
+Deterministic: running it twice writes the same files.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import shutil
@@ -25,10 +27,14 @@ sys.path.insert(0, HERE)
 from message_values import random_message  # noqa: E402
 
 from kafkaproto import RequestHeader, ResponseHeader, encode_request_header, encode_response_header  # noqa: E402
-from kafkaproto import encode_request, encode_response, split_frames  # noqa: E402
+from kafkaproto import decode_request, decode_response, encode_request, encode_response, records  # noqa: E402
+from kafkaproto import split_frames  # noqa: E402
+from kafkaproto.capture import REQUEST, read_frames  # noqa: E402
+from kafkaproto.capture import pcap as P  # noqa: E402
+from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation  # noqa: E402
 from kafkaproto.frames import DEFAULT_MAX_FRAME_SIZE  # noqa: E402
 from kafkaproto.messages import APIS, get, request_class, response_class  # noqa: E402
-from targets import API_KEYS, DATA_CLASSES, FRAME_LIMITS  # noqa: E402
+from targets import API_KEYS, DATA_CLASSES, FRAME_LIMITS, RECORD_LIMITS  # noqa: E402
 
 CORPUS = os.path.join(HERE, "corpus")
 # Bigger seeds make every pure-Python execution slower without adding layouts.
@@ -51,6 +57,19 @@ def _small(make, name):
     return None
 
 
+def captured():
+    """(direction, api key, version, frame) of every frame of the sample capture, once per kind and size class."""
+    seen, out = set(), []
+    for f in read_frames(os.path.join(ROOT, "samples", "capture", "kafka.pcap")):
+        if f.api_key is None:
+            continue
+        key = (f.direction, f.api_key, f.api_version, len(f.frame) > 512)
+        if key not in seen and len(f.frame) <= 2 * MAX_SEED:
+            seen.add(key)
+            out.append((f.direction, f.api_key, f.api_version, bytes(f.frame)))
+    return out
+
+
 def sample_frames():
     with open(os.path.join(ROOT, "samples", "requests.bin"), "rb") as f:
         stream = f.read()
@@ -69,6 +88,9 @@ def requests():
     _, frames = sample_frames()
     for i, frame in enumerate(frames):
         out[f"sample-{i}"] = frame
+    for i, (direction, key, v, frame) in enumerate(captured()):
+        if direction == REQUEST:
+            out[f"capture-{request_class(key).NAME}-v{v}-{i}"] = frame
     for key in sorted(APIS):
         cls = request_class(key)
         for v in _versions(cls):
@@ -80,6 +102,9 @@ def requests():
 
 def responses():
     out = {}
+    for i, (direction, key, v, frame) in enumerate(captured()):
+        if direction != REQUEST:
+            out[f"capture-{response_class(key).NAME}-v{v}-{i}"] = bytes([API_KEYS.index(key), v]) + frame
     for key in sorted(APIS):
         cls = response_class(key)
         for v in _versions(cls):
@@ -132,12 +157,88 @@ def headers_seeds():
     return out
 
 
+def _record_blobs():
+    """The records fields of the sample capture's Produce requests and Fetch responses."""
+    for direction, key, v, frame in captured():
+        if key == 0 and direction == REQUEST:
+            _, msg = decode_request(frame)
+            parts = [p for t in msg.topic_data for p in t.partition_data]
+        elif key == 1 and direction != REQUEST:
+            _, msg = decode_response(frame, key, v)
+            parts = [p for t in msg.responses for p in t.partitions]
+        else:
+            continue
+        for p in parts:
+            if p.records:
+                yield f"capture-{'produce' if key == 0 else 'fetch'}-v{v}", bytes(p.records)
+
+
+def records_seeds():
+    crc_default = 1 | RECORD_LIMITS.index(records.DEFAULT_MAX_DECOMPRESSED_SIZE) << 2
+    out = {}
+    for i, (name, blob) in enumerate(_record_blobs()):
+        if len(blob) <= 2 * MAX_SEED:
+            out[f"{name}-{i}"] = bytes([crc_default]) + blob
+    recs = [(b"k%d" % i, b"value-%d" % i * (i + 1), [("h", b"1"), ("h", None)], 1_700_000_000_000 + i)
+            for i in range(4)]
+    for codec in records.CODEC_NAMES:
+        out[f"v2-{codec}"] = bytes([crc_default]) + records.encode(recs, codec=codec, base_offset=100,
+                                                                   producer_id=7, producer_epoch=1, base_sequence=3)
+        if codec != "zstd":
+            for magic in (0, 1):
+                legacy = [(k, v, None, t) for k, v, _, t in recs]
+                out[f"v{magic}-{codec}"] = bytes([crc_default]) + records.encode(legacy, magic=magic, codec=codec)
+    control = records.encode([records.control_record(records.ControlType.COMMIT, 5)], control=True,
+                             transactional=True, producer_id=9)
+    out["v2-control-commit"] = bytes([crc_default]) + control
+    out["v2-then-cut"] = bytes([crc_default]) + records.encode(recs) + records.encode(recs)[:30]
+    out["v2-no-crc-check-copy"] = bytes([2 | 3 << 2]) + records.encode(recs, codec="lz4")
+    return out
+
+
+def capture_seeds():
+    stream, frames = sample_frames()
+    request, response = frames[0], b"\x00\x00\x00\x01" + b"\x00" * 8  # any bytes after the correlation id
+    out = {"raw-requests": stream}
+    links = [P.LINKTYPE_ETHERNET, P.LINKTYPE_LINUX_SLL, P.LINKTYPE_LINUX_SLL2, P.LINKTYPE_NULL, P.LINKTYPE_LOOP,
+             P.LINKTYPE_RAW]
+    for i, link in enumerate(links):
+        client = ("10.0.0.1", 50000 + i) if i % 2 else ("fd00::1", 50000 + i)
+        conv = TcpConversation(client, ("10.0.0.2" if i % 2 else "fd00::2", 9092), linktype=link)
+        packets = conv.handshake() + conv.send(True, struct.pack(">i", len(request)) + request, mss=64)
+        packets += conv.send(False, struct.pack(">i", len(response)) + response) + conv.close()
+        f = io.BytesIO()
+        if i % 3 == 2:
+            w = PcapngWriter(f, big_endian=bool(i % 2))
+            w.interface(link, tsresol=9)
+            for ts, pkt in packets:
+                w.write(ts, pkt)
+            w.comment_block()
+        else:
+            w = PcapWriter(f, link, nanos=bool(i % 2))
+            for ts, pkt in packets:
+                w.write(ts, pkt)
+        out[f"conversation-link{link}"] = f.getvalue()
+    # the head of the real capture: its file header and first packet records
+    with open(os.path.join(ROOT, "samples", "capture", "kafka.pcap"), "rb") as f:
+        head = f.read(24)
+        body = b""
+        while len(body) < 3 * MAX_SEED:
+            rh = f.read(16)
+            incl = struct.unpack("<IIII", rh)[2]
+            body += rh + f.read(incl)
+    out["sample-head"] = head + body
+    return out
+
+
 CORPORA = {
     "frames": frames_seeds,
     "headers": headers_seeds,
     "request": requests,
     "response": responses,
     "messages": messages,
+    "records": records_seeds,
+    "capture": capture_seeds,
 }
 
 

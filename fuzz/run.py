@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("frames", "headers", "request", "response", "messages")
+TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "capture")
 
 
 def _inputs(paths):
@@ -125,7 +125,7 @@ def main(argv=None):
         ap.add_argument("--jobs", type=int, default=2)
         ap.add_argument("--work", default=None, help="scratch directory (default build/fuzz)")
         ap.add_argument("targets", nargs="*", default=list(TARGET_NAMES))
-        args = ap.parse_args(argv[1:])
+        args = ap.parse_intermixed_args(argv[1:])
         sys.exit(1 if run_all(args.seconds, args.targets, args.jobs, args.work) else 0)
     if argv and argv[0] == "--replay":
         if len(argv) < 3:

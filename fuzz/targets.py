@@ -18,11 +18,17 @@ one briefly in CI and replays the committed corpora.
 from __future__ import annotations
 
 import math
+import os
 import random
 import struct
+import sys
+import tempfile
 
 import kafkaproto
-from kafkaproto import _codec_py, _engine_py, frames, headers
+from kafkaproto import _codec_py, _engine_py, _records_py, frames, headers, records
+from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
+from kafkaproto.capture.dissect import dissect
+from kafkaproto.capture.table import is_table_file
 from kafkaproto._message import build_plan
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import RequestHeader, ResponseHeader
@@ -38,6 +44,9 @@ from kafkaproto.protocol import (
 )
 from kafkaproto.error_codes import ErrorCode
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from records_util import batch_tuple  # noqa: E402
+
 try:
     from kafkaproto import _codec as _compiled
 except ImportError:  # no compiler: the twin is compared with itself, the other checks still run
@@ -49,10 +58,11 @@ __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
 class Impl:
     """One implementation (codec + engine) with its own message plans."""
 
-    def __init__(self, name, codec, engine):
+    def __init__(self, name, codec, engine, records):
         self.name = name
         self.codec = codec
         self.engine = engine
+        self.records = records  # the module with decode_record_batches / encode_record_batch
         self._cache = {}
 
     def decode(self, cls, data, version, offset=0):
@@ -85,8 +95,8 @@ class Impl:
         return ResponseHeader(cid, tags), msg, end
 
 
-PURE = Impl("pure", _codec_py, _engine_py)
-COMPILED = Impl("compiled", _compiled, _compiled) if _compiled is not None else None
+PURE = Impl("pure", _codec_py, _engine_py, _records_py)
+COMPILED = Impl("compiled", _compiled, _compiled, _compiled) if _compiled is not None else None
 IMPLS = [i for i in (COMPILED, PURE) if i is not None]
 #: the implementation behind the public API in this process
 ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
@@ -323,10 +333,90 @@ def check_messages(data: bytes) -> None:
         _round_trip_message(cls, cls.decode(body, version), version, what)
 
 
+# ---------------------------------------------------------------------------
+# record batches
+
+RECORD_LIMITS = (1 << 12, 1 << 16, 1 << 20, records.DEFAULT_MAX_DECOMPRESSED_SIZE)
+
+
+def _record(r):
+    """What survives an encode: offset, timestamp, key, value, headers (attributes are always written 0)."""
+    plain = (lambda v: None if v is None else bytes(v))
+    return r.offset, r.timestamp, plain(r.key), plain(r.value), tuple((k, plain(v)) for k, v in r.headers)
+
+
+def _round_trip_batch(b, what):
+    """Invariant 3 for one decoded v2 batch: encode its records with its header, decode, compare."""
+    again = records.encode(list(b.records), magic=2, codec=b.codec, base_offset=b.base_offset,
+                           partition_leader_epoch=b.partition_leader_epoch, producer_id=b.producer_id,
+                           producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
+                           transactional=b.is_transactional, control=b.is_control, timestamp_type=b.timestamp_type,
+                           max_timestamp=b.max_timestamp, delete_horizon=b.has_delete_horizon)
+    [back] = records.decode(again, max_decompressed_size=1 << 30)
+    same([_record(r) for r in back.records], [_record(r) for r in b.records], f"{what}: records round trip")
+    same((back.base_offset, back.producer_id, back.producer_epoch, back.base_sequence, back.codec,
+          back.timestamp_type, back.is_transactional, back.is_control, back.partition_leader_epoch),
+         (b.base_offset, b.producer_id, b.producer_epoch, b.base_sequence, b.codec,
+          b.timestamp_type, b.is_transactional, b.is_control, b.partition_leader_epoch), f"{what}: header round trip")
+
+
+def check_records(data: bytes) -> None:
+    """records.decode (every magic and codec): the first byte chooses CRC check, copy and the decompression limit."""
+    if not data:
+        return
+    sel, blob = data[0], data[1:]
+    check_crc, copy, limit = bool(sel & 1), bool(sel & 2), RECORD_LIMITS[(sel >> 2) & 3]
+    what = f"records check_crc={check_crc} copy={copy} limit={limit}"
+
+    def run(mod):
+        return [batch_tuple(b) for b in mod.decode_record_batches(blob, check_crc, limit, copy)]
+
+    results = [outcome(lambda: run(impl.records)) for impl in IMPLS]
+    agree(results, what)
+    public = outcome(lambda: [batch_tuple(b) for b in records.decode(blob, check_crc=check_crc,
+                                                                     max_decompressed_size=limit, copy=copy)])
+    same(public, results[IMPLS.index(ACTIVE)], f"public {what} vs its implementation")
+    if public[0] != "ok":
+        return
+    for b in records.decode(blob, check_crc=check_crc, max_decompressed_size=limit, copy=copy):
+        # (the encoder writes no empty batch, which Kafka's log cleaner can leave behind)
+        if not b.truncated and b.magic == 2 and b.records:
+            _round_trip_batch(b, f"{what}, batch at {b.offset}")
+
+
+# ---------------------------------------------------------------------------
+# captures: pcap, pcapng and raw frame files, through read_frames and dissect
+
+_CAPTURE_FILE = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
+                             f"kafkaproto-fuzz-{os.getpid()}.cap")
+
+
+def check_capture(data: bytes) -> None:
+    """A capture file: read_frames + dissect.  Only CaptureFormatError (not a
+    capture at all) or KafkaProtocolError may escape, and the accounting must
+    add up.  Tap tables (Arrow/Parquet) are pyarrow's to parse: left out."""
+    if is_table_file(data[:8]):
+        return
+    with open(_CAPTURE_FILE, "wb") as f:
+        f.write(data)
+    acc = Accounting()
+    try:
+        for d in dissect(read_frames(_CAPTURE_FILE, acc=acc), acc):
+            if d.message is not None:
+                canon(d.message)
+    except CaptureFormatError:
+        return
+    finally:
+        os.unlink(_CAPTURE_FILE)
+    acc.check()
+
+
 TARGETS = {
     "frames": check_frames,
     "headers": check_headers,
     "request": check_request,
     "response": check_response,
     "messages": check_messages,
+    "records": check_records,
+    "capture": check_capture,
 }

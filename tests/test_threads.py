@@ -1,7 +1,8 @@
 """Several threads decoding at once get what one thread gets (issue 7).
 
 The threads start together (a barrier) and interleave the compiled core, the
-pure twin and the public API; plans are built concurrently too (fresh plan
+pure twin and the public API on messages, frames, varints and record batches
+(every codec); plans are built concurrently too (fresh plan
 caches), and the garbage collector, which Message.decode pauses, is back on
 when they are done.
 """
@@ -13,9 +14,11 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from kafkaproto import decode_request, decode_response, encode_request, encode_response, frame_offsets, split_frames
+from kafkaproto import decode_request, decode_response, encode_request, encode_response, frame_offsets, records
+from kafkaproto import split_frames
 from kafkaproto.messages import APIS, request_class, response_class
 from message_values import random_message
+from records_util import batch_tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
 from targets import IMPLS, Impl, canon, outcome  # noqa: E402
@@ -39,6 +42,9 @@ def _frames():
 
 
 REQUESTS, RESPONSES = _frames()
+_RECORDS = [(b"k%d" % i, b"v" * i, [("h", b"x")], 1_700_000_000_000 + i) for i in range(50)]
+BATCHES = [records.encode(_RECORDS, codec=c) for c in records.CODEC_NAMES]
+BATCHES += [b[: len(b) // 2] for b in BATCHES] + [records.encode([r[:2] for r in _RECORDS], magic=1, codec="gzip")]
 STREAM = b"".join(len(f).to_bytes(4, "big") + f for _, _, f in REQUESTS * 20)
 
 
@@ -57,6 +63,10 @@ def work(impls):
         out.append(outcome(lambda: impl.codec.decode_varlongs(STREAM[:20000])))
         out.append(outcome(lambda: impl.codec.decode_uvarints(bytes(range(128)) * 200)))
     out.append(canon(split_frames(STREAM)))
+    for impl in impls:
+        for blob in BATCHES:
+            out.append(outcome(lambda: [batch_tuple(b) for b in impl.records.decode_record_batches(
+                blob, True, 1 << 20, True)]))
     return out
 
 
@@ -67,7 +77,7 @@ def test_threads_decode_like_one_thread():
 
     def run(i):
         # each thread builds its own plans while the others decode
-        impls = [Impl(f"{impl.name}-{i}", impl.codec, impl.engine) for impl in IMPLS]
+        impls = [Impl(f"{impl.name}-{i}", impl.codec, impl.engine, impl.records) for impl in IMPLS]
         barrier.wait()
         return work(impls)
 
