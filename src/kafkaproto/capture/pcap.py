@@ -250,9 +250,9 @@ def _idb_options(opts: bytes, order: str) -> Tuple[int, int]:
     pos = 0
     while pos + 4 <= len(opts):
         code, length = struct.unpack_from(order + "HH", opts, pos)
+        if code == 0 or pos + 4 + length > len(opts):
+            break  # the end, or an option that runs past its block: no more options to trust
         value = opts[pos + 4:pos + 4 + length]
-        if code == 0:
-            break
         if code == 9 and length >= 1:  # if_tsresol
             r = value[0]
             ticks = 2 ** (r & 0x7F) if r & 0x80 else 10 ** r
