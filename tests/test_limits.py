@@ -8,6 +8,7 @@ core and the pure twin (``IMPLS`` of fuzz/targets.py).
 """
 
 import os
+import struct
 import sys
 import time
 import tracemalloc
@@ -15,12 +16,15 @@ import uuid
 
 import pytest
 
-from kafkaproto import FrameSizeError, InvalidValueError, KafkaProtocolError, TruncatedError
+from kafkaproto import CorruptRecordError, FrameSizeError, InvalidValueError, KafkaProtocolError, TruncatedError
+from kafkaproto import records
+from kafkaproto.capture import Accounting, read_frames
 from kafkaproto import _kinds as K
 from kafkaproto._message import build_plan
 from kafkaproto.messages import CLASSES, get
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
+from records_util import fix_crc  # noqa: E402
 from targets import IMPLS  # noqa: E402
 
 #: bytes of Python objects a decoder may allocate per input byte.  The worst
@@ -189,6 +193,85 @@ def test_a_stream_of_empty_frames_stays_in_proportion():
         result, peak, _ = measure(lambda: impl.codec.split_frames(stream))
         assert result[0] == "ok" and len(result[1][0]) == n
         assert peak < FACTOR * len(stream), (impl.name, peak)  # a memoryview per frame
+
+
+# ---------------------------------------------------------------------------
+# record batches: decompression bombs and forged sizes
+
+
+def decode_batches(impl, blob, limit):
+    return [list(b.records) for b in impl.records.decode_record_batches(blob, True, limit, True)]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "lz4", "snappy"])
+def test_a_decompression_bomb_stops_at_the_limit(codec):
+    # 128 MiB of zeros in one batch: 130 KB of gzip, 4 KB of zstd
+    bomb = records.encode([(None, bytes(32 << 20), None, 0)] * 4, codec=codec)
+    for impl in IMPLS:
+        for limit in (1 << 20, records.DEFAULT_MAX_DECOMPRESSED_SIZE):
+            result, peak, seconds = measure(lambda: decode_batches(impl, bomb, limit))
+            assert result[0] == "err" and isinstance(result[1], CorruptRecordError), (impl.name, codec)
+            assert f"decompressed size above the limit of {limit} bytes" in str(result[1])
+            # the limit and what the codec needs beside it, never the 128 MiB
+            assert peak < limit + 2 * len(bomb) + (1 << 20), (impl.name, codec, limit, peak)
+            assert seconds < 10
+
+
+def _forged_sizes():
+    # Batches of a few dozen bytes whose compressed data claims a huge size:
+    # the gzip ISIZE trailer, the zstd frame content size, LZ4 4 MiB blocks.
+    gzip = bytearray(records.encode([(None, b"x", None, 0)], codec="gzip"))
+    gzip[-4:] = b"\xf0\xff\xff\xff"
+    zstd = bytearray(records.encode([(None, b"x" * 300, None, 0)], codec="zstd"))
+    at = zstd.index(b"\x28\xb5\x2f\xfd") + 4
+    fhd = zstd[at]  # frame header descriptor: make the content size field 8 bytes, claiming 1 TiB
+    single = fhd >> 5 & 1
+    fcs_at = at + 1 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    width = (single, 2, 4, 8)[fhd >> 6]
+    zstd[at] = fhd | 0xC0
+    zstd[fcs_at : fcs_at + width] = (1 << 40).to_bytes(8, "little")
+    lz4 = bytearray(records.encode([(None, b"x", None, 0)], codec="lz4"))
+    at = lz4.index(b"\x04\x22\x4d\x18")
+    lz4[at + 5] = 0x70  # 4 MiB blocks
+    from kafkaproto._compression import _lz4_hc
+    lz4[at + 6] = _lz4_hc(bytes(lz4[at + 4 : at + 6]))
+    blocks = lz4[at + 7 : -4]  # the real blocks, then 100 one-byte ones, then the end mark
+    lz4[at + 7 :] = blocks + b"\x01\x00\x00\x00\x00" * 100 + b"\x00\x00\x00\x00"
+    return {"gzip": gzip, "zstd": zstd, "lz4": lz4}
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "lz4"])
+def test_a_forged_decompressed_size_is_not_believed(codec):
+    blob = bytes(fix_crc(_fix_length(_forged_sizes()[codec])))
+    for impl in IMPLS:
+        result, peak, _ = measure(lambda: decode_batches(impl, blob, records.DEFAULT_MAX_DECOMPRESSED_SIZE))
+        # what the codec can make of these few bytes (zstd: 32768 per byte), not
+        # the size they claim (the 64 MiB limit before the fix)
+        assert peak < 2 << 20, (impl.name, codec, peak, result)
+
+
+def _fix_length(blob):
+    struct.pack_into(">i", blob, 8, len(blob) - 12)
+    return blob
+
+
+# ---------------------------------------------------------------------------
+# captures
+
+
+def test_a_capture_record_claiming_200_mib(tmp_path):
+    # 43 bytes of pcap, 23 of pcapng, whose one record claims 200 MiB
+    pcap = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1) + struct.pack("<IIII", 0, 0, 200 << 20,
+                                                                                   200 << 20) + b"abc"
+    shb = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
+    pcapng = shb + struct.pack("<II", 6, 200 << 20) + b"abc"
+    for name, data in (("pcap", pcap), ("pcapng", pcapng)):
+        path = tmp_path / name
+        path.write_bytes(data)
+        acc = Accounting()
+        result, peak, _ = measure(lambda: list(read_frames(path, acc=acc)))
+        assert result == ("ok", []) and "cut short" in acc.errors[0], (name, acc.errors)
+        assert peak < 2 << 20, (name, peak)  # the file's bytes, not the claim
 
 
 # ---------------------------------------------------------------------------

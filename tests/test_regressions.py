@@ -91,6 +91,20 @@ def _peak(fn):
         tracemalloc.stop()
 
 
+def test_a_forged_gzip_size_is_not_believed():
+    # Found while writing the records target: the gzip ISIZE trailer (any 4
+    # bytes) sized the output buffer, so an 89-byte batch allocated the whole
+    # 64 MiB decompression limit.  A claimed size is now believed only up to
+    # what the codec can expand the input to (deflate: 1032x); the same for the
+    # zstd content size and LZ4 block sizes (tests/test_limits.py).
+    data = read("records-forged-gzip-size.bin")
+    for impl in IMPLS:
+        def run():
+            with pytest.raises(CorruptRecordError, match="gzip records at byte 61: cannot decompress"):
+                list(impl.records.decode_record_batches(data[1:], True, records.DEFAULT_MAX_DECOMPRESSED_SIZE, True))
+        assert _peak(run) < 256 * 1024, impl.name
+
+
 def test_an_empty_batch_decodes():
     # Found by the records target: a v2 batch of 0 records (Kafka's log
     # cleaner leaves such batches to keep producer state) decodes, but the
@@ -111,6 +125,17 @@ def test_a_pcapng_option_running_past_its_block(tmp_path):
     assert list(read_frames(path, acc=acc)) == []
     assert "block type 0x28 with bad length" in acc.errors[0]  # the damage further on ends the file
     acc.check()
+
+
+def test_a_capture_record_claiming_200_mib(tmp_path):
+    # Found while checking the limits: a 43-byte pcap whose record claimed
+    # 200 MiB made the reader allocate 200 MiB (file.read(n) sizes its buffer
+    # from n).  Claimed lengths are now read in 1 MiB steps.
+    path = tmp_path / "claims-200mib.pcap"
+    path.write_bytes(read("capture-record-claims-200mib.bin"))
+    acc = Accounting()
+    assert _peak(lambda: list(read_frames(path, acc=acc))) < 2 << 20
+    assert acc.errors and "record 1 cut short: 3 of 209715200 bytes" in acc.errors[0]
 
 
 def test_a_truncated_batch_claiming_2_gib():

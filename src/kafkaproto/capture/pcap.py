@@ -60,6 +60,7 @@ _VLAN_TAGS = {0x8100, 0x88A8, 0x9100}
 _AF_INET6 = {24, 28, 30}
 
 _MAX_RECORD = 256 * 1024 * 1024  # larger captured lengths mean a damaged file
+_READ_STEP = 1 << 20
 
 
 class CaptureFormatError(ValueError):
@@ -124,7 +125,20 @@ class CaptureFile:
 
     # -- helpers -----------------------------------------------------------
     def _read(self, n: int) -> bytes:
-        data = self.f.read(n)
+        if n <= _READ_STEP:
+            data = self.f.read(n)
+        else:
+            # A length the file claims is read in steps: a record that claims more
+            # than the file holds costs what the file holds (read(n) would
+            # allocate all n bytes first).
+            parts = []
+            while n > 0:
+                chunk = self.f.read(min(n, _READ_STEP))
+                if not chunk:
+                    break
+                parts.append(chunk)
+                n -= len(chunk)
+            data = b"".join(parts)
         self.bytes_read += len(data)
         return data
 
