@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test test-compiled test-pure bench bench-report wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -23,7 +23,7 @@ $(PY):
 # extension is built without build isolation (faster, and offline-friendly).
 $(STAMP): $(PY) pyproject.toml setup.py
 	$(PY) -m pip install -q "Cython>=3.0.11,<4" "setuptools>=77" wheel
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,capture]"
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,capture,spark]"
 	touch $@
 
 # Build the extension in place (src/kafkaproto/_codec*.so); fails if it cannot.
@@ -31,8 +31,12 @@ build: $(STAMP)
 	KAFKAPROTO_REQUIRE_EXTENSION=1 $(PY) setup.py -q build_ext --inplace
 	$(PY) -c "import kafkaproto, sys; sys.exit(0 if kafkaproto.COMPILED else 'compiled core did not load')"
 
+# The traffic report on the committed sample (Spark local[2]; Java must be on
+# the machine, pyspark/pyarrow/pandas come with the spark extra).
+DEMO_OUT ?= build/demo-report
 demo: build
-	$(PY) -m kafkaproto inspect samples/requests.bin
+	$(PY) -m kafkaproto report samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock \
+		--master "local[2]" --out $(DEMO_OUT)
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin.
@@ -72,6 +76,13 @@ sanitize: $(STAMP) peers
 bench: build
 	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation
 	$(PY) -m pytest -q -p no:cacheprovider -o python_files="bench_*.py" bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
+	$(MAKE) --no-print-directory bench-report
+
+# The report job over 1 GB of synthetic captures (written once under
+# build/bench-report/), on local[2]: MB/s per core, end to end.
+BENCH_REPORT_ARGS ?= --size 1G --files 8 --master local[2]
+bench-report: build
+	$(PY) bench/report_bench.py $(BENCH_REPORT_ARGS)
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build

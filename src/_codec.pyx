@@ -1147,3 +1147,4 @@ include "_engine.pxi"
 # record batches
 
 include "_records.pxi"
+include "_arrow.pxi"

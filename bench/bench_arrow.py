@@ -1,0 +1,211 @@
+"""Arrow batch decoders against object decoders and peers, in the same run.
+
+Targets (issue 5): request headers of 1,000,000 frames at ≥ 10 M frames/s;
+MetadataResponse v12 (100 × 50 × 3) to an Arrow struct ≥ 20x faster than kio
+decoding it to objects.
+"""
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from kafkaproto import arrow, encode_request, encode_response
+from kafkaproto.headers import decode_request_header
+from kafkaproto.messages import MetadataResponse, request_class
+from kafkaproto.protocol import request_header_version
+
+from bench_messages import _kio, metadata_v12
+
+N_FRAMES = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def header_frames():
+    """1 M request frames over a few APIs and header versions (0 payload bytes after the header)."""
+    rng = random.Random(0)
+    shapes = []
+    for key, v in [(0, 9), (1, 12), (3, 12), (3, 4), (18, 3), (8, 8), (7, 0), (19, 7)]:
+        cls = request_class(key)
+        shapes.append(encode_request(cls(), v, 1, rng.choice(["producer-1", "consumer-app-7", None]))[4:])
+    frames = [shapes[i % len(shapes)] for i in range(N_FRAMES)]
+    return pa.array(frames, pa.large_binary())
+
+
+def test_request_headers_arrow(benchmark, header_frames):
+    benchmark.group = "request headers, 1 M frames → Arrow struct"
+    benchmark.extra_info["impl"] = "kafkaproto"
+    out = benchmark(arrow.request_headers, header_frames)
+    assert out.field("error").null_count == N_FRAMES
+    benchmark.extra_info["M frames/s"] = round(N_FRAMES / benchmark.stats.stats.median / 1e6, 1)
+
+
+def test_request_headers_objects(benchmark, header_frames):
+    """The same frames through the object decoder, one Python call per frame (100 k, scaled)."""
+    frames = [f.as_py() for f in header_frames[:100_000]]
+
+    def run():
+        out = []
+        for f in frames:
+            key = int.from_bytes(f[0:2], "big")
+            ver = int.from_bytes(f[2:4], "big")
+            out.append(decode_request_header(f, request_header_version(key, ver)))
+        return out
+
+    benchmark.group = "request headers, 1 M frames → Arrow struct"
+    benchmark.extra_info["impl"] = "kafkaproto objects (x10 of 100 k)"
+    benchmark.pedantic(lambda: [run() for _ in range(10)], rounds=2, iterations=1)
+
+
+@pytest.fixture(scope="module")
+def metadata_frame():
+    return encode_response(metadata_v12(), 12, 7)[4:]
+
+
+def test_metadata_arrow(benchmark, metadata_frame):
+    arr = pa.array([metadata_frame], pa.large_binary())
+    benchmark.group = "MetadataResponse v12 (100x50x3) → Arrow struct vs objects"
+    benchmark.extra_info["impl"] = "kafkaproto"
+    out = benchmark(arrow.messages, arr, 3, "response", 12)
+    assert len(out[0]["topics"]) == 100 and out.field("error").null_count == 1
+
+
+def test_metadata_kio_objects(benchmark, metadata_frame):
+    read, _ = _kio("kio.schema.metadata.v12.response", "MetadataResponse")
+    body = memoryview(metadata_frame)[5:]  # response header v1: correlation id + empty tag section
+    benchmark.group = "MetadataResponse v12 (100x50x3) → Arrow struct vs objects"
+    benchmark.extra_info["impl"] = "kio 0.6.5 (objects)"
+    msg, _ = benchmark(read, body, 0)
+    assert len(msg.topics) == 100
+
+
+def test_metadata_kafkaproto_objects(benchmark, metadata_frame):
+    benchmark.group = "MetadataResponse v12 (100x50x3) → Arrow struct vs objects"
+    benchmark.extra_info["impl"] = "kafkaproto objects"
+    msg = benchmark(MetadataResponse.decode, metadata_frame, 12, 5)
+    assert len(msg.topics) == 100
+
+
+# ---------------------------------------------------------------------------
+# records: the blob of bench_records.py (10,000 records, 16-byte keys, 100-byte
+# values, one header) → Arrow, against a C reference compiled here and
+# aiokafka + pa.table, uncompressed, lz4 and zstd.
+
+import ctypes  # noqa: E402
+import pathlib  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from kafkaproto import _compression  # noqa: E402
+from kafkaproto import records as R  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def cref_records():
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.fail("no C compiler for the reference loops")
+    build = HERE.parent / "build" / "bench"
+    build.mkdir(parents=True, exist_ok=True)
+    src, lib = HERE / "c_reference_records.c", build / "libkpref_records.so"
+    if not lib.exists() or lib.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    return ctypes.CDLL(str(lib))
+
+
+class _RefColumns(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in (
+        "koffs", "kvalid", "kdata", "voffs", "vvalid", "vdata", "offset", "ts", "hoffs", "hkoffs", "hkdata",
+        "hvoffs", "hvdata")]
+
+
+def _ref_reader(lib, blob, codec):
+    """C reference: CRC + records → columns (the decompression, for lz4/zstd, by the
+    library kafkaproto uses, cramjam, into a fresh buffer, as a C program would)."""
+    count = int.from_bytes(blob[57:61], "big")
+    fn = lib.ref_records_to_columns
+    fn.restype = ctypes.c_long
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_RefColumns)]
+    codec_no = R.Codec[codec.upper()]
+    # The output buffers are allocated once, outside the timed loop (the records'
+    # size bounds every data buffer): the reference pays no allocation or page
+    # faults, where the Arrow decoders hand fresh buffers to every table.
+    size = len(_compression.decompress(codec_no, memoryview(blob)[61:], 2, 1 << 30)) if codec_no else len(blob)
+    bufs = {name: np.zeros(size if "data" in name else count + 1, dtype=np.int64 if "offs" in name or name in
+                           ("offset", "ts") else np.uint8) for name, _ in _RefColumns._fields_}
+    cols = _RefColumns(**{name: b.ctypes.data for name, b in bufs.items()})
+
+    def run():
+        if codec_no == 0:
+            got = fn(blob, len(blob), None, 0, ctypes.byref(cols))
+        else:
+            recs = _compression.decompress(codec_no, memoryview(blob)[61:], 2, 1 << 30)
+            got = fn(blob, len(blob), np.frombuffer(recs, np.uint8).ctypes.data, len(recs), ctypes.byref(cols))
+        assert got == count, got
+        return bufs
+
+    return run
+
+
+@pytest.fixture(scope="module", params=["none", "lz4", "zstd"])
+def records_blob(request):
+    from bench_records import RECORDS
+
+    return request.param, R.encode(RECORDS, codec=request.param)
+
+
+def _group(codec):
+    return f"records blob (10k) → Arrow table, {codec}"
+
+
+def test_records_arrow(benchmark, records_blob):
+    codec, blob = records_blob
+    arr = pa.array([blob], pa.large_binary())
+    benchmark.group = _group(codec)
+    benchmark.extra_info["impl"] = "kafkaproto"
+    out = benchmark(arrow.records, arr)
+    assert out.num_rows == 10_000 and out.column("error").null_count == 10_000
+
+
+def test_records_arrow_offsets_timestamps(benchmark, records_blob):
+    codec, blob = records_blob
+    arr = pa.array([blob], pa.large_binary())
+    benchmark.group = _group(codec)
+    benchmark.extra_info["impl"] = "kafkaproto (offset, timestamp)"
+    out = benchmark(arrow.records, arr, columns=["offset", "timestamp"])
+    assert out.num_rows == 10_000
+
+
+def test_records_c_reference(benchmark, records_blob, cref_records):
+    codec, blob = records_blob
+    benchmark.group = _group(codec)
+    benchmark.extra_info["impl"] = "C reference" + ("" if codec == "none" else " + cramjam")
+    benchmark(_ref_reader(cref_records, blob, codec))
+
+
+def test_records_aiokafka_table(benchmark, records_blob):
+    from aiokafka.record._crecords.default_records import DefaultRecordBatch
+
+    codec, blob = records_blob
+
+    def run():
+        cols = {"key": [], "value": [], "offset": [], "timestamp": [], "headers": []}
+        for r in DefaultRecordBatch(blob):
+            cols["key"].append(r.key)
+            cols["value"].append(r.value)
+            cols["offset"].append(r.offset)
+            cols["timestamp"].append(r.timestamp * 1000)
+            cols["headers"].append([{"key": k, "value": v} for k, v in r.headers] or None)
+        return pa.table({
+            "key": pa.array(cols["key"], pa.large_binary()), "value": pa.array(cols["value"], pa.large_binary()),
+            "offset": pa.array(cols["offset"], pa.int64()),
+            "timestamp": pa.array(cols["timestamp"], pa.timestamp("us", tz="UTC")),
+            "headers": pa.array(cols["headers"], arrow.RECORDS_SCHEMA.field("headers").type)})
+
+    benchmark.group = _group(codec)
+    benchmark.extra_info["impl"] = "aiokafka + pa.table"
+    assert benchmark(run).num_rows == 10_000

@@ -1,0 +1,50 @@
+"""The traffic report: captured Kafka traffic → Parquet tables, a terminal
+summary and a self-contained HTML page, on Spark.
+
+>>> from kafkaproto.report import run_report
+>>> result = run_report(["traffic.pcap", "tap-output/"], "report-out")     # doctest: +SKIP
+>>> print(result.summary)                                                # doctest: +SKIP
+
+Tables written under ``out`` (Parquet): ``connections``, ``requests``,
+``responses`` (latency, error codes), ``records`` (Spark's Kafka-source
+columns), ``record_sets`` (codec, batches and bytes of each partition's
+records), ``accounting``; the page is ``out/report.html``, the figures
+``out/report.json``.  Needs the ``spark`` extra (pyspark, pyarrow, pandas<3)
+and Java.
+
+Modules: :mod:`.decode` (one capture → rows, the work of one Spark task),
+:mod:`.job` (the Spark job and its aggregations), :mod:`.render` (text and
+HTML with inline SVG charts), :mod:`.synthetic` (synthetic captures for tests
+and benchmarks).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+__all__ = ["ReportResult", "run_report"]
+
+
+@dataclass
+class ReportResult:
+    data: "object"  # job.ReportData
+    summary: str
+    html_path: str
+
+
+def run_report(captures: Sequence[str], out, *, master: Optional[str] = None, spark=None, ports=None,
+               progress: bool = True, conf: Optional[Dict[str, str]] = None, log=sys.stderr) -> ReportResult:
+    """Run the report job over ``captures`` (pcap, pcapng, tap output folders
+    or files, raw request streams) and write everything under ``out``."""
+    from .job import run_job
+    from .render import html_page, summary
+
+    data = run_job(captures, out, spark=spark, master=master, ports=ports, progress=progress, conf=conf, log=log)
+    html_path = Path(out) / "report.html"
+    html_path.write_text(html_page(data), encoding="utf-8")
+    text = summary(data, str(html_path))
+    (Path(out) / "summary.txt").write_text(text + "\n", encoding="utf-8")
+    return ReportResult(data, text, str(html_path))

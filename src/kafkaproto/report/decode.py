@@ -1,0 +1,678 @@
+"""One capture → Arrow record batches of the report's rows (the work of one
+Spark task, and testable without Spark).
+
+:func:`decode_capture` reads a capture with :func:`kafkaproto.capture.read_frames`
+(reassembly, framing, resynchronization, pairing by connection and
+correlation id), and for every chunk of frames decodes, with the vectorized
+decoders of :mod:`kafkaproto.arrow`:
+
+- request headers (client id) and bodies (topics; the client software name
+  and version of ApiVersions v3+; Produce record sets);
+- response bodies with their request's api key and version (every non-zero
+  ``*error_code`` anywhere in the message; Fetch record sets; Metadata's
+  topic ids, which name the topics of Produce v13+ / Fetch v13+);
+- record sets: one row per record (Spark's Kafka-source columns, via
+  :func:`kafkaproto.arrow.records`) and one row per record set (codec,
+  batches, bytes, records).
+
+Rows of all tables share one schema (:data:`ROW_SCHEMA`): the ``table``
+column says which table a row belongs to, the other tables' columns are
+null.  One pass over the capture feeds every table; the Spark job splits
+them.  The capture's accounting comes last, as ``accounting`` rows; frames
+move from ``framed`` to ``decoded`` or ``undecodable`` as their bodies
+decode, as ``kafkaproto inspect`` counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import arrow as karrow
+from .._compression import CODEC_NAMES
+from ..capture import Accounting, read_frames
+from ..capture.dissect import removed_in_kafka4
+from ..capture.streams import REQUEST
+from ..capture.table import _append as _append_frame, _columns as _frame_columns
+from ..errors import KafkaProtocolError
+from ..messages import api_name
+
+__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_codecs", "table_schema", "write_tables"]
+
+TS = pa.timestamp("us", tz="UTC")
+HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
+
+#: Every column of every table, in output order.
+ROW_SCHEMA = pa.schema([
+    ("table", pa.string()),
+    ("capture", pa.string()),
+    ("conn", pa.int64()),
+    ("seq", pa.int64()),  # index of the frame in its capture
+    ("ts", TS),
+    ("client", pa.string()),  # the client's address and port
+    ("server", pa.string()),
+    ("api_key", pa.int16()),
+    ("api", pa.string()),
+    ("api_version", pa.int16()),
+    ("correlation_id", pa.int32()),
+    ("client_id", pa.string()),
+    ("size", pa.int64()),  # bytes on the wire, size prefix included
+    ("removed_in_kafka4", pa.bool_()),
+    ("topics", pa.list_(pa.string())),
+    ("software_name", pa.string()),
+    ("software_version", pa.string()),
+    ("status", pa.string()),  # decoded / undecodable / unpaired
+    ("request_seq", pa.int64()),
+    ("latency_us", pa.int64()),
+    ("error_codes", pa.list_(pa.int16())),
+    ("source", pa.string()),  # produce / fetch
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("timestamp", TS),
+    ("timestampType", pa.int32()),
+    ("headers", pa.list_(HEADER)),
+    ("codec", pa.string()),
+    ("batches", pa.int32()),
+    ("records", pa.int64()),
+    ("ledger", pa.string()),
+    ("reason", pa.string()),
+    ("count", pa.int64()),
+    ("bytes", pa.int64()),
+    ("info", pa.string()),
+    ("error", pa.string()),
+])
+
+_FRAME = ("capture", "conn", "seq", "ts", "client", "server", "api_key", "api", "api_version", "correlation_id",
+          "client_id", "size", "removed_in_kafka4", "status", "error")
+#: The columns of each table (the Parquet files hold these, in this order).
+TABLE_COLUMNS: Dict[str, Tuple[str, ...]] = {
+    "requests": _FRAME[:12] + ("removed_in_kafka4", "topics", "software_name", "software_version", "status",
+                               "error"),
+    "responses": _FRAME[:12] + ("removed_in_kafka4", "request_seq", "latency_us", "error_codes", "status", "error"),
+    "records": ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers", "source",
+                "capture", "conn", "seq", "client_id", "error"),
+    "record_sets": ("capture", "conn", "seq", "ts", "source", "client_id", "api_version", "topic", "partition",
+                    "codec", "batches", "records", "bytes", "error"),
+    "accounting": ("capture", "ledger", "reason", "count", "bytes", "info"),
+}
+_TABLE_OF_ROWS = {"requests": "request", "responses": "response", "records": "record", "record_sets": "record_set",
+                  "accounting": "accounting"}
+
+CHUNK_FRAMES = 4096
+CHUNK_BYTES = 32 << 20
+_PENDING_MAX = 1 << 20  # requests waiting for a response, over all connections
+
+PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
+
+
+# ---------------------------------------------------------------------------
+# small Arrow helpers
+
+
+def _path(arr, names: Iterable[str]):
+    """Follow struct fields and lists from a struct array: (values, row of each value)."""
+    rows = np.arange(len(arr), dtype=np.int64)
+    cur = arr
+    for name in names:
+        cur = cur.field(name)
+        if pa.types.is_large_list(cur.type) or pa.types.is_list(cur.type):
+            parents = pc.list_parent_indices(cur).to_numpy(zero_copy_only=False)
+            rows = rows[parents]
+            cur = pc.list_flatten(cur)
+    return cur, rows
+
+
+def _error_code_paths(typ, prefix=()) -> List[Tuple[str, ...]]:
+    """Paths to every ``*error_code`` int16 field of a message struct type."""
+    out = []
+    for f in typ:
+        t = f.type
+        if (pa.types.is_large_list(t) or pa.types.is_list(t)) and pa.types.is_struct(t.value_type):
+            out += _error_code_paths(t.value_type, prefix + (f.name,))
+        elif pa.types.is_struct(t):
+            out += _error_code_paths(t, prefix + (f.name,))
+        elif f.name.endswith("error_code") and pa.types.is_int16(t):
+            out.append(prefix + (f.name,))
+    return out
+
+
+_PATHS: Dict[int, list] = {}
+
+
+def _nonzero_error_codes(msgs, api_key: int) -> pa.Array:
+    """One list per message: its non-zero error codes (repeats kept)."""
+    paths = _PATHS.get(api_key)
+    if paths is None:
+        paths = _PATHS[api_key] = _error_code_paths(msgs.type)
+    n = len(msgs)
+    vals, rows = [], []
+    for path in paths:
+        v, r = _path(msgs, path)
+        v = v.to_numpy(zero_copy_only=False) if v.null_count == 0 else v.fill_null(0).to_numpy(zero_copy_only=False)
+        keep = v != 0
+        vals.append(v[keep].astype(np.int16))
+        rows.append(r[keep])
+    return _lists(n, np.concatenate(vals) if vals else np.zeros(0, np.int16),
+                  np.concatenate(rows) if rows else np.zeros(0, np.int64), pa.int16())
+
+
+def _lists(n: int, values: np.ndarray, rows: np.ndarray, typ) -> pa.Array:
+    """A list array of ``n`` rows from (value, row) pairs."""
+    order = np.argsort(rows, kind="stable")
+    counts = np.bincount(rows, minlength=n) if len(rows) else np.zeros(n, np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], typ))
+
+
+def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
+    """One list per message: the topics it names (first level of topic lists)."""
+    n = len(msgs)
+    names: List[str] = []
+    rows: List[np.ndarray] = []
+    typ = msgs.type
+    for top in ("topics", "topic_data", "responses", "creatable_topics"):
+        i = typ.get_field_index(top)
+        if i < 0:
+            continue
+        t = typ.field(i).type
+        if not (pa.types.is_large_list(t) and pa.types.is_struct(t.value_type)):
+            continue
+        elem = t.value_type
+        got = None
+        for attr in ("name", "topic"):
+            if elem.get_field_index(attr) >= 0 and pa.types.is_large_string(elem.field(attr).type):
+                got = _path(msgs, (top, attr))
+                break
+        if elem.get_field_index("topic_id") >= 0:
+            ids, id_rows = _path(msgs, (top, "topic_id"))
+            if got is None:
+                got = (pa.nulls(len(ids), pa.large_string()), id_rows)
+            got = (_name_or_id(got[0], ids, topic_ids), got[1])
+        if got is not None:
+            vals, r = got
+            names += vals.to_pylist()
+            rows.append(r)
+        break
+    if not rows:
+        return pa.nulls(n, pa.list_(pa.string()))
+    r = np.concatenate(rows)
+    keep = np.array([v is not None for v in names], dtype=bool)
+    return _lists(n, np.array(names, dtype=object)[keep], r[keep], pa.string())
+
+
+def _uuid_text(b: bytes) -> str:
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _name_or_id(names, ids, topic_ids: Dict[bytes, str]) -> pa.Array:
+    """Topic names; where a version carries only a topic id, the name a
+    Metadata response gave it in this capture, else the id."""
+    if ids.null_count == len(ids):
+        return names.cast(pa.large_string())
+    out = names.to_pylist()
+    for i, tid in enumerate(ids.to_pylist()):
+        if out[i] is None and tid is not None and any(tid):
+            out[i] = topic_ids.get(tid) or _uuid_text(tid)
+    return pa.array(out, pa.large_string())
+
+
+# ---------------------------------------------------------------------------
+# record sets
+
+
+def record_set_codecs(blob) -> Dict[str, List[int]]:
+    """``{codec: [batches, bytes, records]}`` of a records blob, from the batch
+    headers alone (no decompression); ``records`` counts v2 batches only
+    (a legacy compressed message hides its count inside).
+
+    A small header walk kept here rather than in :mod:`kafkaproto.arrow`
+    (which returns records, not batches): v2 batches carry the codec in the
+    attributes at byte 21 and the record count at byte 57, legacy messages
+    their attributes at byte 17.  A partial batch at the end (normal in a
+    Fetch response) is not counted.
+    """
+    out: Dict[str, List[int]] = {}
+    pos = 0
+    end = len(blob)
+    while pos + 18 <= end:
+        size = struct.unpack_from(">i", blob, pos + 8)[0]
+        if size < 6 or pos + 12 + size > end:
+            break
+        magic = blob[pos + 16]
+        if magic >= 2:
+            if size < 49:
+                break
+            attrs = struct.unpack_from(">h", blob, pos + 21)[0]
+            count = struct.unpack_from(">i", blob, pos + 57)[0]
+        else:
+            attrs = blob[pos + 17]
+            count = 0
+        c = attrs & 0x07
+        got = out.setdefault(CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"codec{c}", [0, 0, 0])
+        got[0] += 1
+        got[1] += 12 + size
+        got[2] += max(count, 0)
+        pos += 12 + size
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the per-capture pass
+
+
+class _Chunk:
+    """The frames of one chunk, as columns: the capture layer's frame-table
+    columns (:mod:`kafkaproto.capture.table`), plus seq and status."""
+
+    def __init__(self) -> None:
+        self.cols: Dict[str, list] = _frame_columns()
+        self.cols["seq"] = []
+        self.cols["status"] = []
+        self.nbytes = 0
+
+    def add(self, seq: int, f) -> None:
+        _append_frame(self.cols, f)
+        self.cols["seq"].append(seq)
+        self.cols["status"].append(f.status)
+        self.nbytes += len(f.frame)
+
+    def __len__(self) -> int:
+        return len(self.cols["seq"])
+
+
+class CaptureDecoder:
+    """Decodes the frames of one capture chunk by chunk; keeps what spans
+    chunks (requests waiting for their response, topic ids)."""
+
+    def __init__(self, capture: str, acc: Accounting) -> None:
+        self.capture = capture
+        self.acc = acc
+        self.pending: Dict[Tuple[int, int], Tuple[int, Optional[str]]] = {}  # (conn, corr) -> (seq, client id)
+        self.topic_ids: Dict[bytes, str] = {}
+        self._names: Dict[int, str] = {}
+        self._removed: Dict[Tuple[int, int], bool] = {}
+
+    # -- per-row lookups (a few distinct values per chunk) ---------------------
+    def _api(self, keys: List[Optional[int]]) -> List[Optional[str]]:
+        out = []
+        for k in keys:
+            if k is None:
+                out.append(None)
+                continue
+            name = self._names.get(k)
+            if name is None:
+                try:
+                    name = api_name(k)
+                except KafkaProtocolError:
+                    name = f"api{k}"
+                self._names[k] = name
+            out.append(name)
+        return out
+
+    def _removed_flags(self, keys, versions) -> List[bool]:
+        out = []
+        for k, v in zip(keys, versions):
+            got = self._removed.get((k, v))
+            if got is None:
+                got = self._removed[(k, v)] = removed_in_kafka4(k, v)
+            out.append(got)
+        return out
+
+    # -- one chunk -------------------------------------------------------------
+    def chunk(self, ch: _Chunk) -> List[pa.RecordBatch]:
+        c = ch.cols
+        n = len(ch)
+        frames = pa.array(c["frame"], pa.binary())
+        is_req = np.array([d == REQUEST for d in c["direction"]], dtype=bool)
+        req_idx = np.flatnonzero(is_req)
+        resp_idx = np.flatnonzero(~is_req)
+        client_id: List[Optional[str]] = [None] * n
+        error: List[Optional[str]] = [None] * n
+        status = list(c["status"])
+        topics: List[Optional[list]] = [None] * n
+        software: Dict[int, Tuple[str, str]] = {}
+        error_codes: List[Optional[list]] = [None] * n
+        blobs: List[Tuple[int, str, pa.Array, pa.Array, pa.Array]] = []  # (source, rows, topic, partition, blob)
+
+        # requests: headers, then each api key's bodies
+        if len(req_idx):
+            req_frames = frames.take(pa.array(req_idx))
+            heads = karrow.request_headers(req_frames)
+            cids = heads.field("client_id").to_pylist()
+            for j, i in enumerate(req_idx):
+                client_id[i] = cids[j]
+            keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in req_idx])
+            for key in np.unique(keys):
+                sel = np.flatnonzero(keys == key)
+                rows = req_idx[sel]
+                if key < 0:
+                    for i in rows:
+                        error[i] = "frame shorter than a request header"
+                    continue
+                try:
+                    msgs = karrow.messages(req_frames.take(pa.array(sel)), int(key))
+                except KafkaProtocolError as exc:  # an api key without a schema
+                    for i in rows:
+                        error[i] = str(exc)
+                    continue
+                self._bodies(int(key), msgs, rows, error, topics, None, blobs, "produce", software)
+        # pairing: the request each response answers (its client id and seq)
+        pending = self.pending
+        request_seq: List[Optional[int]] = [None] * n
+        for i in range(n):
+            key = (c["conn"][i], c["correlation_id"][i])
+            if is_req[i]:
+                if key[1] is None:
+                    continue
+                pending.pop(key, None)
+                pending[key] = (c["seq"][i], client_id[i])
+                if len(pending) > _PENDING_MAX:
+                    pending.pop(next(iter(pending)))
+            elif c["api_key"][i] is not None:
+                got = pending.pop(key, None)
+                if got is not None:
+                    request_seq[i], client_id[i] = got
+        # responses of each (api key), with their request's version
+        if len(resp_idx):
+            keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
+            # Metadata first: it names the topic ids that Produce/Fetch v13+ carry
+            for key in sorted(np.unique(keys), key=lambda k: (k != METADATA, k)):
+                if key < 0:
+                    continue  # unpaired: no api key, cannot decode
+                sel = np.flatnonzero(keys == key)
+                rows = resp_idx[sel]
+                versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
+                try:
+                    msgs = karrow.messages(frames.take(pa.array(rows)), int(key), "response", versions)
+                except KafkaProtocolError as exc:
+                    for i in rows:
+                        error[i] = str(exc)
+                    continue
+                self._bodies(int(key), msgs, rows, error, topics, error_codes, blobs, "fetch", None)
+        # accounting: framed frames are now decoded or undecodable
+        acc = self.acc
+        for i in range(n):
+            if status[i] == "framed":
+                status[i] = "decoded" if error[i] is None else "undecodable"
+                acc.move("framed", status[i], len(c["frame"][i]) + 4)
+            elif status[i] == "unpaired" and error[i] is None:
+                error[i] = "no request with this correlation id in the capture"
+
+        api = self._api(c["api_key"])
+        removed = self._removed_flags(c["api_key"], c["api_version"])
+        sizes = [len(b) + 4 for b in c["frame"]]
+        base = {
+            "capture": pa.array([self.capture] * n, pa.string()),
+            "conn": pa.array(c["conn"], pa.int64()),
+            "seq": pa.array(c["seq"], pa.int64()),
+            "ts": pa.array(c["ts"], pa.int64()).cast(TS),
+            "client": pa.array(c["client"], pa.string()),
+            "server": pa.array(c["server"], pa.string()),
+            "api_key": pa.array(c["api_key"], pa.int16()),
+            "api": pa.array(api, pa.string()),
+            "api_version": pa.array(c["api_version"], pa.int16()),
+            "correlation_id": pa.array(c["correlation_id"], pa.int32()),
+            "client_id": pa.array(client_id, pa.string()),
+            "size": pa.array(sizes, pa.int64()),
+            "removed_in_kafka4": pa.array(removed, pa.bool_()),
+            "status": pa.array(status, pa.string()),
+            "error": pa.array(error, pa.string()),
+        }
+        out = []
+        if len(req_idx):
+            take = pa.array(req_idx)
+            cols = {k: v.take(take) for k, v in base.items()}
+            cols["table"] = pa.array(["request"] * len(req_idx), pa.string())
+            cols["topics"] = pa.array([topics[i] for i in req_idx], pa.list_(pa.string()))
+            cols["software_name"] = pa.array([software.get(int(i), (None, None))[0] for i in req_idx], pa.string())
+            cols["software_version"] = pa.array([software.get(int(i), (None, None))[1] for i in req_idx],
+                                                pa.string())
+            out.append(_batch(cols, len(req_idx)))
+        if len(resp_idx):
+            take = pa.array(resp_idx)
+            cols = {k: v.take(take) for k, v in base.items()}
+            cols["table"] = pa.array(["response"] * len(resp_idx), pa.string())
+            cols["request_seq"] = pa.array([request_seq[i] for i in resp_idx], pa.int64())
+            cols["latency_us"] = pa.array(c["latency_us"], pa.int64()).take(take)
+            cols["error_codes"] = pa.array([error_codes[i] for i in resp_idx], pa.list_(pa.int16()))
+            out.append(_batch(cols, len(resp_idx)))
+        if blobs:
+            out += self._record_sets(blobs, base)
+        return out
+
+    def _bodies(self, key: int, msgs, rows: np.ndarray, error, topics, error_codes, blobs, source, software):
+        """Per api key: errors, topics, error codes, software, record sets."""
+        errs = msgs.field("error").to_pylist()
+        for j, e in enumerate(errs):
+            if e is not None:
+                error[rows[j]] = e
+        if key == METADATA and source == "fetch":
+            names, nrows = _path(msgs, ("topics", "name"))
+            ids, _ = _path(msgs, ("topics", "topic_id"))
+            for name, tid in zip(names.to_pylist(), ids.to_pylist()):
+                if name and tid and any(tid):
+                    self.topic_ids[tid] = name
+        tl = _topic_names(msgs, key, self.topic_ids).to_pylist()
+        for j, t in enumerate(tl):
+            if t:
+                topics[rows[j]] = t
+        if error_codes is not None:
+            for j, codes in enumerate(_nonzero_error_codes(msgs, key).to_pylist()):
+                error_codes[rows[j]] = codes
+        if key == API_VERSIONS and software is not None:
+            names = msgs.field("client_software_name").to_pylist()
+            vers = msgs.field("client_software_version").to_pylist()
+            for j, (nm, vs) in enumerate(zip(names, vers)):
+                if nm:
+                    software[int(rows[j])] = (nm, vs)
+        if key == PRODUCE and source == "produce":
+            tnames = _name_or_id(*[_path(msgs, ("topic_data", a))[0] for a in ("name", "topic_id")], self.topic_ids)
+            blob, brow = _path(msgs, ("topic_data", "partition_data", "records"))
+            part, _ = _path(msgs, ("topic_data", "partition_data", "index"))
+            _, trow = _path(msgs, ("topic_data",))  # rows of each topic element
+            per_topic = pc.list_value_length(_path(msgs, ("topic_data",))[0].field("partition_data")) \
+                if len(trow) else pa.array([], pa.int64())
+            topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
+            blobs.append(("produce", rows[brow], topic, part, blob))
+        elif key == FETCH and source == "fetch":
+            tnames = _name_or_id(*[_path(msgs, ("responses", a))[0] for a in ("topic", "topic_id")], self.topic_ids)
+            blob, brow = _path(msgs, ("responses", "partitions", "records"))
+            part, _ = _path(msgs, ("responses", "partitions", "partition_index"))
+            tops, trow = _path(msgs, ("responses",))
+            per_topic = pc.list_value_length(tops.field("partitions")) if len(trow) else pa.array([], pa.int64())
+            topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
+            blobs.append(("fetch", rows[brow], topic, part, blob))
+
+    def _record_sets(self, blobs, base) -> List[pa.RecordBatch]:
+        out = []
+        for source, rows, topic, part, blob in blobs:
+            # null or empty: a partition with nothing to produce or fetch
+            ok = pc.fill_null(pc.greater(pc.binary_length(blob), 0), False).to_numpy(zero_copy_only=False)
+            keep = None if ok.all() else np.flatnonzero(ok)
+            if keep is not None:
+                rows, topic, part, blob = rows[keep], topic.take(pa.array(keep)), part.take(pa.array(keep)), \
+                    blob.take(pa.array(keep))
+            m = len(blob)
+            if not m:
+                continue
+            recs = karrow.records(blob, topic=topic, partition=part)
+            rec_row = recs.column("row").to_numpy()
+            counts = np.bincount(rec_row[recs.column("error").is_null().to_numpy(zero_copy_only=False)],
+                                 minlength=m) if len(rec_row) else np.zeros(m, np.int64)
+            set_err = [None] * m
+            if recs.column("error").null_count != len(rec_row):
+                for r, e in zip(rec_row.tolist(), recs.column("error").to_pylist()):
+                    if e is not None:
+                        set_err[r] = e
+            k = len(rec_row)
+            rt = pa.array(rows[rec_row]) if k else pa.array([], pa.int64())
+            rcols = {
+                "table": pa.array(["record"] * k, pa.string()),
+                "key": recs.column("key"), "value": recs.column("value"), "topic": recs.column("topic"),
+                "partition": recs.column("partition"), "offset": recs.column("offset"),
+                "timestamp": recs.column("timestamp"), "timestampType": recs.column("timestampType"),
+                "headers": recs.column("headers"),
+                "source": pa.array([source] * k, pa.string()),
+                "capture": base["capture"].take(rt), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
+                "client_id": base["client_id"].take(rt), "error": recs.column("error"),
+            }
+            out.append(_batch(rcols, k))
+            sizes = pc.binary_length(blob).to_numpy(zero_copy_only=False)
+            srow, codecs, nb, nrec, nbytes, errs = [], [], [], [], [], []
+            for j in range(m):
+                groups = record_set_codecs(memoryview(blob[j].as_buffer()))
+                if not groups:
+                    groups = {"-": [0, 0, 0]}
+                left = int(counts[j]) - sum(g[2] for g in groups.values())
+                tail = int(sizes[j]) - sum(g[1] for g in groups.values())  # a partial batch at the end
+                for k, (codec, (batches, size, records)) in enumerate(groups.items()):
+                    srow.append(j)
+                    codecs.append(codec)
+                    nb.append(batches)
+                    # legacy counts come from decoding; a single codec takes the decoded count
+                    nrec.append(int(counts[j]) if len(groups) == 1 else records + (max(left, 0) if k == 0 else 0))
+                    nbytes.append(size + (tail if k == 0 else 0))
+                    errs.append(set_err[j])
+            st = pa.array(np.asarray(srow, dtype=np.int64))
+            take = pa.array(rows[np.asarray(srow, dtype=np.int64)])
+            ms = len(srow)
+            scols = {
+                "table": pa.array(["record_set"] * ms, pa.string()),
+                "capture": base["capture"].take(take), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
+                "ts": base["ts"].take(take), "source": pa.array([source] * ms, pa.string()),
+                "client_id": base["client_id"].take(take), "api_version": base["api_version"].take(take),
+                "topic": topic.take(st), "partition": part.take(st), "codec": pa.array(codecs, pa.string()),
+                "batches": pa.array(nb, pa.int32()), "records": pa.array(nrec, pa.int64()),
+                "bytes": pa.array(nbytes, pa.int64()), "error": pa.array(errs, pa.string()),
+            }
+            out.append(_batch(scols, ms))
+        return out
+
+
+def _batch(cols: Dict[str, object], n: int) -> pa.RecordBatch:
+    """A record batch of :data:`ROW_SCHEMA` (missing columns null)."""
+    arrays = []
+    for f in ROW_SCHEMA:
+        v = cols.get(f.name)
+        if v is None:
+            arrays.append(pa.nulls(n, f.type))
+            continue
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        if v.type != f.type:
+            v = v.cast(f.type)
+        arrays.append(v)
+    return pa.RecordBatch.from_arrays(arrays, schema=ROW_SCHEMA)
+
+
+def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
+    """The ``accounting`` rows of a capture: one per (ledger, reason), then
+    one ``totals`` row whose ``info`` holds :meth:`Accounting.to_dict` as JSON."""
+    rows = acc.rows()
+    n = len(rows) + 1
+    cols = {
+        "table": pa.array(["accounting"] * n, pa.string()),
+        "capture": pa.array([capture] * n, pa.string()),
+        "ledger": pa.array([r["ledger"] for r in rows] + ["totals"], pa.string()),
+        "reason": pa.array([r["reason"] for r in rows] + [None], pa.string()),
+        "count": pa.array([r["count"] for r in rows] + [None], pa.int64()),
+        "bytes": pa.array([r["bytes"] for r in rows] + [None], pa.int64()),
+        "info": pa.array([None] * len(rows) + [json.dumps(acc.to_dict())], pa.string()),
+    }
+    return _batch(cols, n)
+
+
+def decode_capture(path, *, capture: Optional[str] = None, ports=None,
+                   chunk_frames: int = CHUNK_FRAMES, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pa.RecordBatch]:
+    """Every row of one capture (:data:`ROW_SCHEMA`), its accounting last.
+
+    ``capture`` names the capture in the rows (default: the file name).  A
+    file that is no capture at all gives only accounting rows, with the
+    reason in ``errors``.
+    """
+    capture = capture or os.path.basename(os.fspath(path).rstrip("/"))
+    acc = Accounting()
+    dec = CaptureDecoder(capture, acc)
+    ch = _Chunk()
+    seq = 0
+    try:
+        for f in read_frames(path, ports=ports, acc=acc):
+            ch.add(seq, f)
+            seq += 1
+            if len(ch) >= chunk_frames or ch.nbytes >= chunk_bytes:
+                yield from dec.chunk(ch)
+                ch = _Chunk()
+    except (ValueError, OSError) as exc:  # CaptureFormatError is a ValueError
+        acc.errors.append(f"{capture}: {exc}")
+    if len(ch):
+        yield from dec.chunk(ch)
+    yield accounting_batch(capture, acc)
+
+
+def table_schema(table: str) -> pa.Schema:
+    """The Arrow schema of one of :data:`TABLE_COLUMNS`' tables."""
+    return pa.schema([ROW_SCHEMA.field(c) for c in TABLE_COLUMNS[table]])
+
+
+_ROWS_OF_TABLE = {v: k for k, v in _TABLE_OF_ROWS.items()}
+
+
+def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, ports=None,
+                 filesystem=None) -> Tuple[List[Tuple[str, str, int]], Accounting]:
+    """Decode one capture and write its rows as one Parquet file per table:
+    ``out/<table>/<part>.parquet`` (every table, empty ones too, so each
+    table can be read whatever the captures held).
+
+    Returns ``([(table, file, rows)], accounting)``.  ``filesystem``: a
+    :class:`pyarrow.fs.FileSystem` for ``out`` (default: the local one).
+    """
+    import pyarrow.parquet as pq
+    from pyarrow import fs as pafs
+
+    filesystem = filesystem or pafs.LocalFileSystem()
+    writers = {}
+    counts = {t: 0 for t in TABLE_COLUMNS}
+    files = {}
+    acc_info = None
+    try:
+        for table in TABLE_COLUMNS:
+            filesystem.create_dir(f"{out}/{table}", recursive=True)
+            files[table] = f"{out}/{table}/{part}.parquet"
+            writers[table] = pq.ParquetWriter(files[table], table_schema(table), filesystem=filesystem)
+        for batch in decode_capture(path, capture=capture, ports=ports):
+            if not batch.num_rows:
+                continue
+            table = _ROWS_OF_TABLE[batch.column(0)[0].as_py()]
+            if table == "accounting":
+                acc_info = batch.column(ROW_SCHEMA.get_field_index("info"))[batch.num_rows - 1].as_py()
+            cols = TABLE_COLUMNS[table]
+            writers[table].write_batch(pa.RecordBatch.from_arrays(
+                [batch.column(ROW_SCHEMA.get_field_index(c)) for c in cols], schema=table_schema(table)))
+            counts[table] += batch.num_rows
+    finally:
+        for w in writers.values():
+            w.close()
+    return [(t, files[t], counts[t]) for t in TABLE_COLUMNS], accounting_from_dict(json.loads(acc_info or "{}"))
+
+
+def accounting_from_dict(d: Dict[str, object]) -> Accounting:
+    """The inverse of :meth:`Accounting.to_dict` (accounting travels as JSON)."""
+    acc = Accounting()
+    for name in ("packets", "bytes", "frames"):
+        getattr(acc, name).update(d.get(name, {}))
+    for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
+                 "kafka_connections", "unanswered_requests", "file_bytes", "unread_bytes"):
+        setattr(acc, name, int(d.get(name, 0)))
+    acc.errors = list(d.get("errors", []))
+    return acc

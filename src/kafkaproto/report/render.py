@@ -1,0 +1,396 @@
+"""The report as text (terminal summary) and as one self-contained HTML page
+whose charts are inline SVG drawn here (no script, no external resource)."""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+from collections import defaultdict
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..capture.accounting import BYTE_REASONS
+from .job import ReportData
+
+__all__ = ["html_page", "summary"]
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+           "#9c755f", "#bab0ac")
+REMOVED = "#d62728"
+# versions: blues, greens and browns only, never the red of a removed version
+VERSION_SHADES = ("#4e79a7", "#76b7b2", "#59a14f", "#9c755f", "#b07aa1", "#a0cbe8")
+
+
+def _mb(n: Optional[float]) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _num(n) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def _ms(x: float) -> str:
+    return f"{x:.3f}" if x < 1 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+
+# ---------------------------------------------------------------------------
+# terminal
+
+
+def _table(rows: Sequence[Sequence[object]], head: Sequence[str]) -> List[str]:
+    cells = [[str(h) for h in head]] + [["-" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    out = []
+    for k, r in enumerate(cells):
+        out.append("  " + "  ".join(c.ljust(w) if i == 0 or not c[:1].isdigit() else c.rjust(w)
+                                    for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if k == 0:
+            out.append("  " + "  ".join("-" * w for w in widths))
+    return out
+
+
+def _api_use_by_client(d: ReportData) -> Dict[Tuple[str, str], List[dict]]:
+    by: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
+    for r in d.api_use:
+        by[(str(r["client_id"]), r["software"] or "")].append(r)
+    return by
+
+
+def summary(d: ReportData, html_path: Optional[str] = None, limit: int = 12) -> str:
+    """The terminal summary."""
+    t = d.totals
+    acc = d.accounting
+    lines = [
+        f"kafkaproto report: {len(d.captures)} capture(s), {_mb(d.input_bytes)} in {d.seconds:.1f}s "
+        f"on {d.master} ({d.cores} cores): {d.input_bytes / 1e6 / max(d.seconds, 1e-9):.1f} MB/s",
+        f"  {_num(t.get('connections'))} Kafka connections, {_num(t.get('requests'))} requests, "
+        f"{_num(t.get('responses'))} responses, {_num(t.get('records'))} records in "
+        f"{_num(t.get('record_sets'))} record sets",
+        "",
+        "API versions per client (client id, software from ApiVersions):",
+    ]
+    by = _api_use_by_client(d)
+    rows = []
+    for (cid, sw), uses in sorted(by.items()):
+        text = ", ".join(f"{u['api']} v{u['api_version']}" + ("!" if u["removed"] else "") + f" x{u['requests']}"
+                         for u in sorted(uses, key=lambda u: (-u["requests"]))[:8])
+        more = len(uses) - 8
+        rows.append((cid, sw or "-", text + (f", +{more} more" if more > 0 else "")))
+    lines += _table(rows[:limit * 2], ("client id", "software", "API vN x requests (! removed in Kafka 4.0)"))
+    removed = d.removed
+    lines += ["", "Versions removed in Kafka 4.0 still in use:" if removed else
+              "Versions removed in Kafka 4.0 still in use: none"]
+    if removed:
+        lines += _table([(r["client_id"], r["software"] or "-", r["api"], r["api_version"], r["requests"])
+                         for r in sorted(removed, key=lambda r: -r["requests"])][:limit],
+                        ("client id", "software", "API", "version", "requests"))
+    lines += ["", "Errors by API:" if d.errors else "Errors by API: none"]
+    if d.errors:
+        lines += _table([(e["api"], e["error"], e["code"], e["count"]) for e in d.errors[:limit]],
+                        ("API", "error", "code", "count"))
+    lines += ["", "Latency per API (ms):"]
+    lines += _table([(r["api"], r["count"], _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]))
+                     for r in d.latency[:limit]], ("API", "responses", "p50", "p90", "p99", "max"))
+    lines += ["", "Record sets per topic:"]
+    lines += _table([(r["topic"], r["source"], r["records"], _mb(r["bytes"]), r["batches"]) for r in d.topics[:limit]],
+                    ("topic", "direction", "records", "bytes", "batches"))
+    lines += ["", "Codec mix (batches):"]
+    lines += _table([(r["source"], r["codec"], r["batches"], r["records"], _mb(r["bytes"])) for r in d.codecs],
+                    ("direction", "codec", "batches", "records", "bytes"))
+    if d.decode_errors:
+        lines += ["", "Not decoded:"]
+        lines += _table([(r["table"], r["api"], r["status"], r["count"], str(r["error"])[:70])
+                         for r in d.decode_errors[:limit]], ("table", "API", "status", "count", "why"))
+    lines += ["", "Accounting (every byte and frame decoded or counted under a reason):"]
+    if acc is not None:
+        lines += _table(_accounting_rows(acc), ("ledger", "reason", "count", "bytes"))
+        problems = acc.problems()
+        lines.append("  adds up: " + ("yes" if not problems else "NO: " + "; ".join(problems)))
+        for e in acc.errors[:limit]:
+            lines.append(f"  capture error: {e}")
+    lines += ["", "Tables: " + ", ".join(f"{k}" for k in d.tables) + f" (Parquet) under {d.out}"]
+    if html_path:
+        lines.append(f"HTML report: {html_path}")
+    return "\n".join(lines)
+
+
+def _accounting_rows(acc) -> List[Tuple[object, ...]]:
+    rows = []
+    for r in acc.rows():
+        rows.append((r["ledger"], r["reason"], r["count"], r["bytes"]))
+    rows.append(("totals", "packets read", acc.packets_total, None))
+    rows.append(("totals", "frames, payload bytes", acc.frames_total, acc.payload_bytes_total))
+    rows.append(("totals", "connections (Kafka)", f"{acc.connections} ({acc.kafka_connections})", None))
+    if acc.unanswered_requests:
+        rows.append(("totals", "requests without response", acc.unanswered_requests, None))
+    if acc.unread_bytes:
+        rows.append(("totals", "file bytes unread", None, acc.unread_bytes))
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# SVG charts
+
+
+def _e(s) -> str:
+    return html.escape("-" if s is None else str(s), quote=True)
+
+
+def _hbars(rows: Sequence[Tuple[str, Sequence[Tuple[float, str, str]]]], *, width: int = 760, label_w: int = 230,
+           bar_h: int = 18, log: bool = False, fmt=_num, title: str = "", legend=()) -> str:
+    """Horizontal (stacked) bars: rows of (label, [(value, colour, tooltip)])."""
+    if not rows:
+        return '<p class="none">nothing to show</p>'
+    totals = [sum(v for v, _, _ in segs) for _, segs in rows]
+    top = max(totals) or 1
+    plot_w = width - label_w - 90
+    legend_h = 22 if legend else 0
+    h = len(rows) * (bar_h + 6) + 10 + legend_h
+
+    def scale(v: float) -> float:
+        if log:
+            lo = 0.001
+            span = math.log10(max(top, lo * 10) / lo)
+            return plot_w * max(0.0, math.log10(max(v, lo) / lo)) / span
+        return plot_w * v / top
+
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{h}" '
+             f'viewBox="0 0 {width} {h}">']
+    x = label_w
+    for name, colour in legend:
+        parts.append(f'<rect x="{x}" y="4" width="12" height="12" fill="{colour}"/>'
+                     f'<text x="{x + 16}" y="14" class="lg">{_e(name)}</text>')
+        x += 24 + 7 * len(str(name))
+    for i, ((label, segs), total) in enumerate(zip(rows, totals)):
+        y = legend_h + 5 + i * (bar_h + 6)
+        parts.append(f'<text x="{label_w - 8}" y="{y + bar_h - 5}" text-anchor="end" class="lb">{_e(label)}</text>')
+        if log:  # overlapping bars (percentiles), largest first
+            for v, colour, tip in sorted(segs, key=lambda s: -s[0]):
+                parts.append(f'<rect x="{label_w}" y="{y}" width="{max(scale(v), 1):.1f}" height="{bar_h}" '
+                             f'fill="{colour}"><title>{_e(tip)}</title></rect>')
+            end = scale(max((v for v, _, _ in segs), default=0))
+        else:
+            x0 = float(label_w)
+            for v, colour, tip in segs:
+                w = scale(v)
+                if w > 0:
+                    parts.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(w, 1):.1f}" height="{bar_h}" '
+                                 f'fill="{colour}"><title>{_e(tip)}</title></rect>')
+                x0 += w
+            end = x0 - label_w
+        parts.append(f'<text x="{label_w + end + 5:.1f}" y="{y + bar_h - 5}" class="val">{_e(fmt(total))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _colours(keys: Sequence[str]) -> Dict[str, str]:
+    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(keys)}
+
+
+def _chart_api_versions(d: ReportData) -> str:
+    by_api: Dict[str, Dict[int, Tuple[int, bool]]] = defaultdict(dict)
+    for r in d.api_use:
+        n, rem = by_api[str(r["api"])].get(r["api_version"], (0, r["removed"]))
+        by_api[str(r["api"])][r["api_version"]] = (n + r["requests"], rem)
+    rows = []
+    for api, versions in sorted(by_api.items(), key=lambda kv: -sum(n for n, _ in kv[1].values())):
+        segs = []
+        for i, (v, (n, rem)) in enumerate(sorted(versions.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))):
+            colour = REMOVED if rem else VERSION_SHADES[i % len(VERSION_SHADES)]
+            segs.append((n, colour, f"{api} v{v}: {n:,} requests" + (" (removed in Kafka 4.0)" if rem else "")))
+        rows.append((api, segs))
+    return _hbars(rows, title="requests per API and version",
+                  legend=[("a version (each shade)", VERSION_SHADES[0]), ("removed in Kafka 4.0", REMOVED)])
+
+
+def _chart_errors(d: ReportData) -> str:
+    names = sorted({e["error"] for e in d.errors})
+    colours = _colours(names)
+    by_api: Dict[str, list] = defaultdict(list)
+    for e in d.errors:
+        by_api[str(e["api"])].append((e["count"], colours[e["error"]], f"{e['api']}: {e['error']} ({e['code']}) "
+                                                                        f"x{e['count']:,}"))
+    rows = sorted(by_api.items(), key=lambda kv: -sum(v for v, _, _ in kv[1]))
+    return _hbars(rows, title="error codes by API", legend=[(n, colours[n]) for n in names])
+
+
+def _chart_latency(d: ReportData) -> str:
+    shades = (("p50", "#4e79a7"), ("p90", "#a0cbe8"), ("p99", "#f28e2b"))
+    rows = [(f"{r['api']} ({r['count']:,})",
+             [(r[k], c, f"{r['api']} {k}: {_ms(r[k])} ms") for k, c in shades]) for r in d.latency]
+    return _hbars(rows, log=True, title="latency percentiles per API (ms, log scale)",
+                  fmt=lambda v: "", legend=[(f"{k} (ms)", c) for k, c in reversed(shades)]) \
+        if rows else '<p class="none">no paired responses</p>'
+
+
+def _chart_topics(d: ReportData, what: str) -> str:
+    colours = {"produce": "#59a14f", "fetch": "#4e79a7"}
+    by: Dict[str, Dict[str, int]] = defaultdict(dict)
+    for r in d.topics:
+        by[str(r["topic"])][r["source"]] = r[what] or 0
+    rows = sorted(by.items(), key=lambda kv: -sum(kv[1].values()))[:20]
+    fmt = _mb if what == "bytes" else _num
+    out = [(t, [(v.get(s, 0), colours[s], f"{t} {s}: {fmt(v.get(s, 0))}") for s in ("produce", "fetch")])
+           for t, v in rows]
+    return _hbars(out, fmt=fmt, title=f"{what} per topic", legend=list(colours.items()))
+
+
+def _chart_codecs(d: ReportData) -> str:
+    codecs = sorted({r["codec"] for r in d.codecs})
+    colours = _colours(codecs)
+    rows = []
+    for source in ("produce", "fetch"):
+        segs = [(r["batches"], colours[r["codec"]], f"{source} {r['codec']}: {r['batches']:,} batches, "
+                                                    f"{_mb(r['bytes'])}")
+                for r in d.codecs if r["source"] == source]
+        if segs:
+            rows.append((f"{source} (batches)", segs))
+    return _hbars(rows, title="codec mix", legend=[(c, colours[c]) for c in codecs])
+
+
+def _chart_accounting(acc) -> str:
+    reasons = [r for r in BYTE_REASONS if acc.bytes.get(r)] + sorted(set(acc.bytes) - set(BYTE_REASONS))
+    colours = {r: ("#59a14f" if r == "decoded" else PALETTE[(i + 1) % len(PALETTE)]) for i, r in enumerate(reasons)}
+    segs = [(acc.bytes[r], colours[r], f"{r}: {acc.bytes[r]:,} bytes") for r in reasons if acc.bytes[r] > 0]
+    rows = [("TCP payload bytes", segs)]
+    if acc.missing_bytes:
+        rows.append(("missing from capture", [(acc.missing_bytes, "#bab0ac", f"{acc.gaps} gaps")]))
+    return _hbars(rows, fmt=_mb, title="where every captured byte went",
+                  legend=[(r, colours[r]) for r in reasons if acc.bytes[r] > 0])
+
+
+# ---------------------------------------------------------------------------
+# HTML
+
+
+def _html_table(rows: Sequence[Sequence[object]], head: Sequence[str], cls: str = "") -> str:
+    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="{"n" if isinstance(c, (int, float)) else ""}">'
+                                    f'{_e(_num(c) if isinstance(c, int) else c)}</td>' for c in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;
+color:#222;padding:0 16px}
+h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.meta{color:#666}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;min-width:120px}
+.card b{display:block;font-size:20px}.card span{color:#666;font-size:12px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border-bottom:1px solid #eee;padding:3px 10px;
+text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f6f6f6}.removed td{color:#b00}.chip{display:inline-block;border:1px solid #ccc;border-radius:10px;
+padding:0 7px;margin:1px;font-size:12px;white-space:nowrap}.chip.rm{border-color:#d62728;color:#d62728}
+svg.chart{display:block;margin:8px 0}svg .lb{font-size:12px;fill:#333}svg .val{font-size:11px;fill:#555}
+svg .lg{font-size:11px;fill:#333}.none{color:#888}.ok{color:#2a7}.bad{color:#c00;font-weight:bold}
+"""
+
+
+def html_page(d: ReportData) -> str:
+    """The report as one HTML document (inline CSS and SVG only)."""
+    t = d.totals
+    acc = d.accounting
+    e = _e
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             "<title>Kafka traffic report</title>", f"<style>{_CSS}</style></head><body>",
+             "<h1>Kafka traffic report</h1>",
+             f'<p class="meta">{len(d.captures)} capture(s): ' + ", ".join(e(c["name"]) for c in d.captures[:10])
+             + (" …" if len(d.captures) > 10 else "")
+             + f" — {_mb(d.input_bytes)} in {d.seconds:.1f}s on {e(d.master)}; generated "
+             + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) + "</p>",
+             '<div class="cards">']
+    cards = [(t.get("connections"), "Kafka connections"), (len(d.clients), "client ids"),
+             (t.get("requests"), "requests"), (t.get("responses"), "responses"),
+             (sum(r["count"] for r in d.errors), "error codes"),
+             (sum(r["requests"] for r in d.removed), "requests on removed versions"),
+             (t.get("records"), "records")]
+    for v, label in cards:
+        parts.append(f'<div class="card"><b>{_num(v)}</b><span>{e(label)}</span></div>')
+    parts.append("</div>")
+
+    parts.append('<h2 id="versions">API × version use</h2>')
+    parts.append('<figure id="chart-versions">' + _chart_api_versions(d) + "</figure>")
+    by = _api_use_by_client(d)
+    rows = []
+    for (cid, sw), uses in sorted(by.items()):
+        chips = "".join(f'<span class="chip{" rm" if u["removed"] else ""}" title="{u["requests"]:,} requests">'
+                        f'{e(u["api"])} v{e(u["api_version"])} · {u["requests"]:,}</span>'
+                        for u in sorted(uses, key=lambda u: (str(u["api"]), u["api_version"] or 0)))
+        rows.append(f"<tr><td>{e(cid)}</td><td>{e(sw or '-')}</td><td>{chips}</td></tr>")
+    parts.append("<table><thead><tr><th>client id</th><th>software (ApiVersions)</th><th>API vN · requests</th>"
+                 "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+    parts.append('<h2 id="removed">Protocol versions removed in Kafka 4.0 still in use</h2>')
+    removed = sorted(d.removed, key=lambda r: -r["requests"])
+    if removed:
+        parts.append("<p>These requests use versions that exist only in the older schema layer: a Kafka 4.0 broker "
+                     "rejects them.</p>")
+        parts.append(_html_table([(r["client_id"], r["software"] or "-", r["api"], r["api_version"], r["requests"])
+                                  for r in removed], ("client id", "software", "API", "version", "requests"),
+                                 "removed"))
+    else:
+        parts.append('<p class="ok">None: every request uses a version Kafka 4.0 still accepts.</p>')
+
+    parts.append('<h2 id="errors">Error codes by API</h2>')
+    parts.append('<figure id="chart-errors">' + _chart_errors(d) + "</figure>")
+    if d.errors:
+        parts.append(_html_table([(r["api"], r["error"], r["code"], r["count"]) for r in d.errors],
+                                 ("API", "error", "code", "count")))
+
+    parts.append('<h2 id="latency">Latency per API</h2>')
+    parts.append('<figure id="chart-latency">' + _chart_latency(d) + "</figure>")
+    parts.append(_html_table([(r["api"], r["count"], _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _ms(r["max"]))
+                              for r in d.latency], ("API", "responses", "p50 ms", "p90 ms", "p99 ms", "max ms")))
+
+    parts.append('<h2 id="topics">Produce and fetch per topic</h2>')
+    parts.append('<figure id="chart-topic-bytes">' + _chart_topics(d, "bytes") + "</figure>")
+    parts.append('<figure id="chart-topic-records">' + _chart_topics(d, "records") + "</figure>")
+    parts.append(_html_table([(r["topic"], r["source"], r["records"], _mb(r["bytes"]), r["batches"], r["sets"])
+                              for r in d.topics], ("topic", "direction", "records", "bytes", "batches",
+                                                   "partition record sets")))
+
+    parts.append('<h2 id="codecs">Codec mix</h2>')
+    parts.append('<figure id="chart-codecs">' + _chart_codecs(d) + "</figure>")
+    parts.append(_html_table([(r["source"], r["codec"], r["batches"], r["records"], _mb(r["bytes"]))
+                              for r in d.codecs], ("direction", "codec", "batches", "records", "bytes")))
+
+    parts.append('<h2 id="clients">Clients</h2>')
+    parts.append(_html_table([(c["client_id"], ", ".join(c["software"]) or "-", c["connections"],
+                               ", ".join(c["hosts"][:5])) for c in d.clients],
+                             ("client id", "software", "connections", "hosts")))
+
+    if d.decode_errors:
+        parts.append('<h2 id="undecoded">Not decoded</h2>')
+        parts.append(_html_table([(r["table"], r["api"], r["status"], r["count"], r["error"])
+                                  for r in d.decode_errors], ("table", "API", "status", "count", "why")))
+
+    parts.append('<h2 id="accounting">Accounting</h2>')
+    if acc is not None:
+        problems = acc.problems()
+        parts.append("<p>Every packet, TCP payload byte and frame is decoded or counted under a reason. "
+                     + ('<span class="ok">The ledgers add up.</span>' if not problems else
+                        f'<span class="bad">The ledgers do not add up: {e("; ".join(problems))}</span>') + "</p>")
+        parts.append('<figure id="chart-accounting">' + _chart_accounting(acc) + "</figure>")
+        parts.append(_html_table(_accounting_rows(acc), ("ledger", "reason", "count", "bytes")))
+        if acc.errors:
+            parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in acc.errors) + "</ul>")
+        if len(d.accounting_by_capture) > 1:
+            parts.append(_html_table(
+                [(name, a.packets_total, a.payload_bytes_total, a.bytes.get("decoded", 0),
+                  sum(v for k, v in a.bytes.items() if k != "decoded"), a.missing_bytes,
+                  "yes" if not a.problems() else "no")
+                 for name, a in sorted(d.accounting_by_capture.items())],
+                ("capture", "packets", "payload bytes", "decoded", "other reasons", "missing", "adds up")))
+    parts.append("<h2>Tables</h2><ul>" + "".join(f"<li><code>{e(k)}</code>: {e(v)}</li>" for k, v in d.tables.items())
+                 + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+

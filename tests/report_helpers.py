@@ -1,0 +1,124 @@
+"""Shared pieces of the report tests: one local[2] Spark session for all of
+them, damaged synthetic captures and headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import struct
+from pathlib import Path
+
+from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
+from kafkaproto.capture.writer import PcapWriter, TcpConversation
+from kafkaproto.report.synthetic import write_capture
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "capture"
+
+_session = None
+
+
+def spark_session():
+    """The one local[2] session of the test run (stopped at exit by conftest)."""
+    global _session
+    if _session is None:
+        from kafkaproto.report.job import session
+
+        _session = session("local[2]", {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"})
+    return _session
+
+
+def stop_session() -> None:
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None
+
+
+# ---------------------------------------------------------------------------
+# damaged captures
+
+
+def damaged_captures(folder: Path):
+    """A clean synthetic capture (with its manifest) and damaged ones; returns
+    (manifest, {name: path})."""
+    folder.mkdir(parents=True, exist_ok=True)
+    clean = folder / "clean.pcap"
+    manifest = write_capture(clean, size=600_000, seed=7, keep_records=True, connections=1)
+    data = clean.read_bytes()
+    paths = {"clean.pcap": clean}
+    # cut in the middle of a packet record
+    (folder / "truncated.pcap").write_bytes(data[: len(data) // 2 + 7])
+    paths["truncated.pcap"] = folder / "truncated.pcap"
+    # random bytes over the middle: damaged records, frames and batches
+    rng = random.Random(3)
+    buf = bytearray(data)
+    for _ in range(40):
+        at = rng.randrange(1000, len(buf) - 64)
+        buf[at:at + 16] = bytes(rng.randrange(256) for _ in range(16))
+    (folder / "corrupt.pcap").write_bytes(bytes(buf))
+    paths["corrupt.pcap"] = folder / "corrupt.pcap"
+    # packets lost by the capture: every 9th data packet dropped
+    paths["gaps.pcap"] = _drop_packets(clean, folder / "gaps.pcap", every=9)
+    # web and database traffic, no Kafka
+    paths["not-kafka.pcap"] = _not_kafka(folder / "not-kafka.pcap")
+    # not a capture at all
+    (folder / "noise.bin").write_bytes(bytes(rng.randrange(256) for _ in range(5000)))
+    paths["noise.bin"] = folder / "noise.bin"
+    return manifest, paths
+
+
+def _records(data: bytes):
+    pos = 24
+    while pos + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, pos + 8)[0]
+        yield data[pos:pos + 16 + incl]
+        pos += 16 + incl
+
+
+def _drop_packets(src: Path, dst: Path, every: int) -> Path:
+    data = src.read_bytes()
+    out = [data[:24]]
+    n = 0
+    for rec in _records(data):
+        if len(rec) > 16 + 54 + 100:  # a data packet (Ethernet + IP + TCP headers, then payload)
+            n += 1
+            if n % every == 0:
+                continue
+        out.append(rec)
+    dst.write_bytes(b"".join(out))
+    return dst
+
+
+def _not_kafka(path: Path) -> Path:
+    with open(path, "wb") as fh:
+        w = PcapWriter(fh, LINKTYPE_ETHERNET)
+        for port, ask, answer in ((80, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000),
+                                  (5432, b"\x00\x00\x00\x08\x04\xd2\x16\x2f", b"N")):
+            conv = TcpConversation(("10.9.0.2", 50000 + port), ("10.9.0.1", port))
+            for ts, pkt in conv.handshake() + conv.send(True, ask) + conv.send(False, answer) + conv.close():
+                w.write(ts, pkt)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# PNG and Chromium
+
+
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise RuntimeError("chromium is not installed: run tools/peers/install_peers.sh (Debian package chromium)")
+    return exe
+
+
+def run_chromium(url: str, profile: Path, *args: str, timeout: float = 90):
+    """Headless Chromium on ``url`` with a fresh profile; (stdout, stderr)."""
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args, url]
+    env = dict(os.environ, HOME=str(profile))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    return p.stdout, p.stderr

@@ -1,0 +1,235 @@
+"""kafkaproto.arrow.messages agrees with the object decoders, for every API key,
+requests and responses, every version, and damaged frames.
+
+The expected rows are computed here from the objects decode_request /
+decode_response return (fields a version lacks → None), or from the error they
+raise (all fields None, ``error`` = the exception's text).
+"""
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from kafkaproto import _kinds as K
+from kafkaproto import arrow, decode_request, decode_response, encode_request, encode_response
+from kafkaproto.errors import KafkaProtocolError
+from kafkaproto.messages import APIS, request_class, response_class
+from message_values import random_message
+
+REQUEST_KEYS = sorted(k for k, (rq, _) in APIS.items() if rq)
+RESPONSE_KEYS = sorted(k for k, (_, rs) in APIS.items() if rs)
+
+
+def versions(cls):
+    return [v for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1) if cls.supports(v)]
+
+
+def _value(kind, struct, v, version):
+    if v is None:
+        return None
+    if kind == K.STRUCT:
+        return expected_struct(struct, v, version)
+    if kind == K.UUID:
+        return v.bytes
+    if kind in (K.BYTES, K.RECORDS):
+        return bytes(v)
+    return v
+
+
+def expected_struct(cls, obj, version):
+    out = {}
+    for f in cls._FIELDS:
+        if not f.versions >> version & 1:
+            out[f.attr] = None
+            continue
+        v = getattr(obj, f.attr)
+        if f.kind == K.ARRAY:
+            out[f.attr] = None if v is None else [_value(f.elem, f.struct, x, version) for x in v]
+        else:
+            out[f.attr] = _value(f.kind, f.struct, v, version)
+    return out
+
+
+def null_row(cls, error):
+    row = {f.attr: None for f in cls._FIELDS}
+    row["error"] = error
+    return row
+
+
+def damaged(frame, rng):
+    """The frame itself, cut short, and with a few bytes replaced."""
+    out = [frame, frame[: len(frame) // 2], frame[:-1]]
+    for _ in range(4):
+        b = bytearray(frame)
+        b[rng.randrange(len(b))] = rng.choice([0x00, 0xFF, 0x7F, 0x80, rng.randrange(256)])
+        out.append(bytes(b))
+    return out
+
+
+def request_frames(api_key, rng, per_version=2):
+    cls = request_class(api_key)
+    frames = []
+    for v in versions(cls):
+        for k in range(per_version):
+            msg = random_message(cls, v, rng)
+            frame = encode_request(msg, v, rng.randint(-5, 10**6), rng.choice([None, "", "client-é", "c" * 40]))[4:]
+            frames += damaged(frame, rng) if k == 0 else [frame]
+    return frames
+
+
+def response_frames(api_key, rng, per_version=2):
+    cls = response_class(api_key)
+    frames, vers = [], []
+    for v in versions(cls):
+        for k in range(per_version):
+            msg = random_message(cls, v, rng)
+            frame = encode_response(msg, v, rng.randint(-5, 10**6))[4:]
+            got = damaged(frame, rng) if k == 0 else [frame]
+            frames += got
+            vers += [v] * len(got)
+    return frames, vers
+
+
+def expected_request(cls, frame):
+    if frame is None:
+        return null_row(cls, "null frame")
+    if len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) != cls.API_KEY:
+        return None  # another API: only an error row is expected
+    try:
+        header, msg = decode_request(frame)
+    except KafkaProtocolError as exc:
+        return null_row(cls, str(exc))
+    row = expected_struct(cls, msg, header.api_version)
+    row["error"] = None
+    return row
+
+
+def expected_response(cls, frame, version):
+    try:
+        _, msg = decode_response(frame, cls.API_KEY, version)
+    except KafkaProtocolError as exc:
+        return null_row(cls, str(exc))
+    # KIP-511 fallback: an ApiVersions body read in the v0 layout
+    used = version
+    if cls.API_KEY == 18 and version > 0:
+        try:
+            cls.decode(frame, version, 4)
+        except KafkaProtocolError:
+            used = 0
+    row = expected_struct(cls, msg, used)
+    row["error"] = None
+    return row
+
+
+def check_counts(out):
+    errors = len(out) - out.field("error").null_count
+    decoded = sum(1 for e in out.field("error").to_pylist() if e is None)
+    assert decoded + errors == len(out)
+
+
+@pytest.mark.parametrize("api_key", REQUEST_KEYS)
+def test_requests_agree_with_objects(api_key):
+    cls = request_class(api_key)
+    rng = random.Random(f"req{api_key}")
+    frames = request_frames(api_key, rng) + [None, b"", b"\x00"]
+    out = arrow.messages(pa.array(frames, pa.binary()), api_key)
+    assert out.type == arrow.message_type(api_key)
+    check_counts(out)
+    rows = out.to_pylist()
+    assert len(rows) == len(frames)
+    for frame, row in zip(frames, rows):
+        want = expected_request(cls, frame)
+        if want is not None:
+            assert row == want, (frame.hex() if frame else frame)
+        else:
+            assert row["error"] and row == null_row(cls, row["error"])
+
+
+@pytest.mark.parametrize("api_key", RESPONSE_KEYS)
+def test_responses_agree_with_objects(api_key):
+    cls = response_class(api_key)
+    rng = random.Random(f"resp{api_key}")
+    frames, vers = response_frames(api_key, rng)
+    out = arrow.messages(pa.array(frames, pa.large_binary()), api_key, "response", pa.array(vers, pa.int16()))
+    assert out.type == arrow.message_type(api_key, "response")
+    check_counts(out)
+    for frame, v, row in zip(frames, vers, out.to_pylist()):
+        assert row == expected_response(cls, frame, v), (v, frame.hex())
+
+
+def test_request_of_another_api_key_is_an_error_row():
+    produce = encode_request(request_class(18)(), 3, 1, "c")[4:]
+    out = arrow.messages(pa.array([produce]), 3)
+    row = out.to_pylist()[0]
+    assert row["topics"] is None
+    assert row["error"] == "a ApiVersionsRequest (api key 18) in a column of MetadataRequest (api key 3)"
+
+
+def test_mixed_versions_share_one_schema():
+    cls = request_class(3)
+    rng = random.Random(3)
+    frames = [encode_request(random_message(cls, v, rng), v, v)[4:] for v in versions(cls)]
+    out = arrow.messages(pa.array(frames), 3)
+    assert out.field("error").null_count == len(frames)
+    # topic_id exists from v10: null before, bytes after
+    firsts = [r["topics"][0]["topic_id"] if r["topics"] else "none" for r in out.to_pylist()]
+    assert all(x is None or x == "none" for x in firsts[:10])
+
+
+def test_response_versions_as_int_and_with_nulls():
+    cls = response_class(18)
+    msg = cls(api_keys=[cls.ApiVersion(api_key=1, min_version=0, max_version=3)])
+    f3 = encode_response(msg, 3, 9)[4:]
+    out = arrow.messages(pa.array([f3, f3]), 18, "response", 3)
+    assert out.field("error").null_count == 2
+    out = arrow.messages(pa.array([f3, f3]), 18, "response", pa.array([3, None], pa.int32()))
+    assert out.to_pylist()[1] == null_row(cls, "null api version")
+    out = arrow.messages(pa.array([f3]), 18, "response", 99)
+    assert "ApiVersionsResponse v99 is not supported" in out.to_pylist()[0]["error"]
+
+
+def test_api_versions_v0_fallback():
+    """KIP-511: a v3 request answered with a v0 body carrying UNSUPPORTED_VERSION."""
+    cls = response_class(18)
+    v0 = encode_response(cls(error_code=35, api_keys=[cls.ApiVersion(api_key=18, min_version=0, max_version=2)]),
+                         0, 5)[4:]
+    row = arrow.messages(pa.array([v0]), 18, "response", 3).to_pylist()[0]
+    assert row["error"] is None and row["error_code"] == 35
+    assert row["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
+    assert row["throttle_time_ms"] is None  # v0 has none
+    assert row == expected_response(cls, v0, 3)
+
+
+def test_inputs_chunked_view_string_and_lists():
+    cls = request_class(18)
+    frames = [encode_request(cls(client_software_name="a", client_software_version="1"), 3, i, "x")[4:]
+              for i in range(5)]
+    want = arrow.messages(pa.array(frames), 18)
+    chunked = arrow.messages(pa.chunked_array([pa.array(frames[:2]), pa.array(frames[2:])]), 18)
+    assert isinstance(chunked, pa.ChunkedArray) and chunked.combine_chunks().equals(want)
+    assert arrow.messages(pa.array(frames, pa.binary_view()), 18).equals(want)
+    assert arrow.messages(frames, 18).equals(want)
+    assert arrow.messages(pa.array(frames)[1:4], 18).equals(want[1:4])
+    with pytest.raises(TypeError):
+        arrow.messages(frames[0], 18)
+    with pytest.raises(TypeError):
+        arrow.messages(pa.array([1, 2]), 18)
+
+
+def test_empty_inputs():
+    assert len(arrow.messages(pa.array([], pa.binary()), 3)) == 0
+    assert len(arrow.messages(pa.array([], pa.binary()), 3, "response", 1)) == 0
+    assert arrow.messages(pa.chunked_array([], pa.binary()), 3).type == arrow.message_type(3)
+
+
+def test_every_message_type_is_spark_friendly():
+    """No unsigned ints, no view types: every type maps to a Spark SQL type."""
+    def walk(t):
+        assert not pa.types.is_unsigned_integer(t)
+        for k in range(t.num_fields):
+            walk(t.field(k).type)
+    for key in REQUEST_KEYS:
+        walk(arrow.message_type(key))
+    for key in RESPONSE_KEYS:
+        walk(arrow.message_type(key, "response"))

@@ -1,0 +1,154 @@
+"""kafkaproto.arrow.records agrees with kafkaproto.records.decode: every batch
+format and codec, control batches, partial batches, damaged blobs; projection;
+topic/partition pass-through; one error row per bad blob, nothing lost."""
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from kafkaproto import arrow
+from kafkaproto import records as R
+from kafkaproto.errors import KafkaProtocolError
+
+T0 = 1_700_000_000_000
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+US_LIMIT_MS = (2**63 - 1) // 1000
+
+
+def some_records(rng, n):
+    out = []
+    for i in range(n):
+        key = None if rng.random() < 0.2 else bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 8)))
+        value = None if rng.random() < 0.1 else b"value-%d " % i * rng.randint(0, 4)
+        headers = [("dup", b"a"), ("dup", None), ("é", b"")][: rng.randint(0, 3)]
+        out.append((key, value, headers, T0 + rng.randint(-5, 5000)))
+    return out
+
+
+def blobs_for(rng):
+    """Blobs of every kind: v2 in every codec (several batches, log-append time,
+    control markers), legacy v0/v1, a partial batch at the end, an empty blob."""
+    out = []
+    for codec in CODECS:
+        b1 = R.encode(some_records(rng, rng.randint(1, 6)), codec=codec, base_offset=rng.randint(0, 10**12))
+        b2 = R.encode(some_records(rng, 3), codec=codec, timestamp_type=1, max_timestamp=T0 + 99, base_offset=7)
+        out += [b1, b1 + b2, b1 + b2[: rng.randint(1, len(b2) - 1)]]
+    for magic in (0, 1):
+        for codec in ("none", "gzip", "snappy", "lz4"):
+            out.append(R.encode([(k, v, None, ts) for k, v, _, ts in some_records(rng, 3)], magic=magic, codec=codec,
+                                base_offset=40))
+    marker = R.encode([R.control_record(R.ControlType.COMMIT, 5)], control=True, transactional=True,
+                      producer_id=9, base_offset=100)
+    data = R.encode(some_records(rng, 2), transactional=True, producer_id=9, base_offset=98)
+    out += [data + marker, b""]
+    return out
+
+
+def damaged(blobs, rng):
+    out = []
+    for b in blobs:
+        if len(b) < 20:
+            continue
+        x = bytearray(b)
+        x[rng.randrange(len(x))] ^= 1 << rng.randrange(8)
+        out.append(bytes(x))
+    return out + [b"\x00" * 12 + b"\x00\x00\x00\x05", None, b"\x00" * 16 + b"\x07" + b"\x00" * 60]
+
+
+def expected(blobs, check_crc=True, topic=None, partition=None):
+    rows = []
+    for i, blob in enumerate(blobs):
+        base = {"topic": topic[i] if topic else None, "partition": partition[i] if partition else None, "row": i}
+        try:
+            if blob is None:
+                raise KafkaProtocolError("null records blob")
+            recs = [r for b in R.decode(blob, check_crc=check_crc) for r in b.records if r.control is None]
+        except KafkaProtocolError as exc:
+            rows.append(dict(base, key=None, value=None, offset=None, timestamp=None, timestampType=None,
+                             headers=None, error=str(exc)))
+            continue
+        for r in recs:
+            ts = r.timestamp * 1000 if abs(r.timestamp) <= US_LIMIT_MS else None  # beyond int64 microseconds
+            rows.append(dict(base, key=r.key, value=r.value, offset=r.offset, timestamp=ts,
+                             timestampType=r.timestamp_type,
+                             headers=[{"key": k, "value": v} for k, v in r.headers] or None, error=None))
+    return rows
+
+
+def as_rows(table):
+    t = table.set_column(table.schema.get_field_index("timestamp"), "timestamp",
+                         table.column("timestamp").cast(pa.int64()))
+    return t.to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_records_agree_with_objects(seed):
+    rng = random.Random(seed)
+    blobs = blobs_for(rng)
+    topics = [f"t{i % 3}" for i in range(len(blobs))]
+    parts = [i % 4 for i in range(len(blobs))]
+    out = arrow.records(pa.array(blobs, pa.large_binary()), topic=topics, partition=pa.array(parts, pa.int64()))
+    assert out.schema == arrow.RECORDS_SCHEMA
+    got = as_rows(out)
+    want = expected(blobs, topic=topics, partition=parts)
+    assert got == want
+    assert out.column("error").null_count == len(out)  # every blob decodes
+
+
+@pytest.mark.parametrize("check_crc", [True, False])
+def test_damaged_blobs_are_error_rows(check_crc):
+    rng = random.Random(f"damaged{check_crc}")
+    blobs = damaged(blobs_for(rng), rng)
+    out = arrow.records(pa.array(blobs), check_crc=check_crc)
+    assert as_rows(out) == [dict(r, topic=None, partition=None) for r in expected(blobs, check_crc)]
+    # nothing lost: each blob is decoded, or is exactly one error row
+    errors = out.filter(out.column("error").is_valid())
+    bad = set(errors.column("row").to_pylist())
+    assert len(bad) == errors.num_rows
+    good = {i for i, b in enumerate(blobs) if i not in bad}
+    assert len(good) + len(bad) == len(blobs)
+    assert set(out.column("row").to_pylist()) - bad <= good
+
+
+def test_projection_copies_no_keys_or_values():
+    rng = random.Random(4)
+    big = R.encode([(b"k" * 1000, b"v" * 10_000, [("h", b"x" * 1000)], T0 + i) for i in range(50)], codec="lz4")
+    blobs = pa.array([big] * 4)
+    full = arrow.records(blobs)
+    slim = arrow.records(blobs, columns=["offset", "timestamp"])
+    assert slim.column_names == ["offset", "timestamp", "row", "error"]
+    assert slim.column("offset").equals(full.column("offset"))
+    assert slim.column("timestamp").equals(full.column("timestamp"))
+    assert full.nbytes > 2_000_000 and slim.nbytes < 10_000
+    with pytest.raises(ValueError):
+        arrow.records(blobs, columns=["nope"])
+    del rng
+
+
+def test_pass_through_chunked_and_empty():
+    rng = random.Random(5)
+    blobs = [R.encode(some_records(rng, 2)) for _ in range(5)]
+    want = arrow.records(pa.array(blobs), topic="orders", partition=7)
+    assert set(want.column("topic").to_pylist()) == {"orders"} and set(want.column("partition").to_pylist()) == {7}
+    chunked = arrow.records(pa.chunked_array([pa.array(blobs[:2]), pa.array(blobs[2:])]), topic="orders",
+                            partition=7)
+    assert chunked.equals(want)
+    assert arrow.records(pa.array([], pa.binary())).num_rows == 0
+    assert arrow.records(pa.array([b""])).num_rows == 0
+
+
+def test_timestamps_out_of_range_are_null():
+    blob = R.encode([(b"k", b"v", None, 2**62), (b"k", b"v", None, -1), (b"k", b"v", None, T0)])
+    ts = arrow.records([blob]).column("timestamp").cast(pa.int64()).to_pylist()
+    assert ts == [None, -1000, T0 * 1000]
+
+
+def test_spark_shape_types():
+    out = arrow.records([R.encode([(b"k", b"v", [("a", b"b")], T0)])])
+    assert out.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+    assert out.schema.field("partition").type == pa.int32()
+    assert out.schema.field("timestampType").type == pa.int32()
+    assert out.column("headers").to_pylist() == [[{"key": "a", "value": b"b"}]]
+    assert np.asarray(out.column("row")).tolist() == [0]

@@ -1,0 +1,120 @@
+"""The compiled Arrow loops and their pure twin give the same arrays (and the same
+buffers) on the same inputs, valid or damaged."""
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from kafkaproto import _arrow_py, _codec, arrow, encode_request, encode_response, frames as kframes
+from kafkaproto.messages import APIS, request_class, response_class
+from message_values import random_message
+
+pytestmark = pytest.mark.compiled_only
+
+
+def garble(frames, rng):
+    out = []
+    for f in frames:
+        out.append(f)
+        b = bytearray(f)
+        for _ in range(rng.randint(1, 3)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        out += [bytes(b), f[: rng.randrange(len(f) + 1)]]
+    return out + [None]
+
+
+@pytest.mark.parametrize("kind", ["request", "response"])
+def test_messages_twins(kind):
+    rng = random.Random(kind)
+    for key, (rq, rs) in sorted(APIS.items()):
+        cls = request_class(key) if kind == "request" else response_class(key)
+        vs = [v for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1) if cls.supports(v)]
+        frames, vers = [], []
+        for v in vs:
+            msg = random_message(cls, v, rng)
+            f = (encode_request(msg, v, 1, "c") if kind == "request" else encode_response(msg, v, 1))[4:]
+            got = garble([f], rng)
+            frames += got
+            vers += [v] * len(got)
+        arr = pa.array(frames, pa.large_binary())
+        vv = np.ones(len(vers), dtype=np.uint8)
+        v32 = np.array(vers, dtype=np.int32)
+        a = arrow._messages(_codec, arr, 1, cls, v32, vv)
+        b = arrow._messages(_arrow_py, arr, 1, cls, v32, vv)
+        assert a.equals(b), cls.NAME
+        # the same buffers too, validity and null slots included
+        sa, ta = _codec.arrow_messages(arr, 1, cls, v32, vv)
+        sb, tb = _arrow_py.arrow_messages(arr, 1, cls, v32, vv)
+        assert ((sa == 0) == (sb == 0)).all()
+        assert _plain(ta) == _plain(tb), cls.NAME
+
+
+def _plain(node):
+    n, nulls, bitmap, bufs, kids = node
+    return (n, nulls, None if bitmap is None else bytes(bitmap), tuple(bytes(b) for b in bufs),
+            tuple(_plain(k) for k in kids))
+
+
+def test_headers_twins():
+    rng = random.Random(5)
+    frames = []
+    for key, (rq, _) in sorted(APIS.items()):
+        cls = request_class(key)
+        frames.append(encode_request(cls(), cls.HIGHEST_VERSION, rng.randint(0, 99), "id")[4:])
+    frames = garble(frames, rng)
+    arr = pa.array(frames)
+    assert arrow._request_headers(_codec, arr, 0).equals(arrow._request_headers(_arrow_py, arr, 0))
+    keys = np.array([rng.choice(list(APIS)) for _ in frames], dtype=np.int32)
+    vers = np.array([rng.randint(0, 5) for _ in frames], dtype=np.int32)
+    ok = np.ones(len(frames), dtype=np.uint8)
+    assert arrow._response_headers(_codec, arr, 0, keys, ok, vers, ok).equals(
+        arrow._response_headers(_arrow_py, arr, 0, keys, ok, vers, ok))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_split_twins(seed):
+    rng = random.Random(seed)
+    stream = b"".join(kframes.frame(bytes(rng.randrange(256) for _ in range(rng.choice([0, 3, 12, 13, 40]))))
+                      for _ in range(50))
+    stream += rng.choice([b"", b"\x00", b"\xff\xff\xff\xff rest", b"\x00\x00\x00\x09abc"])
+    cuts = sorted(rng.sample(range(1, len(stream)), 20))
+    chunks = pa.array([stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)])])
+    for zero_copy in (True, False):
+        a = arrow._split(_codec, chunks, 1000, zero_copy)
+        b = arrow._split(_arrow_py, chunks, 1000, zero_copy)
+        assert a.frames.equals(b.frames) and a.tail == b.tail and a.error == b.error
+        assert a.frames.buffers()[1] == b.frames.buffers()[1]  # views / offsets, byte for byte
+
+
+def test_split_views_beyond_1_gib_of_input():
+    """Views use int32 offsets: the input is exposed as windows every GiB, and
+    frames past the first GiB point into later windows."""
+    big = 600 * 2**20
+    small = b"".join(kframes.frame(bytes([i]) * 20) for i in range(5))
+    stream = np.zeros(2 * (4 + big) + len(small), dtype=np.uint8)
+    for at in (0, 4 + big):
+        stream[at:at + 4] = np.frombuffer(big.to_bytes(4, "big"), dtype=np.uint8)
+    stream[2 * (4 + big):] = np.frombuffer(small, dtype=np.uint8)
+    got = arrow.split_frames(memoryview(stream), max_frame_size=2**30, zero_copy=True)
+    assert len(got.frames) == 7 and got.tail == b""
+    assert got.frames[2:].to_pylist() == [bytes([i]) * 20 for i in range(5)]
+    assert len(got.frames.buffers()) == 2 + 2 + 1  # views, 2 input windows, 1 side window
+    assert pc.binary_length(got.frames[:2].cast(pa.large_binary())).to_pylist() == [big, big]
+
+
+@pytest.mark.parametrize("check_crc", [True, False])
+def test_records_twins(check_crc):
+    from test_arrow_records import blobs_for, damaged
+
+    rng = random.Random(f"records{check_crc}")
+    blobs = blobs_for(rng)
+    blobs += damaged(blobs, rng)
+    arr = pa.array(blobs, pa.large_binary())
+    for want in ([1] * 7, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 0, 1, 1]):
+        sa, ta = _codec.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        sb, tb = _arrow_py.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        assert (sa == sb).all()
+        assert _plain(ta) == _plain(tb)
