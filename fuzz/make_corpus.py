@@ -189,7 +189,7 @@ def records_seeds():
                 legacy = [(k, v, None, t) for k, v, _, t in recs]
                 out[f"v{magic}-{codec}"] = bytes([crc_default]) + records.encode(legacy, magic=magic, codec=codec)
     control = records.encode([records.control_record(records.ControlType.COMMIT, 5)], control=True,
-                             transactional=True, producer_id=9)
+                             transactional=True, producer_id=9, now=1_700_000_000_000)
     out["v2-control-commit"] = bytes([crc_default]) + control
     out["v2-then-cut"] = bytes([crc_default]) + records.encode(recs) + records.encode(recs)[:30]
     out["v2-no-crc-check-copy"] = bytes([2 | 3 << 2]) + records.encode(recs, codec="lz4")
@@ -231,6 +231,44 @@ def capture_seeds():
     return out
 
 
+def _column(rows):
+    """Rows as the arrow target reads them: 2-byte lengths (0xffff: null)."""
+    out = b""
+    for r in rows:
+        out += b"\xff\xff" if r is None else struct.pack(">H", len(r)) + r
+    return out
+
+
+def arrow_seeds():
+    stream, frames = sample_frames()
+    cap = captured()
+    out = {}
+    default = FRAME_LIMITS.index(DEFAULT_MAX_FRAME_SIZE)
+    pieces = [stream[i:i + 37] for i in range(0, len(stream), 37)]
+    out["split-pieces"] = bytes([0, default]) + _column(pieces[:5] + [None] + pieces[5:])
+    out["split-zero-copy-views"] = bytes([0 | 2 << 3, default | 8]) + _column(pieces)
+    out["split-limit-16"] = bytes([0 | 1 << 3, FRAME_LIMITS.index(16)]) + _column(pieces)
+    requests_ = [f for d, _, _, f in cap if d == REQUEST and len(f) < 600]
+    out["request-headers"] = bytes([1, 0]) + _column(requests_[:12] + [None, b"", b"\x00\x03"])
+    out["response-headers"] = bytes([2, API_KEYS.index(3) | 12 << 4]) + _column(
+        [f for d, k, v, f in cap if d != REQUEST and k == 3 and v == 12][:3] + [None, b"\x00"])
+    for key, name in ((3, "metadata"), (18, "api-versions"), (0, "produce"), (1, "fetch"), (19, "create-topics")):
+        reqs = [f for d, k, _, f in cap if d == REQUEST and k == key][:4]
+        if reqs:
+            out[f"messages-request-{name}"] = bytes([3 | 0x40, API_KEYS.index(key)]) + _column(reqs + [None])
+        for v in sorted({v for d, k, v, _ in cap if d != REQUEST and k == key})[:2]:
+            resps = [f for d, k, vv, f in cap if d != REQUEST and k == key and vv == v][:3]
+            sel = 3 | (0x80 if v >= 16 else 0)
+            out[f"messages-response-{name}-v{v}"] = bytes([sel, API_KEYS.index(key) | (v % 16) << 4]) + \
+                _column(resps + [b"\x00\x00\x00\x01"])
+    blobs = [b for _, b in _record_blobs()][:4]
+    recs = [(b"k", b"v", [("h", b"1")], 1_700_000_000_000)]
+    blobs += [records.encode(recs, codec=c) for c in records.CODEC_NAMES] + [None, b"\x00" * 20]
+    out["records"] = bytes([4, 1 | 3 << 1]) + _column(blobs)
+    out["records-small-limit"] = bytes([4 | 1 << 3, 2]) + _column(blobs)
+    return out
+
+
 CORPORA = {
     "frames": frames_seeds,
     "headers": headers_seeds,
@@ -239,6 +277,7 @@ CORPORA = {
     "messages": messages,
     "records": records_seeds,
     "capture": capture_seeds,
+    "arrow": arrow_seeds,
 }
 
 

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "capture")
+TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "capture", "arrow")
 
 
 def _inputs(paths):

@@ -24,8 +24,11 @@ import struct
 import sys
 import tempfile
 
+import numpy as np
+import pyarrow as pa
+
 import kafkaproto
-from kafkaproto import _codec_py, _engine_py, _records_py, frames, headers, records
+from kafkaproto import _arrow_py, _codec_py, _engine_py, _records_py, arrow, frames, headers, records
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
@@ -46,6 +49,9 @@ from kafkaproto.error_codes import ErrorCode
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from records_util import batch_tuple  # noqa: E402
+from test_arrow_frames import expected_request_header  # noqa: E402
+from test_arrow_messages import expected_request, expected_response  # noqa: E402
+from test_arrow_records import as_rows, expected as expected_records  # noqa: E402
 
 try:
     from kafkaproto import _codec as _compiled
@@ -58,11 +64,12 @@ __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
 class Impl:
     """One implementation (codec + engine) with its own message plans."""
 
-    def __init__(self, name, codec, engine, records):
+    def __init__(self, name, codec, engine, records, arrow):
         self.name = name
         self.codec = codec
         self.engine = engine
         self.records = records  # the module with decode_record_batches / encode_record_batch
+        self.arrow = arrow  # the module with the arrow_* loops
         self._cache = {}
 
     def decode(self, cls, data, version, offset=0):
@@ -95,8 +102,8 @@ class Impl:
         return ResponseHeader(cid, tags), msg, end
 
 
-PURE = Impl("pure", _codec_py, _engine_py, _records_py)
-COMPILED = Impl("compiled", _compiled, _compiled, _compiled) if _compiled is not None else None
+PURE = Impl("pure", _codec_py, _engine_py, _records_py, _arrow_py)
+COMPILED = Impl("compiled", _compiled, _compiled, _compiled, _compiled) if _compiled is not None else None
 IMPLS = [i for i in (COMPILED, PURE) if i is not None]
 #: the implementation behind the public API in this process
 ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
@@ -411,6 +418,110 @@ def check_capture(data: bytes) -> None:
     acc.check()
 
 
+# ---------------------------------------------------------------------------
+# Arrow: columns of frames and records blobs
+
+ARROW_TYPES = (pa.large_binary(), pa.binary(), pa.binary_view())
+
+
+def _rows(data):
+    """Rows from the input: each a 2-byte big-endian length (0xffff: a null row), then its bytes."""
+    rows, pos = [], 0
+    while pos + 2 <= len(data):
+        n = int.from_bytes(data[pos:pos + 2], "big")
+        pos += 2
+        if n == 0xFFFF:
+            rows.append(None)
+            continue
+        rows.append(data[pos:pos + n])
+        pos += n
+    return rows
+
+
+def _arrow_agree(what, fn):
+    """The compiled loops and the twin build equal arrays (invariant 2); returns the active one's."""
+    results = []
+    for impl in IMPLS:
+        got = fn(impl.arrow)
+        results.append(got)
+        if len(results) > 1 and not got.equals(results[0]):
+            raise AssertionError(f"arrow {what}: {IMPLS[0].name} and {impl.name} disagree:\n"
+                                 f"  {results[0].to_pylist()}\n  {got.to_pylist()}")
+    return results[IMPLS.index(ACTIVE)]
+
+
+def check_arrow(data: bytes) -> None:
+    """The Arrow decoders on a column of rows: byte 0 chooses the decoder and the
+    column type, byte 1 its parameters (limit, api key...), then the rows.
+    Checks: nothing raises, compiled and twin build equal arrays, and every row
+    is what the object decoders say (value, or error text), so rows in = rows
+    decoded + rows with an error."""
+    if len(data) < 2:
+        return
+    sel, aux, rows = data[0], data[1], _rows(data[2:])
+    typ = ARROW_TYPES[(sel >> 3) % 3]
+    arr = pa.array(rows, typ)
+    decoder = sel % 5
+    if decoder == 0:  # split_frames: the rows are consecutive pieces of one stream
+        limit = FRAME_LIMITS[aux & 7]
+        zero_copy = bool(aux & 8) and 0 <= limit <= 1 << 30
+        got = [arrow._split(impl.arrow, arr, limit, zero_copy) for impl in IMPLS]
+        for other in got[1:]:
+            same((other.frames.to_pylist(), other.tail, other.error),
+                 (got[0].frames.to_pylist(), got[0].tail, got[0].error), "arrow split_frames: twins")
+        stream = b"".join(r for r in rows if r is not None)
+        public = outcome(lambda: frames.split_frames(stream, limit))
+        split = got[IMPLS.index(ACTIVE)]
+        if public[0] == "ok":
+            frame_list, consumed = public[1]
+            same((split.frames.to_pylist(), split.tail, split.error), (list(frame_list), stream[consumed:], None),
+                 "arrow split_frames vs split_frames")
+        else:  # the object splitter raises at the bad size; the Arrow one stops there and says why
+            same(split.error, public[2], "arrow split_frames error vs split_frames")
+    elif decoder == 1:
+        out = _arrow_agree("request_headers", lambda lib: arrow._per_chunk(
+            arr, lambda a, kind: arrow._request_headers(lib, a, kind)))
+        same(out.to_pylist(), [expected_request_header(f) for f in rows], "arrow request_headers vs objects")
+    elif decoder == 2:
+        key, version = API_KEYS[aux % len(API_KEYS)], aux >> 4
+        n = len(rows)
+        keys, vers, ok = np.full(n, key, np.int32), np.full(n, version, np.int32), np.ones(n, np.uint8)
+        _arrow_agree("response_headers", lambda lib: arrow._per_chunk(
+            arr, lambda a, kind: arrow._response_headers(lib, a, kind, keys, ok, vers, ok)))
+    elif decoder == 3:
+        kind = "request" if sel & 0x40 else "response"
+        key = API_KEYS[aux % len(API_KEYS)]
+        cls = request_class(key) if kind == "request" else response_class(key)
+        version = (sel >> 7) * 16 + (aux >> 4) if kind == "response" else None
+        vers = np.full(len(rows), version or 0, np.int32)
+        ok = np.full(len(rows), cls.supports(version) if version is not None else 1, np.uint8)
+        out = _arrow_agree(f"messages {cls.NAME}", lambda lib: arrow._per_chunk(
+            arr, lambda a, k: arrow._messages(lib, a, k, cls, vers if kind == "response" else None,
+                                              ok if kind == "response" else None)))
+        for frame, row in zip(rows, out.to_pylist()):
+            if kind == "request":
+                want = expected_request(cls, frame)
+                if want is None:  # a frame of another API: an error row
+                    want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                    assert row["error"], row
+            elif frame is None:
+                want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                assert row["error"], row
+            elif not cls.supports(version):
+                want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                assert row["error"], row
+            else:
+                want = expected_response(cls, frame, version)
+            same(canon(row), canon(want), f"arrow messages {cls.NAME} vs objects")
+    else:
+        check_crc, limit = bool(aux & 1), RECORD_LIMITS[(aux >> 1) & 3]
+        out = _arrow_agree("records", lambda lib: arrow._records(lib, arr, arrow._IN_KIND[typ], None, None,
+                                                                  frozenset(arrow.RECORDS_SCHEMA.names), check_crc,
+                                                                  limit))
+        if limit == records.DEFAULT_MAX_DECOMPRESSED_SIZE:
+            same(as_rows(out), expected_records(rows, check_crc), "arrow records vs objects")
+
+
 TARGETS = {
     "frames": check_frames,
     "headers": check_headers,
@@ -419,4 +530,5 @@ TARGETS = {
     "messages": check_messages,
     "records": check_records,
     "capture": check_capture,
+    "arrow": check_arrow,
 }
