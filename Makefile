@@ -4,8 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kafkaproto-installed
 PYTEST_ARGS ?=
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench bench-report wheel build regen check-generated peers clean
+.PHONY: all demo test test-compiled test-pure bench bench-report wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -55,6 +57,21 @@ test-pure:
 	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
 		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/oracle/test_java_oracle_selftest.py \
 		$(PYTEST_ARGS) tests
+
+# Every fuzz target (fuzz/targets.py) under atheris for FUZZ_SECONDS each,
+# FUZZ_JOBS at a time; inputs found go to build/fuzz/corpus, crashes to
+# build/fuzz/artifacts (CI runs each for 2 s: tests/test_fuzz.py).
+fuzz: build
+	$(PY) fuzz/run.py --all $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
+# The same against a compiled core built with ASan + UBSan + libFuzzer coverage (clang).
+fuzz-native: $(STAMP)
+	PYTHON=$(abspath $(PY)) bash tools/sanitize/run.sh --fuzz $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
+# The compiled core under AddressSanitizer + UBSan: the fuzz corpora and the
+# whole suite (PYTEST_ARGS narrows it); any report fails.
+sanitize: $(STAMP) peers
+	PYTHON=$(abspath $(PY)) bash tools/sanitize/run.sh $(PYTEST_ARGS)
 
 bench: build
 	$(PY) -m pip install -q -e ".[bench]" --no-build-isolation

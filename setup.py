@@ -4,7 +4,8 @@ The extension is optional: when no compiler (or no Cython) is available the
 package installs as pure Python and uses its twin, kafkaproto._codec_py.
 Set KAFKAPROTO_REQUIRE_EXTENSION=1 to turn a failed build into an error
 (CI and `make` do), KAFKAPROTO_DEBUG_BUILD=1 for annotate + linetrace, and
-KAFKAPROTO_SANITIZE=1 for an AddressSanitizer/UBSan build.
+KAFKAPROTO_SANITIZE=1 for an AddressSanitizer/UBSan build (=fuzzer adds libFuzzer's
+coverage hooks).
 """
 import os
 import sys
@@ -14,7 +15,9 @@ from setuptools.command.build_ext import build_ext
 
 REQUIRE = os.environ.get("KAFKAPROTO_REQUIRE_EXTENSION") == "1"
 DEBUG = os.environ.get("KAFKAPROTO_DEBUG_BUILD") == "1"
-SANITIZE = os.environ.get("KAFKAPROTO_SANITIZE") == "1"
+# "1": AddressSanitizer + UBSan (make sanitize); "fuzzer": the same plus libFuzzer's
+# coverage hooks, so that atheris sees the compiled core's branches (make fuzz-native).
+SANITIZE = os.environ.get("KAFKAPROTO_SANITIZE", "")
 
 
 def extensions():
@@ -33,8 +36,9 @@ def extensions():
     if DEBUG:
         macros += [("CYTHON_TRACE_NOGIL", "1")]
     if SANITIZE:
-        compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-        link_args = ["-fsanitize=address,undefined"]
+        sanitizers = "address,undefined,fuzzer-no-link" if SANITIZE == "fuzzer" else "address,undefined"
+        compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitizers}"]
+        link_args = [f"-fsanitize={sanitizers}"]
     ext = Extension(
         "kafkaproto._codec",
         ["src/_codec.pyx"],

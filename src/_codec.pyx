@@ -996,6 +996,8 @@ cdef class FrameReader:
         cdef Py_ssize_t need = self.length + n
         cdef Py_ssize_t cap
         cdef unsigned char* nb
+        if n == 0:
+            return 0  # memcpy of nothing into a buffer never allocated (NULL) is undefined in C
         if need > self.cap:
             cap = self.cap * 2
             if cap < need:

@@ -289,14 +289,14 @@ cdef object _decode(Plan plan, Reader r):
             _set(obj, a.attr, a.off, a.make_default())
         if plan.flexible:
             start = r.pos
-            count = r._u32v("unsigned varint")
+            count = r._u32v("tagged fields")
             if count > r._end - r.pos:
                 raise InvalidValueError(f"count {count} larger than the {r._end - r.pos} bytes left",
                                         "tagged fields", start)
             for i in range(count):
                 at = r.pos
-                tag = r._u32v("unsigned varint")
-                size = r._u32v("unsigned varint")
+                tag = r._u32v("tag")
+                size = r._u32v("tagged field size")
                 if size > r._end - r.pos:
                     raise TruncatedError(f"need {size} bytes, {r._end - r.pos} left", "tagged field", at)
                 f = plan.tag_map.get(tag)
@@ -317,6 +317,10 @@ cdef object _decode(Plan plan, Reader r):
                                             f"{size - (end - r.pos)}", "tagged field", at)
                 _set(obj, f.attr, f.off, value)
                 f = None
+        if unknown is not None and len(unknown) > 1:
+            # Kafka reads tags in any order but writes them ascending: keep them in
+            # the order they will be written, so that decode(encode(x)) == x
+            unknown.sort(key=_first)
         _set(obj, "unknown_tagged_fields", plan.unknown_off, _NO_TAGS if unknown is None else tuple(unknown))
     except KafkaProtocolError as exc:
         if f is not None:

@@ -468,7 +468,7 @@ cdef class _Batches:
             raise _batch_error(f"size {size} below the minimum of 14", pos + 8)
         if size > left - 12:
             self.done = True
-            return _TruncatedBatch(pos, left, size + 12, <int64_t>kp_ld64(b + pos))
+            return _TruncatedBatch(pos, left, <int64_t>size + 12, <int64_t>kp_ld64(b + pos))  # int32 + 12 would overflow
         magic = b[pos + 16]
         self.done = True  # until the batch decoded cleanly
         if magic == 2:

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from kafkaproto import (
     EncodeError,
+    InvalidValueError,
     KafkaProtocolError,
     TruncatedError,
     UnknownApiError,
@@ -20,6 +21,7 @@ from kafkaproto import (
     request_header_version,
     response_header_version,
 )
+from kafkaproto import _kinds as K
 from kafkaproto.error_codes import ErrorCode, error_name, is_retriable
 from kafkaproto.messages import APIS, CLASSES, api_name, get, request_class, response_class
 from message_values import random_message, strategy
@@ -255,6 +257,98 @@ def test_error_message_shape():
                 break
     else:
         pytest.fail("no truncation inside leader_epoch")
+
+
+# An independent map of where every value of an encoded message sits, walked
+# from the field specs (not from the engines' plans): it predicts, for every
+# truncation, the error class, field path, offset and detail of the error.
+
+_FIXED = {K.BOOL: 1, K.INT8: 1, K.INT16: 2, K.INT32: 4, K.INT64: 8, K.UINT16: 2, K.UINT32: 4, K.FLOAT64: 8, K.UUID: 16}
+
+
+def _uvarint_size(u):
+    n = 1
+    while u >= 0x80:
+        u >>= 7
+        n += 1
+    return n
+
+
+def _layout(cls, obj, version, flexible, path, pos, out):
+    """Append (kind, path, start, ...) for each value of obj as it is encoded; return the end offset."""
+    for f in cls._FIELDS:
+        if not f.versions >> version & 1 or (flexible and f.tagged >> version & 1):
+            continue
+        v = getattr(obj, f.attr)
+        compact = flexible and f.compact
+        if f.kind == K.ARRAY:
+            n = -1 if v is None else len(v)
+            prefix = _uvarint_size(n + 1) if compact else 4
+            out.append(("count", [*path, f.attr], pos, prefix, n, compact))
+            pos += prefix
+            for i, x in enumerate(v or ()):
+                pos = _value(f.elem, f, x, version, flexible, [*path, f.attr, f"[{i}]"], pos, out)
+        else:
+            pos = _value(f.kind, f, v, version, flexible, [*path, f.attr], pos, out)
+    if flexible:
+        out.append(("tags", path, pos))  # no tagged fields set: a one-byte count of 0
+        pos += 1
+    return pos
+
+
+def _value(kind, f, v, version, flexible, path, pos, out):
+    compact = flexible and f.compact
+    if kind in _FIXED:
+        out.append(("fixed", path, pos, _FIXED[kind]))
+        return pos + _FIXED[kind]
+    if kind == K.STRUCT:
+        assert v is not None and not f.nullable >> version & 1, "keep the sample free of nullable structs"
+        return _layout(f.struct, v, version, flexible, path, pos, out)
+    body = -1 if v is None else len(v.encode() if isinstance(v, str) else v)
+    prefix = _uvarint_size(body + 1) if compact else (2 if kind == K.STRING else 4)
+    out.append(("length", path, pos, prefix, max(body, 0), compact))
+    return pos + prefix + max(body, 0)
+
+
+def _expected_error(entries, cut):
+    """(error class, path, offset, detail) of decoding the first `cut` bytes."""
+    for entry in entries:
+        kind, path, start = entry[:3]
+        left = cut - start
+        if kind == "fixed":
+            if left < entry[3]:
+                return TruncatedError, path, start, f"need {entry[3]} bytes, {left} left"
+        elif kind == "tags":
+            if left < 1:
+                return TruncatedError, path, start, "need 1 bytes, 0 left"
+        else:
+            prefix, size, compact = entry[3:]
+            if left < prefix:  # inside the length: a varint runs out, an int16/int32 is short
+                return TruncatedError, path, start, (f"need {left + 1} bytes, {left} left" if compact
+                                                      else f"need {prefix} bytes, {left} left")
+            if kind == "count" and size > left - prefix:
+                return InvalidValueError, path, start, f"count {size} larger than the {left - prefix} bytes left"
+            if kind == "length" and size > left - prefix:
+                return TruncatedError, path, start, f"need {size} bytes, {left - prefix} left"
+    raise AssertionError(f"the whole message fits in {cut} bytes")
+
+
+@pytest.mark.parametrize("version", [8, 12])  # int16/int32 lengths, then compact ones with tagged sections
+def test_every_truncation_names_its_field_and_offset(version):
+    cls, msg = _metadata_v12()
+    msg.brokers[0].rack = "r1"
+    data = msg.encode(version)
+    entries = []
+    assert _layout(cls, msg, version, cls.is_flexible(version), [], 0, entries) == len(data)
+    context = f"MetadataResponse v{version}"
+    for cut in range(len(data)):
+        error, path, offset, detail = _expected_error(entries, cut)
+        with pytest.raises(KafkaProtocolError) as info:
+            cls.decode(data[:cut], version)
+        exc = info.value
+        assert (type(exc), exc.path, exc.offset, exc.detail) == (error, path, offset, detail), cut
+        where = "." + ".".join(path).replace(".[", "[") if path else exc.what
+        assert str(exc) == f"{context} {where} at byte {offset}: {detail}", cut
 
 
 def test_encode_errors_have_paths():

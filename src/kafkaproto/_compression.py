@@ -44,6 +44,12 @@ _LZ4_RAW = 0x80000000
 _u32le = struct.Struct("<I")
 _u32be = struct.Struct(">I")
 
+# The most each codec can expand its input: deflate 1032:1; zstd 32768:1 (a
+# 4-byte RLE block for 128 KiB); LZ4 255 bytes per byte of match length.  A
+# size a header claims is believed only up to that, so a forged one costs no
+# more memory than a real bomb of the same size would.
+_MAX_RATIO = {GZIP: 1032, ZSTD: 32768, LZ4: 255}
+
 # cramjam reports an output buffer that is too small with these words.
 _TOO_SMALL = ("failed to write whole buffer", "smaller than required")
 
@@ -184,7 +190,8 @@ def decompress(codec: int, data, magic: int, limit: int, at=None) -> memoryview:
 def _bounded(fn, data, limit: int, hint: int, codec: int, at) -> memoryview:
     # Decompress into a fixed buffer; cramjam stops when it is full, so a
     # bomb costs at most `limit` bytes.  Too small → retry 4x larger.
-    size = max(hint, 64 * 1024, 4 * len(data)) + 1
+    n = memoryview(data).nbytes
+    size = max(min(hint, _MAX_RATIO[codec] * n), 64 * 1024, 4 * n) + 1
     while True:
         size = min(size, limit + 1)
         out = np.empty(size, np.uint8)
@@ -309,15 +316,17 @@ def _lz4_decompress(data, magic: int, limit: int, at) -> memoryview:
         if size > n - pos:
             raise _corrupt(f"LZ4 block of {size} bytes at byte {pos - 4} runs past the end", LZ4, at)
         raw = bool(word & _LZ4_RAW)
-        blocks.append((raw, mv[pos : pos + size]))
-        bound += size if raw else block_max
+        # what this block can decompress to, at most (its share of the output buffer)
+        most = size if raw else min(block_max, _MAX_RATIO[LZ4] * size)
+        blocks.append((raw, mv[pos : pos + size], most))
+        bound += most
         pos += size
     cap = min(bound, limit)
     out = np.empty(cap, np.uint8)
     omv = memoryview(out)
     scratch = None
     pos = 0
-    for raw, block in blocks:
+    for raw, block, most in blocks:
         room = cap - pos
         if raw:
             if len(block) > room:
@@ -325,16 +334,18 @@ def _lz4_decompress(data, magic: int, limit: int, at) -> memoryview:
             omv[pos : pos + len(block)] = block
             pos += len(block)
             continue
-        target = omv[pos : pos + block_max]
-        if room < block_max:
-            if scratch is None:
-                scratch = memoryview(np.empty(block_max, np.uint8))
-            target = scratch
+        spill = room < most
+        if spill:
+            if scratch is None or len(scratch) < most:
+                scratch = memoryview(np.empty(most, np.uint8))
+            target = scratch[:most]
+        else:
+            target = omv[pos : pos + most]
         try:
             got = cramjam.lz4.decompress_block_into(block, target, output_len=len(target))
         except cramjam.DecompressionError as exc:
             raise _corrupt(f"cannot decompress an LZ4 block ({exc})", LZ4, at) from None
-        if target is scratch:
+        if spill:
             if got > room:
                 raise _limit_error(LZ4, limit, at)
             omv[pos : pos + got] = scratch[:got]

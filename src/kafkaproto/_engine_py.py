@@ -130,15 +130,15 @@ def _decode(plan, r):
         unknown = []
         if plan.flexible:
             start = r.offset
-            count = r.read_uvarint()
+            count = r._uvarint("tagged fields", 5, 32)
             if count > r.remaining:
                 raise InvalidValueError(f"count {count} larger than the {r.remaining} bytes left", "tagged fields",
                                         start)
             tag_map = plan.tag_map
             for _ in range(count):
                 at = r.offset
-                tag = r.read_uvarint()
-                size = r.read_uvarint()
+                tag = r._uvarint("tag", 5, 32)
+                size = r._uvarint("tagged field size", 5, 32)
                 if size > r.remaining:
                     raise TruncatedError(f"need {size} bytes, {r.remaining} left", "tagged field", at)
                 f = tag_map.get(tag)
@@ -157,6 +157,10 @@ def _decode(plan, r):
                                             f"{size - (end - r.offset)}", "tagged field", at)
                 setattr(obj, f.attr, value)
                 f = None
+        if len(unknown) > 1:
+            # Kafka reads tags in any order but writes them ascending: keep them in
+            # the order they will be written, so that decode(encode(x)) == x
+            unknown.sort(key=itemgetter(0))
         obj.unknown_tagged_fields = tuple(unknown)
     except KafkaProtocolError as exc:
         if f is not None:

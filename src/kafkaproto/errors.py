@@ -47,7 +47,8 @@ class KafkaProtocolError(ValueError):
             parts.append(self.context)
         if self.path:
             parts.append("." + ".".join(self.path).replace(".[", "["))
-        elif self.what and not self.context:
+        elif self.what:
+            # no field to name (a message's own tagged section, a primitive, a frame): say what it was
             parts.append(self.what)
         head = " ".join(parts)
         if self.offset is not None:

@@ -10,6 +10,8 @@ v1 adds a tagged-field section.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ._impl import codec
 from .errors import EncodeError
 
@@ -23,6 +25,12 @@ __all__ = [
 ]
 
 
+def _by_tag(fields) -> tuple:
+    # The order they are written in (ascending tags; wire order among equal tags),
+    # whatever order they were read in: decoding the encoding gives the same header.
+    return tuple(sorted(fields, key=itemgetter(0))) if fields else ()
+
+
 class RequestHeader:
     __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "unknown_tagged_fields")
 
@@ -33,7 +41,7 @@ class RequestHeader:
         self.correlation_id = correlation_id
         self.client_id = client_id
         #: tagged fields this library has no name for, as (tag, raw bytes), kept for re-encoding
-        self.unknown_tagged_fields = tuple(unknown_tagged_fields or ())
+        self.unknown_tagged_fields = _by_tag(unknown_tagged_fields)
 
     def to_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -58,7 +66,7 @@ class ResponseHeader:
 
     def __init__(self, correlation_id: int = 0, unknown_tagged_fields: list | None = None):
         self.correlation_id = correlation_id
-        self.unknown_tagged_fields = tuple(unknown_tagged_fields or ())
+        self.unknown_tagged_fields = _by_tag(unknown_tagged_fields)
 
     def to_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -93,7 +101,7 @@ def encode_request_header(header: RequestHeader, header_version: int) -> bytes:
         _check_no_tags(header.unknown_tagged_fields, "RequestHeader", header_version)
     w = codec.Writer()
     codec.encode_request_header(w, header_version, header.api_key, header.api_version, header.correlation_id,
-                                header.client_id, sorted(header.unknown_tagged_fields))
+                                header.client_id, _by_tag(header.unknown_tagged_fields))
     return w.getvalue()
 
 
@@ -107,5 +115,5 @@ def encode_response_header(header: ResponseHeader, header_version: int) -> bytes
     if header_version < 1:
         _check_no_tags(header.unknown_tagged_fields, "ResponseHeader", header_version)
     w = codec.Writer()
-    codec.encode_response_header(w, header_version, header.correlation_id, sorted(header.unknown_tagged_fields))
+    codec.encode_response_header(w, header_version, header.correlation_id, _by_tag(header.unknown_tagged_fields))
     return w.getvalue()

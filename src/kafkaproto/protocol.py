@@ -21,7 +21,7 @@ from ._impl import codec
 from .error_codes import ErrorCode
 from .errors import KafkaProtocolError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .frames import FrameReader
-from .headers import decode_request_header, decode_response_header
+from .headers import _by_tag, decode_request_header, decode_response_header
 from .messages import APIS, request_class, response_class
 
 __all__ = [
@@ -101,7 +101,7 @@ def encode_request(msg, version: int, correlation_id: int, client_id: str | None
     plan = type(msg).plan(version)  # raises UnsupportedVersionError before writing the header
     del plan
     codec.encode_request_header(w, hv, msg.API_KEY, version, correlation_id, client_id,
-                                sorted(header_tagged_fields or ()))
+                                _by_tag(header_tagged_fields))
     msg.encode_into(w, version)
     data = w.getvalue()
     return _i32.pack(len(data) - 4) + data[4:]
@@ -114,7 +114,7 @@ def encode_response(msg, version: int, correlation_id: int, header_tagged_fields
     w.write_int32(0)
     hv = response_header_version(msg.API_KEY, version)
     type(msg).plan(version)
-    codec.encode_response_header(w, hv, correlation_id, sorted(header_tagged_fields or ()))
+    codec.encode_response_header(w, hv, correlation_id, _by_tag(header_tagged_fields))
     msg.encode_into(w, version)
     data = w.getvalue()
     return _i32.pack(len(data) - 4) + data[4:]

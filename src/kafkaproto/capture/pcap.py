@@ -60,6 +60,7 @@ _VLAN_TAGS = {0x8100, 0x88A8, 0x9100}
 _AF_INET6 = {24, 28, 30}
 
 _MAX_RECORD = 256 * 1024 * 1024  # larger captured lengths mean a damaged file
+_READ_STEP = 1 << 20
 
 
 class CaptureFormatError(ValueError):
@@ -124,7 +125,20 @@ class CaptureFile:
 
     # -- helpers -----------------------------------------------------------
     def _read(self, n: int) -> bytes:
-        data = self.f.read(n)
+        if n <= _READ_STEP:
+            data = self.f.read(n)
+        else:
+            # A length the file claims is read in steps: a record that claims more
+            # than the file holds costs what the file holds (read(n) would
+            # allocate all n bytes first).
+            parts = []
+            while n > 0:
+                chunk = self.f.read(min(n, _READ_STEP))
+                if not chunk:
+                    break
+                parts.append(chunk)
+                n -= len(chunk)
+            data = b"".join(parts)
         self.bytes_read += len(data)
         return data
 
@@ -250,9 +264,9 @@ def _idb_options(opts: bytes, order: str) -> Tuple[int, int]:
     pos = 0
     while pos + 4 <= len(opts):
         code, length = struct.unpack_from(order + "HH", opts, pos)
+        if code == 0 or pos + 4 + length > len(opts):
+            break  # the end, or an option that runs past its block: no more options to trust
         value = opts[pos + 4:pos + 4 + length]
-        if code == 0:
-            break
         if code == 9 and length >= 1:  # if_tsresol
             r = value[0]
             ticks = 2 ** (r & 0x7F) if r & 0x80 else 10 ** r

@@ -396,6 +396,10 @@ class _Flow:
             return
         ext = self.ext
         a, b = self.ends
+        if a == b:
+            # a socket connected to itself (TCP self-connect): one stream, no client
+            # and server to tell apart, so not a Kafka conversation
+            return self._settle(False)
         if ext.ports is not None:
             if a[1] in ext.ports or b[1] in ext.ports:
                 if self.client is None:

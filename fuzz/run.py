@@ -1,0 +1,143 @@
+"""Run a fuzz target (see fuzz/targets.py) under atheris, or replay inputs.
+
+    python fuzz/run.py TARGET [libFuzzer options] [CORPUS_DIR ...]
+    python fuzz/run.py --all SECONDS [--jobs N] [--work DIR] [TARGET ...]   # what `make fuzz` runs
+    python fuzz/run.py --replay TARGET PATH ...     # files or directories, no atheris needed
+
+libFuzzer writes the new inputs it finds into the *first* corpus directory:
+pass a scratch directory first and the committed ``fuzz/corpus/TARGET`` after
+it to keep the committed seeds unchanged (``make fuzz`` does).
+
+Coverage comes from the pure twin, which atheris instruments; the compiled
+core is not instrumented (it would need a clang ``-fsanitize=fuzzer-no-link``
+build) but runs on every input next to the twin, so a divergence between the
+two, or a crash in the compiled code, still stops the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "capture", "arrow")
+
+
+def _inputs(paths):
+    for path in paths:
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                full = os.path.join(path, name)
+                if os.path.isfile(full):
+                    yield full
+        else:
+            yield path
+
+
+def replay(target, paths):
+    """Run the check of ``target`` on every file; returns the number of inputs."""
+    sys.path.insert(0, HERE)
+    from targets import TARGETS
+
+    check = TARGETS[target]
+    n = 0
+    for path in _inputs(paths):
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            check(data)
+        except BaseException:
+            print(f"{target}: {path} fails", file=sys.stderr)
+            raise
+        n += 1
+    return n
+
+
+def fuzz(target, argv):
+    import atheris
+
+    sys.path.insert(0, HERE)
+    with atheris.instrument_imports(include=["kafkaproto"]):
+        import kafkaproto  # noqa: F401
+        from kafkaproto.messages import CLASSES, get
+
+        # the generated classes load lazily: load them here so they are instrumented too
+        for name in CLASSES:
+            get(name)
+        from targets import TARGETS
+
+    check = TARGETS[target]
+    atheris.Setup([sys.argv[0], *argv], check)
+    atheris.Fuzz()
+
+
+def run_target(target, seconds, work, extra=()):
+    """Fuzz ``target`` for ``seconds`` in a child process → (returncode, executions, log text).
+
+    New inputs go to ``work/corpus/<target>`` (the committed seeds are read, never
+    written); a crashing input is saved as ``work/artifacts/<target>-crash-*``.
+    """
+    corpus = os.path.join(work, "corpus", target)
+    artifacts = os.path.join(work, "artifacts")
+    os.makedirs(corpus, exist_ok=True)
+    os.makedirs(artifacts, exist_ok=True)
+    cmd = [sys.executable, os.path.abspath(__file__), target, f"-max_total_time={seconds}", "-timeout=10",
+           "-rss_limit_mb=4096", "-max_len=8192", "-print_final_stats=1",
+           f"-artifact_prefix={os.path.join(artifacts, target)}-", *extra,
+           corpus, os.path.join(HERE, "corpus", target)]
+    env = dict(os.environ)
+    if env.get("KAFKAPROTO_ASAN_PRELOAD"):  # under `make sanitize`: the child loads the sanitized build too
+        env["LD_PRELOAD"] = env["KAFKAPROTO_ASAN_PRELOAD"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                          timeout=seconds + 300)
+    log = proc.stdout.decode("utf-8", "replace")
+    with open(os.path.join(work, f"{target}.log"), "w") as f:
+        f.write(log)
+    m = re.search(r"stat::number_of_executed_units:\s*(\d+)", log)
+    return proc.returncode, int(m.group(1)) if m else 0, log
+
+
+def run_all(seconds, targets=TARGET_NAMES, jobs=2, work=None):
+    """Fuzz every target; prints one line per target, returns the failed ones."""
+    work = os.path.abspath(work or os.path.join(os.path.dirname(HERE), "build", "fuzz"))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = dict(zip(targets, pool.map(lambda t: run_target(t, seconds, work), targets)))
+    failed = []
+    for target, (rc, execs, log) in results.items():
+        print(f"fuzz {target:9s} {execs:9d} executions in {seconds}s  {'ok' if rc == 0 else f'FAILED (exit {rc})'}")
+        if rc != 0:
+            failed.append(target)
+            tail = log[log.find("=== Uncaught") if "=== Uncaught" in log else -3000:]
+            print(tail[-6000:], file=sys.stderr)
+    return failed
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--all":
+        ap = argparse.ArgumentParser(prog="run.py --all")
+        ap.add_argument("seconds", type=int)
+        ap.add_argument("--jobs", type=int, default=2)
+        ap.add_argument("--work", default=None, help="scratch directory (default build/fuzz)")
+        ap.add_argument("targets", nargs="*", default=list(TARGET_NAMES))
+        args = ap.parse_intermixed_args(argv[1:])
+        sys.exit(1 if run_all(args.seconds, args.targets, args.jobs, args.work) else 0)
+    if argv and argv[0] == "--replay":
+        if len(argv) < 3:
+            sys.exit("usage: run.py --replay TARGET PATH ...")
+        start = time.monotonic()
+        n = replay(argv[1], argv[2:])
+        print(f"{argv[1]}: {n} inputs replayed in {time.monotonic() - start:.1f}s")
+        return
+    if not argv:
+        sys.exit("usage: run.py TARGET [libFuzzer options] [CORPUS_DIR ...]")
+    fuzz(argv[0], argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,534 @@
+"""Fuzz targets: one ``check_<name>(data)`` per public decoder.
+
+Each check feeds ``data`` to the decoder through the public API *and* through
+both implementations side by side (the compiled core and the pure twin, in
+the same process), then asserts the invariants of issue 7:
+
+1. only :class:`KafkaProtocolError` (and its documented subclasses) escapes;
+2. compiled and pure give the same value, or the same error class, message
+   and offset;
+3. whatever decodes re-encodes to bytes that decode to an equal value.
+
+A violated invariant raises ``AssertionError`` (or lets the unexpected
+exception through): atheris reports it as a crash and saves the input.
+``fuzz/run.py`` drives these under atheris; ``tests/test_fuzz.py`` runs each
+one briefly in CI and replays the committed corpora.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import struct
+import sys
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+
+import kafkaproto
+from kafkaproto import _arrow_py, _codec_py, _engine_py, _records_py, arrow, frames, headers, records
+from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
+from kafkaproto.capture.dissect import dissect
+from kafkaproto.capture.table import is_table_file
+from kafkaproto._message import build_plan
+from kafkaproto.errors import KafkaProtocolError
+from kafkaproto.headers import RequestHeader, ResponseHeader
+from kafkaproto.messages import APIS, CLASSES, get, request_class, response_class
+from kafkaproto.protocol import (
+    API_VERSIONS,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_header_version,
+    response_header_version,
+)
+from kafkaproto.error_codes import ErrorCode
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from records_util import batch_tuple  # noqa: E402
+from test_arrow_frames import expected_request_header  # noqa: E402
+from test_arrow_messages import expected_request, expected_response  # noqa: E402
+from test_arrow_records import as_rows, expected as expected_records  # noqa: E402
+
+try:
+    from kafkaproto import _codec as _compiled
+except ImportError:  # no compiler: the twin is compared with itself, the other checks still run
+    _compiled = None
+
+__all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
+
+
+class Impl:
+    """One implementation (codec + engine) with its own message plans."""
+
+    def __init__(self, name, codec, engine, records, arrow):
+        self.name = name
+        self.codec = codec
+        self.engine = engine
+        self.records = records  # the module with decode_record_batches / encode_record_batch
+        self.arrow = arrow  # the module with the arrow_* loops
+        self._cache = {}
+
+    def decode(self, cls, data, version, offset=0):
+        """``cls.decode(data, version, offset, with_end=True)`` run by this implementation."""
+        plan = build_plan(cls, version, cls.is_flexible(version), f"{cls.NAME} v{version}", eng=self.engine,
+                          cache=self._cache)
+        try:
+            return self.engine.decode_struct(plan, data, offset)
+        except KafkaProtocolError as exc:
+            exc.set_context(plan.context)
+            raise
+
+    def decode_request(self, frame, cls, version, header_version):
+        """The codec part of :func:`kafkaproto.decode_request` (the caller checked key and version)."""
+        *fields, offset = self.codec.decode_request_header(frame, header_version)
+        msg, end = self.decode(cls, frame, version, offset)
+        return RequestHeader(*fields), msg, end
+
+    def decode_response(self, frame, cls, version, header_version):
+        """The codec part of :func:`kafkaproto.decode_response`, ApiVersions fallback included."""
+        cid, tags, offset = self.codec.decode_response_header(frame, header_version)
+        try:
+            msg, end = self.decode(cls, frame, version, offset)
+        except KafkaProtocolError:
+            if cls.API_KEY != API_VERSIONS or version == 0:
+                raise
+            msg, end = self.decode(cls, frame, 0, offset)
+            if msg.error_code != ErrorCode.UNSUPPORTED_VERSION:
+                raise
+        return ResponseHeader(cid, tags), msg, end
+
+
+PURE = Impl("pure", _codec_py, _engine_py, _records_py, _arrow_py)
+COMPILED = Impl("compiled", _compiled, _compiled, _compiled, _compiled) if _compiled is not None else None
+IMPLS = [i for i in (COMPILED, PURE) if i is not None]
+#: the implementation behind the public API in this process
+ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
+
+
+# ---------------------------------------------------------------------------
+# comparing outcomes
+
+
+def canon(v):
+    """A comparable form of a decoded value: structs as dicts, NaN by its bits."""
+    if hasattr(v, "to_dict"):
+        return canon(v.to_dict())
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return tuple(canon(x) for x in v)
+    if isinstance(v, memoryview):
+        return bytes(v)
+    if hasattr(v, "tolist"):  # numpy arrays
+        return tuple(v.tolist())
+    if isinstance(v, float) and math.isnan(v):
+        return ("nan", struct.pack(">d", v))
+    return v
+
+
+def outcome(fn):
+    """``("ok", canonical value)`` or ``("err", class, message, offset)``.
+
+    Only KafkaProtocolError is caught: anything else escaping a decoder is a
+    crash (invariant 1) and propagates to the fuzzer.
+    """
+    try:
+        return ("ok", canon(fn()))
+    except KafkaProtocolError as exc:
+        return ("err", type(exc).__name__, str(exc), exc.offset)
+
+
+def agree(results, what):
+    """Invariant 2: every implementation got the same outcome."""
+    first = results[0]
+    for impl, r in zip(IMPLS[1:], results[1:]):
+        if r != first:
+            raise AssertionError(f"{what}: {IMPLS[0].name} and {impl.name} disagree:\n  {first}\n  {r}")
+    return first
+
+
+def same(a, b, what):
+    if a != b:
+        raise AssertionError(f"{what}:\n  {a}\n  {b}")
+
+
+# ---------------------------------------------------------------------------
+# frames: split_frames, frame_offsets, FrameReader
+
+FRAME_LIMITS = (-1, 0, 1, 4, 16, 255, 4096, frames.DEFAULT_MAX_FRAME_SIZE)
+
+
+def _frames_all(codec, stream, limit, chunks):
+    """The three frame splitters on one stream → (offsets, views, reader) outcomes."""
+
+    def offsets():
+        starts, sizes, consumed = codec.frame_offsets(stream, limit)
+        return starts, sizes, consumed
+
+    def views():
+        return codec.split_frames(stream, limit)
+
+    got, pos, reader = [], 0, codec.FrameReader(limit)
+    error = None
+    for size in chunks:
+        try:
+            got += reader.feed(stream[pos:pos + size])
+        except KafkaProtocolError as exc:
+            error = ("err", type(exc).__name__, str(exc), exc.offset)
+            # the reader stays failed: the same error again, whatever comes next
+            try:
+                reader.feed(b"\x00")
+            except KafkaProtocolError as again:
+                same(error, ("err", type(again).__name__, str(again), again.offset), "FrameReader error not sticky")
+            else:
+                raise AssertionError("FrameReader accepted data after an error")
+            break
+        pos += size
+    incremental = ("ok", canon((got, reader.buffered, reader.consumed))) if error is None else error
+    return outcome(offsets), outcome(views), incremental, canon(got)
+
+
+def check_frames(data: bytes) -> None:
+    if not data:
+        return
+    limit = FRAME_LIMITS[data[0] & 7]
+    stream = data[1:]
+    rng = random.Random(data[0] >> 3)
+    chunks, left = [], len(stream)
+    while left > 0:
+        size = rng.choice((1, 2, 3, 4, 5, 7, 64, 1 << 20))
+        chunks.append(min(size, left))
+        left -= size
+    results = [_frames_all(impl.codec, stream, limit, chunks) for impl in IMPLS]
+    offsets, views, incremental, got = agree(results, f"frames limit={limit}")
+    public = outcome(lambda: frames.split_frames(stream, limit))
+    same(public, views, "public split_frames vs its implementation")
+
+    if views[0] == "err":
+        # all three stop at the same bad size prefix with the same error
+        same(offsets, views, "frame_offsets vs split_frames (error)")
+        same(incremental, views, "FrameReader vs split_frames (error)")
+        return
+    frame_list, consumed = views[1]
+    starts, sizes, consumed2 = offsets[1]
+    same(consumed, consumed2, "consumed: split_frames vs frame_offsets")
+    same(tuple(stream[s:s + n] for s, n in zip(starts, sizes)), frame_list, "frame_offsets vs split_frames")
+    same(incremental, ("ok", (frame_list, len(stream) - consumed, consumed)), "FrameReader vs split_frames")
+    # invariant 3: the frames, re-framed, are the bytes they came from
+    same(b"".join(frames.frame(f) for f in frame_list), stream[:consumed], "re-framed frames")
+
+
+# ---------------------------------------------------------------------------
+# request and response headers
+
+
+def check_headers(data: bytes) -> None:
+    """Request header v0-v2 or response header v0-v1: the first byte chooses."""
+    if not data:
+        return
+    sel, body = data[0], data[1:]
+    if sel & 1:
+        hv = (sel >> 1) % 3
+        what, raw, wrap = f"request header v{hv}", "decode_request_header", RequestHeader
+        decode, encode = headers.decode_request_header, headers.encode_request_header
+    else:
+        hv = (sel >> 1) % 2
+        what, raw, wrap = f"response header v{hv}", "decode_response_header", ResponseHeader
+        decode, encode = headers.decode_response_header, headers.encode_response_header
+    results = [outcome(lambda: getattr(impl.codec, raw)(body, hv)) for impl in IMPLS]
+    agree(results, what)
+
+    def active():
+        *fields, end = getattr(ACTIVE.codec, raw)(body, hv)
+        return wrap(*fields), end
+
+    public = outcome(lambda: decode(body, hv))
+    same(public, outcome(active), f"public {what} vs its implementation")
+    if public[0] == "ok":
+        header, _ = decode(body, hv)
+        again = encode(header, hv)
+        back, end = decode(again, hv)
+        same(canon(back), canon(header), f"{what}: round trip")
+        same(end, len(again), f"{what}: re-encoded length")
+
+
+# ---------------------------------------------------------------------------
+# messages
+
+_i16x2 = struct.Struct(">hh")
+API_KEYS = sorted(APIS)
+#: the schemas that are neither requests nor responses (consumer protocol, KRaft records...)
+DATA_CLASSES = [n for n in sorted(CLASSES) if get(n).NAME == n and get(n).KIND not in ("request", "response")]
+
+
+def _round_trip_message(cls, msg, version, what):
+    """Invariant 3 for a message body: encode, decode, compare, encode again."""
+    data = msg.encode(version)
+    back, end = cls.decode(data, version, with_end=True)
+    same(end, len(data), f"{what}: re-encoded body length")
+    same(canon(back), canon(msg), f"{what}: round trip")
+    same(back.encode(version), data, f"{what}: second encoding")
+
+
+def check_request(data: bytes) -> None:
+    """decode_request on arbitrary bytes (the api key and version are the frame's own)."""
+    public = outcome(lambda: decode_request(data, with_end=True))
+    if len(data) >= 4:
+        key, version = _i16x2.unpack_from(data, 0)
+        if key in APIS and request_class(key).supports(version):
+            cls = request_class(key)
+            hv = request_header_version(key, version)
+            what = f"{cls.NAME} v{version}"
+            results = [outcome(lambda: impl.decode_request(data, cls, version, hv)) for impl in IMPLS]
+            agree(results, what)
+            same(public, results[IMPLS.index(ACTIVE)], f"{what}: public decode_request vs its implementation")
+    if public[0] != "ok":
+        return
+    header, msg, end = decode_request(data, with_end=True)
+    what = f"{type(msg).NAME} v{header.api_version}"
+    frame = encode_request(msg, header.api_version, header.correlation_id, header.client_id,
+                           header.unknown_tagged_fields)
+    header2, msg2, end2 = decode_request(frame[4:], with_end=True)
+    same(end2, len(frame) - 4, f"{what}: re-encoded frame length")
+    same(canon((header2, msg2)), canon((header, msg)), f"{what}: round trip")
+    _round_trip_message(type(msg), msg, header.api_version, what)
+
+
+def check_response(data: bytes) -> None:
+    """decode_response for every api key and version: the first two bytes choose them."""
+    if len(data) < 2:
+        return
+    key = API_KEYS[data[0] % len(API_KEYS)]
+    cls = response_class(key)
+    version = data[1] % (cls.HIGHEST_VERSION + 2)  # one past the newest: the unsupported path too
+    frame = data[2:]
+    public = outcome(lambda: decode_response(frame, key, version, with_end=True))
+    what = f"{cls.NAME} v{version}"
+    if cls.supports(version):
+        hv = response_header_version(key, version)
+        results = [outcome(lambda: impl.decode_response(frame, cls, version, hv)) for impl in IMPLS]
+        agree(results, what)
+        same(public, results[IMPLS.index(ACTIVE)], f"{what}: public decode_response vs its implementation")
+    if public[0] != "ok":
+        return
+    header, msg, end = decode_response(frame, key, version, with_end=True)
+    again = encode_response(msg, version, header.correlation_id, header.unknown_tagged_fields)
+    header2, msg2, end2 = decode_response(again[4:], key, version, with_end=True)
+    same(end2, len(again) - 4, f"{what}: re-encoded frame length")
+    same(canon((header2, msg2)), canon((header, msg)), f"{what}: round trip")
+    _round_trip_message(cls, msg, version, what)
+
+
+def check_messages(data: bytes) -> None:
+    """``Cls.decode`` for the schemas that are not requests or responses (consumer protocol, KRaft data...)."""
+    if len(data) < 2:
+        return
+    cls = get(DATA_CLASSES[data[0] % len(DATA_CLASSES)])
+    version = data[1] % (cls.HIGHEST_VERSION + 2)
+    body = data[2:]
+    public = outcome(lambda: cls.decode(body, version, with_end=True))
+    what = f"{cls.NAME} v{version}"
+    if cls.supports(version):
+        results = [outcome(lambda: impl.decode(cls, body, version)) for impl in IMPLS]
+        agree(results, what)
+        same(public, results[IMPLS.index(ACTIVE)], f"{what}: public decode vs its implementation")
+    if public[0] == "ok":
+        _round_trip_message(cls, cls.decode(body, version), version, what)
+
+
+# ---------------------------------------------------------------------------
+# record batches
+
+RECORD_LIMITS = (1 << 12, 1 << 16, 1 << 20, records.DEFAULT_MAX_DECOMPRESSED_SIZE)
+
+
+def _record(r):
+    """What survives an encode: offset, timestamp, key, value, headers (attributes are always written 0)."""
+    plain = (lambda v: None if v is None else bytes(v))
+    return r.offset, r.timestamp, plain(r.key), plain(r.value), tuple((k, plain(v)) for k, v in r.headers)
+
+
+def _round_trip_batch(b, what):
+    """Invariant 3 for one decoded v2 batch: encode its records with its header, decode, compare."""
+    again = records.encode(list(b.records), magic=2, codec=b.codec, base_offset=b.base_offset,
+                           partition_leader_epoch=b.partition_leader_epoch, producer_id=b.producer_id,
+                           producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
+                           transactional=b.is_transactional, control=b.is_control, timestamp_type=b.timestamp_type,
+                           max_timestamp=b.max_timestamp, delete_horizon=b.has_delete_horizon)
+    [back] = records.decode(again, max_decompressed_size=1 << 30)
+    same([_record(r) for r in back.records], [_record(r) for r in b.records], f"{what}: records round trip")
+    same((back.base_offset, back.producer_id, back.producer_epoch, back.base_sequence, back.codec,
+          back.timestamp_type, back.is_transactional, back.is_control, back.partition_leader_epoch),
+         (b.base_offset, b.producer_id, b.producer_epoch, b.base_sequence, b.codec,
+          b.timestamp_type, b.is_transactional, b.is_control, b.partition_leader_epoch), f"{what}: header round trip")
+
+
+def check_records(data: bytes) -> None:
+    """records.decode (every magic and codec): the first byte chooses CRC check, copy and the decompression limit."""
+    if not data:
+        return
+    sel, blob = data[0], data[1:]
+    check_crc, copy, limit = bool(sel & 1), bool(sel & 2), RECORD_LIMITS[(sel >> 2) & 3]
+    what = f"records check_crc={check_crc} copy={copy} limit={limit}"
+
+    def run(mod):
+        return [batch_tuple(b) for b in mod.decode_record_batches(blob, check_crc, limit, copy)]
+
+    results = [outcome(lambda: run(impl.records)) for impl in IMPLS]
+    agree(results, what)
+    public = outcome(lambda: [batch_tuple(b) for b in records.decode(blob, check_crc=check_crc,
+                                                                     max_decompressed_size=limit, copy=copy)])
+    same(public, results[IMPLS.index(ACTIVE)], f"public {what} vs its implementation")
+    if public[0] != "ok":
+        return
+    for b in records.decode(blob, check_crc=check_crc, max_decompressed_size=limit, copy=copy):
+        # (the encoder writes no empty batch, which Kafka's log cleaner can leave behind)
+        if not b.truncated and b.magic == 2 and b.records:
+            _round_trip_batch(b, f"{what}, batch at {b.offset}")
+
+
+# ---------------------------------------------------------------------------
+# captures: pcap, pcapng and raw frame files, through read_frames and dissect
+
+_CAPTURE_FILE = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
+                             f"kafkaproto-fuzz-{os.getpid()}.cap")
+
+
+def check_capture(data: bytes) -> None:
+    """A capture file: read_frames + dissect.  Only CaptureFormatError (not a
+    capture at all) or KafkaProtocolError may escape, and the accounting must
+    add up.  Tap tables (Arrow/Parquet) are pyarrow's to parse: left out."""
+    if is_table_file(data[:8]):
+        return
+    with open(_CAPTURE_FILE, "wb") as f:
+        f.write(data)
+    acc = Accounting()
+    try:
+        for d in dissect(read_frames(_CAPTURE_FILE, acc=acc), acc):
+            if d.message is not None:
+                canon(d.message)
+    except CaptureFormatError:
+        return
+    finally:
+        os.unlink(_CAPTURE_FILE)
+    acc.check()
+
+
+# ---------------------------------------------------------------------------
+# Arrow: columns of frames and records blobs
+
+ARROW_TYPES = (pa.large_binary(), pa.binary(), pa.binary_view())
+
+
+def _rows(data):
+    """Rows from the input: each a 2-byte big-endian length (0xffff: a null row), then its bytes."""
+    rows, pos = [], 0
+    while pos + 2 <= len(data):
+        n = int.from_bytes(data[pos:pos + 2], "big")
+        pos += 2
+        if n == 0xFFFF:
+            rows.append(None)
+            continue
+        rows.append(data[pos:pos + n])
+        pos += n
+    return rows
+
+
+def _arrow_agree(what, fn):
+    """The compiled loops and the twin build equal arrays (invariant 2); returns the active one's."""
+    results = []
+    for impl in IMPLS:
+        got = fn(impl.arrow)
+        results.append(got)
+        if len(results) > 1 and not got.equals(results[0]):
+            raise AssertionError(f"arrow {what}: {IMPLS[0].name} and {impl.name} disagree:\n"
+                                 f"  {results[0].to_pylist()}\n  {got.to_pylist()}")
+    return results[IMPLS.index(ACTIVE)]
+
+
+def check_arrow(data: bytes) -> None:
+    """The Arrow decoders on a column of rows: byte 0 chooses the decoder and the
+    column type, byte 1 its parameters (limit, api key...), then the rows.
+    Checks: nothing raises, compiled and twin build equal arrays, and every row
+    is what the object decoders say (value, or error text), so rows in = rows
+    decoded + rows with an error."""
+    if len(data) < 2:
+        return
+    sel, aux, rows = data[0], data[1], _rows(data[2:])
+    typ = ARROW_TYPES[(sel >> 3) % 3]
+    arr = pa.array(rows, typ)
+    decoder = sel % 5
+    if decoder == 0:  # split_frames: the rows are consecutive pieces of one stream
+        limit = FRAME_LIMITS[aux & 7]
+        zero_copy = bool(aux & 8) and 0 <= limit <= 1 << 30
+        got = [arrow._split(impl.arrow, arr, limit, zero_copy) for impl in IMPLS]
+        for other in got[1:]:
+            same((other.frames.to_pylist(), other.tail, other.error),
+                 (got[0].frames.to_pylist(), got[0].tail, got[0].error), "arrow split_frames: twins")
+        stream = b"".join(r for r in rows if r is not None)
+        public = outcome(lambda: frames.split_frames(stream, limit))
+        split = got[IMPLS.index(ACTIVE)]
+        if public[0] == "ok":
+            frame_list, consumed = public[1]
+            same((split.frames.to_pylist(), split.tail, split.error), (list(frame_list), stream[consumed:], None),
+                 "arrow split_frames vs split_frames")
+        else:  # the object splitter raises at the bad size; the Arrow one stops there and says why
+            same(split.error, public[2], "arrow split_frames error vs split_frames")
+    elif decoder == 1:
+        out = _arrow_agree("request_headers", lambda lib: arrow._per_chunk(
+            arr, lambda a, kind: arrow._request_headers(lib, a, kind)))
+        same(out.to_pylist(), [expected_request_header(f) for f in rows], "arrow request_headers vs objects")
+    elif decoder == 2:
+        key, version = API_KEYS[aux % len(API_KEYS)], aux >> 4
+        n = len(rows)
+        keys, vers, ok = np.full(n, key, np.int32), np.full(n, version, np.int32), np.ones(n, np.uint8)
+        _arrow_agree("response_headers", lambda lib: arrow._per_chunk(
+            arr, lambda a, kind: arrow._response_headers(lib, a, kind, keys, ok, vers, ok)))
+    elif decoder == 3:
+        kind = "request" if sel & 0x40 else "response"
+        key = API_KEYS[aux % len(API_KEYS)]
+        cls = request_class(key) if kind == "request" else response_class(key)
+        version = (sel >> 7) * 16 + (aux >> 4) if kind == "response" else None
+        vers = np.full(len(rows), version or 0, np.int32)
+        ok = np.full(len(rows), cls.supports(version) if version is not None else 1, np.uint8)
+        out = _arrow_agree(f"messages {cls.NAME}", lambda lib: arrow._per_chunk(
+            arr, lambda a, k: arrow._messages(lib, a, k, cls, vers if kind == "response" else None,
+                                              ok if kind == "response" else None)))
+        for frame, row in zip(rows, out.to_pylist()):
+            if kind == "request":
+                want = expected_request(cls, frame)
+                if want is None:  # a frame of another API: an error row
+                    want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                    assert row["error"], row
+            elif frame is None:
+                want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                assert row["error"], row
+            elif not cls.supports(version):
+                want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                assert row["error"], row
+            else:
+                want = expected_response(cls, frame, version)
+            same(canon(row), canon(want), f"arrow messages {cls.NAME} vs objects")
+    else:
+        check_crc, limit = bool(aux & 1), RECORD_LIMITS[(aux >> 1) & 3]
+        out = _arrow_agree("records", lambda lib: arrow._records(lib, arr, arrow._IN_KIND[typ], None, None,
+                                                                  frozenset(arrow.RECORDS_SCHEMA.names), check_crc,
+                                                                  limit))
+        if limit == records.DEFAULT_MAX_DECOMPRESSED_SIZE:
+            same(as_rows(out), expected_records(rows, check_crc), "arrow records vs objects")
+
+
+TARGETS = {
+    "frames": check_frames,
+    "headers": check_headers,
+    "request": check_request,
+    "response": check_response,
+    "messages": check_messages,
+    "records": check_records,
+    "capture": check_capture,
+    "arrow": check_arrow,
+}
