@@ -91,8 +91,9 @@ def run_target(target, seconds, work, extra=()):
            f"-artifact_prefix={os.path.join(artifacts, target)}-", *extra,
            corpus, os.path.join(HERE, "corpus", target)]
     env = dict(os.environ)
-    if env.get("KAFKAPROTO_ASAN_PRELOAD"):  # under `make sanitize`: the child loads the sanitized build too
+    if env.get("KAFKAPROTO_ASAN_PRELOAD"):  # under `make sanitize`: the child runs the sanitized build too
         env["LD_PRELOAD"] = env["KAFKAPROTO_ASAN_PRELOAD"]
+        env["PYTHONPATH"] = env.get("KAFKAPROTO_ASAN_PYTHONPATH", "")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                           timeout=seconds + 300)
     log = proc.stdout.decode("utf-8", "replace")

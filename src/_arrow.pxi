@@ -442,7 +442,8 @@ cdef inline int _vappend(_Col* c, const uint8_t* src, int64_t n) noexcept nogil:
     """Append one non-null var-width value (the slot is already reserved)."""
     if c.vlen + n > c.vcap and _vgrow(c, c.vlen + n):
         return -1
-    memcpy(c.vdata + c.vlen, src, n)
+    if n:  # an empty value may come from, or go to, a NULL buffer: memcpy of it is undefined
+        memcpy(c.vdata + c.vlen, src, n)
     c.vlen += n
     c.offs[c.n + 1] = c.vlen
     _mark_valid(c)
@@ -1443,7 +1444,8 @@ cdef int _out_append(_Split* s, const uint8_t* src, int64_t n) noexcept nogil:
             return -1
         s.out = <uint8_t*>p
         s.ocap = cap
-    memcpy(s.out + s.olen, src, n)
+    if n:  # an empty frame may come from, or go to, a NULL buffer: memcpy of it is undefined
+        memcpy(s.out + s.olen, src, n)
     s.olen += n
     return 0
 
@@ -1465,7 +1467,8 @@ cdef int _emit(_Split* s, const uint8_t* body, int64_t size, int64_t region, int
     memset(v, 0, 16)
     memcpy(v, &L, 4)
     if size <= 12:
-        memcpy(v + 4, body, size)
+        if size:
+            memcpy(v + 4, body, size)
     else:
         if region < 0:
             # straddles chunks: lives in the side buffer
@@ -1486,6 +1489,8 @@ cdef int _emit(_Split* s, const uint8_t* body, int64_t size, int64_t region, int
 cdef int _carry_append(_Split* s, const uint8_t* src, int64_t n) noexcept nogil:
     cdef int64_t cap
     cdef void* p
+    if n == 0:
+        return 0  # memcpy of nothing into a carry never allocated (NULL) is undefined in C
     if s.clen + n > s.ccap:
         cap = s.ccap * 2
         if cap < s.clen + n:
@@ -1696,7 +1701,8 @@ cdef inline int _blob_reserved(_Col* c, const uint8_t* p, int32_t n) noexcept no
         if _mark_null(c):
             return -1
     else:
-        memcpy(c.vdata + c.vlen, p, n)
+        if n:  # (an empty key or value: see _vappend)
+            memcpy(c.vdata + c.vlen, p, n)
         c.vlen += n
         c.offs[c.n + 1] = c.vlen
         _mark_valid(c)

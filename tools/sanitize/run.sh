@@ -59,9 +59,23 @@ cp -r src/kafkaproto "$out/pkg/"
 find "$out/pkg" \( -name '*.so' -o -name '__pycache__' \) -prune -exec rm -rf {} +
 cp "$out"/lib/kafkaproto/_codec*.so "$out/pkg/kafkaproto/"
 
+# Reports go to files (pytest would swallow them with the output of the test
+# that aborted) and are printed at the end: any report fails the run.
+reports="$out/reports"
+rm -rf "$reports"
+mkdir -p "$reports"
+show_reports() {
+    if [ -n "$(ls -A "$reports")" ]; then
+        echo "sanitize: REPORTS" >&2
+        cat "$reports"/* >&2
+        exit 1
+    fi
+}
+trap show_reports EXIT
+
 export LD_PRELOAD="$preload"
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:log_path=$reports/asan"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
 export PYTHONMALLOC=malloc
 export PYTHONPATH="$out/pkg${PYTHONPATH:+:$PYTHONPATH}"
 
