@@ -216,6 +216,95 @@ def test_clean_synthetic_capture_is_reported_exactly(damaged_report):
 
 
 # ---------------------------------------------------------------------------
+# the figures: the tasks' partial totals against Spark SQL over the tables
+
+
+def _spark_figures(spark, out: Path):
+    """The report's figures computed the straightforward way, by Spark SQL
+    over the written tables (the oracle of the merged partial totals)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    read = {t: spark.read.parquet(str(out / t)) for t in ("requests", "responses", "record_sets")}
+    frames = read["requests"].select("capture", "conn", "client", "server", "ts", "size", "client_id", "status",
+                                     F.lit("request").alias("table")) \
+        .unionByName(read["responses"].select("capture", "conn", "client", "server", "ts", "size", "client_id",
+                                              "status", F.lit("response").alias("table")))
+    conns = frames.groupBy("capture", "conn").agg(
+        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+        F.sum(F.when(col("table") == "request", 1).otherwise(0)).alias("requests"),
+        F.sum(F.when(col("table") == "response", 1).otherwise(0)).alias("responses"),
+        F.sum(F.when(col("table") == "request", col("size")).otherwise(0)).alias("bytes_to_broker"),
+        F.sum(F.when(col("table") == "response", col("size")).otherwise(0)).alias("bytes_from_broker"),
+        F.array_sort(F.collect_set("client_id")).alias("client_ids"),
+        F.sum(F.when(col("status") == "undecodable", 1).otherwise(0)).alias("undecodable"))
+    sw = read["requests"].where(col("software_name").isNotNull()).groupBy("capture", "conn") \
+        .agg(F.concat_ws(" ", F.first("software_name"), F.first("software_version")).alias("software"))
+    use = read["requests"].join(sw, ["capture", "conn"], "left") \
+        .groupBy("client_id", "software", "api_key", "api", "api_version", "removed_in_kafka4").count()
+    errs = read["responses"].select("api", F.explode("error_codes").alias("code")).groupBy("api", "code").count()
+    lat = read["responses"].where(col("latency_us").isNotNull()).groupBy("api") \
+        .agg(F.sort_array(F.collect_list("latency_us")).alias("v"))
+    sets = read["record_sets"]
+    topics = sets.groupBy("source", "topic").agg(F.count("*").alias("sets"), F.sum("batches").alias("batches"),
+                                                 F.sum("records").alias("records"), F.sum("bytes").alias("bytes"))
+    codecs = sets.groupBy("source", "codec").agg(F.sum("batches").alias("batches"), F.sum("records").alias("records"),
+                                                 F.sum("bytes").alias("bytes"), F.count("*").alias("sets"))
+    bad = read["requests"].select(F.lit("requests").alias("table"), "api", "status", "error") \
+        .unionByName(read["responses"].select(F.lit("responses").alias("table"), "api", "status", "error")) \
+        .unionByName(sets.select(F.lit("record_sets").alias("table"), F.lit(None).cast("string").alias("api"),
+                                 F.lit(None).cast("string").alias("status"), "error")) \
+        .where(col("error").isNotNull()).groupBy("table", "api", "status", "error").count()
+    rows = lambda df: [r.asDict() for r in df.collect()]  # noqa: E731
+    return {"conns": rows(conns), "use": rows(use), "errors": rows(errs), "latency": rows(lat),
+            "topics": rows(topics), "codecs": rows(codecs), "bad": rows(bad)}
+
+
+def _sorted(rows):
+    return sorted(rows, key=repr)
+
+
+@pytest.mark.parametrize("which", ["sample", "damaged"])
+def test_merged_figures_equal_spark_sql_over_the_tables(spark, sample_report, damaged_report, which):
+    result = sample_report if which == "sample" else damaged_report[2]
+    d = result.data
+    want = _spark_figures(spark, Path(d.out))
+    conns = table(result, "connections").to_pylist()
+    mine = {(c["capture"], c["conn"]): c for c in conns}
+    assert len(mine) == len(want["conns"]) == d.totals["connections"] > 0
+    for w in want["conns"]:
+        got = mine[(w.pop("capture"), w.pop("conn"))]
+        for k in ("first_ts", "last_ts"):  # Spark gives naive UTC datetimes
+            got[k] = got[k].replace(tzinfo=None)
+        assert {k: got[k] for k in w} == w
+    assert _sorted((r["client_id"], r["software"], r["api_key"], r["api"], r["api_version"],
+                   r["removed_in_kafka4"], r["count"]) for r in want["use"]) == \
+        _sorted((r["client_id"], r["software"], r["api_key"], r["api"], r["api_version"], r["removed"],
+                r["requests"]) for r in d.api_use)
+    assert _sorted((r["api"], r["code"], r["count"]) for r in want["errors"]) == \
+        _sorted((r["api"], r["code"], r["count"]) for r in d.errors)
+    assert len(want["latency"]) == len(d.latency)
+    for w in want["latency"]:
+        got = next(r for r in d.latency if r["api"] == w["api"])
+        v = w["v"]
+        assert got["count"] == len(v) and got["max"] == v[-1] / 1000
+        for q in (0.5, 0.9, 0.99):
+            exact = v[max(1, -(-int(q * 1000) * len(v) // 1000)) - 1] / 1000  # nearest rank
+            assert abs(got[f"p{int(q * 100)}"] - exact) <= exact / 128 + 1e-9, (w["api"], q)
+    assert _sorted((r["source"], r["topic"], r["sets"], r["batches"], r["records"], r["bytes"])
+                  for r in want["topics"]) == \
+        _sorted((r["source"], r["topic"], r["sets"], r["batches"], r["records"], r["bytes"]) for r in d.topics)
+    assert _sorted((r["source"], r["codec"], r["batches"], r["records"], r["bytes"], r["sets"])
+                  for r in want["codecs"]) == \
+        _sorted((r["source"], r["codec"], r["batches"], r["records"], r["bytes"], r["sets"]) for r in d.codecs)
+    bad = sorted(((r["table"], r["api"], r["status"], r["error"], r["count"]) for r in want["bad"]),
+                 key=lambda r: (-r[4], tuple(str(x) for x in r[:4])))[:50]
+    assert bad == [(r["table"], r["api"], r["status"], r["error"], r["count"]) for r in d.decode_errors]
+    if which == "damaged":
+        assert d.decode_errors
+
+
+# ---------------------------------------------------------------------------
 # the HTML page in headless Chromium
 
 CHARTS = ("chart-versions", "chart-errors", "chart-latency", "chart-topic-bytes", "chart-topic-records",
@@ -266,3 +355,37 @@ def test_html_screenshot_draws_every_chart(damaged_report, tmp_path):
         assert ink > 3000 and drawn > 1000, (chart, ink, drawn)
     versions = img.crop((0, 0, 800, BOX)).getcolors(800 * BOX)
     assert sum(n for n, c in versions if c == _rgb(REMOVED)) > 100
+
+
+# ---------------------------------------------------------------------------
+# the latency histogram
+
+
+def _nearest_rank(values, q):
+    v = sorted(values)
+    return v[max(1, -(-int(q * 1000) * len(v) // 1000)) - 1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_latency_percentiles_from_merged_histograms_are_within_a_128th(seed):
+    import numpy as np
+
+    from kafkaproto.report.aggregate import latency_bucket, percentile
+
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([rng.integers(0, 300, 500), rng.lognormal(8, 2, 3000).astype(np.int64),
+                             np.array([0, 127, 128, 255, 256, 257, 2 ** 31 - 1, 2 ** 40 + 12345])])
+    buckets = latency_bucket(values)
+    assert (buckets <= values).all()
+    small = values < 256
+    assert (buckets[small] == values[small]).all()
+    assert ((values - buckets) <= values / 128).all()
+    # histograms of any split merge to the same one, and the percentile is close
+    hist = collections.Counter()
+    for part in np.array_split(values, 7):
+        hist.update(collections.Counter(latency_bucket(part).tolist()))
+    assert hist == collections.Counter(buckets.tolist())
+    for q in (0.5, 0.9, 0.99, 1.0):
+        exact = _nearest_rank(values.tolist(), q)
+        got = percentile(hist, q, int(values.max()))
+        assert abs(got - exact) <= exact / 128, (q, got, exact)

@@ -629,41 +629,55 @@ _ROWS_OF_TABLE = {v: k for k, v in _TABLE_OF_ROWS.items()}
 
 
 def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, ports=None,
-                 filesystem=None) -> Tuple[List[Tuple[str, str, int]], Accounting]:
+                 filesystem=None, aggregates=None) -> Tuple[List[Tuple[str, str, int]], Accounting]:
     """Decode one capture and write its rows as one Parquet file per table:
     ``out/<table>/<part>.parquet`` (every table, empty ones too, so each
-    table can be read whatever the captures held).
+    table can be read whatever the captures held), ``connections`` included.
 
     Returns ``([(table, file, rows)], accounting)``.  ``filesystem``: a
     :class:`pyarrow.fs.FileSystem` for ``out`` (default: the local one).
+    ``aggregates``: a :class:`~kafkaproto.report.aggregate.TaskAggregates`
+    that sees every row written (a fresh one otherwise); the connections
+    table comes from it.
     """
     import pyarrow.parquet as pq
     from pyarrow import fs as pafs
 
+    from .aggregate import CONNECTIONS_SCHEMA, TaskAggregates
+
     filesystem = filesystem or pafs.LocalFileSystem()
+    agg = aggregates if aggregates is not None else TaskAggregates()
     writers = {}
     counts = {t: 0 for t in TABLE_COLUMNS}
     files = {}
+    schemas = {t: table_schema(t) for t in TABLE_COLUMNS}
+    index = {t: [ROW_SCHEMA.get_field_index(c) for c in TABLE_COLUMNS[t]] for t in TABLE_COLUMNS}
     acc_info = None
     try:
         for table in TABLE_COLUMNS:
             filesystem.create_dir(f"{out}/{table}", recursive=True)
             files[table] = f"{out}/{table}/{part}.parquet"
-            writers[table] = pq.ParquetWriter(files[table], table_schema(table), filesystem=filesystem)
+            writers[table] = pq.ParquetWriter(files[table], schemas[table], filesystem=filesystem)
         for batch in decode_capture(path, capture=capture, ports=ports):
             if not batch.num_rows:
                 continue
             table = _ROWS_OF_TABLE[batch.column(0)[0].as_py()]
             if table == "accounting":
                 acc_info = batch.column(ROW_SCHEMA.get_field_index("info"))[batch.num_rows - 1].as_py()
-            cols = TABLE_COLUMNS[table]
-            writers[table].write_batch(pa.RecordBatch.from_arrays(
-                [batch.column(ROW_SCHEMA.get_field_index(c)) for c in cols], schema=table_schema(table)))
+            rows = pa.RecordBatch.from_arrays([batch.column(i) for i in index[table]], schema=schemas[table])
+            writers[table].write_batch(rows)
+            agg.add(table, rows)
             counts[table] += batch.num_rows
     finally:
         for w in writers.values():
             w.close()
-    return [(t, files[t], counts[t]) for t in TABLE_COLUMNS], accounting_from_dict(json.loads(acc_info or "{}"))
+    mine = agg.connections()
+    mine = mine.filter(pc.equal(mine["capture"], capture or os.path.basename(os.fspath(path).rstrip("/"))))
+    filesystem.create_dir(f"{out}/connections", recursive=True)
+    conn_file = f"{out}/connections/{part}.parquet"
+    pq.write_table(mine.cast(CONNECTIONS_SCHEMA), conn_file, filesystem=filesystem)
+    written = [(t, files[t], counts[t]) for t in TABLE_COLUMNS] + [("connections", conn_file, mine.num_rows)]
+    return written, accounting_from_dict(json.loads(acc_info or "{}"))
 
 
 def accounting_from_dict(d: Dict[str, object]) -> Accounting:

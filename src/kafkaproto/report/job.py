@@ -6,9 +6,11 @@ One Spark task per capture (``mapInArrow``) runs
 captures run in parallel) and writes one Parquet file per table with
 pyarrow, returning only a manifest of what it wrote.  Records and frames
 never cross into the JVM: converting millions of nested rows there cost 20
-times the decoding.  The driver keeps the files of the tasks that succeeded,
-then Spark reads the tables back (column pruning keeps this cheap) for the
-connections table and every figure of the report.
+times the decoding.  The same task keeps the figures' partial totals over
+the rows it writes and writes its captures' ``connections`` rows
+(:mod:`kafkaproto.report.aggregate`); the manifest carries those totals, the
+driver keeps the files of the tasks that succeeded and merges the totals.
+One pass over the captures, no second job over the tables.
 
 Runs on ``local[*]`` by default and on any ``--master`` unchanged, as long as
 the executors can read the capture paths and have kafkaproto installed.
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..capture import Accounting
-from ..error_codes import error_name
+from .aggregate import merge
 from .decode import TABLE_COLUMNS, accounting_from_dict
 
 __all__ = ["ReportData", "run_job", "session"]
@@ -145,7 +147,7 @@ class _Progress:
 # the job
 
 
-MANIFEST_SCHEMA = "capture string, table string, file string, rows long, accounting string"
+MANIFEST_SCHEMA = "capture string, table string, file string, rows long, accounting string, aggregates string"
 
 
 def _decode_fn(out: str, ports):
@@ -157,22 +159,26 @@ def _decode_fn(out: str, ports):
         from pyarrow import fs as pafs
         from pyspark import TaskContext
 
+        from .aggregate import TaskAggregates
         from .decode import write_tables
 
         fs, base = pafs.FileSystem.from_uri(out)
         ctx = TaskContext.get()
         attempt = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}" if ctx else "00000-0"
+        schema = pa.schema([("capture", pa.string()), ("table", pa.string()), ("file", pa.string()),
+                            ("rows", pa.int64()), ("accounting", pa.string()), ("aggregates", pa.string())])
         for batch in batches:
             names = batch.column("name").to_pylist()
             for k, (name, path) in enumerate(zip(names, batch.column("path").to_pylist())):
+                agg = TaskAggregates()
                 written, acc = write_tables(path, base, f"part-{attempt}-{k:03d}", capture=name, ports=ports,
-                                            filesystem=fs)
+                                            filesystem=fs, aggregates=agg)
                 info = json.dumps(acc.to_dict())
+                totals = json.dumps(agg.to_dict())
                 yield pa.RecordBatch.from_pylist(
-                    [{"capture": name, "table": t, "file": f, "rows": n, "accounting": info if i == 0 else None}
-                     for i, (t, f, n) in enumerate(written)],
-                    schema=pa.schema([("capture", pa.string()), ("table", pa.string()), ("file", pa.string()),
-                                      ("rows", pa.int64()), ("accounting", pa.string())]))
+                    [{"capture": name, "table": t, "file": f, "rows": n, "accounting": info if i == 0 else None,
+                      "aggregates": totals if i == 0 else None}
+                     for i, (t, f, n) in enumerate(written)], schema=schema)
 
     return run
 
@@ -196,7 +202,7 @@ def _capture_list(paths: Sequence[str]) -> List[Dict[str, object]]:
 
 def _keep_only(out: Path, files) -> None:
     """Remove table files no successful task reported (failed attempts, earlier runs)."""
-    for table in TABLE_COLUMNS:
+    for table in TABLES:
         folder = out / table
         if folder.is_dir():
             for f in folder.iterdir():
@@ -209,7 +215,6 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
     """Decode ``paths`` on Spark, write the tables under ``out``, and return
     the report's numbers.  ``spark``: an existing session (kept open);
     otherwise one is made for ``master`` and stopped at the end."""
-    from pyspark.sql import functions as F
 
     t0 = time.monotonic()
     out = Path(out)
@@ -241,36 +246,14 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
             data.accounting = Accounting()
             for acc in data.accounting_by_capture.values():
                 data.accounting.merge(acc)
-            for table in TABLE_COLUMNS:
+            for table in TABLES:
                 data.tables[table] = str(out / table)
-            if ctx:
-                ctx.phase = "connections and figures"
-            read = {t: spark.read.parquet(str(out / t)) for t in ("requests", "responses", "record_sets")}
-            frames = read["requests"].select("capture", "conn", "client", "server", "ts", "size", "client_id",
-                                             "status", F.lit("request").alias("table")) \
-                .unionByName(read["responses"].select("capture", "conn", "client", "server", "ts", "size",
-                                                      "client_id", "status", F.lit("response").alias("table")))
-            software = read["requests"].where(F.col("software_name").isNotNull()) \
-                .groupBy("capture", "conn").agg(F.first("software_name").alias("sw_name"),
-                                                F.first("software_version").alias("sw_version"))
-            conns = frames.groupBy("capture", "conn").agg(
-                F.first("client").alias("client"), F.first("server").alias("server"),
-                F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
-                F.sum(F.when(F.col("table") == "request", 1).otherwise(0)).alias("requests"),
-                F.sum(F.when(F.col("table") == "response", 1).otherwise(0)).alias("responses"),
-                F.sum(F.when(F.col("table") == "request", F.col("size")).otherwise(0)).alias("bytes_to_broker"),
-                F.sum(F.when(F.col("table") == "response", F.col("size")).otherwise(0)).alias("bytes_from_broker"),
-                F.array_sort(F.collect_set("client_id")).alias("client_ids"),
-                F.sum(F.when(F.col("status") == "undecodable", 1).otherwise(0)).alias("undecodable"),
-            ).join(software, ["capture", "conn"], "left") \
-                .withColumnRenamed("sw_name", "software_name").withColumnRenamed("sw_version", "software_version")
-            conns.coalesce(1).write.mode("overwrite").parquet(str(out / "connections"))
-            data.tables["connections"] = str(out / "connections")
-            conns = spark.read.parquet(str(out / "connections"))
-            counts = {}
+            counts: Dict[str, int] = {}
             for r in manifest:
                 counts[r["table"]] = counts.get(r["table"], 0) + r["rows"]
-            _figures(spark, read, conns, counts, data)
+            data.totals = {"requests": counts.get("requests", 0), "responses": counts.get("responses", 0),
+                           "records": counts.get("records", 0), "record_sets": counts.get("record_sets", 0)}
+            merge((json.loads(r["aggregates"]) for r in manifest if r["aggregates"]), data)
         finally:
             if ctx:
                 ctx.__exit__(None, None, None)
@@ -280,71 +263,3 @@ def run_job(paths: Sequence[str], out, *, spark=None, master: Optional[str] = No
     data.seconds = time.monotonic() - t0
     (out / "report.json").write_text(data.to_json())
     return data
-
-
-def _figures(spark, read, conns, counts, data: ReportData) -> None:
-    from pyspark.sql import functions as F
-
-    col = F.col
-    data.totals = {"requests": counts.get("requests", 0), "responses": counts.get("responses", 0),
-                   "records": counts.get("records", 0), "record_sets": counts.get("record_sets", 0),
-                   "connections": conns.count()}
-    # clients and what they use; software comes from ApiVersions on the same connection
-    conn_sw = conns.select("capture", "conn", "software_name", "software_version")
-    req = read["requests"].select("capture", "conn", "client_id", "api_key", "api",
-                                                       "api_version", "removed_in_kafka4") \
-        .join(conn_sw, ["capture", "conn"], "left")
-    sw = F.when(col("software_name").isNotNull(),
-                F.concat_ws(" ", col("software_name"), col("software_version"))).otherwise(F.lit(None))
-    use = req.withColumn("software", sw).groupBy("client_id", "software", "api_key", "api", "api_version",
-                                                 "removed_in_kafka4").count()
-    data.api_use = sorted(({"client_id": r["client_id"], "software": r["software"], "api_key": r["api_key"],
-                            "api": r["api"], "api_version": r["api_version"], "requests": r["count"],
-                            "removed": bool(r["removed_in_kafka4"])} for r in use.collect()),
-                          key=lambda d: (str(d["client_id"]), str(d["software"]), d["api_key"] if d["api_key"]
-                                         is not None else -1, d["api_version"] if d["api_version"] is not None
-                                         else -1))
-    cl = conns.withColumn("client_id", F.explode_outer("client_ids")).withColumn(
-        "software", F.when(col("software_name").isNotNull(),
-                           F.concat_ws(" ", col("software_name"), col("software_version")))) \
-        .groupBy("client_id").agg(F.countDistinct("capture", "conn").alias("connections"),
-                                  F.array_sort(F.collect_set("software")).alias("software"),
-                                  F.array_sort(F.collect_set("client")).alias("addresses"))
-    data.clients = sorted(({"client_id": r["client_id"], "connections": r["connections"],
-                            "software": list(r["software"]), "hosts": sorted({a.rsplit(":", 1)[0]
-                                                                              for a in r["addresses"]})}
-                           for r in cl.collect()), key=lambda d: str(d["client_id"]))
-    # errors by api
-    resp = read["responses"]
-    errs = resp.select("api", F.explode("error_codes").alias("code")).groupBy("api", "code").count()
-    data.errors = sorted(({"api": r["api"], "code": r["code"], "error": error_name(r["code"]), "count": r["count"]}
-                          for r in errs.collect()), key=lambda d: (-d["count"], str(d["api"]), d["code"]))
-    # latency percentiles per api (milliseconds)
-    lat = resp.where(col("latency_us").isNotNull()).groupBy("api").agg(
-        F.count("*").alias("n"),
-        F.percentile_approx("latency_us", [0.5, 0.9, 0.99], 10000).alias("p"),
-        F.max("latency_us").alias("max"))
-    data.latency = sorted(({"api": r["api"], "count": r["n"], "p50": r["p"][0] / 1000, "p90": r["p"][1] / 1000,
-                            "p99": r["p"][2] / 1000, "max": r["max"] / 1000} for r in lat.collect()),
-                          key=lambda d: -d["count"])
-    # bytes and records per topic, codec mix
-    sets = read["record_sets"]
-    tp = sets.groupBy("source", "topic").agg(F.count("*").alias("sets"), F.sum("batches").alias("batches"),
-                                             F.sum("records").alias("records"), F.sum("bytes").alias("bytes"))
-    data.topics = sorted(({"source": r["source"], "topic": r["topic"], "sets": r["sets"], "batches": r["batches"],
-                           "records": r["records"], "bytes": r["bytes"]} for r in tp.collect()),
-                         key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
-    cc = sets.groupBy("source", "codec").agg(F.sum("batches").alias("batches"), F.sum("records").alias("records"),
-                                             F.sum("bytes").alias("bytes"), F.count("*").alias("sets"))
-    data.codecs = sorted(({"source": r["source"], "codec": r["codec"], "batches": r["batches"],
-                           "records": r["records"], "bytes": r["bytes"], "sets": r["sets"]} for r in cc.collect()),
-                         key=lambda d: (d["source"], -d["bytes"]))
-    # frames and record sets that did not decode, by reason
-    bad = read["requests"].select(F.lit("requests").alias("table"), "api", "status", "error") \
-        .unionByName(read["responses"].select(F.lit("responses").alias("table"), "api", "status", "error")) \
-        .unionByName(sets.select(F.lit("record_sets").alias("table"), F.lit(None).cast("string").alias("api"),
-                                 F.lit(None).cast("string").alias("status"), "error")) \
-        .where(col("error").isNotNull()).groupBy("table", "api", "status", "error").count() \
-        .orderBy(F.desc("count")).limit(50)
-    data.decode_errors = [{"table": r["table"], "api": r["api"], "status": r["status"], "error": r["error"],
-                           "count": r["count"]} for r in bad.collect()]
