@@ -74,7 +74,7 @@ def main(argv=None) -> int:
 
     t = time.monotonic()
     rows = records = 0
-    for batch in decode_capture(paths[0]):
+    for _, batch in decode_capture(paths[0]):
         rows += batch.num_rows
     one = time.monotonic() - t
     size0 = paths[0].stat().st_size

@@ -389,3 +389,65 @@ def test_latency_percentiles_from_merged_histograms_are_within_a_128th(seed):
         exact = _nearest_rank(values.tolist(), q)
         got = percentile(hist, q, int(values.max()))
         assert abs(got - exact) <= exact / 128, (q, got, exact)
+
+
+# ---------------------------------------------------------------------------
+# record-set summaries: the NumPy walk against the per-blob header walk
+
+
+def _summary_one_blob_at_a_time(blobs, decoded):
+    rows = []
+    for j, blob in enumerate(blobs):
+        groups = record_set_codecs(blob) or {"-": [0, 0, 0]}
+        left = decoded[j] - sum(g[2] for g in groups.values())
+        tail = len(blob) - sum(g[1] for g in groups.values())
+        for k, (codec, (batches, size, records)) in enumerate(groups.items()):
+            rows.append((j, codec, batches,
+                         decoded[j] if len(groups) == 1 else records + (max(left, 0) if k == 0 else 0),
+                         size + (tail if k == 0 else 0)))
+    return rows
+
+
+def _blobs_for_summary():
+    import random
+
+    rng = random.Random(11)
+    recs = [krecords.Record(key=b"k%d" % i, value=bytes(rng.randrange(256) for _ in range(rng.randrange(40))))
+            for i in range(5)]
+    batches = [krecords.encode(recs, codec=c) for c in ("none", "gzip", "snappy", "lz4", "zstd")]
+    batches += [krecords.encode(recs, magic=m, codec=c) for m in (0, 1) for c in ("none", "gzip", "snappy")]
+    blobs = list(batches)
+    for _ in range(300):
+        parts = [rng.choice(batches) for _ in range(rng.randrange(1, 5))]
+        blob = b"".join(parts)
+        cut = rng.random()
+        if cut < 0.2:
+            blob = blob[:rng.randrange(len(blob))]  # a partial last batch
+        elif cut < 0.3:
+            at = rng.randrange(len(blob))
+            blob = blob[:at] + bytes([rng.randrange(256)]) + blob[at + 1:]
+        elif cut < 0.35:
+            blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 80)))
+        blobs.append(blob)
+    return blobs
+
+
+@pytest.mark.parametrize("kind", ["binary", "large_binary", "sliced"])
+def test_record_set_summary_equals_the_per_blob_walk(kind):
+    import numpy as np
+    import pyarrow as pa
+
+    from kafkaproto.report.decode import record_set_summary
+
+    blobs = _blobs_for_summary()
+    for frame in (f for f in read_frames(SAMPLE / "kafka.pcap") if f.direction == "request" and f.api_key == 0):
+        from kafkaproto import decode_request
+
+        _, msg = decode_request(frame.frame)
+        blobs += [p.records for t in msg.topic_data for p in t.partition_data if p.records]
+    decoded = [i % 7 for i in range(len(blobs))]
+    arr = pa.array(blobs, pa.large_binary() if kind == "large_binary" else pa.binary())
+    if kind == "sliced":
+        arr = pa.array([b"x" * 9] + blobs + [b"y"], pa.binary()).slice(1, len(blobs))
+    got = list(zip(*(x.tolist() for x in record_set_summary(arr, np.array(decoded)))))
+    assert got == _summary_one_blob_at_a_time(blobs, decoded)

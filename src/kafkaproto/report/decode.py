@@ -15,10 +15,10 @@ decoders of :mod:`kafkaproto.arrow`:
   :func:`kafkaproto.arrow.records`) and one row per record set (codec,
   batches, bytes, records).
 
-Rows of all tables share one schema (:data:`ROW_SCHEMA`): the ``table``
-column says which table a row belongs to, the other tables' columns are
-null.  One pass over the capture feeds every table; the Spark job splits
-them.  The capture's accounting comes last, as ``accounting`` rows; frames
+Every column of every table is typed once, in :data:`ROW_SCHEMA`; each
+table is a selection of those columns (:data:`TABLE_COLUMNS`), and the pass
+yields ``(table, batch)`` pairs.  One pass over the capture feeds every
+table.  The capture's accounting comes last, as ``accounting`` rows; frames
 move from ``framed`` to ``decoded`` or ``undecodable`` as their bodies
 decode, as ``kafkaproto inspect`` counts them.
 """
@@ -43,14 +43,14 @@ from ..capture.table import _append as _append_frame, _columns as _frame_columns
 from ..errors import KafkaProtocolError
 from ..messages import api_name
 
-__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_codecs", "table_schema", "write_tables"]
+__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_codecs", "record_set_summary",
+           "table_schema", "write_tables"]
 
 TS = pa.timestamp("us", tz="UTC")
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 
 #: Every column of every table, in output order.
 ROW_SCHEMA = pa.schema([
-    ("table", pa.string()),
     ("capture", pa.string()),
     ("conn", pa.int64()),
     ("seq", pa.int64()),  # index of the frame in its capture
@@ -104,9 +104,6 @@ TABLE_COLUMNS: Dict[str, Tuple[str, ...]] = {
                     "codec", "batches", "records", "bytes", "error"),
     "accounting": ("capture", "ledger", "reason", "count", "bytes", "info"),
 }
-_TABLE_OF_ROWS = {"requests": "request", "responses": "response", "records": "record", "record_sets": "record_set",
-                  "accounting": "accounting"}
-
 CHUNK_FRAMES = 4096
 CHUNK_BYTES = 32 << 20
 _PENDING_MAX = 1 << 20  # requests waiting for a response, over all connections
@@ -116,6 +113,13 @@ PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 
 # ---------------------------------------------------------------------------
 # small Arrow helpers
+
+
+def _repeat(text: str, n: int) -> pa.Array:
+    """``n`` times the same string, built from buffers (no Python list)."""
+    raw = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
 def _path(arr, names: Iterable[str]):
@@ -267,6 +271,103 @@ def record_set_codecs(blob) -> Dict[str, List[int]]:
     return out
 
 
+_CODEC_LABELS = np.array(list(CODEC_NAMES) + [f"codec{c}" for c in range(len(CODEC_NAMES), 8)], dtype=object)
+
+
+def _be(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """Big-endian signed integers of ``width`` bytes read at each of ``at``."""
+    v = np.zeros(len(at), dtype=np.int64)
+    for k in range(width):
+        v = (v << 8) | data[at + k]
+    top = np.int64(1) << (8 * width - 1)
+    return (v ^ top) - top
+
+
+def record_set_summary(blobs: pa.Array, decoded: np.ndarray):
+    """:func:`record_set_codecs` for every blob of a binary array at once,
+    plus the per-set record counts and the bytes of a partial last batch.
+
+    ``decoded``: the records decoded from each blob (legacy counts come from
+    decoding).  Returns ``(blob, codec, batches, records, bytes)`` arrays, one
+    row per (blob, codec) in the order the codecs first appear in the blob; a
+    blob without one complete batch gets a row with codec ``-``.  Record
+    counts: a blob with one codec takes its decoded count; otherwise each
+    codec its v2 header counts, the first also what only decoding counted.
+    The first codec's bytes include a partial batch at the end.  Walks all
+    blobs' batch headers in step with NumPy (one step per batch of the
+    longest blob) instead of one Python loop per blob.
+    """
+    m = len(blobs)
+    if pa.types.is_large_binary(blobs.type):
+        offsets = np.frombuffer(blobs.buffers()[1], dtype=np.int64)[blobs.offset:blobs.offset + m + 1]
+    else:
+        offsets = np.frombuffer(blobs.buffers()[1], dtype=np.int32)[blobs.offset:blobs.offset + m + 1]
+        offsets = offsets.astype(np.int64)
+    data = blobs.buffers()[2]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    pos = offsets[:-1].copy()
+    end = offsets[1:]
+    idx = np.arange(m, dtype=np.int64)
+    found_blob, found_codec, found_size, found_count, found_step = [], [], [], [], []
+    step = 0
+    active = idx[pos + 18 <= end]
+    while len(active):
+        p = pos[active]
+        size = _be(data, p + 8, 4)
+        magic = data[p + 16].astype(np.int64)
+        ok = (size >= 6) & (p + 12 + size <= end[active]) & ((magic < 2) | (size >= 49))
+        active, p, size, magic = active[ok], p[ok], size[ok], magic[ok]
+        v2 = magic >= 2
+        codec = np.where(v2, data[np.where(v2, p + 22, p + 17)], data[p + 17]).astype(np.int64) & 0x07
+        count = np.zeros(len(p), dtype=np.int64)
+        if v2.any():
+            count[v2] = np.maximum(_be(data, p[v2] + 57, 4), 0)
+        found_blob.append(active)
+        found_codec.append(codec)
+        found_size.append(12 + size)
+        found_count.append(count)
+        found_step.append(np.full(len(active), step, dtype=np.int64))
+        pos[active] = p + 12 + size
+        active = active[pos[active] + 18 <= end[active]]
+        step += 1
+    if found_blob:
+        fb, fc, fs, fn, ft = (np.concatenate(x) for x in (found_blob, found_codec, found_size, found_count,
+                                                          found_step))
+    else:
+        fb = fc = fs = fn = ft = np.zeros(0, np.int64)
+    # blobs with no complete batch: one "-" group of nothing
+    none = np.setdiff1d(idx, fb, assume_unique=False)
+    fb = np.concatenate([fb, none])
+    fc = np.concatenate([fc, np.full(len(none), 8, np.int64)])  # 8: the "-" label
+    fs, fn = (np.concatenate([x, np.zeros(len(none), np.int64)]) for x in (fs, fn))
+    ft = np.concatenate([ft, np.zeros(len(none), np.int64)])
+    batches = np.concatenate([np.ones(len(fb) - len(none), np.int64), np.zeros(len(none), np.int64)])
+    # groups (blob, codec), in the order of their first batch within the blob
+    key = fb * 9 + fc
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    g_blob = uniq // 9
+    g_codec = uniq % 9
+    g_first = ft[first]
+    g_batches = np.bincount(inv, weights=batches, minlength=len(uniq)).astype(np.int64)
+    g_bytes = np.bincount(inv, weights=fs, minlength=len(uniq)).astype(np.int64)
+    g_records = np.bincount(inv, weights=fn, minlength=len(uniq)).astype(np.int64)
+    order = np.lexsort((g_first, g_blob))
+    g_blob, g_codec, g_batches, g_bytes, g_records = (x[order] for x in (g_blob, g_codec, g_batches, g_bytes,
+                                                                         g_records))
+    groups = np.bincount(g_blob, minlength=m)
+    lead = np.ones(len(g_blob), dtype=bool)
+    lead[1:] = g_blob[1:] != g_blob[:-1]
+    set_records = np.bincount(g_blob, weights=g_records, minlength=m).astype(np.int64)
+    set_bytes = np.bincount(g_blob, weights=g_bytes, minlength=m).astype(np.int64)
+    decoded = np.asarray(decoded, dtype=np.int64)
+    left = np.maximum(decoded - set_records, 0)
+    tail = (end - offsets[:-1]) - set_bytes
+    records = np.where(groups[g_blob] == 1, decoded[g_blob], g_records + np.where(lead, left[g_blob], 0))
+    nbytes = g_bytes + np.where(lead, tail[g_blob], 0)
+    labels = np.append(_CODEC_LABELS, "-")[g_codec]
+    return g_blob, labels, g_batches, records, nbytes
+
+
 # ---------------------------------------------------------------------------
 # the per-capture pass
 
@@ -330,7 +431,7 @@ class CaptureDecoder:
         return out
 
     # -- one chunk -------------------------------------------------------------
-    def chunk(self, ch: _Chunk) -> List[pa.RecordBatch]:
+    def chunk(self, ch: _Chunk) -> List[Tuple[str, pa.RecordBatch]]:
         c = ch.cols
         n = len(ch)
         frames = pa.array(c["frame"], pa.binary())
@@ -413,7 +514,7 @@ class CaptureDecoder:
         removed = self._removed_flags(c["api_key"], c["api_version"])
         sizes = [len(b) + 4 for b in c["frame"]]
         base = {
-            "capture": pa.array([self.capture] * n, pa.string()),
+            "capture": _repeat(self.capture, n),
             "conn": pa.array(c["conn"], pa.int64()),
             "seq": pa.array(c["seq"], pa.int64()),
             "ts": pa.array(c["ts"], pa.int64()).cast(TS),
@@ -433,20 +534,18 @@ class CaptureDecoder:
         if len(req_idx):
             take = pa.array(req_idx)
             cols = {k: v.take(take) for k, v in base.items()}
-            cols["table"] = pa.array(["request"] * len(req_idx), pa.string())
             cols["topics"] = pa.array([topics[i] for i in req_idx], pa.list_(pa.string()))
             cols["software_name"] = pa.array([software.get(int(i), (None, None))[0] for i in req_idx], pa.string())
             cols["software_version"] = pa.array([software.get(int(i), (None, None))[1] for i in req_idx],
                                                 pa.string())
-            out.append(_batch(cols, len(req_idx)))
+            out.append(("requests", _batch("requests", cols, len(req_idx))))
         if len(resp_idx):
             take = pa.array(resp_idx)
             cols = {k: v.take(take) for k, v in base.items()}
-            cols["table"] = pa.array(["response"] * len(resp_idx), pa.string())
             cols["request_seq"] = pa.array([request_seq[i] for i in resp_idx], pa.int64())
             cols["latency_us"] = pa.array(c["latency_us"], pa.int64()).take(take)
             cols["error_codes"] = pa.array([error_codes[i] for i in resp_idx], pa.list_(pa.int16()))
-            out.append(_batch(cols, len(resp_idx)))
+            out.append(("responses", _batch("responses", cols, len(resp_idx))))
         if blobs:
             out += self._record_sets(blobs, base)
         return out
@@ -494,7 +593,7 @@ class CaptureDecoder:
             topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
             blobs.append(("fetch", rows[brow], topic, part, blob))
 
-    def _record_sets(self, blobs, base) -> List[pa.RecordBatch]:
+    def _record_sets(self, blobs, base) -> List[Tuple[str, pa.RecordBatch]]:
         out = []
         for source, rows, topic, part, blob in blobs:
             # null or empty: a partition with nothing to produce or fetch
@@ -518,71 +617,56 @@ class CaptureDecoder:
             k = len(rec_row)
             rt = pa.array(rows[rec_row]) if k else pa.array([], pa.int64())
             rcols = {
-                "table": pa.array(["record"] * k, pa.string()),
                 "key": recs.column("key"), "value": recs.column("value"), "topic": recs.column("topic"),
                 "partition": recs.column("partition"), "offset": recs.column("offset"),
                 "timestamp": recs.column("timestamp"), "timestampType": recs.column("timestampType"),
                 "headers": recs.column("headers"),
-                "source": pa.array([source] * k, pa.string()),
+                "source": _repeat(source, k),
                 "capture": base["capture"].take(rt), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
-            out.append(_batch(rcols, k))
-            sizes = pc.binary_length(blob).to_numpy(zero_copy_only=False)
-            srow, codecs, nb, nrec, nbytes, errs = [], [], [], [], [], []
-            for j in range(m):
-                groups = record_set_codecs(memoryview(blob[j].as_buffer()))
-                if not groups:
-                    groups = {"-": [0, 0, 0]}
-                left = int(counts[j]) - sum(g[2] for g in groups.values())
-                tail = int(sizes[j]) - sum(g[1] for g in groups.values())  # a partial batch at the end
-                for k, (codec, (batches, size, records)) in enumerate(groups.items()):
-                    srow.append(j)
-                    codecs.append(codec)
-                    nb.append(batches)
-                    # legacy counts come from decoding; a single codec takes the decoded count
-                    nrec.append(int(counts[j]) if len(groups) == 1 else records + (max(left, 0) if k == 0 else 0))
-                    nbytes.append(size + (tail if k == 0 else 0))
-                    errs.append(set_err[j])
-            st = pa.array(np.asarray(srow, dtype=np.int64))
-            take = pa.array(rows[np.asarray(srow, dtype=np.int64)])
+            out.append(("records", _batch("records", rcols, k)))
+            srow, codecs, nb, nrec, nbytes = record_set_summary(blob, counts)
+            errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
+            st = pa.array(srow)
+            take = pa.array(rows[srow])
             ms = len(srow)
             scols = {
-                "table": pa.array(["record_set"] * ms, pa.string()),
                 "capture": base["capture"].take(take), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
-                "ts": base["ts"].take(take), "source": pa.array([source] * ms, pa.string()),
+                "ts": base["ts"].take(take), "source": _repeat(source, ms),
                 "client_id": base["client_id"].take(take), "api_version": base["api_version"].take(take),
                 "topic": topic.take(st), "partition": part.take(st), "codec": pa.array(codecs, pa.string()),
                 "batches": pa.array(nb, pa.int32()), "records": pa.array(nrec, pa.int64()),
-                "bytes": pa.array(nbytes, pa.int64()), "error": pa.array(errs, pa.string()),
+                "bytes": pa.array(nbytes, pa.int64()),
+                "error": pa.array(errs, pa.string()) if errs is not None else None,
             }
-            out.append(_batch(scols, ms))
+            out.append(("record_sets", _batch("record_sets", scols, ms)))
         return out
 
 
-def _batch(cols: Dict[str, object], n: int) -> pa.RecordBatch:
-    """A record batch of :data:`ROW_SCHEMA` (missing columns null)."""
+def _batch(table: str, cols: Dict[str, object], n: int) -> pa.RecordBatch:
+    """A record batch of one table (:func:`table_schema`; missing columns null)."""
+    schema = _SCHEMAS[table]
     arrays = []
-    for f in ROW_SCHEMA:
+    for f in schema:
         v = cols.get(f.name)
         if v is None:
             arrays.append(pa.nulls(n, f.type))
             continue
         if isinstance(v, pa.ChunkedArray):
-            v = v.combine_chunks()
+            v = v.chunk(0) if v.num_chunks == 1 else v.combine_chunks()
         if v.type != f.type:
             v = v.cast(f.type)
         arrays.append(v)
-    return pa.RecordBatch.from_arrays(arrays, schema=ROW_SCHEMA)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
-    """The ``accounting`` rows of a capture: one per (ledger, reason), then
+    """The ``accounting`` table's rows of a capture: one per (ledger, reason), then
     one ``totals`` row whose ``info`` holds :meth:`Accounting.to_dict` as JSON."""
     rows = acc.rows()
     n = len(rows) + 1
     cols = {
-        "table": pa.array(["accounting"] * n, pa.string()),
         "capture": pa.array([capture] * n, pa.string()),
         "ledger": pa.array([r["ledger"] for r in rows] + ["totals"], pa.string()),
         "reason": pa.array([r["reason"] for r in rows] + [None], pa.string()),
@@ -590,12 +674,13 @@ def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
         "bytes": pa.array([r["bytes"] for r in rows] + [None], pa.int64()),
         "info": pa.array([None] * len(rows) + [json.dumps(acc.to_dict())], pa.string()),
     }
-    return _batch(cols, n)
+    return _batch("accounting", cols, n)
 
 
 def decode_capture(path, *, capture: Optional[str] = None, ports=None,
-                   chunk_frames: int = CHUNK_FRAMES, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pa.RecordBatch]:
-    """Every row of one capture (:data:`ROW_SCHEMA`), its accounting last.
+                   chunk_frames: int = CHUNK_FRAMES, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Tuple[str, pa.RecordBatch]]:
+    """Every row of one capture as ``(table, batch)`` pairs (batches of
+    :func:`table_schema`), the accounting last.
 
     ``capture`` names the capture in the rows (default: the file name).  A
     file that is no capture at all gives only accounting rows, with the
@@ -617,15 +702,15 @@ def decode_capture(path, *, capture: Optional[str] = None, ports=None,
         acc.errors.append(f"{capture}: {exc}")
     if len(ch):
         yield from dec.chunk(ch)
-    yield accounting_batch(capture, acc)
+    yield "accounting", accounting_batch(capture, acc)
 
 
 def table_schema(table: str) -> pa.Schema:
     """The Arrow schema of one of :data:`TABLE_COLUMNS`' tables."""
-    return pa.schema([ROW_SCHEMA.field(c) for c in TABLE_COLUMNS[table]])
+    return _SCHEMAS[table]
 
 
-_ROWS_OF_TABLE = {v: k for k, v in _TABLE_OF_ROWS.items()}
+_SCHEMAS = {t: pa.schema([ROW_SCHEMA.field(c) for c in cols]) for t, cols in TABLE_COLUMNS.items()}
 
 
 def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, ports=None,
@@ -650,23 +735,19 @@ def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, po
     writers = {}
     counts = {t: 0 for t in TABLE_COLUMNS}
     files = {}
-    schemas = {t: table_schema(t) for t in TABLE_COLUMNS}
-    index = {t: [ROW_SCHEMA.get_field_index(c) for c in TABLE_COLUMNS[t]] for t in TABLE_COLUMNS}
     acc_info = None
     try:
         for table in TABLE_COLUMNS:
             filesystem.create_dir(f"{out}/{table}", recursive=True)
             files[table] = f"{out}/{table}/{part}.parquet"
-            writers[table] = pq.ParquetWriter(files[table], schemas[table], filesystem=filesystem)
-        for batch in decode_capture(path, capture=capture, ports=ports):
+            writers[table] = pq.ParquetWriter(files[table], table_schema(table), filesystem=filesystem)
+        for table, batch in decode_capture(path, capture=capture, ports=ports):
             if not batch.num_rows:
                 continue
-            table = _ROWS_OF_TABLE[batch.column(0)[0].as_py()]
             if table == "accounting":
-                acc_info = batch.column(ROW_SCHEMA.get_field_index("info"))[batch.num_rows - 1].as_py()
-            rows = pa.RecordBatch.from_arrays([batch.column(i) for i in index[table]], schema=schemas[table])
-            writers[table].write_batch(rows)
-            agg.add(table, rows)
+                acc_info = batch.column(batch.schema.get_field_index("info"))[batch.num_rows - 1].as_py()
+            writers[table].write_batch(batch)
+            agg.add(table, batch)
             counts[table] += batch.num_rows
     finally:
         for w in writers.values():
