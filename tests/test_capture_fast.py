@@ -15,6 +15,7 @@ import json
 import os
 import pickle
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -142,6 +143,19 @@ def write(path, packets, linktype=LINKTYPE_ETHERNET, fmt="pcap", **kw):
     return path
 
 
+def big_endian(path):
+    """Rewrite a little-endian pcap file in big-endian byte order."""
+    data = path.read_bytes()
+    out = bytearray(struct.pack(">IHHiIII", *struct.unpack_from("<IHHiIII", data, 0)))
+    pos = 24
+    while pos < len(data):
+        sec, frac, incl, orig = struct.unpack_from("<IIII", data, pos)
+        out += struct.pack(">IIII", sec, frac, incl, orig) + data[pos + 16:pos + 16 + incl]
+        pos += 16 + incl
+    path.write_bytes(bytes(out))
+    return path
+
+
 def mangle(packets, rng, linktype=LINKTYPE_ETHERNET):
     """Reorder neighbours, retransmit, overlap and drop some data segments."""
     out = []
@@ -175,6 +189,13 @@ def synthetic(tmp_path):
     files.append(write(tmp_path / "clean.pcap", clean))
     files.append(write(tmp_path / "clean.pcapng", clean, fmt="pcapng"))
     files.append(write(tmp_path / "clean-ns.pcap", clean, fmt="pcap-ns"))
+    files.append(big_endian(write(tmp_path / "clean-be.pcap", clean, fmt="pcap-ns")))
+    with open(tmp_path / "simple.pcapng", "wb") as f:  # simple packet blocks carry no time stamps
+        w = PcapngWriter(f)
+        w.interface(LINKTYPE_ETHERNET)
+        for k, (ts, data) in enumerate(clean):
+            w.write(ts, data) if k % 3 == 0 else w.write_simple(data)
+    files.append(tmp_path / "simple.pcapng")
     for lt in (LINKTYPE_LINUX_SLL2, LINKTYPE_NULL, LINKTYPE_RAW):
         files.append(write(tmp_path / f"lt{lt}.pcap", conversation(linktype=lt), linktype=lt))
     files.append(write(tmp_path / "v6.pcap", conversation(client=("fd00::1", 40001), server=("fd00::2", 9092))))
