@@ -29,6 +29,7 @@ import pyarrow as pa
 
 import kafkaproto
 from kafkaproto import _arrow_py, _codec_py, _engine_py, _records_py, arrow, frames, headers, records
+import kafkaproto.capture as _capture
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
@@ -398,24 +399,45 @@ _CAPTURE_FILE = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else tempfi
                              f"kafkaproto-fuzz-{os.getpid()}.cap")
 
 
+def _capture_outcome(path):
+    acc = Accounting()
+    rows = []
+    try:
+        for d in dissect(read_frames(path, acc=acc), acc):
+            f = d.frame
+            rows.append((f.ts, f.conn.id, f.conn.client, f.conn.server, f.direction, f.offset, f.frame, f.api_key,
+                         f.api_version, f.correlation_id, f.request_ts, f.status, d.error is None))
+            if d.message is not None:
+                canon(d.message)
+    except CaptureFormatError as exc:
+        return ("not a capture", str(exc)), acc
+    return rows, acc
+
+
 def check_capture(data: bytes) -> None:
     """A capture file: read_frames + dissect.  Only CaptureFormatError (not a
     capture at all) or KafkaProtocolError may escape, and the accounting must
-    add up.  Tap tables (Arrow/Parquet) are pyarrow's to parse: left out."""
+    add up.  With the compiled core, its fast path and the Python loop over
+    the same packets must give the same frames and accounting.  Tap tables
+    (Arrow/Parquet) are pyarrow's to parse: left out."""
     if is_table_file(data[:8]):
         return
     with open(_CAPTURE_FILE, "wb") as f:
         f.write(data)
-    acc = Accounting()
     try:
-        for d in dissect(read_frames(_CAPTURE_FILE, acc=acc), acc):
-            if d.message is not None:
-                canon(d.message)
-    except CaptureFormatError:
-        return
+        rows, acc = _capture_outcome(_CAPTURE_FILE)
+        if _capture._core is not None:
+            fast = _capture._core
+            _capture._core = None
+            try:
+                slow_rows, slow_acc = _capture_outcome(_CAPTURE_FILE)
+            finally:
+                _capture._core = fast
+            same((rows, acc.to_dict()), (slow_rows, slow_acc.to_dict()), "capture: fast path vs Python loop")
     finally:
         os.unlink(_CAPTURE_FILE)
-    acc.check()
+    if isinstance(rows, list):
+        acc.check()
 
 
 # ---------------------------------------------------------------------------

@@ -1148,3 +1148,4 @@ include "_engine.pxi"
 
 include "_records.pxi"
 include "_arrow.pxi"
+include "_capture.pxi"

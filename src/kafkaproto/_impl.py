@@ -24,4 +24,7 @@ else:
 #: True when the compiled core is in use.
 COMPILED = codec.COMPILED
 
-__all__ = ["codec", "engine", "COMPILED"]
+#: The compiled fast path of the capture layer (None with the twin).
+capture = codec if COMPILED else None
+
+__all__ = ["codec", "engine", "capture", "COMPILED"]

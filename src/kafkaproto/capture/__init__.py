@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, Optional
 
+from .._impl import capture as _core
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
@@ -80,17 +81,42 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
     with open(path, "rb") as fh:
         acc.file_bytes += os.fstat(fh.fileno()).st_size
         cap = CaptureFile(fh)
-        try:
-            for ts, linktype, data, _orig in cap:
-                ext.packet(ts, linktype, data)
-                if out:
-                    yield from out
-                    out.clear()
-        finally:
-            ext.finish()
-            if cap.error:
-                acc.errors.append(f"{os.fspath(path)}: {cap.error}")
-            acc.unread_bytes += cap.unread_bytes
+        if _core is None:
+            try:
+                for ts, linktype, data, _orig in cap:
+                    ext.packet(ts, linktype, data)
+                    if out:
+                        yield from out
+                        out.clear()
+            finally:
+                ext.finish()
+                if cap.error:
+                    acc.errors.append(f"{os.fspath(path)}: {cap.error}")
+                acc.unread_bytes += cap.unread_bytes
+        else:
+            # the compiled fast path: same frames, same accounting
+            scan = _core.CaptureScanner(ext)
+            try:
+                if cap.open() == "pcap":
+                    order, ticks, linktype = cap.pcap_header()
+                    scan.read_pcap(fh, order == ">", ticks, linktype)
+                    while scan.run():
+                        yield from out
+                        out.clear()
+                else:
+                    for ts, linktype, data, _orig in cap.iter_records():
+                        scan.packet(ts, linktype, data)
+                        if out:
+                            scan.flush()
+                            yield from out
+                            out.clear()
+            finally:
+                scan.flush()
+                ext.finish()
+                error = cap.error or scan.error
+                if error:
+                    acc.errors.append(f"{os.fspath(path)}: {error}")
+                acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
     yield from out
     out.clear()
 

@@ -3,7 +3,7 @@
 Only the standard library is used: a capture is read record by record from
 a binary file object, so memory stays constant whatever the file's size.
 
-- :func:`iter_records` yields ``(ts_ns, linktype, data, orig_len)`` for every
+- :meth:`CaptureFile.iter_records` yields ``(ts_ns, linktype, data, orig_len)`` for every
   packet of a pcap (micro- or nanosecond, either byte order) or pcapng file
   (several sections and interfaces, ``if_tsresol``/``if_tsoffset``,
   enhanced, simple and obsolete packet blocks).
@@ -111,17 +111,40 @@ class CaptureFile:
         self.unread_bytes = 0
         self.bytes_read = 0
         self.records = 0
+        self._magic = b""
 
     def __iter__(self) -> Iterator[Tuple[Optional[int], int, bytes, int]]:
+        self.open()
+        yield from self.iter_records()
+
+    def open(self) -> str:
+        """Read the first bytes: ``"pcap"`` or ``"pcapng"``, else CaptureFormatError."""
         head = self._read(4)
         fmt = sniff_format(head)
         if fmt is None:
             raise CaptureFormatError(f"not a pcap or pcapng file (first bytes {head.hex()})")
         self.format = fmt
-        if fmt == "pcap":
-            yield from self._pcap(head)
+        self._magic = head
+        return fmt
+
+    def iter_records(self) -> Iterator[Tuple[Optional[int], int, bytes, int]]:
+        """The packet records after :meth:`open`."""
+        if self.format == "pcap":
+            yield from self._pcap(*self.pcap_header())
         else:
-            yield from self._pcapng(head)
+            yield from self._pcapng(self._magic)
+
+    def pcap_header(self) -> Tuple[str, int, int]:
+        """The rest of a pcap file header after :meth:`open`: byte order
+        (``"<"``/``">"``), ticks per second, link type."""
+        order, ticks = PCAP_MAGICS[self._magic]
+        hdr = self._read(20)
+        if len(hdr) < 20:
+            raise CaptureFormatError(f"pcap header cut short: {4 + len(hdr)} of 24 bytes")
+        major, _minor, _zone, _sigfigs, _snaplen, network = struct.unpack(order + "HHiIII", hdr)
+        if major != 2:
+            raise CaptureFormatError(f"pcap version {major} is not 2")
+        return order, ticks, network & 0xFFFF
 
     # -- helpers -----------------------------------------------------------
     def _read(self, n: int) -> bytes:
@@ -151,15 +174,7 @@ class CaptureFile:
         self.bytes_read += rest
 
     # -- pcap --------------------------------------------------------------
-    def _pcap(self, magic: bytes):
-        order, ticks = PCAP_MAGICS[magic]
-        hdr = self._read(20)
-        if len(hdr) < 20:
-            raise CaptureFormatError(f"pcap header cut short: {4 + len(hdr)} of 24 bytes")
-        major, _minor, _zone, _sigfigs, _snaplen, network = struct.unpack(order + "HHiIII", hdr)
-        if major != 2:
-            raise CaptureFormatError(f"pcap version {major} is not 2")
-        linktype = network & 0xFFFF
+    def _pcap(self, order: str, ticks: int, linktype: int):
         rec = struct.Struct(order + "IIII")
         scale = 1_000_000_000 // ticks
         read = self._read

@@ -28,6 +28,7 @@ import re
 import struct
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from .._impl import capture as _core
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
 from ..messages import APIS, request_class
@@ -147,11 +148,14 @@ _REQUEST_START = re.compile(rb"[\x00-\x06]...\x00.\x00", re.S)
 _RESPONSE_START = re.compile(rb"[\x00-\x06]", re.S)
 
 
-class KafkaHalf:
-    """Frames one direction of a Kafka connection (a TCP stream consumer)."""
+class KafkaHalf(_core.KafkaHalfCore if _core is not None else object):
+    """Frames one direction of a Kafka connection (a TCP stream consumer).
 
-    __slots__ = ("conn", "is_request", "sink", "acc", "synced", "skip_reason", "buf", "pos", "base", "ts",
-                 "max_frame_size")
+    With the compiled core the state lives in a C struct (KafkaHalfCore) and
+    the capture fast path frames in-order data itself; the methods are these."""
+
+    __slots__ = () if _core is not None else (
+        "conn", "is_request", "sink", "acc", "synced", "skip_reason", "buf", "pos", "base", "ts", "max_frame_size")
 
     def __init__(self, conn: Connection, is_request: bool, sink: Callable[[CapturedFrame], None], acc: Accounting,
                  synced: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:

@@ -21,15 +21,20 @@ from __future__ import annotations
 import heapq
 from typing import Dict, List, Optional, Tuple
 
+from .._impl import capture as _core
+
 __all__ = ["HalfStream"]
 
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
 
-class HalfStream:
-    __slots__ = ("consumer", "acc", "base", "next", "pending", "heap", "pending_bytes", "max_pending_bytes",
-                 "from_start", "ended", "fin")
+# With the compiled core the state lives in a C struct (HalfStreamCore), which
+# the capture fast path reads and advances directly; the methods are these.
+class HalfStream(_core.HalfStreamCore if _core is not None else object):
+    __slots__ = () if _core is not None else (
+        "consumer", "acc", "base", "next", "pending", "heap", "pending_bytes", "max_pending_bytes",
+        "from_start", "ended", "fin")
 
     def __init__(self, consumer, acc, max_pending_bytes: int = 8 << 20) -> None:
         self.consumer = consumer
