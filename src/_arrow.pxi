@@ -55,6 +55,62 @@ cdef extern from *:
     int kp_utf8_ok(const unsigned char* s, Py_ssize_t n) nogil
 
 
+cdef extern from *:
+    """
+    /* CRC-32 (zlib's: reflected 0xEDB88320, inverted in and out) of legacy
+       messages, slicing by 16.  The tables are filled once, at import. */
+    static uint32_t kp_crc32_tab[16][256];
+    static void kp_crc32_init(void) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+            kp_crc32_tab[0][i] = c;
+        }
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = kp_crc32_tab[0][i];
+            for (int t = 1; t < 16; t++) {
+                c = kp_crc32_tab[0][c & 0xFF] ^ (c >> 8);
+                kp_crc32_tab[t][i] = c;
+            }
+        }
+    }
+    static inline uint32_t kp_le32(const unsigned char *p) {
+        return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+    }
+    static uint32_t kp_crc32(const unsigned char *p, Py_ssize_t n) {
+        const uint32_t (*t)[256] = (const uint32_t (*)[256])kp_crc32_tab;
+        uint32_t c = 0xFFFFFFFFu;
+        while (n >= 16) {
+            uint32_t a = c ^ kp_le32(p), b = kp_le32(p + 4), d = kp_le32(p + 8), e = kp_le32(p + 12);
+            c = t[15][a & 0xFF] ^ t[14][(a >> 8) & 0xFF] ^ t[13][(a >> 16) & 0xFF] ^ t[12][a >> 24] ^
+                t[11][b & 0xFF] ^ t[10][(b >> 8) & 0xFF] ^ t[9][(b >> 16) & 0xFF] ^ t[8][b >> 24] ^
+                t[7][d & 0xFF] ^ t[6][(d >> 8) & 0xFF] ^ t[5][(d >> 16) & 0xFF] ^ t[4][d >> 24] ^
+                t[3][e & 0xFF] ^ t[2][(e >> 8) & 0xFF] ^ t[1][(e >> 16) & 0xFF] ^ t[0][e >> 24];
+            p += 16;
+            n -= 16;
+        }
+        while (n-- > 0) c = t[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+        return c ^ 0xFFFFFFFFu;
+    }
+    """
+    void kp_crc32_init() nogil
+    uint32_t kp_crc32(const unsigned char* p, Py_ssize_t n) nogil
+
+kp_crc32_init()
+
+
+def crc32(data):
+    """CRC-32 of a buffer, as zlib.crc32 computes it (the legacy messages' checksum; for tests)."""
+    cdef Py_buffer view
+    cdef uint32_t c
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        c = kp_crc32(<const unsigned char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return c
+
+
 cdef bytes _FMT_U8 = b"B"
 
 
@@ -1633,12 +1689,12 @@ def arrow_split_frames(arr, int kind, int64_t max_frame_size, bint views):
 # ---------------------------------------------------------------------------
 # records blobs → the columns of Spark's Kafka source
 #
-# Batch framing, CRC checks, decompression and legacy (magic 0/1) message sets
-# go through the record-batch code (_records.pxi, kafkaproto._compression,
-# kafkaproto._records_legacy), once per batch; the records of a v2 batch are
-# checked (in the order _check_v2 checks them) and written into the columns in
-# one loop without the GIL.  Control records are checked and left out, as a
-# Kafka consumer does.
+# Decompression goes through kafkaproto._compression, once per batch (or
+# legacy wrapper); the records of a v2 batch are checked (in the order
+# _check_v2 checks them) and written into the columns in one loop without the
+# GIL.  Legacy (magic 0/1) message sets are walked here too, accepting and
+# rejecting exactly what kafkaproto._records_legacy.decode_legacy does.
+# Control records are checked and left out, as a Kafka consumer does.
 
 cdef enum:
     RC_KEY = 0
@@ -1861,41 +1917,182 @@ cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t c
     return 0
 
 
-cdef int _records_objects(list recs, int64_t row, _RecCols* rc) except -1:
-    """Records already decoded as objects (legacy message sets) into the columns."""
-    cdef int64_t v64
-    cdef int32_t v32
-    cdef const uint8_t* p
-    cdef Py_buffer view
-    for rec in recs:
-        if rec.control is not None:
-            continue
-        for k, blob in ((RC_KEY, rec.key), (RC_VALUE, rec.value)):
-            if rc.c[k] == NULL:
-                continue
-            if blob is None:
-                _rc_blob(rc.c[k], NULL, -1)
-            else:
-                PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
-                try:
-                    if _rc_blob(rc.c[k], <const uint8_t*>view.buf, view.len):
-                        raise MemoryError()
-                finally:
-                    PyBuffer_Release(&view)
-        v64 = rec.offset
-        v32 = rec.timestamp_type
-        if _rc_i64(rc.c[RC_OFFSET], v64) or _rc_i32(rc.c[RC_TS_TYPE], v32) or _rc_i64(rc.c[RC_ROW], row):
-            raise MemoryError()
-        if rc.c[RC_TIMESTAMP] != NULL:
-            v64 = rec.timestamp
-            if -_US_LIMIT <= v64 <= _US_LIMIT:
-                _rc_i64(rc.c[RC_TIMESTAMP], v64 * 1000)
-            else:
-                _put_null(rc.c[RC_TIMESTAMP])
-        if rc.c[RC_HEADERS] != NULL:
-            # legacy messages have no headers
-            _put_null(rc.c[RC_HEADERS])
+cdef struct _LMsg:
+    int64_t offset
+    int32_t size
+    int magic
+    int attrs
+    int64_t ts
+    Py_ssize_t kpos
+    Py_ssize_t vpos
+    int32_t klen
+    int32_t vlen
+
+
+cdef int _legacy_msg(const uint8_t* b, Py_ssize_t pos, bint check_crc, _LMsg* m) noexcept nogil:
+    """The legacy message at ``pos`` (its 12 + size bytes there, size >= 14): 0, or
+    -1 where kafkaproto._records_legacy._message raises."""
+    cdef int32_t size = <int32_t>kp_ld32(b + pos + 8)
+    cdef Py_ssize_t mend = pos + 12 + size
+    cdef Py_ssize_t q = pos + 18
+    cdef int32_t n
+    cdef int magic = <int8_t>b[pos + 16]
+    if magic != 0 and magic != 1:
+        return -1
+    if size < (22 if magic else 14):
+        return -1
+    if check_crc and kp_crc32(b + pos + 16, mend - pos - 16) != kp_ld32(b + pos + 12):
+        return -1
+    m.offset = <int64_t>kp_ld64(b + pos)
+    m.size = size
+    m.magic = magic
+    m.attrs = <int8_t>b[pos + 17]
+    m.ts = -1
+    if magic == 1:
+        m.ts = <int64_t>kp_ld64(b + q)
+        q += 8
+    # (the minimum size leaves room for both length fields)
+    n = <int32_t>kp_ld32(b + q)
+    q += 4
+    if n < -1 or n > mend - q:
+        return -1
+    m.kpos = q
+    m.klen = n
+    if n > 0:
+        q += n
+    n = <int32_t>kp_ld32(b + q) if mend - q >= 4 else -2
+    q += 4
+    if n < -1 or n > mend - q:
+        return -1
+    m.vpos = q
+    m.vlen = n
+    if n > 0:
+        q += n
+    if q != mend:
+        return -1
     return 0
+
+
+cdef int _legacy_reserve(_RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
+    """Room for ``count`` rows whose keys and values take at most ``nbytes``."""
+    cdef int k
+    for k in range(RC_COUNT):
+        if rc.c[k] != NULL and k != RC_HEADERS:
+            if _reserve(rc.c[k], count):
+                return -1
+            if rc.c[k].what == C_VAR and rc.c[k].vlen + nbytes > rc.c[k].vcap and \
+                    _vgrow(rc.c[k], rc.c[k].vlen + nbytes):
+                return -1
+    return 0
+
+
+cdef int _legacy_row(_RecCols* rc, const uint8_t* b, _LMsg* m, int64_t offset, int64_t ts, int32_t ts_type,
+                     int64_t row) noexcept nogil:
+    """One legacy record into the columns (room reserved): 0, or -1 (no memory)."""
+    cdef _Col* c
+    if rc.c[RC_KEY] != NULL and _blob_reserved(rc.c[RC_KEY], b + m.kpos, m.klen):
+        return -1
+    if rc.c[RC_VALUE] != NULL and _blob_reserved(rc.c[RC_VALUE], b + m.vpos, m.vlen):
+        return -1
+    c = rc.c[RC_OFFSET]
+    if c != NULL:
+        (<int64_t*>c.data)[c.n] = offset
+        _mark_valid(c)
+        c.n += 1
+    c = rc.c[RC_TS_TYPE]
+    if c != NULL:
+        (<int32_t*>c.data)[c.n] = ts_type
+        _mark_valid(c)
+        c.n += 1
+    c = rc.c[RC_ROW]
+    (<int64_t*>c.data)[c.n] = row
+    c.n += 1
+    c = rc.c[RC_TIMESTAMP]
+    if c != NULL:
+        if -_US_LIMIT <= ts <= _US_LIMIT:
+            (<int64_t*>c.data)[c.n] = ts * 1000
+            _mark_valid(c)
+        else:
+            (<int64_t*>c.data)[c.n] = 0
+            if _mark_null(c):
+                return -1
+        c.n += 1
+    # legacy messages have no headers
+    if rc.c[RC_HEADERS] != NULL and _put_null(rc.c[RC_HEADERS]):
+        return -1
+    return 0
+
+
+cdef int _legacy_inner(const uint8_t* b, Py_ssize_t n, _LMsg* w, int32_t ts_type, bint check_crc, int64_t row,
+                       _RecCols* rc) noexcept nogil:
+    """A compressed wrapper's inner message set (decompressed) into the columns: 0,
+    -1 (malformed, as decode_legacy rejects it) or -2 (no memory)."""
+    cdef Py_ssize_t q = 0
+    cdef int32_t isize
+    cdef int64_t count = 0, last = 0, ts
+    cdef uint64_t shift = 0
+    cdef _LMsg m
+    # check everything first: the offsets need the last inner one
+    while q < n:
+        if n - q < 12:
+            return -1
+        isize = <int32_t>kp_ld32(b + q + 8)
+        if isize < 14 or isize > n - q - 12:
+            return -1
+        if _legacy_msg(b, q, check_crc, &m) or m.magic != w.magic or m.attrs & 0x07:
+            return -1
+        last = m.offset
+        count += 1
+        q += 12 + isize
+    if count == 0:
+        return -1
+    if w.magic == 1 and w.offset != 0:  # 0: produce data from some librdkafka versions (relative as is)
+        if w.offset < last:
+            return -1
+        shift = <uint64_t>w.offset - <uint64_t>last
+    if _legacy_reserve(rc, count, n):
+        return -2
+    q = 0
+    while q < n:
+        _legacy_msg(b, q, False, &m)
+        ts = w.ts if w.magic == 1 and ts_type == 1 else m.ts
+        if _legacy_row(rc, b, &m, <int64_t>(<uint64_t>m.offset + shift), ts, ts_type, row):
+            return -2
+        q += 12 + m.size
+    return 0
+
+
+cdef int _records_legacy(const uint8_t* p, Py_ssize_t pos, object mv, bint check_crc, object limit, int64_t row,
+                         _RecCols* rc) except -1:
+    """One top-level legacy message (12 + size bytes at ``pos``, size >= 14) into the
+    columns: 0, or 1 where kafkaproto._records_legacy.decode_legacy raises."""
+    cdef _LMsg w
+    cdef int codec, st
+    cdef int32_t ts_type
+    cdef Py_buffer view
+    if _legacy_msg(p, pos, check_crc, &w):
+        return 1
+    codec = w.attrs & 0x07
+    ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
+    if codec == 0:
+        if _legacy_reserve(rc, 1, w.size) or _legacy_row(rc, p, &w, w.offset, w.ts, ts_type, row):
+            raise MemoryError()
+        return 0
+    if codec > 3 or w.vlen < 0:
+        return 1
+    try:
+        data = _decompress(codec, mv[w.vpos:w.vpos + w.vlen], w.magic, limit, w.vpos)
+    except KafkaProtocolError:
+        return 1
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            st = _legacy_inner(<const uint8_t*>view.buf, view.len, &w, ts_type, check_crc, row, rc)
+    finally:
+        PyBuffer_Release(&view)
+    if st == -2:
+        raise MemoryError()
+    return 1 if st else 0
 
 
 cdef int _records_error_row(_RecCols* rc, int64_t row) except -1:
@@ -1933,11 +2130,8 @@ cdef bint _records_blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc
         magic = p[pos + 16]
         end = pos + 12 + size
         if magic < 2:
-            try:
-                batch = _decode_legacy(mv, pos, size, magic, check_crc, limit, True, _RecordCls)
-            except KafkaProtocolError:
+            if _records_legacy(p, pos, mv, check_crc, limit, row, rc):
                 return False
-            _records_objects(list(batch.records), row, rc)
         elif magic == 2:
             if size < 49:
                 return False
