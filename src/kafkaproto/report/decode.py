@@ -434,7 +434,7 @@ class CaptureDecoder:
     def chunk(self, ch: _Chunk) -> List[Tuple[str, pa.RecordBatch]]:
         c = ch.cols
         n = len(ch)
-        frames = pa.array(c["frame"], pa.binary())
+        frame = c["frame"]
         is_req = np.array([d == REQUEST for d in c["direction"]], dtype=bool)
         req_idx = np.flatnonzero(is_req)
         resp_idx = np.flatnonzero(~is_req)
@@ -448,7 +448,7 @@ class CaptureDecoder:
 
         # requests: headers, then each api key's bodies
         if len(req_idx):
-            req_frames = frames.take(pa.array(req_idx))
+            req_frames = pa.array([frame[i] for i in req_idx], pa.binary())
             heads = karrow.request_headers(req_frames)
             cids = heads.field("client_id").to_pylist()
             for j, i in enumerate(req_idx):
@@ -495,7 +495,8 @@ class CaptureDecoder:
                 rows = resp_idx[sel]
                 versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
                 try:
-                    msgs = karrow.messages(frames.take(pa.array(rows)), int(key), "response", versions)
+                    msgs = karrow.messages(pa.array([frame[i] for i in rows], pa.binary()), int(key), "response",
+                                           versions)
                 except KafkaProtocolError as exc:
                     for i in rows:
                         error[i] = str(exc)
