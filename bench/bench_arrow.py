@@ -209,3 +209,55 @@ def test_records_aiokafka_table(benchmark, records_blob):
     benchmark.group = _group(codec)
     benchmark.extra_info["impl"] = "aiokafka + pa.table"
     assert benchmark(run).num_rows == 10_000
+
+
+# ---------------------------------------------------------------------------
+# legacy (magic 1) message sets → Arrow: 100 sets of 100 records, as old
+# clients' Produce requests carry them
+
+
+@pytest.fixture(scope="module", params=["none", "gzip"])
+def legacy_blobs(request):
+    from bench_records import RECORDS
+
+    recs = [(k, v, [], ts) for k, v, _, ts in RECORDS]
+    blobs = [R.encode(recs[i:i + 100], magic=1, codec=request.param, base_offset=i) for i in range(0, len(recs), 100)]
+    return request.param, blobs
+
+
+def _legacy_group(codec):
+    return f"legacy message sets (magic 1, 100 x 100 records) → Arrow table, {codec}"
+
+
+def test_legacy_arrow(benchmark, legacy_blobs):
+    codec, blobs = legacy_blobs
+    arr = pa.array(blobs, pa.large_binary())
+    benchmark.group = _legacy_group(codec)
+    benchmark.extra_info["impl"] = "kafkaproto"
+    out = benchmark(arrow.records, arr)
+    assert out.num_rows == 10_000 and out.column("error").null_count == 10_000
+
+
+def test_legacy_aiokafka_table(benchmark, legacy_blobs):
+    from aiokafka.record.memory_records import MemoryRecords
+
+    codec, blobs = legacy_blobs
+
+    def run():
+        cols = {"key": [], "value": [], "offset": [], "timestamp": []}
+        for blob in blobs:
+            mr = MemoryRecords(blob)
+            while (batch := mr.next_batch()) is not None:
+                for r in batch:
+                    cols["key"].append(r.key)
+                    cols["value"].append(r.value)
+                    cols["offset"].append(r.offset)
+                    cols["timestamp"].append(r.timestamp * 1000)
+        return pa.table({
+            "key": pa.array(cols["key"], pa.large_binary()), "value": pa.array(cols["value"], pa.large_binary()),
+            "offset": pa.array(cols["offset"], pa.int64()),
+            "timestamp": pa.array(cols["timestamp"], pa.timestamp("us", tz="UTC"))})
+
+    benchmark.group = _legacy_group(codec)
+    benchmark.extra_info["impl"] = "aiokafka + pa.table"
+    assert benchmark(run).num_rows == 10_000
