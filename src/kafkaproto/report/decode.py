@@ -636,7 +636,7 @@ class CaptureDecoder:
                 "timestamp": recs.column("timestamp"), "timestampType": recs.column("timestampType"),
                 "headers": recs.column("headers"),
                 "source": _repeat(source, k),
-                "capture": base["capture"].take(rt), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
+                "capture": _repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
             out.append(("records", _batch("records", rcols, k)))
@@ -646,7 +646,7 @@ class CaptureDecoder:
             take = pa.array(rows[srow])
             ms = len(srow)
             scols = {
-                "capture": base["capture"].take(take), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
+                "capture": _repeat(self.capture, ms), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
                 "ts": base["ts"].take(take), "source": _repeat(source, ms),
                 "client_id": base["client_id"].take(take), "api_version": base["api_version"].take(take),
                 "topic": topic.take(st), "partition": part.take(st), "codec": pa.array(codecs, pa.string()),
