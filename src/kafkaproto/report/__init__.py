@@ -13,7 +13,8 @@ records), ``accounting``; the page is ``out/report.html``, the figures
 and Java.
 
 Modules: :mod:`.decode` (one capture → rows, the work of one Spark task),
-:mod:`.job` (the Spark job and its aggregations), :mod:`.render` (text and
+:mod:`.aggregate` (the figures' partial totals, kept by each task and merged
+on the driver), :mod:`.job` (the Spark job), :mod:`.render` (text and
 HTML with inline SVG charts), :mod:`.synthetic` (synthetic captures for tests
 and benchmarks).
 """
