@@ -110,7 +110,7 @@ class TaskAggregates:
         # (capture, conn, client_id, api_key, api, api_version, removed) -> requests
         self.use: Counter = Counter()
         self.errors: Counter = Counter()  # (api, code) -> count
-        self.latency: Dict[str, dict] = {}  # api -> {"n", "max", "hist": Counter}
+        self.latency: Dict[str, dict] = {}  # api -> {"max", "hist": Counter}
         self.topics: Dict[Tuple[str, str], List[int]] = {}  # (source, topic) -> sets, batches, records, bytes
         self.codecs: Dict[Tuple[str, str], List[int]] = {}  # (source, codec) -> batches, records, bytes, sets
         self.decode_errors: Counter = Counter()  # (table, api, status, error) -> count
@@ -126,11 +126,8 @@ class TaskAggregates:
         elif table == "record_sets":
             self._record_sets(batch)
 
-    def _col(self, batch, name):
-        return batch.column(batch.schema.get_field_index(name))
-
     def _frames(self, batch, request: bool) -> None:
-        col = lambda name: self._col(batch, name)  # noqa: E731
+        col = batch.column
         kind = "requests" if request else "responses"
         undecodable = pc.equal(col("status"), "undecodable").fill_null(False).cast(pa.int64())
         cols = {"capture": col("capture"), "conn": col("conn"), "ts": col("ts").cast(pa.int64()),
@@ -179,8 +176,7 @@ class TaskAggregates:
                 vals = lat.filter(ok).to_numpy(zero_copy_only=False)
                 cols = {"api": apis, "bucket": pa.array(latency_bucket(vals))}
                 for r in _group(cols, ["api", "bucket"], [("bucket", "count")]):
-                    got = self.latency.setdefault(r["api"], {"n": 0, "max": 0, "hist": Counter()})
-                    got["n"] += r["bucket_count"]
+                    got = self.latency.setdefault(r["api"], {"max": 0, "hist": Counter()})
                     got["hist"][r["bucket"]] += r["bucket_count"]
                 for r in _group({"api": apis, "lat": pa.array(vals)}, ["api"], [("lat", "max")]):
                     got = self.latency[r["api"]]
@@ -188,7 +184,7 @@ class TaskAggregates:
         self._errors(batch, kind)
 
     def _errors(self, batch, kind: str) -> None:
-        err = self._col(batch, "error")
+        err = batch.column("error")
         if err.null_count == len(err):
             return
         ok = err.is_valid()
@@ -197,14 +193,14 @@ class TaskAggregates:
             api = pa.nulls(n, pa.string())
             status = pa.nulls(n, pa.string())
         else:
-            api = self._col(batch, "api").filter(ok)
-            status = self._col(batch, "status").filter(ok)
+            api = batch.column("api").filter(ok)
+            status = batch.column("status").filter(ok)
         cols = {"api": api, "status": status, "error": err.filter(ok)}
         for r in _group(cols, ["api", "status", "error"], [("error", "count")]):
             self.decode_errors[(kind, r["api"], r["status"], r["error"])] += r["error_count"]
 
     def _record_sets(self, batch) -> None:
-        col = lambda name: self._col(batch, name)  # noqa: E731
+        col = batch.column
         cols = {"source": col("source"), "topic": col("topic"), "codec": col("codec"),
                 "batches": col("batches").cast(pa.int64()), "records": col("records"), "bytes": col("bytes")}
         sums = [("batches", "sum"), ("records", "sum"), ("bytes", "sum"), ("source", "count")]
@@ -231,15 +227,11 @@ class TaskAggregates:
     def connections(self) -> pa.Table:
         """The ``connections`` rows (:data:`CONNECTIONS_SCHEMA`), by capture and connection."""
         rows = []
-        for key in sorted(self.conns, key=lambda k: (k[0], k[1])):
+        for key in sorted(self.conns):
             c = dict(self.conns[key])
             c["client_ids"] = sorted(x for x in c["client_ids"] if x is not None)
             rows.append(c)
-        t = pa.Table.from_pylist(rows, schema=pa.schema([f if f.name not in ("first_ts", "last_ts")
-                                                         else pa.field(f.name, pa.int64())
-                                                         for f in CONNECTIONS_SCHEMA]))
-        return t.set_column(4, "first_ts", t.column("first_ts").cast(TS)) \
-            .set_column(5, "last_ts", t.column("last_ts").cast(TS))
+        return pa.Table.from_pylist(rows, schema=CONNECTIONS_SCHEMA)
 
     def to_dict(self) -> dict:
         """The totals as JSON-able lists, for :func:`merge`."""
@@ -267,7 +259,7 @@ class TaskAggregates:
             "clients": [[cid, v["connections"], sorted(v["software"]), sorted(v["addresses"])]
                         for cid, v in clients.items()],
             "errors": [[api, code, n] for (api, code), n in self.errors.items()],
-            "latency": [[api, v["n"], v["max"], sorted(v["hist"].items())] for api, v in self.latency.items()],
+            "latency": [[api, v["max"], sorted(v["hist"].items())] for api, v in self.latency.items()],
             "topics": [list(k) + v for k, v in self.topics.items()],
             "codecs": [list(k) + v for k, v in self.codecs.items()],
             "decode_errors": [list(k) + [n] for k, n in self.decode_errors.items()],
@@ -297,9 +289,8 @@ def merge(parts: Iterable[dict], data) -> None:
             got["addresses"].update(addrs)
         for api, code, n in p["errors"]:
             errors[(api, code)] += n
-        for api, n, mx, hist in p["latency"]:
-            got = latency.setdefault(api, {"n": 0, "max": 0, "hist": Counter()})
-            got["n"] += n
+        for api, mx, hist in p["latency"]:
+            got = latency.setdefault(api, {"max": 0, "hist": Counter()})
             got["max"] = max(got["max"], mx)
             for b, c in hist:
                 got["hist"][b] += c
@@ -324,7 +315,7 @@ def merge(parts: Iterable[dict], data) -> None:
                            for cid, v in clients.items()), key=lambda d: str(d["client_id"]))
     data.errors = sorted(({"api": api, "code": code, "error": error_name(code), "count": n}
                           for (api, code), n in errors.items()), key=lambda d: (-d["count"], str(d["api"]), d["code"]))
-    data.latency = sorted(({"api": api, "count": v["n"],
+    data.latency = sorted(({"api": api, "count": sum(v["hist"].values()),
                             **{f"p{int(q * 100)}": percentile(v["hist"], q, v["max"]) / 1000 for q in (0.5, 0.9, 0.99)},
                             "max": v["max"] / 1000} for api, v in latency.items()),
                           key=lambda d: (-d["count"], str(d["api"])))

@@ -332,7 +332,7 @@ def record_set_summary(blobs: pa.Array, decoded: np.ndarray):
         ok = (size >= 6) & (p + 12 + size <= end[active]) & ((magic < 2) | (size >= 49))
         active, p, size, magic = active[ok], p[ok], size[ok], magic[ok]
         v2 = magic >= 2
-        codec = np.where(v2, data[np.where(v2, p + 22, p + 17)], data[p + 17]).astype(np.int64) & 0x07
+        codec = data[np.where(v2, p + 22, p + 17)].astype(np.int64) & 0x07  # low byte of the attributes
         count = np.zeros(len(p), dtype=np.int64)
         if v2.any():
             count[v2] = np.maximum(_be(data, p[v2] + 57, 4), 0)
@@ -742,7 +742,7 @@ def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, po
     import pyarrow.parquet as pq
     from pyarrow import fs as pafs
 
-    from .aggregate import CONNECTIONS_SCHEMA, TaskAggregates
+    from .aggregate import TaskAggregates
 
     filesystem = filesystem or pafs.LocalFileSystem()
     agg = aggregates if aggregates is not None else TaskAggregates()
@@ -770,7 +770,7 @@ def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, po
     mine = mine.filter(pc.equal(mine["capture"], capture or os.path.basename(os.fspath(path).rstrip("/"))))
     filesystem.create_dir(f"{out}/connections", recursive=True)
     conn_file = f"{out}/connections/{part}.parquet"
-    pq.write_table(mine.cast(CONNECTIONS_SCHEMA), conn_file, filesystem=filesystem)
+    pq.write_table(mine, conn_file, filesystem=filesystem)
     written = [(t, files[t], counts[t]) for t in TABLE_COLUMNS] + [("connections", conn_file, mine.num_rows)]
     return written, accounting_from_dict(json.loads(acc_info or "{}"))
 

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence
 
 from ..capture import Accounting
 from .aggregate import merge
-from .decode import TABLE_COLUMNS, accounting_from_dict
+from .decode import accounting_from_dict
 
 __all__ = ["ReportData", "run_job", "session"]
 
