@@ -30,11 +30,11 @@ from typing import Dict, List, Optional, Sequence
 
 from ..capture import Accounting
 from .aggregate import merge
-from .decode import accounting_from_dict
+from .decode import TABLE_COLUMNS, accounting_from_dict
 
 __all__ = ["ReportData", "run_job", "session"]
 
-TABLES = ("connections", "requests", "responses", "records", "record_sets", "accounting")
+TABLES = ("connections", *TABLE_COLUMNS)  # every table the job writes
 
 
 @dataclass
