@@ -187,24 +187,31 @@ def test_records_c_reference(benchmark, records_blob, cref_records):
     benchmark(_ref_reader(cref_records, blob, codec))
 
 
+def _aiokafka_table(records, headers: bool) -> pa.Table:
+    """aiokafka's records (objects) into the columns arrow.records returns."""
+    cols = {"key": [], "value": [], "offset": [], "timestamp": [], "headers": []}
+    for r in records:
+        cols["key"].append(r.key)
+        cols["value"].append(r.value)
+        cols["offset"].append(r.offset)
+        cols["timestamp"].append(r.timestamp * 1000)
+        if headers:
+            cols["headers"].append([{"key": k, "value": v} for k, v in r.headers] or None)
+    table = {"key": pa.array(cols["key"], pa.large_binary()), "value": pa.array(cols["value"], pa.large_binary()),
+             "offset": pa.array(cols["offset"], pa.int64()),
+             "timestamp": pa.array(cols["timestamp"], pa.timestamp("us", tz="UTC"))}
+    if headers:
+        table["headers"] = pa.array(cols["headers"], arrow.RECORDS_SCHEMA.field("headers").type)
+    return pa.table(table)
+
+
 def test_records_aiokafka_table(benchmark, records_blob):
     from aiokafka.record._crecords.default_records import DefaultRecordBatch
 
     codec, blob = records_blob
 
     def run():
-        cols = {"key": [], "value": [], "offset": [], "timestamp": [], "headers": []}
-        for r in DefaultRecordBatch(blob):
-            cols["key"].append(r.key)
-            cols["value"].append(r.value)
-            cols["offset"].append(r.offset)
-            cols["timestamp"].append(r.timestamp * 1000)
-            cols["headers"].append([{"key": k, "value": v} for k, v in r.headers] or None)
-        return pa.table({
-            "key": pa.array(cols["key"], pa.large_binary()), "value": pa.array(cols["value"], pa.large_binary()),
-            "offset": pa.array(cols["offset"], pa.int64()),
-            "timestamp": pa.array(cols["timestamp"], pa.timestamp("us", tz="UTC")),
-            "headers": pa.array(cols["headers"], arrow.RECORDS_SCHEMA.field("headers").type)})
+        return _aiokafka_table(DefaultRecordBatch(blob), headers=True)
 
     benchmark.group = _group(codec)
     benchmark.extra_info["impl"] = "aiokafka + pa.table"
@@ -243,20 +250,14 @@ def test_legacy_aiokafka_table(benchmark, legacy_blobs):
 
     codec, blobs = legacy_blobs
 
-    def run():
-        cols = {"key": [], "value": [], "offset": [], "timestamp": []}
+    def records():
         for blob in blobs:
             mr = MemoryRecords(blob)
             while (batch := mr.next_batch()) is not None:
-                for r in batch:
-                    cols["key"].append(r.key)
-                    cols["value"].append(r.value)
-                    cols["offset"].append(r.offset)
-                    cols["timestamp"].append(r.timestamp * 1000)
-        return pa.table({
-            "key": pa.array(cols["key"], pa.large_binary()), "value": pa.array(cols["value"], pa.large_binary()),
-            "offset": pa.array(cols["offset"], pa.int64()),
-            "timestamp": pa.array(cols["timestamp"], pa.timestamp("us", tz="UTC"))})
+                yield from batch
+
+    def run():
+        return _aiokafka_table(records(), headers=False)
 
     benchmark.group = _legacy_group(codec)
     benchmark.extra_info["impl"] = "aiokafka + pa.table"
