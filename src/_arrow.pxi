@@ -1806,6 +1806,20 @@ cdef inline int _rc_varlong(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, i
     return st
 
 
+cdef int _reserve_rows(_RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
+    """Room for ``count`` records whose keys and values take at most ``nbytes``
+    (the batch's bytes: a record cannot hold more than its batch)."""
+    cdef int k
+    for k in range(RC_COUNT):
+        if rc.c[k] != NULL and k != RC_HEADERS:
+            if _reserve(rc.c[k], count):
+                return -1
+            if rc.c[k].what == C_VAR and rc.c[k].vlen + nbytes > rc.c[k].vcap and \
+                    _vgrow(rc.c[k], rc.c[k].vlen + nbytes):
+                return -1
+    return 0
+
+
 cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t count, int64_t base_offset,
                      int64_t base_ts, int64_t max_ts, int attrs, int64_t row, _RecCols* rc) noexcept nogil:
     """The records of one v2 batch into the columns: 0, -1 (malformed) or -2 (no memory)."""
@@ -1823,15 +1837,9 @@ cdef int _records_v2(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t c
     cdef _Col* tc = rc.c[RC_TIMESTAMP]
     cdef _Col* yc = rc.c[RC_TS_TYPE]
     cdef _Col* rwc = rc.c[RC_ROW]
-    cdef int k
     # room for the whole batch up front: keys and values take at most its bytes
-    for k in range(RC_COUNT):
-        if rc.c[k] != NULL and k != RC_HEADERS:
-            if _reserve(rc.c[k], count):
-                return -2
-            if rc.c[k].what == C_VAR and rc.c[k].vlen + (end - pos) > rc.c[k].vcap and \
-                    _vgrow(rc.c[k], rc.c[k].vlen + (end - pos)):
-                return -2
+    if _reserve_rows(rc, count, end - pos):
+        return -2
     for i in range(count):
         if _rc_varint(b, &pos, end, &length) or length < 0 or length > end - pos:
             return -1
@@ -1991,19 +1999,6 @@ cdef int _legacy_msg(const uint8_t* b, Py_ssize_t pos, bint check_crc, _LMsg* m)
     return 0
 
 
-cdef int _legacy_reserve(_RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
-    """Room for ``count`` rows whose keys and values take at most ``nbytes``."""
-    cdef int k
-    for k in range(RC_COUNT):
-        if rc.c[k] != NULL and k != RC_HEADERS:
-            if _reserve(rc.c[k], count):
-                return -1
-            if rc.c[k].what == C_VAR and rc.c[k].vlen + nbytes > rc.c[k].vcap and \
-                    _vgrow(rc.c[k], rc.c[k].vlen + nbytes):
-                return -1
-    return 0
-
-
 cdef int _legacy_row(_RecCols* rc, const uint8_t* b, _LMsg* m, int64_t offset, int64_t ts, int32_t ts_type,
                      int64_t row) noexcept nogil:
     """One legacy record into the columns (room reserved): 0, or -1 (no memory)."""
@@ -2068,7 +2063,7 @@ cdef int _legacy_inner(const uint8_t* b, Py_ssize_t n, _LMsg* w, int32_t ts_type
         if w.offset < last:
             return -1
         shift = <uint64_t>w.offset - <uint64_t>last
-    if _legacy_reserve(rc, count, n):
+    if _reserve_rows(rc, count, n):
         return -2
     q = 0
     while q < n:
@@ -2093,7 +2088,7 @@ cdef int _records_legacy(const uint8_t* p, Py_ssize_t pos, object mv, bint check
     codec = w.attrs & 0x07
     ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
     if codec == 0:
-        if _legacy_reserve(rc, 1, w.size) or _legacy_row(rc, p, &w, w.offset, w.ts, ts_type, row):
+        if _reserve_rows(rc, 1, w.size) or _legacy_row(rc, p, &w, w.offset, w.ts, ts_type, row):
             raise MemoryError()
         return 0
     if codec > 3 or w.vlen < 0:
