@@ -254,10 +254,11 @@ def record_set_codecs(blob) -> Dict[str, List[int]]:
     headers alone (no decompression); ``records`` counts v2 batches only
     (a legacy compressed message hides its count inside).
 
-    A small header walk kept here rather than in :mod:`kafkaproto.arrow`
-    (which returns records, not batches): v2 batches carry the codec in the
-    attributes at byte 21 and the record count at byte 57, legacy messages
-    their attributes at byte 17.  A partial batch at the end (normal in a
+    One blob at a time; :func:`record_set_summary` walks all blobs of a chunk
+    at once and is tested against this.  A small header walk kept here rather
+    than in :mod:`kafkaproto.arrow` (which returns records, not batches): v2
+    batches carry the codec in the attributes at byte 21 and the record count
+    at byte 57, legacy messages their attributes at byte 17.  A partial batch at the end (normal in a
     Fetch response) is not counted.
     """
     out: Dict[str, List[int]] = {}
@@ -285,7 +286,9 @@ def record_set_codecs(blob) -> Dict[str, List[int]]:
     return out
 
 
-_CODEC_LABELS = np.array(list(CODEC_NAMES) + [f"codec{c}" for c in range(len(CODEC_NAMES), 8)], dtype=object)
+# codec names by attribute value (0-7), then 8: a blob without one complete batch
+_CODEC_LABELS = np.array(list(CODEC_NAMES) + [f"codec{c}" for c in range(len(CODEC_NAMES), 8)] + ["-"],
+                         dtype=object)
 
 
 def _be(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
@@ -378,7 +381,7 @@ def record_set_summary(blobs: pa.Array, decoded: np.ndarray):
     tail = (end - offsets[:-1]) - set_bytes
     records = np.where(groups[g_blob] == 1, decoded[g_blob], g_records + np.where(lead, left[g_blob], 0))
     nbytes = g_bytes + np.where(lead, tail[g_blob], 0)
-    labels = np.append(_CODEC_LABELS, "-")[g_codec]
+    labels = _CODEC_LABELS[g_codec]
     return g_blob, labels, g_batches, records, nbytes
 
 
