@@ -235,16 +235,16 @@ class TaskAggregates:
 
     def to_dict(self) -> dict:
         """The totals as JSON-able lists, for :func:`merge`."""
-        software = {k: (c["software_name"], c["software_version"]) for k, c in self.conns.items()}
+        # the software a connection named in ApiVersions: "name version"
+        software = {k: None if c["software_name"] is None else
+                    " ".join(x for x in (c["software_name"], c["software_version"]) if x is not None)
+                    for k, c in self.conns.items()}
         use: Counter = Counter()
         for (capture, conn, client_id, key, api, version, removed), n in self.use.items():
-            name, ver = software.get((capture, conn), (None, None))
-            sw = " ".join(x for x in (name, ver) if x is not None) if name is not None else None
-            use[(client_id, sw, key, api, version, removed)] += n
+            use[(client_id, software.get((capture, conn)), key, api, version, removed)] += n
         clients: Dict[Optional[str], dict] = {}
         for (capture, conn), c in self.conns.items():
-            sw = " ".join(x for x in (c["software_name"], c["software_version"]) if x is not None) \
-                if c["software_name"] is not None else None
+            sw = software[(capture, conn)]
             ids = sorted((x for x in c["client_ids"] if x is not None)) or [None]
             for cid in ids:
                 got = clients.setdefault(cid, {"connections": [], "software": set(), "addresses": set()})
