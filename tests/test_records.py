@@ -374,7 +374,27 @@ def test_any_corruption_raises_a_protocol_error_or_decodes(data):
         for b in R.decode(bytes(blob), max_decompressed_size=1 << 20):
             list(b.records)
     except KafkaProtocolError as exc:
-        assert exc.offset is not None and 0 <= exc.offset < len(blob)
+        _assert_where(exc, blob)
+
+
+def _assert_where(exc, blob):
+    """An error points inside the blob, or at its very end when what it says
+    is that the data ran out there (a field that would start at the end)."""
+    assert exc.offset is not None and 0 <= exc.offset <= len(blob), exc
+    if exc.offset == len(blob):
+        assert "past the end" in str(exc) or " left" in str(exc), exc
+
+
+def test_a_record_counted_past_the_end_is_reported_at_the_end():
+    # found by the property above in a fresh clone: the count says 4, the batch holds 3
+    blob = bytearray(R.encode(sample(3)))
+    struct.pack_into(">i", blob, 57, 4)
+    fix_crc(blob)
+    with pytest.raises(KafkaProtocolError) as err:
+        decode_all(bytes(blob))
+    assert str(err.value) == f".records[3].length at byte {len(blob)}: runs past the end of the record"
+    assert err.value.offset == len(blob)
+    _assert_where(err.value, blob)
 
 
 # -- legacy specifics ---------------------------------------------------------------------
