@@ -233,3 +233,20 @@ def test_every_message_type_is_spark_friendly():
         walk(arrow.message_type(key))
     for key in RESPONSE_KEYS:
         walk(arrow.message_type(key, "response"))
+
+
+def test_kafka_4_4_fields_in_a_column_that_mixes_versions():
+    """ApiVersions v4 and v5 requests in one column: v5's ClusterId/NodeId are
+    columns of the one struct type, null for the v4 row."""
+    R = request_class(18)
+    frames = pa.array([encode_request(R(client_software_name="a", client_software_version="1"), 4, 1, "c")[4:],
+                       encode_request(R(client_software_name="b", client_software_version="2", cluster_id="k1",
+                                        node_id=3), 5, 2, "c")[4:]], pa.large_binary())
+    rows = arrow.messages(frames, 18).to_pylist()
+    assert [(r["client_software_name"], r["cluster_id"], r["node_id"], r["error"]) for r in rows] == \
+        [("a", None, None, None), ("b", "k1", 3, None)]
+    T = request_class(28)
+    topic = T.TxnOffsetCommitRequestTopic(topic_id=__import__("uuid").UUID(int=7), partitions=[])
+    frame = encode_request(T(transactional_id="t", group_id="g", topics=[topic]), 6, 3, "c")[4:]
+    row = arrow.messages(pa.array([frame], pa.large_binary()), 28).to_pylist()[0]
+    assert row["topics"][0]["topic_id"] == (7).to_bytes(16, "big") and row["topics"][0]["name"] is None

@@ -21,11 +21,11 @@ def test_inspect_the_shipped_sample():
 def test_inspect_reports_bad_frames_and_tails(tmp_path):
     path = tmp_path / "s.bin"
     good = encode_request(MetadataRequest(topics=[]), 4, 1, "c")
-    path.write_bytes(good + frame(b"\x00\x5d\x00\x00\x00\x00\x00\x01") + b"\x00\x00")
+    path.write_bytes(good + frame(b"\x00\x5f\x00\x00\x00\x00\x00\x01") + b"\x00\x00")
     out = io.StringIO()
     assert inspect(str(path), out) == 1
     text = out.getvalue()
-    assert "undecodable: request header at byte 0: api key 93 is not known" in text
+    assert "undecodable: request header at byte 0: api key 95 is not known" in text
     assert "2 frames, 1 undecodable" in text and "2 trailing bytes" in text
 
 

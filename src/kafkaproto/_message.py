@@ -40,26 +40,47 @@ _TYPE_DEFAULTS = {
 }
 
 
+#: the highest version a version mask holds (Kafka's versions are int16; schemas stay far below this)
+MAX_MASK_VERSION = 63
+
+
 def versions_mask(spec: str) -> int:
+    """'0-2,5', '3+' → a bitmask of versions ('N+' runs to :data:`MAX_MASK_VERSION`)."""
     mask = 0
     if not spec:
         return 0
     for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        for v in range(int(lo), int(hi or lo) + 1):
+        if part.endswith("+"):
+            lo, hi = int(part[:-1]), MAX_MASK_VERSION
+        else:
+            lo, _, hi = part.partition("-")
+            lo, hi = int(lo), int(hi or lo)
+        for v in range(lo, hi + 1):
             mask |= 1 << v
     return mask
+
+
+def open_from(spec: str):
+    """N for a spec ending in 'N+' (every version from N on), else None."""
+    last = spec.rsplit(",", 1)[-1] if spec else ""
+    return int(last[:-1]) if last.endswith("+") else None
 
 
 class F:
     """A field spec: attribute name, Kafka name, type and version sets."""
 
     __slots__ = ("attr", "wire", "type", "versions", "nullable", "tagged", "tag", "ignorable", "compact",
-                 "default", "struct", "kind", "elem", "versions_spec")
+                 "default", "struct", "kind", "elem", "versions_spec", "entity", "map_key", "zero_copy")
 
     def __init__(self, attr, wire, type, versions, nullable="", tagged="", tag=None, ignorable=False, compact=True,
-                 default=_UNSET, struct=None):
+                 default=_UNSET, struct=None, entity=None, map_key=False, zero_copy=False):
         self.attr = attr
+        #: what the value names, from the schema's entityType ("topicName", "groupId", "brokerId"...)
+        self.entity = entity
+        #: the key of the element in Kafka's own hash-set arrays (no effect on the wire)
+        self.map_key = map_key
+        #: a bytes field Kafka keeps as a view of the receive buffer (the schema's zeroCopy)
+        self.zero_copy = zero_copy
         self.wire = wire
         self.type = type
         self.versions_spec = versions
@@ -198,7 +219,10 @@ class Message(Struct):
     NEWEST_VERSIONS = ""
     SNAPSHOT_ONLY_VERSIONS = ""
     LATEST_VERSION_UNSTABLE = False
-    HEADER_VERSIONS = None
+    #: versions the schema marks deprecated (still valid on the wire)
+    DEPRECATED_VERSIONS = ""
+    #: requests only: the roles that accept it ("broker", "controller", "zkBroker")
+    LISTENERS: tuple = ()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -211,13 +235,20 @@ class Message(Struct):
         cls._BY_VERSION = {}
         cls._VALID = versions_mask(cls.VALID_VERSIONS)
         cls._FLEXIBLE = versions_mask(cls.FLEXIBLE_VERSIONS)
+        cls._FLEXIBLE_FROM = open_from(cls.FLEXIBLE_VERSIONS)
         spec = cls.VALID_VERSIONS.split(",")
         cls.LOWEST_VERSION = int(spec[0].split("-")[0]) if cls.VALID_VERSIONS else None
         cls.HIGHEST_VERSION = int(spec[-1].split("-")[-1]) if cls.VALID_VERSIONS else None
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
-        return bool(cls._FLEXIBLE >> version & 1)
+        """Is ``version`` flexible?  A version newer than the schemas follows the
+        schema's open-ended rule ("3+"), as Kafka's generated code does."""
+        if version < 0:
+            return False
+        if version <= MAX_MASK_VERSION:
+            return bool(cls._FLEXIBLE >> version & 1)
+        return cls._FLEXIBLE_FROM is not None and version >= cls._FLEXIBLE_FROM
 
     @classmethod
     def supports(cls, version: int) -> bool:

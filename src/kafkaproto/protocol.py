@@ -49,24 +49,13 @@ class CorrelationError(KafkaProtocolError):
     """A response whose correlation id is not the one the connection waits for."""
 
 
-def _header_override(cls, version):
-    hv = cls.HEADER_VERSIONS
-    if not hv:
-        return None
-    for spec, value in hv.items():
-        lo = int(spec.rstrip("+").split("-")[0])
-        hi = 1 << 30 if spec.endswith("+") else int(spec.split("-")[-1])
-        if lo <= version <= hi:
-            return value
-    return None
-
-
 def request_header_version(api_key: int, api_version: int) -> int:
-    """2 for flexible versions, else 1; ControlledShutdown v0 alone uses header v0."""
+    """2 for flexible versions, else 1; ControlledShutdown v0 alone uses header v0.
+
+    A version newer than the schemas is flexible when the schema's flexible
+    versions are open-ended ("3+"), as in Kafka's generated ``ApiMessageType``.
+    """
     cls = request_class(api_key)
-    override = _header_override(cls, api_version)
-    if override is not None:
-        return override
     if cls.is_flexible(api_version):
         return 2
     if api_key == CONTROLLED_SHUTDOWN and api_version == 0:
@@ -79,11 +68,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
     must read them before it knows which versions the broker speaks)."""
     if api_key == API_VERSIONS:
         return 0
-    cls = response_class(api_key)
-    override = _header_override(cls, api_version)
-    if override is not None:
-        return override
-    return 1 if cls.is_flexible(api_version) else 0
+    return 1 if response_class(api_key).is_flexible(api_version) else 0
 
 
 def _check_kind(msg, kind):

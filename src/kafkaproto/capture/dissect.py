@@ -13,6 +13,7 @@ import time
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..error_codes import error_name
+from .._message import MAX_MASK_VERSION, versions_mask
 from ..errors import KafkaProtocolError
 from ..messages import api_name, request_class
 from ..protocol import decode_request, decode_response
@@ -70,26 +71,24 @@ def dissect(frames: Iterable[CapturedFrame], acc: Optional[Accounting] = None) -
         yield Dissected(f, header, msg, client_id=client_id)
 
 
-_version_sets: Dict[int, set] = {}
+_version_sets: Dict[int, int] = {}
 
 
 def removed_in_kafka4(api_key: Optional[int], version: Optional[int]) -> bool:
-    """Is this (api key, version) one Kafka 4.0 no longer speaks (in the older
-    schema snapshot but not in the newest schemas)?"""
-    if api_key is None or version is None:
+    """Is this (api key, version) one Kafka 4.0 no longer speaks?  Those are the
+    versions only the older schema snapshot has (KIP-896 raised the lower
+    bounds: Produce v0-2, CreateTopics v0-1, keys 4-7...).  A version newer than
+    every schema is not counted as removed."""
+    if api_key is None or version is None or not 0 <= version <= MAX_MASK_VERSION:
         return False
-    versions = _version_sets.get(api_key)
-    if versions is None:
+    mask = _version_sets.get(api_key)
+    if mask is None:
         try:
-            spec = request_class(api_key).NEWEST_VERSIONS
+            mask = versions_mask(request_class(api_key).SNAPSHOT_ONLY_VERSIONS)
         except KafkaProtocolError:
-            return False
-        versions = set()
-        for part in filter(None, (spec or "").split(",")):
-            lo, _, hi = part.partition("-")
-            versions.update(range(int(lo), int(hi or lo) + 1))
-        _version_sets[api_key] = versions
-    return version not in versions
+            mask = 0
+        _version_sets[api_key] = mask
+    return bool(mask >> version & 1)
 
 
 def _names(items, limit: int = 3) -> List[str]:

@@ -13,8 +13,8 @@ that a platform team would recognise:
   Heartbeat and OffsetCommit, some rebalances;
 - ``clicks-producer``: kafka-python style, Produce v7 with snappy and gzip;
 - ``legacy-reporting``: an old client still on versions Kafka 4.0 removed
-  (ApiVersions v0, Produce v2 with a magic 1 message set, Fetch v3,
-  OffsetCommit v1, OffsetFetch v0).
+  (ApiVersions v0, CreateTopics v1 for its topic at start, Produce v2 with a
+  magic 1 message set, Fetch v3, OffsetCommit v1, OffsetFetch v0).
 
 Some responses carry errors (NOT_LEADER_OR_FOLLOWER, REBALANCE_IN_PROGRESS,
 OFFSET_OUT_OF_RANGE) and latencies differ per API.  :func:`write_capture`
@@ -204,6 +204,20 @@ class _Generator:
             return _msg("MetadataResponse", brokers=brokers, topics=ts, cluster_id="synthetic", controller_id=1)
 
         c.exchange(3, mversion, _msg("MetadataRequest", topics=topics), metadata, 1.2)
+        if c.kind == "legacy":
+            self.create_topic(c, 1, "audit")
+
+    def create_topic(self, c: _Client, version: int, topic: str) -> None:
+        CT = "CreateTopicsRequest"
+        req = _msg(CT, timeout_ms=30000, topics=[_sub(CT, "CreatableTopic", name=topic, num_partitions=TOPICS[topic],
+                                                      replication_factor=1)])
+        code = c.error(19, ErrorCode.TOPIC_ALREADY_EXISTS)
+
+        def response():
+            return _msg("CreateTopicsResponse", topics=[_sub("CreateTopicsResponse", "CreatableTopicResult",
+                                                             name=topic, error_code=code)])
+
+        c.exchange(19, version, req, response, self.rng.uniform(5, 20))
 
     def produce(self, c: _Client, version: int, topic: str, codec: str, magic: int = 2) -> None:
         m = self.manifest

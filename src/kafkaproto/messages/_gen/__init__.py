@@ -2,6 +2,7 @@
 # fmt: off
 # name -> (module, kind, api_key)
 CLASSES = {
+    'AbortedTxn': ('aborted_txn', 'data', None),
     'AddOffsetsToTxnRequest': ('add_offsets_to_txn', 'request', 25),
     'AddOffsetsToTxnResponse': ('add_offsets_to_txn', 'response', 25),
     'AddPartitionsToTxnRequest': ('add_partitions_to_txn', 'request', 24),
@@ -40,6 +41,7 @@ CLASSES = {
     'ConsumerGroupHeartbeatResponse': ('consumer_group_heartbeat', 'response', 68),
     'ConsumerProtocolAssignment': ('consumer_protocol_assignment', 'data', None),
     'ConsumerProtocolSubscription': ('consumer_protocol_subscription', 'data', None),
+    'ControlRecordTypeSchema': ('control_record_type_schema', 'data', None),
     'ControlledShutdownRequest': ('controlled_shutdown', 'request', 7),
     'ControlledShutdownResponse': ('controlled_shutdown', 'response', 7),
     'ControllerRegistrationRequest': ('controller_registration', 'request', 70),
@@ -182,12 +184,16 @@ CLASSES = {
     'StreamsGroupDescribeResponse': ('streams_group_describe', 'response', 89),
     'StreamsGroupHeartbeatRequest': ('streams_group_heartbeat', 'request', 88),
     'StreamsGroupHeartbeatResponse': ('streams_group_heartbeat', 'response', 88),
+    'StreamsGroupTopologyDescriptionUpdateRequest': ('streams_group_topology_description_update', 'request', 93),
+    'StreamsGroupTopologyDescriptionUpdateResponse': ('streams_group_topology_description_update', 'response', 93),
     'SyncGroupRequest': ('sync_group', 'request', 14),
     'SyncGroupResponse': ('sync_group', 'response', 14),
     'TxnOffsetCommitRequest': ('txn_offset_commit', 'request', 28),
     'TxnOffsetCommitResponse': ('txn_offset_commit', 'response', 28),
     'UnregisterBrokerRequest': ('unregister_broker', 'request', 64),
     'UnregisterBrokerResponse': ('unregister_broker', 'response', 64),
+    'UnregisterControllerRequest': ('unregister_controller', 'request', 94),
+    'UnregisterControllerResponse': ('unregister_controller', 'response', 94),
     'UpdateFeaturesRequest': ('update_features', 'request', 57),
     'UpdateFeaturesResponse': ('update_features', 'response', 57),
     'UpdateMetadataRequest': ('update_metadata', 'request', 6),
@@ -298,4 +304,6 @@ APIS = {
     90: ('DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse'),
     91: ('AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse'),
     92: ('DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse'),
+    93: ('StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse'),
+    94: ('UnregisterControllerRequest', 'UnregisterControllerResponse'),
 }

@@ -4,32 +4,33 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AddOffsetsToTxnRequest(Message):
-    """Kafka AddOffsetsToTxnRequest (request, api key 25), versions 0-4, flexible 3-4."""
+    """Kafka AddOffsetsToTxnRequest (request, api key 25), versions 0-4, flexible 3+."""
 
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id')
     NAME = 'AddOffsetsToTxnRequest'
     KIND = 'request'
     API_KEY = 25
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '3-4'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-4'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('transactional_id', 'TransactionalId', 'string', '0-4'),
-        F('producer_id', 'ProducerId', 'int64', '0-4'),
+        F('transactional_id', 'TransactionalId', 'string', '0-4', entity='transactionalId'),
+        F('producer_id', 'ProducerId', 'int64', '0-4', entity='producerId'),
         F('producer_epoch', 'ProducerEpoch', 'int16', '0-4'),
-        F('group_id', 'GroupId', 'string', '0-4'),
+        F('group_id', 'GroupId', 'string', '0-4', entity='groupId'),
     )
 
 
 class AddOffsetsToTxnResponse(Message):
-    """Kafka AddOffsetsToTxnResponse (response, api key 25), versions 0-4, flexible 3-4."""
+    """Kafka AddOffsetsToTxnResponse (response, api key 25), versions 0-4, flexible 3+."""
 
     __slots__ = ('throttle_time_ms', 'error_code')
     NAME = 'AddOffsetsToTxnResponse'
     KIND = 'response'
     API_KEY = 25
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '3-4'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-4'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-4'),

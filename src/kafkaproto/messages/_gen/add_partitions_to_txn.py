@@ -4,20 +4,20 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AddPartitionsToTxnRequest(Message):
-    """Kafka AddPartitionsToTxnRequest (request, api key 24), versions 0-5, flexible 3-5."""
+    """Kafka AddPartitionsToTxnRequest (request, api key 24), versions 0-5, flexible 3+."""
 
     class AddPartitionsToTxnTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-5'),
+            F('name', 'Name', 'string', '0-5', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-5'),
         )
 
     class AddPartitionsToTxnTransaction(Struct):
         __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics')
         _FIELDS = (
-            F('transactional_id', 'TransactionalId', 'string', '4-5'),
-            F('producer_id', 'ProducerId', 'int64', '4-5'),
+            F('transactional_id', 'TransactionalId', 'string', '4-5', entity='transactionalId', map_key=True),
+            F('producer_id', 'ProducerId', 'int64', '4-5', entity='producerId'),
             F('producer_epoch', 'ProducerEpoch', 'int16', '4-5'),
             F('verify_only', 'VerifyOnly', 'bool', '4-5'),
             F('topics', 'Topics', '[]AddPartitionsToTxnTopic', '4-5', struct='AddPartitionsToTxnTopic'),
@@ -28,38 +28,39 @@ class AddPartitionsToTxnRequest(Message):
     KIND = 'request'
     API_KEY = 24
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-5'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('transactions', 'Transactions', '[]AddPartitionsToTxnTransaction', '4-5', struct='AddPartitionsToTxnTransaction'),
-        F('v3_and_below_transactional_id', 'V3AndBelowTransactionalId', 'string', '0-3'),
-        F('v3_and_below_producer_id', 'V3AndBelowProducerId', 'int64', '0-3'),
+        F('v3_and_below_transactional_id', 'V3AndBelowTransactionalId', 'string', '0-3', entity='transactionalId'),
+        F('v3_and_below_producer_id', 'V3AndBelowProducerId', 'int64', '0-3', entity='producerId'),
         F('v3_and_below_producer_epoch', 'V3AndBelowProducerEpoch', 'int16', '0-3'),
         F('v3_and_below_topics', 'V3AndBelowTopics', '[]AddPartitionsToTxnTopic', '0-3', struct='AddPartitionsToTxnTopic'),
     )
 
 
 class AddPartitionsToTxnResponse(Message):
-    """Kafka AddPartitionsToTxnResponse (response, api key 24), versions 0-5, flexible 3-5."""
+    """Kafka AddPartitionsToTxnResponse (response, api key 24), versions 0-5, flexible 3+."""
 
     class AddPartitionsToTxnPartitionResult(Struct):
         __slots__ = ('partition_index', 'partition_error_code')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-5'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-5', map_key=True),
             F('partition_error_code', 'PartitionErrorCode', 'int16', '0-5'),
         )
 
     class AddPartitionsToTxnTopicResult(Struct):
         __slots__ = ('name', 'results_by_partition')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-5'),
+            F('name', 'Name', 'string', '0-5', entity='topicName', map_key=True),
             F('results_by_partition', 'ResultsByPartition', '[]AddPartitionsToTxnPartitionResult', '0-5', struct='AddPartitionsToTxnPartitionResult'),
         )
 
     class AddPartitionsToTxnResult(Struct):
         __slots__ = ('transactional_id', 'topic_results')
         _FIELDS = (
-            F('transactional_id', 'TransactionalId', 'string', '4-5'),
+            F('transactional_id', 'TransactionalId', 'string', '4-5', entity='transactionalId', map_key=True),
             F('topic_results', 'TopicResults', '[]AddPartitionsToTxnTopicResult', '4-5', struct='AddPartitionsToTxnTopicResult'),
         )
 
@@ -68,7 +69,7 @@ class AddPartitionsToTxnResponse(Message):
     KIND = 'response'
     API_KEY = 24
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-5'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-5'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AddRaftVoterRequest(Message):
-    """Kafka AddRaftVoterRequest (request, api key 80), versions 0-1, flexible 0-1."""
+    """Kafka AddRaftVoterRequest (request, api key 80), versions 0-1, flexible 0+."""
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
+            F('name', 'Name', 'string', '0-1', map_key=True),
             F('host', 'Host', 'string', '0-1'),
             F('port', 'Port', 'uint16', '0-1'),
         )
@@ -19,9 +19,9 @@ class AddRaftVoterRequest(Message):
     KIND = 'request'
     API_KEY = 80
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
-    HEADER_VERSIONS = {'0+': 2}
+    LISTENERS = ('controller', 'broker')
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0-1', nullable='0-1'),
         F('timeout_ms', 'TimeoutMs', 'int32', '0-1'),
@@ -33,16 +33,15 @@ class AddRaftVoterRequest(Message):
 
 
 class AddRaftVoterResponse(Message):
-    """Kafka AddRaftVoterResponse (response, api key 80), versions 0-1, flexible 0-1."""
+    """Kafka AddRaftVoterResponse (response, api key 80), versions 0-1, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')
     NAME = 'AddRaftVoterResponse'
     KIND = 'response'
     API_KEY = 80
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
-    HEADER_VERSIONS = {'0+': 1}
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),
         F('error_code', 'ErrorCode', 'int16', '0-1'),

@@ -4,34 +4,35 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AllocateProducerIdsRequest(Message):
-    """Kafka AllocateProducerIdsRequest (request, api key 67), versions 0, flexible 0."""
+    """Kafka AllocateProducerIdsRequest (request, api key 67), versions 0, flexible 0+."""
 
     __slots__ = ('broker_id', 'broker_epoch')
     NAME = 'AllocateProducerIdsRequest'
     KIND = 'request'
     API_KEY = 67
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('controller',)
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0'),
+        F('broker_id', 'BrokerId', 'int32', '0', entity='brokerId'),
         F('broker_epoch', 'BrokerEpoch', 'int64', '0', default=-1),
     )
 
 
 class AllocateProducerIdsResponse(Message):
-    """Kafka AllocateProducerIdsResponse (response, api key 67), versions 0, flexible 0."""
+    """Kafka AllocateProducerIdsResponse (response, api key 67), versions 0, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len')
     NAME = 'AllocateProducerIdsResponse'
     KIND = 'response'
     API_KEY = 67
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),
         F('error_code', 'ErrorCode', 'int16', '0'),
-        F('producer_id_start', 'ProducerIdStart', 'int64', '0'),
+        F('producer_id_start', 'ProducerIdStart', 'int64', '0', entity='producerId'),
         F('producer_id_len', 'ProducerIdLen', 'int32', '0'),
     )

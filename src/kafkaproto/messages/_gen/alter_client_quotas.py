@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterClientQuotasRequest(Message):
-    """Kafka AlterClientQuotasRequest (request, api key 49), versions 0-1, flexible 1."""
+    """Kafka AlterClientQuotasRequest (request, api key 49), versions 0-1, flexible 1+."""
 
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name')
@@ -33,8 +33,9 @@ class AlterClientQuotasRequest(Message):
     KIND = 'request'
     API_KEY = 49
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('entries', 'Entries', '[]EntryData', '0-1', struct='EntryData'),
         F('validate_only', 'ValidateOnly', 'bool', '0-1'),
@@ -42,7 +43,7 @@ class AlterClientQuotasRequest(Message):
 
 
 class AlterClientQuotasResponse(Message):
-    """Kafka AlterClientQuotasResponse (response, api key 49), versions 0-1, flexible 1."""
+    """Kafka AlterClientQuotasResponse (response, api key 49), versions 0-1, flexible 1+."""
 
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name')
@@ -64,7 +65,7 @@ class AlterClientQuotasResponse(Message):
     KIND = 'response'
     API_KEY = 49
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

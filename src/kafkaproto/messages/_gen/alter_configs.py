@@ -4,20 +4,20 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterConfigsRequest(Message):
-    """Kafka AlterConfigsRequest (request, api key 33), versions 0-2, flexible 2."""
+    """Kafka AlterConfigsRequest (request, api key 33), versions 0-2, flexible 2+."""
 
     class AlterableConfig(Struct):
         __slots__ = ('name', 'value')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-2'),
+            F('name', 'Name', 'string', '0-2', map_key=True),
             F('value', 'Value', 'string', '0-2', nullable='0-2'),
         )
 
     class AlterConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configs')
         _FIELDS = (
-            F('resource_type', 'ResourceType', 'int8', '0-2'),
-            F('resource_name', 'ResourceName', 'string', '0-2'),
+            F('resource_type', 'ResourceType', 'int8', '0-2', map_key=True),
+            F('resource_name', 'ResourceName', 'string', '0-2', map_key=True),
             F('configs', 'Configs', '[]AlterableConfig', '0-2', struct='AlterableConfig'),
         )
 
@@ -26,8 +26,9 @@ class AlterConfigsRequest(Message):
     KIND = 'request'
     API_KEY = 33
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('resources', 'Resources', '[]AlterConfigsResource', '0-2', struct='AlterConfigsResource'),
         F('validate_only', 'ValidateOnly', 'bool', '0-2'),
@@ -35,7 +36,7 @@ class AlterConfigsRequest(Message):
 
 
 class AlterConfigsResponse(Message):
-    """Kafka AlterConfigsResponse (response, api key 33), versions 0-2, flexible 2."""
+    """Kafka AlterConfigsResponse (response, api key 33), versions 0-2, flexible 2+."""
 
     class AlterConfigsResourceResponse(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name')
@@ -51,7 +52,7 @@ class AlterConfigsResponse(Message):
     KIND = 'response'
     API_KEY = 33
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterPartitionRequest(Message):
-    """Kafka AlterPartitionRequest (request, api key 56), versions 0-3, flexible 0-3."""
+    """Kafka AlterPartitionRequest (request, api key 56), versions 0-3, flexible 0+."""
 
     class BrokerState(Struct):
         __slots__ = ('broker_id', 'broker_epoch')
         _FIELDS = (
-            F('broker_id', 'BrokerId', 'int32', '3'),
+            F('broker_id', 'BrokerId', 'int32', '3', entity='brokerId'),
             F('broker_epoch', 'BrokerEpoch', 'int64', '3', default=-1),
         )
 
@@ -18,7 +18,7 @@ class AlterPartitionRequest(Message):
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-3'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-3'),
-            F('new_isr', 'NewIsr', '[]int32', '0-2'),
+            F('new_isr', 'NewIsr', '[]int32', '0-2', entity='brokerId'),
             F('new_isr_with_epochs', 'NewIsrWithEpochs', '[]BrokerState', '3', struct='BrokerState'),
             F('leader_recovery_state', 'LeaderRecoveryState', 'int8', '1-3'),
             F('partition_epoch', 'PartitionEpoch', 'int32', '0-3'),
@@ -27,7 +27,7 @@ class AlterPartitionRequest(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1', ignorable=True),
+            F('topic_name', 'TopicName', 'string', '0-1', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '2-3', ignorable=True),
             F('partitions', 'Partitions', '[]PartitionData', '0-3', struct='PartitionData'),
         )
@@ -37,26 +37,28 @@ class AlterPartitionRequest(Message):
     KIND = 'request'
     API_KEY = 56
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '0-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '2-3'
+    SNAPSHOT_ONLY_VERSIONS = '0-1'
+    LISTENERS = ('controller',)
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0-3'),
+        F('broker_id', 'BrokerId', 'int32', '0-3', entity='brokerId'),
         F('broker_epoch', 'BrokerEpoch', 'int64', '0-3', default=-1),
         F('topics', 'Topics', '[]TopicData', '0-3', struct='TopicData'),
     )
 
 
 class AlterPartitionResponse(Message):
-    """Kafka AlterPartitionResponse (response, api key 56), versions 0-3, flexible 0-3."""
+    """Kafka AlterPartitionResponse (response, api key 56), versions 0-3, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-3'),
             F('error_code', 'ErrorCode', 'int16', '0-3'),
-            F('leader_id', 'LeaderId', 'int32', '0-3'),
+            F('leader_id', 'LeaderId', 'int32', '0-3', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-3'),
-            F('isr', 'Isr', '[]int32', '0-3'),
+            F('isr', 'Isr', '[]int32', '0-3', entity='brokerId'),
             F('leader_recovery_state', 'LeaderRecoveryState', 'int8', '1-3', ignorable=True),
             F('partition_epoch', 'PartitionEpoch', 'int32', '0-3'),
         )
@@ -64,7 +66,7 @@ class AlterPartitionResponse(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1', ignorable=True),
+            F('topic_name', 'TopicName', 'string', '0-1', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '2-3', ignorable=True),
             F('partitions', 'Partitions', '[]PartitionData', '0-3', struct='PartitionData'),
         )
@@ -74,8 +76,9 @@ class AlterPartitionResponse(Message):
     KIND = 'response'
     API_KEY = 56
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '0-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '2-3'
+    SNAPSHOT_ONLY_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-3'),
         F('error_code', 'ErrorCode', 'int16', '0-3'),

@@ -4,19 +4,19 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterPartitionReassignmentsRequest(Message):
-    """Kafka AlterPartitionReassignmentsRequest (request, api key 45), versions 0-1, flexible 0-1."""
+    """Kafka AlterPartitionReassignmentsRequest (request, api key 45), versions 0-1, flexible 0+."""
 
     class ReassignablePartition(Struct):
         __slots__ = ('partition_index', 'replicas')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
-            F('replicas', 'Replicas', '[]int32', '0-1', nullable='0-1', default=None),
+            F('replicas', 'Replicas', '[]int32', '0-1', nullable='0-1', entity='brokerId', default=None),
         )
 
     class ReassignableTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
+            F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]ReassignablePartition', '0-1', struct='ReassignablePartition'),
         )
 
@@ -25,8 +25,9 @@ class AlterPartitionReassignmentsRequest(Message):
     KIND = 'request'
     API_KEY = 45
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('timeout_ms', 'TimeoutMs', 'int32', '0-1', default=60000),
         F('allow_replication_factor_change', 'AllowReplicationFactorChange', 'bool', '1', default=True),
@@ -35,7 +36,7 @@ class AlterPartitionReassignmentsRequest(Message):
 
 
 class AlterPartitionReassignmentsResponse(Message):
-    """Kafka AlterPartitionReassignmentsResponse (response, api key 45), versions 0-1, flexible 0-1."""
+    """Kafka AlterPartitionReassignmentsResponse (response, api key 45), versions 0-1, flexible 0+."""
 
     class ReassignablePartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message')
@@ -48,7 +49,7 @@ class AlterPartitionReassignmentsResponse(Message):
     class ReassignableTopicResponse(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
+            F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]ReassignablePartitionResponse', '0-1', struct='ReassignablePartitionResponse'),
         )
 
@@ -57,7 +58,7 @@ class AlterPartitionReassignmentsResponse(Message):
     KIND = 'response'
     API_KEY = 45
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

@@ -4,19 +4,19 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterReplicaLogDirsRequest(Message):
-    """Kafka AlterReplicaLogDirsRequest (request, api key 34), versions 0-2, flexible 2."""
+    """Kafka AlterReplicaLogDirsRequest (request, api key 34), versions 0-2, flexible 2+."""
 
     class AlterReplicaLogDirTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-2'),
+            F('name', 'Name', 'string', '0-2', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-2'),
         )
 
     class AlterReplicaLogDir(Struct):
         __slots__ = ('path', 'topics')
         _FIELDS = (
-            F('path', 'Path', 'string', '0-2'),
+            F('path', 'Path', 'string', '0-2', map_key=True),
             F('topics', 'Topics', '[]AlterReplicaLogDirTopic', '0-2', struct='AlterReplicaLogDirTopic'),
         )
 
@@ -25,15 +25,18 @@ class AlterReplicaLogDirsRequest(Message):
     KIND = 'request'
     API_KEY = 34
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('dirs', 'Dirs', '[]AlterReplicaLogDir', '0-2', struct='AlterReplicaLogDir'),
     )
 
 
 class AlterReplicaLogDirsResponse(Message):
-    """Kafka AlterReplicaLogDirsResponse (response, api key 34), versions 0-2, flexible 2."""
+    """Kafka AlterReplicaLogDirsResponse (response, api key 34), versions 0-2, flexible 2+."""
 
     class AlterReplicaLogDirPartitionResult(Struct):
         __slots__ = ('partition_index', 'error_code')
@@ -45,7 +48,7 @@ class AlterReplicaLogDirsResponse(Message):
     class AlterReplicaLogDirTopicResult(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-2'),
+            F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]AlterReplicaLogDirPartitionResult', '0-2', struct='AlterReplicaLogDirPartitionResult'),
         )
 
@@ -54,8 +57,9 @@ class AlterReplicaLogDirsResponse(Message):
     KIND = 'response'
     API_KEY = 34
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),
         F('results', 'Results', '[]AlterReplicaLogDirTopicResult', '0-2', struct='AlterReplicaLogDirTopicResult'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterShareGroupOffsetsRequest(Message):
-    """Kafka AlterShareGroupOffsetsRequest (request, api key 91), versions 0, flexible 0."""
+    """Kafka AlterShareGroupOffsetsRequest (request, api key 91), versions 0, flexible 0+."""
 
     class AlterShareGroupOffsetsRequestPartition(Struct):
         __slots__ = ('partition_index', 'start_offset')
@@ -16,7 +16,7 @@ class AlterShareGroupOffsetsRequest(Message):
     class AlterShareGroupOffsetsRequestTopic(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]AlterShareGroupOffsetsRequestPartition', '0', struct='AlterShareGroupOffsetsRequestPartition'),
         )
 
@@ -25,16 +25,17 @@ class AlterShareGroupOffsetsRequest(Message):
     KIND = 'request'
     API_KEY = 91
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0'),
+        F('group_id', 'GroupId', 'string', '0', entity='groupId'),
         F('topics', 'Topics', '[]AlterShareGroupOffsetsRequestTopic', '0', struct='AlterShareGroupOffsetsRequestTopic'),
     )
 
 
 class AlterShareGroupOffsetsResponse(Message):
-    """Kafka AlterShareGroupOffsetsResponse (response, api key 91), versions 0, flexible 0."""
+    """Kafka AlterShareGroupOffsetsResponse (response, api key 91), versions 0, flexible 0+."""
 
     class AlterShareGroupOffsetsResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message')
@@ -47,7 +48,7 @@ class AlterShareGroupOffsetsResponse(Message):
     class AlterShareGroupOffsetsResponseTopic(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]AlterShareGroupOffsetsResponsePartition', '0', struct='AlterShareGroupOffsetsResponsePartition'),
         )
@@ -57,7 +58,7 @@ class AlterShareGroupOffsetsResponse(Message):
     KIND = 'response'
     API_KEY = 91
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AlterUserScramCredentialsRequest(Message):
-    """Kafka AlterUserScramCredentialsRequest (request, api key 51), versions 0, flexible 0."""
+    """Kafka AlterUserScramCredentialsRequest (request, api key 51), versions 0, flexible 0+."""
 
     class ScramCredentialDeletion(Struct):
         __slots__ = ('name', 'mechanism')
@@ -28,8 +28,9 @@ class AlterUserScramCredentialsRequest(Message):
     KIND = 'request'
     API_KEY = 51
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('deletions', 'Deletions', '[]ScramCredentialDeletion', '0', struct='ScramCredentialDeletion'),
         F('upsertions', 'Upsertions', '[]ScramCredentialUpsertion', '0', struct='ScramCredentialUpsertion'),
@@ -37,7 +38,7 @@ class AlterUserScramCredentialsRequest(Message):
 
 
 class AlterUserScramCredentialsResponse(Message):
-    """Kafka AlterUserScramCredentialsResponse (response, api key 51), versions 0, flexible 0."""
+    """Kafka AlterUserScramCredentialsResponse (response, api key 51), versions 0, flexible 0+."""
 
     class AlterUserScramCredentialsResult(Struct):
         __slots__ = ('user', 'error_code', 'error_message')
@@ -52,7 +53,7 @@ class AlterUserScramCredentialsResponse(Message):
     KIND = 'response'
     API_KEY = 51
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,61 +4,64 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ApiVersionsRequest(Message):
-    """Kafka ApiVersionsRequest (request, api key 18), versions 0-4, flexible 3-4."""
+    """Kafka ApiVersionsRequest (request, api key 18), versions 0-5, flexible 3+."""
 
-    __slots__ = ('client_software_name', 'client_software_version')
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
     NAME = 'ApiVersionsRequest'
     KIND = 'request'
     API_KEY = 18
-    VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '3-4'
-    NEWEST_VERSIONS = '0-4'
+    VALID_VERSIONS = '0-5'
+    FLEXIBLE_VERSIONS = '3+'
+    NEWEST_VERSIONS = '0-5'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
-        F('client_software_name', 'ClientSoftwareName', 'string', '3-4', ignorable=True),
-        F('client_software_version', 'ClientSoftwareVersion', 'string', '3-4', ignorable=True),
+        F('client_software_name', 'ClientSoftwareName', 'string', '3-5', ignorable=True),
+        F('client_software_version', 'ClientSoftwareVersion', 'string', '3-5', ignorable=True),
+        F('cluster_id', 'ClusterId', 'string', '5', nullable='5', ignorable=True, default=None),
+        F('node_id', 'NodeId', 'int32', '5', ignorable=True, default=-1),
     )
 
 
 class ApiVersionsResponse(Message):
-    """Kafka ApiVersionsResponse (response, api key 18), versions 0-4, flexible 3-4."""
+    """Kafka ApiVersionsResponse (response, api key 18), versions 0-5, flexible 3+."""
 
     class ApiVersion(Struct):
         __slots__ = ('api_key', 'min_version', 'max_version')
         _FIELDS = (
-            F('api_key', 'ApiKey', 'int16', '0-4'),
-            F('min_version', 'MinVersion', 'int16', '0-4'),
-            F('max_version', 'MaxVersion', 'int16', '0-4'),
+            F('api_key', 'ApiKey', 'int16', '0-5', map_key=True),
+            F('min_version', 'MinVersion', 'int16', '0-5'),
+            F('max_version', 'MaxVersion', 'int16', '0-5'),
         )
 
     class SupportedFeatureKey(Struct):
         __slots__ = ('name', 'min_version', 'max_version')
         _FIELDS = (
-            F('name', 'Name', 'string', '3-4'),
-            F('min_version', 'MinVersion', 'int16', '3-4'),
-            F('max_version', 'MaxVersion', 'int16', '3-4'),
+            F('name', 'Name', 'string', '3-5', map_key=True),
+            F('min_version', 'MinVersion', 'int16', '3-5'),
+            F('max_version', 'MaxVersion', 'int16', '3-5'),
         )
 
     class FinalizedFeatureKey(Struct):
         __slots__ = ('name', 'max_version_level', 'min_version_level')
         _FIELDS = (
-            F('name', 'Name', 'string', '3-4'),
-            F('max_version_level', 'MaxVersionLevel', 'int16', '3-4'),
-            F('min_version_level', 'MinVersionLevel', 'int16', '3-4'),
+            F('name', 'Name', 'string', '3-5', map_key=True),
+            F('max_version_level', 'MaxVersionLevel', 'int16', '3-5'),
+            F('min_version_level', 'MinVersionLevel', 'int16', '3-5'),
         )
 
     __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready')
     NAME = 'ApiVersionsResponse'
     KIND = 'response'
     API_KEY = 18
-    VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '3-4'
-    NEWEST_VERSIONS = '0-4'
+    VALID_VERSIONS = '0-5'
+    FLEXIBLE_VERSIONS = '3+'
+    NEWEST_VERSIONS = '0-5'
     _FIELDS = (
-        F('error_code', 'ErrorCode', 'int16', '0-4'),
-        F('api_keys', 'ApiKeys', '[]ApiVersion', '0-4', struct='ApiVersion'),
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-4', ignorable=True),
-        F('supported_features', 'SupportedFeatures', '[]SupportedFeatureKey', '3-4', tagged='3-4', tag=0, ignorable=True, struct='SupportedFeatureKey'),
-        F('finalized_features_epoch', 'FinalizedFeaturesEpoch', 'int64', '3-4', tagged='3-4', tag=1, ignorable=True, default=-1),
-        F('finalized_features', 'FinalizedFeatures', '[]FinalizedFeatureKey', '3-4', tagged='3-4', tag=2, ignorable=True, struct='FinalizedFeatureKey'),
-        F('zk_migration_ready', 'ZkMigrationReady', 'bool', '3-4', tagged='3-4', tag=3, ignorable=True),
+        F('error_code', 'ErrorCode', 'int16', '0-5'),
+        F('api_keys', 'ApiKeys', '[]ApiVersion', '0-5', struct='ApiVersion'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-5', ignorable=True),
+        F('supported_features', 'SupportedFeatures', '[]SupportedFeatureKey', '3-5', tagged='3-5', tag=0, ignorable=True, struct='SupportedFeatureKey'),
+        F('finalized_features_epoch', 'FinalizedFeaturesEpoch', 'int64', '3-5', tagged='3-5', tag=1, ignorable=True, default=-1),
+        F('finalized_features', 'FinalizedFeatures', '[]FinalizedFeatureKey', '3-5', tagged='3-5', tag=2, ignorable=True, struct='FinalizedFeatureKey'),
+        F('zk_migration_ready', 'ZkMigrationReady', 'bool', '3-5', tagged='3-5', tag=3, ignorable=True),
     )

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class AssignReplicasToDirsRequest(Message):
-    """Kafka AssignReplicasToDirsRequest (request, api key 73), versions 0, flexible 0."""
+    """Kafka AssignReplicasToDirsRequest (request, api key 73), versions 0, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index',)
@@ -31,17 +31,18 @@ class AssignReplicasToDirsRequest(Message):
     KIND = 'request'
     API_KEY = 73
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('controller',)
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0'),
+        F('broker_id', 'BrokerId', 'int32', '0', entity='brokerId'),
         F('broker_epoch', 'BrokerEpoch', 'int64', '0', default=-1),
         F('directories', 'Directories', '[]DirectoryData', '0', struct='DirectoryData'),
     )
 
 
 class AssignReplicasToDirsResponse(Message):
-    """Kafka AssignReplicasToDirsResponse (response, api key 73), versions 0, flexible 0."""
+    """Kafka AssignReplicasToDirsResponse (response, api key 73), versions 0, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code')
@@ -69,7 +70,7 @@ class AssignReplicasToDirsResponse(Message):
     KIND = 'response'
     API_KEY = 73
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

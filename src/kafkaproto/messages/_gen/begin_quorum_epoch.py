@@ -4,28 +4,28 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class BeginQuorumEpochRequest(Message):
-    """Kafka BeginQuorumEpochRequest (request, api key 53), versions 0-1, flexible 1."""
+    """Kafka BeginQuorumEpochRequest (request, api key 53), versions 0-1, flexible 1+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'voter_directory_id', 'leader_id', 'leader_epoch')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('voter_directory_id', 'VoterDirectoryId', 'uuid', '1', ignorable=True),
-            F('leader_id', 'LeaderId', 'int32', '0-1'),
+            F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
         )
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
         )
 
     class LeaderEndpoint(Struct):
         __slots__ = ('name', 'host', 'port')
         _FIELDS = (
-            F('name', 'Name', 'string', '1'),
+            F('name', 'Name', 'string', '1', map_key=True),
             F('host', 'Host', 'string', '1'),
             F('port', 'Port', 'uint16', '1'),
         )
@@ -35,39 +35,40 @@ class BeginQuorumEpochRequest(Message):
     KIND = 'request'
     API_KEY = 53
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('controller',)
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0-1', nullable='0-1', default=None),
-        F('voter_id', 'VoterId', 'int32', '1', ignorable=True, default=-1),
+        F('voter_id', 'VoterId', 'int32', '1', ignorable=True, entity='brokerId', default=-1),
         F('topics', 'Topics', '[]TopicData', '0-1', struct='TopicData'),
         F('leader_endpoints', 'LeaderEndpoints', '[]LeaderEndpoint', '1', ignorable=True, struct='LeaderEndpoint'),
     )
 
 
 class BeginQuorumEpochResponse(Message):
-    """Kafka BeginQuorumEpochResponse (response, api key 53), versions 0-1, flexible 1."""
+    """Kafka BeginQuorumEpochResponse (response, api key 53), versions 0-1, flexible 1+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
-            F('leader_id', 'LeaderId', 'int32', '0-1'),
+            F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
         )
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '1'),
+            F('node_id', 'NodeId', 'int32', '1', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1'),
             F('port', 'Port', 'uint16', '1'),
         )
@@ -77,7 +78,7 @@ class BeginQuorumEpochResponse(Message):
     KIND = 'response'
     API_KEY = 53
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-1'),

@@ -4,39 +4,41 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class BrokerHeartbeatRequest(Message):
-    """Kafka BrokerHeartbeatRequest (request, api key 63), versions 0-1, flexible 0-1."""
+    """Kafka BrokerHeartbeatRequest (request, api key 63), versions 0-2, flexible 0+."""
 
-    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs')
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'cordoned_log_dirs')
     NAME = 'BrokerHeartbeatRequest'
     KIND = 'request'
     API_KEY = 63
-    VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
-    NEWEST_VERSIONS = '0-1'
+    VALID_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('controller',)
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0-1'),
-        F('broker_epoch', 'BrokerEpoch', 'int64', '0-1', default=-1),
-        F('current_metadata_offset', 'CurrentMetadataOffset', 'int64', '0-1'),
-        F('want_fence', 'WantFence', 'bool', '0-1'),
-        F('want_shut_down', 'WantShutDown', 'bool', '0-1'),
-        F('offline_log_dirs', 'OfflineLogDirs', '[]uuid', '1', tagged='1', tag=0),
+        F('broker_id', 'BrokerId', 'int32', '0-2', entity='brokerId'),
+        F('broker_epoch', 'BrokerEpoch', 'int64', '0-2', default=-1),
+        F('current_metadata_offset', 'CurrentMetadataOffset', 'int64', '0-2'),
+        F('want_fence', 'WantFence', 'bool', '0-2'),
+        F('want_shut_down', 'WantShutDown', 'bool', '0-2'),
+        F('offline_log_dirs', 'OfflineLogDirs', '[]uuid', '1-2', tagged='1-2', tag=0),
+        F('cordoned_log_dirs', 'CordonedLogDirs', '[]uuid', '2', nullable='2', tagged='2', tag=1, default=None),
     )
 
 
 class BrokerHeartbeatResponse(Message):
-    """Kafka BrokerHeartbeatResponse (response, api key 63), versions 0-1, flexible 0-1."""
+    """Kafka BrokerHeartbeatResponse (response, api key 63), versions 0-2, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down')
     NAME = 'BrokerHeartbeatResponse'
     KIND = 'response'
     API_KEY = 63
-    VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
-    NEWEST_VERSIONS = '0-1'
+    VALID_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-2'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),
-        F('error_code', 'ErrorCode', 'int16', '0-1'),
-        F('is_caught_up', 'IsCaughtUp', 'bool', '0-1'),
-        F('is_fenced', 'IsFenced', 'bool', '0-1', default=True),
-        F('should_shut_down', 'ShouldShutDown', 'bool', '0-1'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),
+        F('error_code', 'ErrorCode', 'int16', '0-2'),
+        F('is_caught_up', 'IsCaughtUp', 'bool', '0-2'),
+        F('is_fenced', 'IsFenced', 'bool', '0-2', default=True),
+        F('should_shut_down', 'ShouldShutDown', 'bool', '0-2'),
     )

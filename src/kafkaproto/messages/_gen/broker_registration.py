@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class BrokerRegistrationRequest(Message):
-    """Kafka BrokerRegistrationRequest (request, api key 62), versions 0-4, flexible 0-4."""
+    """Kafka BrokerRegistrationRequest (request, api key 62), versions 0-4, flexible 0+."""
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-4'),
+            F('name', 'Name', 'string', '0-4', map_key=True),
             F('host', 'Host', 'string', '0-4'),
             F('port', 'Port', 'uint16', '0-4'),
             F('security_protocol', 'SecurityProtocol', 'int16', '0-4'),
@@ -18,7 +18,7 @@ class BrokerRegistrationRequest(Message):
     class Feature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-4'),
+            F('name', 'Name', 'string', '0-4', map_key=True),
             F('min_supported_version', 'MinSupportedVersion', 'int16', '0-4'),
             F('max_supported_version', 'MaxSupportedVersion', 'int16', '0-4'),
         )
@@ -28,10 +28,11 @@ class BrokerRegistrationRequest(Message):
     KIND = 'request'
     API_KEY = 62
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-4'
+    LISTENERS = ('controller',)
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0-4'),
+        F('broker_id', 'BrokerId', 'int32', '0-4', entity='brokerId'),
         F('cluster_id', 'ClusterId', 'string', '0-4'),
         F('incarnation_id', 'IncarnationId', 'uuid', '0-4'),
         F('listeners', 'Listeners', '[]Listener', '0-4', struct='Listener'),
@@ -44,14 +45,14 @@ class BrokerRegistrationRequest(Message):
 
 
 class BrokerRegistrationResponse(Message):
-    """Kafka BrokerRegistrationResponse (response, api key 62), versions 0-4, flexible 0-4."""
+    """Kafka BrokerRegistrationResponse (response, api key 62), versions 0-4, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'broker_epoch')
     NAME = 'BrokerRegistrationResponse'
     KIND = 'response'
     API_KEY = 62
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-4'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-4'),

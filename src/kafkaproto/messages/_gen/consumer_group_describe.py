@@ -4,29 +4,30 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ConsumerGroupDescribeRequest(Message):
-    """Kafka ConsumerGroupDescribeRequest (request, api key 69), versions 0-1, flexible 0-1."""
+    """Kafka ConsumerGroupDescribeRequest (request, api key 69), versions 0-1, flexible 0+."""
 
     __slots__ = ('group_ids', 'include_authorized_operations')
     NAME = 'ConsumerGroupDescribeRequest'
     KIND = 'request'
     API_KEY = 69
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_ids', 'GroupIds', '[]string', '0-1'),
+        F('group_ids', 'GroupIds', '[]string', '0-1', entity='groupId'),
         F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', '0-1'),
     )
 
 
 class ConsumerGroupDescribeResponse(Message):
-    """Kafka ConsumerGroupDescribeResponse (response, api key 69), versions 0-1, flexible 0-1."""
+    """Kafka ConsumerGroupDescribeResponse (response, api key 69), versions 0-1, flexible 0+."""
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'topic_name', 'partitions')
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
-            F('topic_name', 'TopicName', 'string', '0-1'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
@@ -45,7 +46,7 @@ class ConsumerGroupDescribeResponse(Message):
             F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
             F('client_id', 'ClientId', 'string', '0-1'),
             F('client_host', 'ClientHost', 'string', '0-1'),
-            F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1'),
+            F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1', entity='topicName'),
             F('subscribed_topic_regex', 'SubscribedTopicRegex', 'string', '0-1', nullable='0-1', default=None),
             F('assignment', 'Assignment', 'Assignment', '0-1', default=STRUCT, struct='Assignment'),
             F('target_assignment', 'TargetAssignment', 'Assignment', '0-1', default=STRUCT, struct='Assignment'),
@@ -57,7 +58,7 @@ class ConsumerGroupDescribeResponse(Message):
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-1'),
             F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
-            F('group_id', 'GroupId', 'string', '0-1'),
+            F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
             F('group_state', 'GroupState', 'string', '0-1'),
             F('group_epoch', 'GroupEpoch', 'int32', '0-1'),
             F('assignment_epoch', 'AssignmentEpoch', 'int32', '0-1'),
@@ -71,7 +72,7 @@ class ConsumerGroupDescribeResponse(Message):
     KIND = 'response'
     API_KEY = 69
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ConsumerGroupHeartbeatRequest(Message):
-    """Kafka ConsumerGroupHeartbeatRequest (request, api key 68), versions 0-1, flexible 0-1."""
+    """Kafka ConsumerGroupHeartbeatRequest (request, api key 68), versions 0-1, flexible 0+."""
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions')
@@ -18,16 +18,17 @@ class ConsumerGroupHeartbeatRequest(Message):
     KIND = 'request'
     API_KEY = 68
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-1'),
+        F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
         F('member_id', 'MemberId', 'string', '0-1'),
         F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
         F('instance_id', 'InstanceId', 'string', '0-1', nullable='0-1', default=None),
         F('rack_id', 'RackId', 'string', '0-1', nullable='0-1', default=None),
         F('rebalance_timeout_ms', 'RebalanceTimeoutMs', 'int32', '0-1', default=-1),
-        F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1', nullable='0-1', default=None),
+        F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1', nullable='0-1', entity='topicName', default=None),
         F('subscribed_topic_regex', 'SubscribedTopicRegex', 'string', '1', nullable='1', default=None),
         F('server_assignor', 'ServerAssignor', 'string', '0-1', nullable='0-1', default=None),
         F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', '0-1', nullable='0-1', default=None, struct='TopicPartitions'),
@@ -35,7 +36,7 @@ class ConsumerGroupHeartbeatRequest(Message):
 
 
 class ConsumerGroupHeartbeatResponse(Message):
-    """Kafka ConsumerGroupHeartbeatResponse (response, api key 68), versions 0-1, flexible 0-1."""
+    """Kafka ConsumerGroupHeartbeatResponse (response, api key 68), versions 0-1, flexible 0+."""
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions')
@@ -55,7 +56,7 @@ class ConsumerGroupHeartbeatResponse(Message):
     KIND = 'response'
     API_KEY = 68
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

@@ -9,7 +9,7 @@ class ConsumerProtocolAssignment(Message):
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-3'),
+            F('topic', 'Topic', 'string', '0-3', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-3'),
         )
 
@@ -22,5 +22,5 @@ class ConsumerProtocolAssignment(Message):
     NEWEST_VERSIONS = '0-3'
     _FIELDS = (
         F('assigned_partitions', 'AssignedPartitions', '[]TopicPartition', '0-3', struct='TopicPartition'),
-        F('user_data', 'UserData', 'bytes', '0-3', nullable='0-3', default=None),
+        F('user_data', 'UserData', 'bytes', '0-3', nullable='0-3', zero_copy=True, default=None),
     )

@@ -9,7 +9,7 @@ class ConsumerProtocolSubscription(Message):
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '1-3'),
+            F('topic', 'Topic', 'string', '1-3', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '1-3'),
         )
 
@@ -22,7 +22,7 @@ class ConsumerProtocolSubscription(Message):
     NEWEST_VERSIONS = '0-3'
     _FIELDS = (
         F('topics', 'Topics', '[]string', '0-3'),
-        F('user_data', 'UserData', 'bytes', '0-3', nullable='0-3', default=None),
+        F('user_data', 'UserData', 'bytes', '0-3', nullable='0-3', zero_copy=True, default=None),
         F('owned_partitions', 'OwnedPartitions', '[]TopicPartition', '1-3', ignorable=True, struct='TopicPartition'),
         F('generation_id', 'GenerationId', 'int32', '2-3', ignorable=True, default=-1),
         F('rack_id', 'RackId', 'string', '3', nullable='3', ignorable=True, default=None),

@@ -4,29 +4,30 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ControlledShutdownRequest(Message):
-    """Kafka ControlledShutdownRequest (request, api key 7), versions 0-3, flexible 3."""
+    """Kafka ControlledShutdownRequest (request, api key 7), versions 0-3, flexible 3+."""
 
     __slots__ = ('broker_id', 'broker_epoch')
     NAME = 'ControlledShutdownRequest'
     KIND = 'request'
     API_KEY = 7
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '3+'
+    SNAPSHOT_ONLY_VERSIONS = '0-3'
+    LISTENERS = ('zkBroker', 'controller')
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0-3'),
+        F('broker_id', 'BrokerId', 'int32', '0-3', entity='brokerId'),
         F('broker_epoch', 'BrokerEpoch', 'int64', '2-3', ignorable=True, default=-1),
     )
 
 
 class ControlledShutdownResponse(Message):
-    """Kafka ControlledShutdownResponse (response, api key 7), versions 0-3, flexible 3."""
+    """Kafka ControlledShutdownResponse (response, api key 7), versions 0-3, flexible 3+."""
 
     class RemainingPartition(Struct):
         __slots__ = ('topic_name', 'partition_index')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-3'),
-            F('partition_index', 'PartitionIndex', 'int32', '0-3'),
+            F('topic_name', 'TopicName', 'string', '0-3', entity='topicName', map_key=True),
+            F('partition_index', 'PartitionIndex', 'int32', '0-3', map_key=True),
         )
 
     __slots__ = ('error_code', 'remaining_partitions')
@@ -34,8 +35,8 @@ class ControlledShutdownResponse(Message):
     KIND = 'response'
     API_KEY = 7
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '3+'
+    SNAPSHOT_ONLY_VERSIONS = '0-3'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-3'),
         F('remaining_partitions', 'RemainingPartitions', '[]RemainingPartition', '0-3', struct='RemainingPartition'),

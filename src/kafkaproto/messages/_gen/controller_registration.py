@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ControllerRegistrationRequest(Message):
-    """Kafka ControllerRegistrationRequest (request, api key 70), versions 0, flexible 0."""
+    """Kafka ControllerRegistrationRequest (request, api key 70), versions 0, flexible 0+."""
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', map_key=True),
             F('host', 'Host', 'string', '0'),
             F('port', 'Port', 'uint16', '0'),
             F('security_protocol', 'SecurityProtocol', 'int16', '0'),
@@ -18,7 +18,7 @@ class ControllerRegistrationRequest(Message):
     class Feature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', map_key=True),
             F('min_supported_version', 'MinSupportedVersion', 'int16', '0'),
             F('max_supported_version', 'MaxSupportedVersion', 'int16', '0'),
         )
@@ -28,8 +28,9 @@ class ControllerRegistrationRequest(Message):
     KIND = 'request'
     API_KEY = 70
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('controller',)
     _FIELDS = (
         F('controller_id', 'ControllerId', 'int32', '0'),
         F('incarnation_id', 'IncarnationId', 'uuid', '0'),
@@ -40,14 +41,14 @@ class ControllerRegistrationRequest(Message):
 
 
 class ControllerRegistrationResponse(Message):
-    """Kafka ControllerRegistrationResponse (response, api key 70), versions 0, flexible 0."""
+    """Kafka ControllerRegistrationResponse (response, api key 70), versions 0, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')
     NAME = 'ControllerRegistrationResponse'
     KIND = 'response'
     API_KEY = 70
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class CreateAclsRequest(Message):
-    """Kafka CreateAclsRequest (request, api key 30), versions 0-3, flexible 2-3."""
+    """Kafka CreateAclsRequest (request, api key 30), versions 0-3, flexible 2+."""
 
     class AclCreation(Struct):
         __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type')
@@ -23,15 +23,18 @@ class CreateAclsRequest(Message):
     KIND = 'request'
     API_KEY = 30
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('creations', 'Creations', '[]AclCreation', '0-3', struct='AclCreation'),
     )
 
 
 class CreateAclsResponse(Message):
-    """Kafka CreateAclsResponse (response, api key 30), versions 0-3, flexible 2-3."""
+    """Kafka CreateAclsResponse (response, api key 30), versions 0-3, flexible 2+."""
 
     class AclCreationResult(Struct):
         __slots__ = ('error_code', 'error_message')
@@ -45,8 +48,9 @@ class CreateAclsResponse(Message):
     KIND = 'response'
     API_KEY = 30
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-3'),
         F('results', 'Results', '[]AclCreationResult', '0-3', struct='AclCreationResult'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class CreateDelegationTokenRequest(Message):
-    """Kafka CreateDelegationTokenRequest (request, api key 38), versions 0-3, flexible 2-3."""
+    """Kafka CreateDelegationTokenRequest (request, api key 38), versions 0-3, flexible 2+."""
 
     class CreatableRenewers(Struct):
         __slots__ = ('principal_type', 'principal_name')
@@ -18,8 +18,11 @@ class CreateDelegationTokenRequest(Message):
     KIND = 'request'
     API_KEY = 38
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('owner_principal_type', 'OwnerPrincipalType', 'string', '3', nullable='3'),
         F('owner_principal_name', 'OwnerPrincipalName', 'string', '3', nullable='3'),
@@ -29,15 +32,16 @@ class CreateDelegationTokenRequest(Message):
 
 
 class CreateDelegationTokenResponse(Message):
-    """Kafka CreateDelegationTokenResponse (response, api key 38), versions 0-3, flexible 2-3."""
+    """Kafka CreateDelegationTokenResponse (response, api key 38), versions 0-3, flexible 2+."""
 
     __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms')
     NAME = 'CreateDelegationTokenResponse'
     KIND = 'response'
     API_KEY = 38
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-3'),
         F('principal_type', 'PrincipalType', 'string', '0-3'),

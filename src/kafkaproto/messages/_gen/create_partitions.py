@@ -4,18 +4,18 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class CreatePartitionsRequest(Message):
-    """Kafka CreatePartitionsRequest (request, api key 37), versions 0-3, flexible 2-3."""
+    """Kafka CreatePartitionsRequest (request, api key 37), versions 0-3, flexible 2+."""
 
     class CreatePartitionsAssignment(Struct):
         __slots__ = ('broker_ids',)
         _FIELDS = (
-            F('broker_ids', 'BrokerIds', '[]int32', '0-3'),
+            F('broker_ids', 'BrokerIds', '[]int32', '0-3', entity='brokerId'),
         )
 
     class CreatePartitionsTopic(Struct):
         __slots__ = ('name', 'count', 'assignments')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-3'),
+            F('name', 'Name', 'string', '0-3', entity='topicName', map_key=True),
             F('count', 'Count', 'int32', '0-3'),
             F('assignments', 'Assignments', '[]CreatePartitionsAssignment', '0-3', nullable='0-3', struct='CreatePartitionsAssignment'),
         )
@@ -25,8 +25,9 @@ class CreatePartitionsRequest(Message):
     KIND = 'request'
     API_KEY = 37
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-3'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('topics', 'Topics', '[]CreatePartitionsTopic', '0-3', struct='CreatePartitionsTopic'),
         F('timeout_ms', 'TimeoutMs', 'int32', '0-3'),
@@ -35,12 +36,12 @@ class CreatePartitionsRequest(Message):
 
 
 class CreatePartitionsResponse(Message):
-    """Kafka CreatePartitionsResponse (response, api key 37), versions 0-3, flexible 2-3."""
+    """Kafka CreatePartitionsResponse (response, api key 37), versions 0-3, flexible 2+."""
 
     class CreatePartitionsTopicResult(Struct):
         __slots__ = ('name', 'error_code', 'error_message')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-3'),
+            F('name', 'Name', 'string', '0-3', entity='topicName'),
             F('error_code', 'ErrorCode', 'int16', '0-3'),
             F('error_message', 'ErrorMessage', 'string', '0-3', nullable='0-3', default=None),
         )
@@ -50,7 +51,7 @@ class CreatePartitionsResponse(Message):
     KIND = 'response'
     API_KEY = 37
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-3'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-3'),

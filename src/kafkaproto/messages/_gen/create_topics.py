@@ -4,26 +4,26 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class CreateTopicsRequest(Message):
-    """Kafka CreateTopicsRequest (request, api key 19), versions 0-7, flexible 5-7."""
+    """Kafka CreateTopicsRequest (request, api key 19), versions 0-7, flexible 5+."""
 
     class CreatableReplicaAssignment(Struct):
         __slots__ = ('partition_index', 'broker_ids')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-7'),
-            F('broker_ids', 'BrokerIds', '[]int32', '0-7'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-7', map_key=True),
+            F('broker_ids', 'BrokerIds', '[]int32', '0-7', entity='brokerId'),
         )
 
     class CreatableTopicConfig(Struct):
         __slots__ = ('name', 'value')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-7'),
+            F('name', 'Name', 'string', '0-7', map_key=True),
             F('value', 'Value', 'string', '0-7', nullable='0-7'),
         )
 
     class CreatableTopic(Struct):
         __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-7'),
+            F('name', 'Name', 'string', '0-7', entity='topicName', map_key=True),
             F('num_partitions', 'NumPartitions', 'int32', '0-7'),
             F('replication_factor', 'ReplicationFactor', 'int16', '0-7'),
             F('assignments', 'Assignments', '[]CreatableReplicaAssignment', '0-7', struct='CreatableReplicaAssignment'),
@@ -35,8 +35,11 @@ class CreateTopicsRequest(Message):
     KIND = 'request'
     API_KEY = 19
     VALID_VERSIONS = '0-7'
-    FLEXIBLE_VERSIONS = '5-7'
-    NEWEST_VERSIONS = '0-7'
+    FLEXIBLE_VERSIONS = '5+'
+    NEWEST_VERSIONS = '2-7'
+    SNAPSHOT_ONLY_VERSIONS = '0-1'
+    DEPRECATED_VERSIONS = '0-1'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('topics', 'Topics', '[]CreatableTopic', '0-7', struct='CreatableTopic'),
         F('timeout_ms', 'timeoutMs', 'int32', '0-7', default=60000),
@@ -45,7 +48,7 @@ class CreateTopicsRequest(Message):
 
 
 class CreateTopicsResponse(Message):
-    """Kafka CreateTopicsResponse (response, api key 19), versions 0-7, flexible 5-7."""
+    """Kafka CreateTopicsResponse (response, api key 19), versions 0-7, flexible 5+."""
 
     class CreatableTopicConfigs(Struct):
         __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive')
@@ -60,7 +63,7 @@ class CreateTopicsResponse(Message):
     class CreatableTopicResult(Struct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-7'),
+            F('name', 'Name', 'string', '0-7', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '7', ignorable=True),
             F('error_code', 'ErrorCode', 'int16', '0-7'),
             F('error_message', 'ErrorMessage', 'string', '1-7', nullable='1-7', ignorable=True),
@@ -75,8 +78,9 @@ class CreateTopicsResponse(Message):
     KIND = 'response'
     API_KEY = 19
     VALID_VERSIONS = '0-7'
-    FLEXIBLE_VERSIONS = '5-7'
-    NEWEST_VERSIONS = '0-7'
+    FLEXIBLE_VERSIONS = '5+'
+    NEWEST_VERSIONS = '2-7'
+    SNAPSHOT_ONLY_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '2-7', ignorable=True),
         F('topics', 'Topics', '[]CreatableTopicResult', '0-7', struct='CreatableTopicResult'),

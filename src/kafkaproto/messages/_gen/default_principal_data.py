@@ -4,14 +4,14 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DefaultPrincipalData(Message):
-    """Kafka DefaultPrincipalData (data), versions 0, flexible 0."""
+    """Kafka DefaultPrincipalData (data), versions 0, flexible 0+."""
 
     __slots__ = ('type', 'name', 'token_authenticated')
     NAME = 'DefaultPrincipalData'
     KIND = 'data'
     API_KEY = None
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('type', 'Type', 'string', '0'),

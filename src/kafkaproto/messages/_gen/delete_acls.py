@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DeleteAclsRequest(Message):
-    """Kafka DeleteAclsRequest (request, api key 31), versions 0-3, flexible 2-3."""
+    """Kafka DeleteAclsRequest (request, api key 31), versions 0-3, flexible 2+."""
 
     class DeleteAclsFilter(Struct):
         __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type')
@@ -23,15 +23,18 @@ class DeleteAclsRequest(Message):
     KIND = 'request'
     API_KEY = 31
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('filters', 'Filters', '[]DeleteAclsFilter', '0-3', struct='DeleteAclsFilter'),
     )
 
 
 class DeleteAclsResponse(Message):
-    """Kafka DeleteAclsResponse (response, api key 31), versions 0-3, flexible 2-3."""
+    """Kafka DeleteAclsResponse (response, api key 31), versions 0-3, flexible 2+."""
 
     class DeleteAclsMatchingAcl(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type')
@@ -60,8 +63,9 @@ class DeleteAclsResponse(Message):
     KIND = 'response'
     API_KEY = 31
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-3'),
         F('filter_results', 'FilterResults', '[]DeleteAclsFilterResult', '0-3', struct='DeleteAclsFilterResult'),

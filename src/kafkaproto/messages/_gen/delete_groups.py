@@ -4,38 +4,40 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DeleteGroupsRequest(Message):
-    """Kafka DeleteGroupsRequest (request, api key 42), versions 0-2, flexible 2."""
+    """Kafka DeleteGroupsRequest (request, api key 42), versions 0-3, flexible 2+."""
 
     __slots__ = ('groups_names',)
     NAME = 'DeleteGroupsRequest'
     KIND = 'request'
     API_KEY = 42
-    VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    VALID_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '0-3'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('groups_names', 'GroupsNames', '[]string', '0-2'),
+        F('groups_names', 'GroupsNames', '[]string', '0-3', entity='groupId'),
     )
 
 
 class DeleteGroupsResponse(Message):
-    """Kafka DeleteGroupsResponse (response, api key 42), versions 0-2, flexible 2."""
+    """Kafka DeleteGroupsResponse (response, api key 42), versions 0-3, flexible 2+."""
 
     class DeletableGroupResult(Struct):
-        __slots__ = ('group_id', 'error_code')
+        __slots__ = ('group_id', 'error_code', 'error_message')
         _FIELDS = (
-            F('group_id', 'GroupId', 'string', '0-2'),
-            F('error_code', 'ErrorCode', 'int16', '0-2'),
+            F('group_id', 'GroupId', 'string', '0-3', entity='groupId', map_key=True),
+            F('error_code', 'ErrorCode', 'int16', '0-3'),
+            F('error_message', 'ErrorMessage', 'string', '3', nullable='3', ignorable=True, default=None),
         )
 
     __slots__ = ('throttle_time_ms', 'results')
     NAME = 'DeleteGroupsResponse'
     KIND = 'response'
     API_KEY = 42
-    VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    VALID_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '0-3'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),
-        F('results', 'Results', '[]DeletableGroupResult', '0-2', struct='DeletableGroupResult'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-3'),
+        F('results', 'Results', '[]DeletableGroupResult', '0-3', struct='DeletableGroupResult'),
     )

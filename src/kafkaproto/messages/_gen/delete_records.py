@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DeleteRecordsRequest(Message):
-    """Kafka DeleteRecordsRequest (request, api key 21), versions 0-2, flexible 2."""
+    """Kafka DeleteRecordsRequest (request, api key 21), versions 0-2, flexible 2+."""
 
     class DeleteRecordsPartition(Struct):
         __slots__ = ('partition_index', 'offset')
@@ -16,7 +16,7 @@ class DeleteRecordsRequest(Message):
     class DeleteRecordsTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-2'),
+            F('name', 'Name', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]DeleteRecordsPartition', '0-2', struct='DeleteRecordsPartition'),
         )
 
@@ -25,8 +25,9 @@ class DeleteRecordsRequest(Message):
     KIND = 'request'
     API_KEY = 21
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('topics', 'Topics', '[]DeleteRecordsTopic', '0-2', struct='DeleteRecordsTopic'),
         F('timeout_ms', 'TimeoutMs', 'int32', '0-2'),
@@ -34,12 +35,12 @@ class DeleteRecordsRequest(Message):
 
 
 class DeleteRecordsResponse(Message):
-    """Kafka DeleteRecordsResponse (response, api key 21), versions 0-2, flexible 2."""
+    """Kafka DeleteRecordsResponse (response, api key 21), versions 0-2, flexible 2+."""
 
     class DeleteRecordsPartitionResult(Struct):
         __slots__ = ('partition_index', 'low_watermark', 'error_code')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-2'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-2', map_key=True),
             F('low_watermark', 'LowWatermark', 'int64', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
         )
@@ -47,7 +48,7 @@ class DeleteRecordsResponse(Message):
     class DeleteRecordsTopicResult(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-2'),
+            F('name', 'Name', 'string', '0-2', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]DeleteRecordsPartitionResult', '0-2', struct='DeleteRecordsPartitionResult'),
         )
 
@@ -56,7 +57,7 @@ class DeleteRecordsResponse(Message):
     KIND = 'response'
     API_KEY = 21
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),

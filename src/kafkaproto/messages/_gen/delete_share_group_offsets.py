@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DeleteShareGroupOffsetsRequest(Message):
-    """Kafka DeleteShareGroupOffsetsRequest (request, api key 92), versions 0, flexible 0."""
+    """Kafka DeleteShareGroupOffsetsRequest (request, api key 92), versions 0, flexible 0+."""
 
     class DeleteShareGroupOffsetsRequestTopic(Struct):
         __slots__ = ('topic_name',)
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
         )
 
     __slots__ = ('group_id', 'topics')
@@ -17,21 +17,22 @@ class DeleteShareGroupOffsetsRequest(Message):
     KIND = 'request'
     API_KEY = 92
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0'),
+        F('group_id', 'GroupId', 'string', '0', entity='groupId'),
         F('topics', 'Topics', '[]DeleteShareGroupOffsetsRequestTopic', '0', struct='DeleteShareGroupOffsetsRequestTopic'),
     )
 
 
 class DeleteShareGroupOffsetsResponse(Message):
-    """Kafka DeleteShareGroupOffsetsResponse (response, api key 92), versions 0, flexible 0."""
+    """Kafka DeleteShareGroupOffsetsResponse (response, api key 92), versions 0, flexible 0+."""
 
     class DeleteShareGroupOffsetsResponseTopic(Struct):
         __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
             F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
@@ -42,7 +43,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     KIND = 'response'
     API_KEY = 92
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

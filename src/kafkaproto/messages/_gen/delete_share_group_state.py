@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DeleteShareGroupStateRequest(Message):
-    """Kafka DeleteShareGroupStateRequest (request, api key 86), versions 0, flexible 0."""
+    """Kafka DeleteShareGroupStateRequest (request, api key 86), versions 0, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition',)
@@ -24,8 +24,9 @@ class DeleteShareGroupStateRequest(Message):
     KIND = 'request'
     API_KEY = 86
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('group_id', 'GroupId', 'string', '0'),
         F('topics', 'Topics', '[]DeleteStateData', '0', struct='DeleteStateData'),
@@ -33,7 +34,7 @@ class DeleteShareGroupStateRequest(Message):
 
 
 class DeleteShareGroupStateResponse(Message):
-    """Kafka DeleteShareGroupStateResponse (response, api key 86), versions 0, flexible 0."""
+    """Kafka DeleteShareGroupStateResponse (response, api key 86), versions 0, flexible 0+."""
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message')
@@ -55,7 +56,7 @@ class DeleteShareGroupStateResponse(Message):
     KIND = 'response'
     API_KEY = 86
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('results', 'Results', '[]DeleteStateResult', '0', struct='DeleteStateResult'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DeleteTopicsRequest(Message):
-    """Kafka DeleteTopicsRequest (request, api key 20), versions 0-6, flexible 4-6."""
+    """Kafka DeleteTopicsRequest (request, api key 20), versions 0-6, flexible 4+."""
 
     class DeleteTopicState(Struct):
         __slots__ = ('name', 'topic_id')
         _FIELDS = (
-            F('name', 'Name', 'string', '6', nullable='6', default=None),
+            F('name', 'Name', 'string', '6', nullable='6', entity='topicName', default=None),
             F('topic_id', 'TopicId', 'uuid', '6'),
         )
 
@@ -18,22 +18,25 @@ class DeleteTopicsRequest(Message):
     KIND = 'request'
     API_KEY = 20
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '4-6'
-    NEWEST_VERSIONS = '0-6'
+    FLEXIBLE_VERSIONS = '4+'
+    NEWEST_VERSIONS = '1-6'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('topics', 'Topics', '[]DeleteTopicState', '6', struct='DeleteTopicState'),
-        F('topic_names', 'TopicNames', '[]string', '0-5', ignorable=True),
+        F('topic_names', 'TopicNames', '[]string', '0-5', ignorable=True, entity='topicName'),
         F('timeout_ms', 'TimeoutMs', 'int32', '0-6'),
     )
 
 
 class DeleteTopicsResponse(Message):
-    """Kafka DeleteTopicsResponse (response, api key 20), versions 0-6, flexible 4-6."""
+    """Kafka DeleteTopicsResponse (response, api key 20), versions 0-6, flexible 4+."""
 
     class DeletableTopicResult(Struct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-6', nullable='6'),
+            F('name', 'Name', 'string', '0-6', nullable='6', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '6', ignorable=True),
             F('error_code', 'ErrorCode', 'int16', '0-6'),
             F('error_message', 'ErrorMessage', 'string', '5-6', nullable='5-6', ignorable=True, default=None),
@@ -44,8 +47,9 @@ class DeleteTopicsResponse(Message):
     KIND = 'response'
     API_KEY = 20
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '4-6'
-    NEWEST_VERSIONS = '0-6'
+    FLEXIBLE_VERSIONS = '4+'
+    NEWEST_VERSIONS = '1-6'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-6', ignorable=True),
         F('responses', 'Responses', '[]DeletableTopicResult', '0-6', struct='DeletableTopicResult'),

@@ -4,15 +4,18 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeAclsRequest(Message):
-    """Kafka DescribeAclsRequest (request, api key 29), versions 0-3, flexible 2-3."""
+    """Kafka DescribeAclsRequest (request, api key 29), versions 0-3, flexible 2+."""
 
     __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type')
     NAME = 'DescribeAclsRequest'
     KIND = 'request'
     API_KEY = 29
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('resource_type_filter', 'ResourceTypeFilter', 'int8', '0-3'),
         F('resource_name_filter', 'ResourceNameFilter', 'string', '0-3', nullable='0-3'),
@@ -25,7 +28,7 @@ class DescribeAclsRequest(Message):
 
 
 class DescribeAclsResponse(Message):
-    """Kafka DescribeAclsResponse (response, api key 29), versions 0-3, flexible 2-3."""
+    """Kafka DescribeAclsResponse (response, api key 29), versions 0-3, flexible 2+."""
 
     class AclDescription(Struct):
         __slots__ = ('principal', 'host', 'operation', 'permission_type')
@@ -50,8 +53,9 @@ class DescribeAclsResponse(Message):
     KIND = 'response'
     API_KEY = 29
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-3'),
         F('error_code', 'ErrorCode', 'int16', '0-3'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeClientQuotasRequest(Message):
-    """Kafka DescribeClientQuotasRequest (request, api key 48), versions 0-1, flexible 1."""
+    """Kafka DescribeClientQuotasRequest (request, api key 48), versions 0-1, flexible 1+."""
 
     class ComponentData(Struct):
         __slots__ = ('entity_type', 'match_type', 'match')
@@ -19,8 +19,9 @@ class DescribeClientQuotasRequest(Message):
     KIND = 'request'
     API_KEY = 48
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('components', 'Components', '[]ComponentData', '0-1', struct='ComponentData'),
         F('strict', 'Strict', 'bool', '0-1'),
@@ -28,7 +29,7 @@ class DescribeClientQuotasRequest(Message):
 
 
 class DescribeClientQuotasResponse(Message):
-    """Kafka DescribeClientQuotasResponse (response, api key 48), versions 0-1, flexible 1."""
+    """Kafka DescribeClientQuotasResponse (response, api key 48), versions 0-1, flexible 1+."""
 
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name')
@@ -56,7 +57,7 @@ class DescribeClientQuotasResponse(Message):
     KIND = 'response'
     API_KEY = 48
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

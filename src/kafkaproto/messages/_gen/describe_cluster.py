@@ -4,15 +4,16 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeClusterRequest(Message):
-    """Kafka DescribeClusterRequest (request, api key 60), versions 0-2, flexible 0-2."""
+    """Kafka DescribeClusterRequest (request, api key 60), versions 0-2, flexible 0+."""
 
     __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers')
     NAME = 'DescribeClusterRequest'
     KIND = 'request'
     API_KEY = 60
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('include_cluster_authorized_operations', 'IncludeClusterAuthorizedOperations', 'bool', '0-2'),
         F('endpoint_type', 'EndpointType', 'int8', '1-2', default=1),
@@ -21,12 +22,12 @@ class DescribeClusterRequest(Message):
 
 
 class DescribeClusterResponse(Message):
-    """Kafka DescribeClusterResponse (response, api key 60), versions 0-2, flexible 0-2."""
+    """Kafka DescribeClusterResponse (response, api key 60), versions 0-2, flexible 0+."""
 
     class DescribeClusterBroker(Struct):
         __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
         _FIELDS = (
-            F('broker_id', 'BrokerId', 'int32', '0-2'),
+            F('broker_id', 'BrokerId', 'int32', '0-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-2'),
             F('port', 'Port', 'int32', '0-2'),
             F('rack', 'Rack', 'string', '0-2', nullable='0-2', default=None),
@@ -38,7 +39,7 @@ class DescribeClusterResponse(Message):
     KIND = 'response'
     API_KEY = 60
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),
@@ -46,7 +47,7 @@ class DescribeClusterResponse(Message):
         F('error_message', 'ErrorMessage', 'string', '0-2', nullable='0-2', default=None),
         F('endpoint_type', 'EndpointType', 'int8', '1-2', default=1),
         F('cluster_id', 'ClusterId', 'string', '0-2'),
-        F('controller_id', 'ControllerId', 'int32', '0-2', default=-1),
+        F('controller_id', 'ControllerId', 'int32', '0-2', entity='brokerId', default=-1),
         F('brokers', 'Brokers', '[]DescribeClusterBroker', '0-2', struct='DescribeClusterBroker'),
         F('cluster_authorized_operations', 'ClusterAuthorizedOperations', 'int32', '0-2', default=-2147483648),
     )

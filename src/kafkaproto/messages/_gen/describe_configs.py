@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeConfigsRequest(Message):
-    """Kafka DescribeConfigsRequest (request, api key 32), versions 0-4, flexible 4."""
+    """Kafka DescribeConfigsRequest (request, api key 32), versions 0-4, flexible 4+."""
 
     class DescribeConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configuration_keys')
@@ -19,8 +19,11 @@ class DescribeConfigsRequest(Message):
     KIND = 'request'
     API_KEY = 32
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '4'
-    NEWEST_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '4+'
+    NEWEST_VERSIONS = '1-4'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('resources', 'Resources', '[]DescribeConfigsResource', '0-4', struct='DescribeConfigsResource'),
         F('include_synonyms', 'IncludeSynonyms', 'bool', '1-4'),
@@ -29,7 +32,7 @@ class DescribeConfigsRequest(Message):
 
 
 class DescribeConfigsResponse(Message):
-    """Kafka DescribeConfigsResponse (response, api key 32), versions 0-4, flexible 4."""
+    """Kafka DescribeConfigsResponse (response, api key 32), versions 0-4, flexible 4+."""
 
     class DescribeConfigsSynonym(Struct):
         __slots__ = ('name', 'value', 'source')
@@ -68,8 +71,9 @@ class DescribeConfigsResponse(Message):
     KIND = 'response'
     API_KEY = 32
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '4'
-    NEWEST_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '4+'
+    NEWEST_VERSIONS = '1-4'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-4'),
         F('results', 'Results', '[]DescribeConfigsResult', '0-4', struct='DescribeConfigsResult'),

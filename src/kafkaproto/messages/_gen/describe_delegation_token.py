@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeDelegationTokenRequest(Message):
-    """Kafka DescribeDelegationTokenRequest (request, api key 41), versions 0-3, flexible 2-3."""
+    """Kafka DescribeDelegationTokenRequest (request, api key 41), versions 0-3, flexible 2+."""
 
     class DescribeDelegationTokenOwner(Struct):
         __slots__ = ('principal_type', 'principal_name')
@@ -18,15 +18,18 @@ class DescribeDelegationTokenRequest(Message):
     KIND = 'request'
     API_KEY = 41
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('owners', 'Owners', '[]DescribeDelegationTokenOwner', '0-3', nullable='0-3', struct='DescribeDelegationTokenOwner'),
     )
 
 
 class DescribeDelegationTokenResponse(Message):
-    """Kafka DescribeDelegationTokenResponse (response, api key 41), versions 0-3, flexible 2-3."""
+    """Kafka DescribeDelegationTokenResponse (response, api key 41), versions 0-3, flexible 2+."""
 
     class DescribedDelegationTokenRenewer(Struct):
         __slots__ = ('principal_type', 'principal_name')
@@ -55,8 +58,9 @@ class DescribeDelegationTokenResponse(Message):
     KIND = 'response'
     API_KEY = 41
     VALID_VERSIONS = '0-3'
-    FLEXIBLE_VERSIONS = '2-3'
-    NEWEST_VERSIONS = '0-3'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-3'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-3'),
         F('tokens', 'Tokens', '[]DescribedDelegationToken', '0-3', struct='DescribedDelegationToken'),

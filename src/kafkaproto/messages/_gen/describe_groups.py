@@ -4,23 +4,24 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeGroupsRequest(Message):
-    """Kafka DescribeGroupsRequest (request, api key 15), versions 0-6, flexible 5-6."""
+    """Kafka DescribeGroupsRequest (request, api key 15), versions 0-6, flexible 5+."""
 
     __slots__ = ('groups', 'include_authorized_operations')
     NAME = 'DescribeGroupsRequest'
     KIND = 'request'
     API_KEY = 15
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '5-6'
+    FLEXIBLE_VERSIONS = '5+'
     NEWEST_VERSIONS = '0-6'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('groups', 'Groups', '[]string', '0-6'),
+        F('groups', 'Groups', '[]string', '0-6', entity='groupId'),
         F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', '3-6'),
     )
 
 
 class DescribeGroupsResponse(Message):
-    """Kafka DescribeGroupsResponse (response, api key 15), versions 0-6, flexible 5-6."""
+    """Kafka DescribeGroupsResponse (response, api key 15), versions 0-6, flexible 5+."""
 
     class DescribedGroupMember(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment')
@@ -38,7 +39,7 @@ class DescribeGroupsResponse(Message):
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-6'),
             F('error_message', 'ErrorMessage', 'string', '6', nullable='6', default=None),
-            F('group_id', 'GroupId', 'string', '0-6'),
+            F('group_id', 'GroupId', 'string', '0-6', entity='groupId'),
             F('group_state', 'GroupState', 'string', '0-6'),
             F('protocol_type', 'ProtocolType', 'string', '0-6'),
             F('protocol_data', 'ProtocolData', 'string', '0-6'),
@@ -51,7 +52,7 @@ class DescribeGroupsResponse(Message):
     KIND = 'response'
     API_KEY = 15
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '5-6'
+    FLEXIBLE_VERSIONS = '5+'
     NEWEST_VERSIONS = '0-6'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-6', ignorable=True),

@@ -4,65 +4,70 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeLogDirsRequest(Message):
-    """Kafka DescribeLogDirsRequest (request, api key 35), versions 0-4, flexible 2-4."""
+    """Kafka DescribeLogDirsRequest (request, api key 35), versions 0-5, flexible 2+."""
 
     class DescribableLogDirTopic(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-4'),
-            F('partitions', 'Partitions', '[]int32', '0-4'),
+            F('topic', 'Topic', 'string', '0-5', entity='topicName', map_key=True),
+            F('partitions', 'Partitions', '[]int32', '0-5'),
         )
 
     __slots__ = ('topics',)
     NAME = 'DescribeLogDirsRequest'
     KIND = 'request'
     API_KEY = 35
-    VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '2-4'
-    NEWEST_VERSIONS = '0-4'
+    VALID_VERSIONS = '0-5'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-5'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('topics', 'Topics', '[]DescribableLogDirTopic', '0-4', nullable='0-4', struct='DescribableLogDirTopic'),
+        F('topics', 'Topics', '[]DescribableLogDirTopic', '0-5', nullable='0-5', struct='DescribableLogDirTopic'),
     )
 
 
 class DescribeLogDirsResponse(Message):
-    """Kafka DescribeLogDirsResponse (response, api key 35), versions 0-4, flexible 2-4."""
+    """Kafka DescribeLogDirsResponse (response, api key 35), versions 0-5, flexible 2+."""
 
     class DescribeLogDirsPartition(Struct):
         __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-4'),
-            F('partition_size', 'PartitionSize', 'int64', '0-4'),
-            F('offset_lag', 'OffsetLag', 'int64', '0-4'),
-            F('is_future_key', 'IsFutureKey', 'bool', '0-4'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-5'),
+            F('partition_size', 'PartitionSize', 'int64', '0-5'),
+            F('offset_lag', 'OffsetLag', 'int64', '0-5'),
+            F('is_future_key', 'IsFutureKey', 'bool', '0-5'),
         )
 
     class DescribeLogDirsTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-4'),
-            F('partitions', 'Partitions', '[]DescribeLogDirsPartition', '0-4', struct='DescribeLogDirsPartition'),
+            F('name', 'Name', 'string', '0-5', entity='topicName'),
+            F('partitions', 'Partitions', '[]DescribeLogDirsPartition', '0-5', struct='DescribeLogDirsPartition'),
         )
 
     class DescribeLogDirsResult(Struct):
-        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
+        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned')
         _FIELDS = (
-            F('error_code', 'ErrorCode', 'int16', '0-4'),
-            F('log_dir', 'LogDir', 'string', '0-4'),
-            F('topics', 'Topics', '[]DescribeLogDirsTopic', '0-4', struct='DescribeLogDirsTopic'),
-            F('total_bytes', 'TotalBytes', 'int64', '4', ignorable=True, default=-1),
-            F('usable_bytes', 'UsableBytes', 'int64', '4', ignorable=True, default=-1),
+            F('error_code', 'ErrorCode', 'int16', '0-5'),
+            F('log_dir', 'LogDir', 'string', '0-5'),
+            F('topics', 'Topics', '[]DescribeLogDirsTopic', '0-5', struct='DescribeLogDirsTopic'),
+            F('total_bytes', 'TotalBytes', 'int64', '4-5', ignorable=True, default=-1),
+            F('usable_bytes', 'UsableBytes', 'int64', '4-5', ignorable=True, default=-1),
+            F('is_cordoned', 'IsCordoned', 'bool', '5', ignorable=True),
         )
 
     __slots__ = ('throttle_time_ms', 'error_code', 'results')
     NAME = 'DescribeLogDirsResponse'
     KIND = 'response'
     API_KEY = 35
-    VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '2-4'
-    NEWEST_VERSIONS = '0-4'
+    VALID_VERSIONS = '0-5'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-5'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-4'),
-        F('error_code', 'ErrorCode', 'int16', '3-4', ignorable=True),
-        F('results', 'Results', '[]DescribeLogDirsResult', '0-4', struct='DescribeLogDirsResult'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-5'),
+        F('error_code', 'ErrorCode', 'int16', '3-5', ignorable=True),
+        F('results', 'Results', '[]DescribeLogDirsResult', '0-5', struct='DescribeLogDirsResult'),
     )

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeProducersRequest(Message):
-    """Kafka DescribeProducersRequest (request, api key 61), versions 0, flexible 0."""
+    """Kafka DescribeProducersRequest (request, api key 61), versions 0, flexible 0+."""
 
     class TopicRequest(Struct):
         __slots__ = ('name', 'partition_indexes')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName', map_key=True),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0'),
         )
 
@@ -18,20 +18,21 @@ class DescribeProducersRequest(Message):
     KIND = 'request'
     API_KEY = 61
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('topics', 'Topics', '[]TopicRequest', '0', struct='TopicRequest'),
     )
 
 
 class DescribeProducersResponse(Message):
-    """Kafka DescribeProducersResponse (response, api key 61), versions 0, flexible 0."""
+    """Kafka DescribeProducersResponse (response, api key 61), versions 0, flexible 0+."""
 
     class ProducerState(Struct):
         __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset')
         _FIELDS = (
-            F('producer_id', 'ProducerId', 'int64', '0'),
+            F('producer_id', 'ProducerId', 'int64', '0', entity='producerId'),
             F('producer_epoch', 'ProducerEpoch', 'int32', '0'),
             F('last_sequence', 'LastSequence', 'int32', '0', default=-1),
             F('last_timestamp', 'LastTimestamp', 'int64', '0', default=-1),
@@ -51,7 +52,7 @@ class DescribeProducersResponse(Message):
     class TopicResponse(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionResponse', '0', struct='PartitionResponse'),
         )
 
@@ -60,7 +61,7 @@ class DescribeProducersResponse(Message):
     KIND = 'response'
     API_KEY = 61
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

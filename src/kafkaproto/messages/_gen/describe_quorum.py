@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeQuorumRequest(Message):
-    """Kafka DescribeQuorumRequest (request, api key 55), versions 0-2, flexible 0-2."""
+    """Kafka DescribeQuorumRequest (request, api key 55), versions 0-2, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index',)
@@ -15,7 +15,7 @@ class DescribeQuorumRequest(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-2'),
+            F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
         )
 
@@ -24,20 +24,21 @@ class DescribeQuorumRequest(Message):
     KIND = 'request'
     API_KEY = 55
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('topics', 'Topics', '[]TopicData', '0-2', struct='TopicData'),
     )
 
 
 class DescribeQuorumResponse(Message):
-    """Kafka DescribeQuorumResponse (response, api key 55), versions 0-2, flexible 0-2."""
+    """Kafka DescribeQuorumResponse (response, api key 55), versions 0-2, flexible 0+."""
 
     class ReplicaState(Struct):
         __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp')
         _FIELDS = (
-            F('replica_id', 'ReplicaId', 'int32', '0-2'),
+            F('replica_id', 'ReplicaId', 'int32', '0-2', entity='brokerId'),
             F('replica_directory_id', 'ReplicaDirectoryId', 'uuid', '2'),
             F('log_end_offset', 'LogEndOffset', 'int64', '0-2'),
             F('last_fetch_timestamp', 'LastFetchTimestamp', 'int64', '1-2', ignorable=True, default=-1),
@@ -50,7 +51,7 @@ class DescribeQuorumResponse(Message):
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
             F('error_message', 'ErrorMessage', 'string', '2', nullable='2', ignorable=True),
-            F('leader_id', 'LeaderId', 'int32', '0-2'),
+            F('leader_id', 'LeaderId', 'int32', '0-2', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-2'),
             F('high_watermark', 'HighWatermark', 'int64', '0-2'),
             F('current_voters', 'CurrentVoters', '[]ReplicaState', '0-2', struct='ReplicaState'),
@@ -60,14 +61,14 @@ class DescribeQuorumResponse(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-2'),
+            F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
         )
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port')
         _FIELDS = (
-            F('name', 'Name', 'string', '2'),
+            F('name', 'Name', 'string', '2', map_key=True),
             F('host', 'Host', 'string', '2'),
             F('port', 'Port', 'uint16', '2'),
         )
@@ -75,7 +76,7 @@ class DescribeQuorumResponse(Message):
     class Node(Struct):
         __slots__ = ('node_id', 'listeners')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '2'),
+            F('node_id', 'NodeId', 'int32', '2', entity='brokerId', map_key=True),
             F('listeners', 'Listeners', '[]Listener', '2', struct='Listener'),
         )
 
@@ -84,7 +85,7 @@ class DescribeQuorumResponse(Message):
     KIND = 'response'
     API_KEY = 55
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-2'),

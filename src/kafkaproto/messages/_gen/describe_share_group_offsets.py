@@ -4,72 +4,74 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeShareGroupOffsetsRequest(Message):
-    """Kafka DescribeShareGroupOffsetsRequest (request, api key 90), versions 0, flexible 0."""
+    """Kafka DescribeShareGroupOffsetsRequest (request, api key 90), versions 0-1, flexible 0+."""
 
     class DescribeShareGroupOffsetsRequestTopic(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
-            F('partitions', 'Partitions', '[]int32', '0'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
+            F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
     class DescribeShareGroupOffsetsRequestGroup(Struct):
         __slots__ = ('group_id', 'topics')
         _FIELDS = (
-            F('group_id', 'GroupId', 'string', '0'),
-            F('topics', 'Topics', '[]DescribeShareGroupOffsetsRequestTopic', '0', nullable='0', struct='DescribeShareGroupOffsetsRequestTopic'),
+            F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
+            F('topics', 'Topics', '[]DescribeShareGroupOffsetsRequestTopic', '0-1', nullable='0-1', struct='DescribeShareGroupOffsetsRequestTopic'),
         )
 
     __slots__ = ('groups',)
     NAME = 'DescribeShareGroupOffsetsRequest'
     KIND = 'request'
     API_KEY = 90
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('groups', 'Groups', '[]DescribeShareGroupOffsetsRequestGroup', '0', struct='DescribeShareGroupOffsetsRequestGroup'),
+        F('groups', 'Groups', '[]DescribeShareGroupOffsetsRequestGroup', '0-1', struct='DescribeShareGroupOffsetsRequestGroup'),
     )
 
 
 class DescribeShareGroupOffsetsResponse(Message):
-    """Kafka DescribeShareGroupOffsetsResponse (response, api key 90), versions 0, flexible 0."""
+    """Kafka DescribeShareGroupOffsetsResponse (response, api key 90), versions 0-1, flexible 0+."""
 
     class DescribeShareGroupOffsetsResponsePartition(Struct):
-        __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'error_code', 'error_message')
+        __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0'),
-            F('start_offset', 'StartOffset', 'int64', '0'),
-            F('leader_epoch', 'LeaderEpoch', 'int32', '0'),
-            F('error_code', 'ErrorCode', 'int16', '0'),
-            F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
+            F('partition_index', 'PartitionIndex', 'int32', '0-1'),
+            F('start_offset', 'StartOffset', 'int64', '0-1'),
+            F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
+            F('lag', 'Lag', 'int64', '1', ignorable=True, default=-1),
+            F('error_code', 'ErrorCode', 'int16', '0-1'),
+            F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
         )
 
     class DescribeShareGroupOffsetsResponseTopic(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
-            F('topic_id', 'TopicId', 'uuid', '0'),
-            F('partitions', 'Partitions', '[]DescribeShareGroupOffsetsResponsePartition', '0', struct='DescribeShareGroupOffsetsResponsePartition'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
+            F('topic_id', 'TopicId', 'uuid', '0-1'),
+            F('partitions', 'Partitions', '[]DescribeShareGroupOffsetsResponsePartition', '0-1', struct='DescribeShareGroupOffsetsResponsePartition'),
         )
 
     class DescribeShareGroupOffsetsResponseGroup(Struct):
         __slots__ = ('group_id', 'topics', 'error_code', 'error_message')
         _FIELDS = (
-            F('group_id', 'GroupId', 'string', '0'),
-            F('topics', 'Topics', '[]DescribeShareGroupOffsetsResponseTopic', '0', struct='DescribeShareGroupOffsetsResponseTopic'),
-            F('error_code', 'ErrorCode', 'int16', '0'),
-            F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
+            F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
+            F('topics', 'Topics', '[]DescribeShareGroupOffsetsResponseTopic', '0-1', struct='DescribeShareGroupOffsetsResponseTopic'),
+            F('error_code', 'ErrorCode', 'int16', '0-1'),
+            F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
         )
 
     __slots__ = ('throttle_time_ms', 'groups')
     NAME = 'DescribeShareGroupOffsetsResponse'
     KIND = 'response'
     API_KEY = 90
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),
-        F('groups', 'Groups', '[]DescribeShareGroupOffsetsResponseGroup', '0', struct='DescribeShareGroupOffsetsResponseGroup'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),
+        F('groups', 'Groups', '[]DescribeShareGroupOffsetsResponseGroup', '0-1', struct='DescribeShareGroupOffsetsResponseGroup'),
     )

@@ -4,18 +4,18 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeTopicPartitionsRequest(Message):
-    """Kafka DescribeTopicPartitionsRequest (request, api key 75), versions 0, flexible 0."""
+    """Kafka DescribeTopicPartitionsRequest (request, api key 75), versions 0, flexible 0+."""
 
     class TopicRequest(Struct):
         __slots__ = ('name',)
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName'),
         )
 
     class Cursor(Struct):
         __slots__ = ('topic_name', 'partition_index')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
         )
 
@@ -24,8 +24,9 @@ class DescribeTopicPartitionsRequest(Message):
     KIND = 'request'
     API_KEY = 75
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('topics', 'Topics', '[]TopicRequest', '0', struct='TopicRequest'),
         F('response_partition_limit', 'ResponsePartitionLimit', 'int32', '0', default=2000),
@@ -34,27 +35,27 @@ class DescribeTopicPartitionsRequest(Message):
 
 
 class DescribeTopicPartitionsResponse(Message):
-    """Kafka DescribeTopicPartitionsResponse (response, api key 75), versions 0, flexible 0."""
+    """Kafka DescribeTopicPartitionsResponse (response, api key 75), versions 0, flexible 0+."""
 
     class DescribeTopicPartitionsResponsePartition(Struct):
         __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas')
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
-            F('leader_id', 'LeaderId', 'int32', '0'),
+            F('leader_id', 'LeaderId', 'int32', '0', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0', ignorable=True, default=-1),
-            F('replica_nodes', 'ReplicaNodes', '[]int32', '0'),
-            F('isr_nodes', 'IsrNodes', '[]int32', '0'),
-            F('eligible_leader_replicas', 'EligibleLeaderReplicas', '[]int32', '0', nullable='0', default=None),
-            F('last_known_elr', 'LastKnownElr', '[]int32', '0', nullable='0', default=None),
-            F('offline_replicas', 'OfflineReplicas', '[]int32', '0', ignorable=True),
+            F('replica_nodes', 'ReplicaNodes', '[]int32', '0', entity='brokerId'),
+            F('isr_nodes', 'IsrNodes', '[]int32', '0', entity='brokerId'),
+            F('eligible_leader_replicas', 'EligibleLeaderReplicas', '[]int32', '0', nullable='0', entity='brokerId', default=None),
+            F('last_known_elr', 'LastKnownElr', '[]int32', '0', nullable='0', entity='brokerId', default=None),
+            F('offline_replicas', 'OfflineReplicas', '[]int32', '0', ignorable=True, entity='brokerId'),
         )
 
     class DescribeTopicPartitionsResponseTopic(Struct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations')
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0'),
-            F('name', 'Name', 'string', '0', nullable='0'),
+            F('name', 'Name', 'string', '0', nullable='0', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '0', ignorable=True),
             F('is_internal', 'IsInternal', 'bool', '0', ignorable=True),
             F('partitions', 'Partitions', '[]DescribeTopicPartitionsResponsePartition', '0', struct='DescribeTopicPartitionsResponsePartition'),
@@ -64,7 +65,7 @@ class DescribeTopicPartitionsResponse(Message):
     class Cursor(Struct):
         __slots__ = ('topic_name', 'partition_index')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
         )
 
@@ -73,7 +74,7 @@ class DescribeTopicPartitionsResponse(Message):
     KIND = 'response'
     API_KEY = 75
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0', ignorable=True),

@@ -4,27 +4,28 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeTransactionsRequest(Message):
-    """Kafka DescribeTransactionsRequest (request, api key 65), versions 0, flexible 0."""
+    """Kafka DescribeTransactionsRequest (request, api key 65), versions 0, flexible 0+."""
 
     __slots__ = ('transactional_ids',)
     NAME = 'DescribeTransactionsRequest'
     KIND = 'request'
     API_KEY = 65
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('transactional_ids', 'TransactionalIds', '[]string', '0'),
+        F('transactional_ids', 'TransactionalIds', '[]string', '0', entity='transactionalId'),
     )
 
 
 class DescribeTransactionsResponse(Message):
-    """Kafka DescribeTransactionsResponse (response, api key 65), versions 0, flexible 0."""
+    """Kafka DescribeTransactionsResponse (response, api key 65), versions 0, flexible 0+."""
 
     class TopicData(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0'),
+            F('topic', 'Topic', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0'),
         )
 
@@ -32,11 +33,11 @@ class DescribeTransactionsResponse(Message):
         __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics')
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0'),
-            F('transactional_id', 'TransactionalId', 'string', '0'),
+            F('transactional_id', 'TransactionalId', 'string', '0', entity='transactionalId'),
             F('transaction_state', 'TransactionState', 'string', '0'),
             F('transaction_timeout_ms', 'TransactionTimeoutMs', 'int32', '0'),
             F('transaction_start_time_ms', 'TransactionStartTimeMs', 'int64', '0'),
-            F('producer_id', 'ProducerId', 'int64', '0'),
+            F('producer_id', 'ProducerId', 'int64', '0', entity='producerId'),
             F('producer_epoch', 'ProducerEpoch', 'int16', '0'),
             F('topics', 'Topics', '[]TopicData', '0', struct='TopicData'),
         )
@@ -46,7 +47,7 @@ class DescribeTransactionsResponse(Message):
     KIND = 'response'
     API_KEY = 65
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

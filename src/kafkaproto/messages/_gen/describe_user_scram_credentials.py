@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class DescribeUserScramCredentialsRequest(Message):
-    """Kafka DescribeUserScramCredentialsRequest (request, api key 50), versions 0, flexible 0."""
+    """Kafka DescribeUserScramCredentialsRequest (request, api key 50), versions 0, flexible 0+."""
 
     class UserName(Struct):
         __slots__ = ('name',)
@@ -17,15 +17,16 @@ class DescribeUserScramCredentialsRequest(Message):
     KIND = 'request'
     API_KEY = 50
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('users', 'Users', '[]UserName', '0', nullable='0', struct='UserName'),
     )
 
 
 class DescribeUserScramCredentialsResponse(Message):
-    """Kafka DescribeUserScramCredentialsResponse (response, api key 50), versions 0, flexible 0."""
+    """Kafka DescribeUserScramCredentialsResponse (response, api key 50), versions 0, flexible 0+."""
 
     class CredentialInfo(Struct):
         __slots__ = ('mechanism', 'iterations')
@@ -48,7 +49,7 @@ class DescribeUserScramCredentialsResponse(Message):
     KIND = 'response'
     API_KEY = 50
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ElectLeadersRequest(Message):
-    """Kafka ElectLeadersRequest (request, api key 43), versions 0-2, flexible 2."""
+    """Kafka ElectLeadersRequest (request, api key 43), versions 0-2, flexible 2+."""
 
     class TopicPartitions(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-2'),
+            F('topic', 'Topic', 'string', '0-2', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-2'),
         )
 
@@ -18,8 +18,9 @@ class ElectLeadersRequest(Message):
     KIND = 'request'
     API_KEY = 43
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('election_type', 'ElectionType', 'int8', '1-2'),
         F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', '0-2', nullable='0-2', struct='TopicPartitions'),
@@ -28,7 +29,7 @@ class ElectLeadersRequest(Message):
 
 
 class ElectLeadersResponse(Message):
-    """Kafka ElectLeadersResponse (response, api key 43), versions 0-2, flexible 2."""
+    """Kafka ElectLeadersResponse (response, api key 43), versions 0-2, flexible 2+."""
 
     class PartitionResult(Struct):
         __slots__ = ('partition_id', 'error_code', 'error_message')
@@ -41,7 +42,7 @@ class ElectLeadersResponse(Message):
     class ReplicaElectionResult(Struct):
         __slots__ = ('topic', 'partition_result')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-2'),
+            F('topic', 'Topic', 'string', '0-2', entity='topicName'),
             F('partition_result', 'PartitionResult', '[]PartitionResult', '0-2', struct='PartitionResult'),
         )
 
@@ -50,7 +51,7 @@ class ElectLeadersResponse(Message):
     KIND = 'response'
     API_KEY = 43
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class EndQuorumEpochRequest(Message):
-    """Kafka EndQuorumEpochRequest (request, api key 54), versions 0-1, flexible 1."""
+    """Kafka EndQuorumEpochRequest (request, api key 54), versions 0-1, flexible 1+."""
 
     class ReplicaInfo(Struct):
         __slots__ = ('candidate_id', 'candidate_directory_id')
         _FIELDS = (
-            F('candidate_id', 'CandidateId', 'int32', '1'),
+            F('candidate_id', 'CandidateId', 'int32', '1', entity='brokerId'),
             F('candidate_directory_id', 'CandidateDirectoryId', 'uuid', '1'),
         )
 
@@ -17,7 +17,7 @@ class EndQuorumEpochRequest(Message):
         __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
-            F('leader_id', 'LeaderId', 'int32', '0-1'),
+            F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
             F('preferred_successors', 'PreferredSuccessors', '[]int32', '0', ignorable=True),
             F('preferred_candidates', 'PreferredCandidates', '[]ReplicaInfo', '1', ignorable=True, struct='ReplicaInfo'),
@@ -26,14 +26,14 @@ class EndQuorumEpochRequest(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
         )
 
     class LeaderEndpoint(Struct):
         __slots__ = ('name', 'host', 'port')
         _FIELDS = (
-            F('name', 'Name', 'string', '1'),
+            F('name', 'Name', 'string', '1', map_key=True),
             F('host', 'Host', 'string', '1'),
             F('port', 'Port', 'uint16', '1'),
         )
@@ -43,8 +43,9 @@ class EndQuorumEpochRequest(Message):
     KIND = 'request'
     API_KEY = 54
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('controller',)
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0-1', nullable='0-1', default=None),
         F('topics', 'Topics', '[]TopicData', '0-1', struct='TopicData'),
@@ -53,28 +54,28 @@ class EndQuorumEpochRequest(Message):
 
 
 class EndQuorumEpochResponse(Message):
-    """Kafka EndQuorumEpochResponse (response, api key 54), versions 0-1, flexible 1."""
+    """Kafka EndQuorumEpochResponse (response, api key 54), versions 0-1, flexible 1+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
-            F('leader_id', 'LeaderId', 'int32', '0-1'),
+            F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
         )
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '1'),
+            F('node_id', 'NodeId', 'int32', '1', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1'),
             F('port', 'Port', 'uint16', '1'),
         )
@@ -84,7 +85,7 @@ class EndQuorumEpochResponse(Message):
     KIND = 'response'
     API_KEY = 54
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-1'),

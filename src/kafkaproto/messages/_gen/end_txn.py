@@ -4,36 +4,37 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class EndTxnRequest(Message):
-    """Kafka EndTxnRequest (request, api key 26), versions 0-5, flexible 3-5."""
+    """Kafka EndTxnRequest (request, api key 26), versions 0-5, flexible 3+."""
 
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed')
     NAME = 'EndTxnRequest'
     KIND = 'request'
     API_KEY = 26
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-5'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('transactional_id', 'TransactionalId', 'string', '0-5'),
-        F('producer_id', 'ProducerId', 'int64', '0-5'),
+        F('transactional_id', 'TransactionalId', 'string', '0-5', entity='transactionalId'),
+        F('producer_id', 'ProducerId', 'int64', '0-5', entity='producerId'),
         F('producer_epoch', 'ProducerEpoch', 'int16', '0-5'),
         F('committed', 'Committed', 'bool', '0-5'),
     )
 
 
 class EndTxnResponse(Message):
-    """Kafka EndTxnResponse (response, api key 26), versions 0-5, flexible 3-5."""
+    """Kafka EndTxnResponse (response, api key 26), versions 0-5, flexible 3+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch')
     NAME = 'EndTxnResponse'
     KIND = 'response'
     API_KEY = 26
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-5'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-5'),
         F('error_code', 'ErrorCode', 'int16', '0-5'),
-        F('producer_id', 'ProducerId', 'int64', '5', ignorable=True, default=-1),
+        F('producer_id', 'ProducerId', 'int64', '5', ignorable=True, entity='producerId', default=-1),
         F('producer_epoch', 'ProducerEpoch', 'int16', '5', ignorable=True, default=-1),
     )

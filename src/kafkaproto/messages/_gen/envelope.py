@@ -4,33 +4,34 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class EnvelopeRequest(Message):
-    """Kafka EnvelopeRequest (request, api key 58), versions 0, flexible 0."""
+    """Kafka EnvelopeRequest (request, api key 58), versions 0, flexible 0+."""
 
     __slots__ = ('request_data', 'request_principal', 'client_host_address')
     NAME = 'EnvelopeRequest'
     KIND = 'request'
     API_KEY = 58
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('controller',)
     _FIELDS = (
-        F('request_data', 'RequestData', 'bytes', '0'),
+        F('request_data', 'RequestData', 'bytes', '0', zero_copy=True),
         F('request_principal', 'RequestPrincipal', 'bytes', '0', nullable='0'),
         F('client_host_address', 'ClientHostAddress', 'bytes', '0'),
     )
 
 
 class EnvelopeResponse(Message):
-    """Kafka EnvelopeResponse (response, api key 58), versions 0, flexible 0."""
+    """Kafka EnvelopeResponse (response, api key 58), versions 0, flexible 0+."""
 
     __slots__ = ('response_data', 'error_code')
     NAME = 'EnvelopeResponse'
     KIND = 'response'
     API_KEY = 58
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
-        F('response_data', 'ResponseData', 'bytes', '0', nullable='0', default=None),
+        F('response_data', 'ResponseData', 'bytes', '0', nullable='0', zero_copy=True, default=None),
         F('error_code', 'ErrorCode', 'int16', '0'),
     )

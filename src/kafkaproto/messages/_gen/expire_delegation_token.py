@@ -4,15 +4,18 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ExpireDelegationTokenRequest(Message):
-    """Kafka ExpireDelegationTokenRequest (request, api key 40), versions 0-2, flexible 2."""
+    """Kafka ExpireDelegationTokenRequest (request, api key 40), versions 0-2, flexible 2+."""
 
     __slots__ = ('hmac', 'expiry_time_period_ms')
     NAME = 'ExpireDelegationTokenRequest'
     KIND = 'request'
     API_KEY = 40
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('hmac', 'Hmac', 'bytes', '0-2'),
         F('expiry_time_period_ms', 'ExpiryTimePeriodMs', 'int64', '0-2'),
@@ -20,15 +23,16 @@ class ExpireDelegationTokenRequest(Message):
 
 
 class ExpireDelegationTokenResponse(Message):
-    """Kafka ExpireDelegationTokenResponse (response, api key 40), versions 0-2, flexible 2."""
+    """Kafka ExpireDelegationTokenResponse (response, api key 40), versions 0-2, flexible 2+."""
 
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')
     NAME = 'ExpireDelegationTokenResponse'
     KIND = 'response'
     API_KEY = 40
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-2'),
         F('expiry_timestamp_ms', 'ExpiryTimestampMs', 'int64', '0-2'),

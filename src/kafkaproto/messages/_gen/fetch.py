@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class FetchRequest(Message):
-    """Kafka FetchRequest (request, api key 1), versions 0-18, flexible 12-18."""
+    """Kafka FetchRequest (request, api key 1), versions 0-18, flexible 12+."""
 
     class ReplicaState(Struct):
         __slots__ = ('replica_id', 'replica_epoch')
         _FIELDS = (
-            F('replica_id', 'ReplicaId', 'int32', '15-18', default=-1),
+            F('replica_id', 'ReplicaId', 'int32', '15-18', entity='brokerId', default=-1),
             F('replica_epoch', 'ReplicaEpoch', 'int64', '15-18', default=-1),
         )
 
@@ -29,7 +29,7 @@ class FetchRequest(Message):
     class FetchTopic(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-12', ignorable=True),
+            F('topic', 'Topic', 'string', '0-12', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '13-18', ignorable=True),
             F('partitions', 'Partitions', '[]FetchPartition', '0-18', struct='FetchPartition'),
         )
@@ -37,7 +37,7 @@ class FetchRequest(Message):
     class ForgottenTopic(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '7-12', ignorable=True),
+            F('topic', 'Topic', 'string', '7-12', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '13-18', ignorable=True),
             F('partitions', 'Partitions', '[]int32', '7-18'),
         )
@@ -47,12 +47,14 @@ class FetchRequest(Message):
     KIND = 'request'
     API_KEY = 1
     VALID_VERSIONS = '0-18'
-    FLEXIBLE_VERSIONS = '12-18'
+    FLEXIBLE_VERSIONS = '12+'
     NEWEST_VERSIONS = '4-18'
     SNAPSHOT_ONLY_VERSIONS = '0-3'
+    DEPRECATED_VERSIONS = '0-3'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '12-18', nullable='12-18', tagged='12-18', tag=0, ignorable=True, default=None),
-        F('replica_id', 'ReplicaId', 'int32', '0-14', default=-1),
+        F('replica_id', 'ReplicaId', 'int32', '0-14', entity='brokerId', default=-1),
         F('replica_state', 'ReplicaState', 'ReplicaState', '15-18', tagged='15-18', tag=1, default=STRUCT, struct='ReplicaState'),
         F('max_wait_ms', 'MaxWaitMs', 'int32', '0-18'),
         F('min_bytes', 'MinBytes', 'int32', '0-18'),
@@ -67,7 +69,7 @@ class FetchRequest(Message):
 
 
 class FetchResponse(Message):
-    """Kafka FetchResponse (response, api key 1), versions 0-18, flexible 12-18."""
+    """Kafka FetchResponse (response, api key 1), versions 0-18, flexible 12+."""
 
     class EpochEndOffset(Struct):
         __slots__ = ('epoch', 'end_offset')
@@ -79,7 +81,7 @@ class FetchResponse(Message):
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
         _FIELDS = (
-            F('leader_id', 'LeaderId', 'int32', '12-18', default=-1),
+            F('leader_id', 'LeaderId', 'int32', '12-18', entity='brokerId', default=-1),
             F('leader_epoch', 'LeaderEpoch', 'int32', '12-18', default=-1),
         )
 
@@ -93,7 +95,7 @@ class FetchResponse(Message):
     class AbortedTransaction(Struct):
         __slots__ = ('producer_id', 'first_offset')
         _FIELDS = (
-            F('producer_id', 'ProducerId', 'int64', '4-18'),
+            F('producer_id', 'ProducerId', 'int64', '4-18', entity='producerId'),
             F('first_offset', 'FirstOffset', 'int64', '4-18'),
         )
 
@@ -109,14 +111,14 @@ class FetchResponse(Message):
             F('current_leader', 'CurrentLeader', 'LeaderIdAndEpoch', '12-18', tagged='12-18', tag=1, default=STRUCT, struct='LeaderIdAndEpoch'),
             F('snapshot_id', 'SnapshotId', 'SnapshotId', '12-18', tagged='12-18', tag=2, default=STRUCT, struct='SnapshotId'),
             F('aborted_transactions', 'AbortedTransactions', '[]AbortedTransaction', '4-18', nullable='4-18', ignorable=True, struct='AbortedTransaction'),
-            F('preferred_read_replica', 'PreferredReadReplica', 'int32', '11-18', default=-1),
+            F('preferred_read_replica', 'PreferredReadReplica', 'int32', '11-18', entity='brokerId', default=-1),
             F('records', 'Records', 'records', '0-18', nullable='0-18'),
         )
 
     class FetchableTopicResponse(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-12', ignorable=True),
+            F('topic', 'Topic', 'string', '0-12', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '13-18', ignorable=True),
             F('partitions', 'Partitions', '[]PartitionData', '0-18', struct='PartitionData'),
         )
@@ -124,7 +126,7 @@ class FetchResponse(Message):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '16-18'),
+            F('node_id', 'NodeId', 'int32', '16-18', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '16-18'),
             F('port', 'Port', 'int32', '16-18'),
             F('rack', 'Rack', 'string', '16-18', nullable='16-18', default=None),
@@ -135,7 +137,7 @@ class FetchResponse(Message):
     KIND = 'response'
     API_KEY = 1
     VALID_VERSIONS = '0-18'
-    FLEXIBLE_VERSIONS = '12-18'
+    FLEXIBLE_VERSIONS = '12+'
     NEWEST_VERSIONS = '4-18'
     SNAPSHOT_ONLY_VERSIONS = '0-3'
     _FIELDS = (

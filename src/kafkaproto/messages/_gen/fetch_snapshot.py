@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class FetchSnapshotRequest(Message):
-    """Kafka FetchSnapshotRequest (request, api key 59), versions 0-1, flexible 0-1."""
+    """Kafka FetchSnapshotRequest (request, api key 59), versions 0-1, flexible 0+."""
 
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch')
@@ -26,7 +26,7 @@ class FetchSnapshotRequest(Message):
     class TopicSnapshot(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
+            F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionSnapshot', '0-1', struct='PartitionSnapshot'),
         )
 
@@ -35,18 +35,19 @@ class FetchSnapshotRequest(Message):
     KIND = 'request'
     API_KEY = 59
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('controller',)
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0-1', nullable='0-1', tagged='0-1', tag=0, default=None),
-        F('replica_id', 'ReplicaId', 'int32', '0-1', default=-1),
+        F('replica_id', 'ReplicaId', 'int32', '0-1', entity='brokerId', default=-1),
         F('max_bytes', 'MaxBytes', 'int32', '0-1', default=2147483647),
         F('topics', 'Topics', '[]TopicSnapshot', '0-1', struct='TopicSnapshot'),
     )
 
 
 class FetchSnapshotResponse(Message):
-    """Kafka FetchSnapshotResponse (response, api key 59), versions 0-1, flexible 0-1."""
+    """Kafka FetchSnapshotResponse (response, api key 59), versions 0-1, flexible 0+."""
 
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch')
@@ -58,7 +59,7 @@ class FetchSnapshotResponse(Message):
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
         _FIELDS = (
-            F('leader_id', 'LeaderId', 'int32', '0-1'),
+            F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
         )
 
@@ -77,14 +78,14 @@ class FetchSnapshotResponse(Message):
     class TopicSnapshot(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
+            F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionSnapshot', '0-1', struct='PartitionSnapshot'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '1'),
+            F('node_id', 'NodeId', 'int32', '1', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1'),
             F('port', 'Port', 'uint16', '1'),
         )
@@ -94,7 +95,7 @@ class FetchSnapshotResponse(Message):
     KIND = 'response'
     API_KEY = 59
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1', ignorable=True),

@@ -4,15 +4,16 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class FindCoordinatorRequest(Message):
-    """Kafka FindCoordinatorRequest (request, api key 10), versions 0-6, flexible 3-6."""
+    """Kafka FindCoordinatorRequest (request, api key 10), versions 0-6, flexible 3+."""
 
     __slots__ = ('key', 'key_type', 'coordinator_keys')
     NAME = 'FindCoordinatorRequest'
     KIND = 'request'
     API_KEY = 10
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '3-6'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-6'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('key', 'Key', 'string', '0-3'),
         F('key_type', 'KeyType', 'int8', '1-6'),
@@ -21,13 +22,13 @@ class FindCoordinatorRequest(Message):
 
 
 class FindCoordinatorResponse(Message):
-    """Kafka FindCoordinatorResponse (response, api key 10), versions 0-6, flexible 3-6."""
+    """Kafka FindCoordinatorResponse (response, api key 10), versions 0-6, flexible 3+."""
 
     class Coordinator(Struct):
         __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message')
         _FIELDS = (
             F('key', 'Key', 'string', '4-6'),
-            F('node_id', 'NodeId', 'int32', '4-6'),
+            F('node_id', 'NodeId', 'int32', '4-6', entity='brokerId'),
             F('host', 'Host', 'string', '4-6'),
             F('port', 'Port', 'int32', '4-6'),
             F('error_code', 'ErrorCode', 'int16', '4-6'),
@@ -39,13 +40,13 @@ class FindCoordinatorResponse(Message):
     KIND = 'response'
     API_KEY = 10
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '3-6'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-6'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-6', ignorable=True),
         F('error_code', 'ErrorCode', 'int16', '0-3'),
         F('error_message', 'ErrorMessage', 'string', '1-3', nullable='1-3', ignorable=True),
-        F('node_id', 'NodeId', 'int32', '0-3'),
+        F('node_id', 'NodeId', 'int32', '0-3', entity='brokerId'),
         F('host', 'Host', 'string', '0-3'),
         F('port', 'Port', 'int32', '0-3'),
         F('coordinators', 'Coordinators', '[]Coordinator', '4-6', struct='Coordinator'),

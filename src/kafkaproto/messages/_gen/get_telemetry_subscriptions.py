@@ -4,29 +4,30 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class GetTelemetrySubscriptionsRequest(Message):
-    """Kafka GetTelemetrySubscriptionsRequest (request, api key 71), versions 0, flexible 0."""
+    """Kafka GetTelemetrySubscriptionsRequest (request, api key 71), versions 0, flexible 0+."""
 
     __slots__ = ('client_instance_id',)
     NAME = 'GetTelemetrySubscriptionsRequest'
     KIND = 'request'
     API_KEY = 71
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('client_instance_id', 'ClientInstanceId', 'uuid', '0'),
     )
 
 
 class GetTelemetrySubscriptionsResponse(Message):
-    """Kafka GetTelemetrySubscriptionsResponse (response, api key 71), versions 0, flexible 0."""
+    """Kafka GetTelemetrySubscriptionsResponse (response, api key 71), versions 0, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics')
     NAME = 'GetTelemetrySubscriptionsResponse'
     KIND = 'response'
     API_KEY = 71
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

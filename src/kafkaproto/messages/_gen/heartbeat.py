@@ -4,17 +4,18 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class HeartbeatRequest(Message):
-    """Kafka HeartbeatRequest (request, api key 12), versions 0-4, flexible 4."""
+    """Kafka HeartbeatRequest (request, api key 12), versions 0-4, flexible 4+."""
 
     __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id')
     NAME = 'HeartbeatRequest'
     KIND = 'request'
     API_KEY = 12
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '4'
+    FLEXIBLE_VERSIONS = '4+'
     NEWEST_VERSIONS = '0-4'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-4'),
+        F('group_id', 'GroupId', 'string', '0-4', entity='groupId'),
         F('generation_id', 'GenerationId', 'int32', '0-4'),
         F('member_id', 'MemberId', 'string', '0-4'),
         F('group_instance_id', 'GroupInstanceId', 'string', '3-4', nullable='3-4', default=None),
@@ -22,14 +23,14 @@ class HeartbeatRequest(Message):
 
 
 class HeartbeatResponse(Message):
-    """Kafka HeartbeatResponse (response, api key 12), versions 0-4, flexible 4."""
+    """Kafka HeartbeatResponse (response, api key 12), versions 0-4, flexible 4+."""
 
     __slots__ = ('throttle_time_ms', 'error_code')
     NAME = 'HeartbeatResponse'
     KIND = 'response'
     API_KEY = 12
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '4'
+    FLEXIBLE_VERSIONS = '4+'
     NEWEST_VERSIONS = '0-4'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-4', ignorable=True),

@@ -4,21 +4,21 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class IncrementalAlterConfigsRequest(Message):
-    """Kafka IncrementalAlterConfigsRequest (request, api key 44), versions 0-1, flexible 1."""
+    """Kafka IncrementalAlterConfigsRequest (request, api key 44), versions 0-1, flexible 1+."""
 
     class AlterableConfig(Struct):
         __slots__ = ('name', 'config_operation', 'value')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
-            F('config_operation', 'ConfigOperation', 'int8', '0-1'),
+            F('name', 'Name', 'string', '0-1', map_key=True),
+            F('config_operation', 'ConfigOperation', 'int8', '0-1', map_key=True),
             F('value', 'Value', 'string', '0-1', nullable='0-1'),
         )
 
     class AlterConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configs')
         _FIELDS = (
-            F('resource_type', 'ResourceType', 'int8', '0-1'),
-            F('resource_name', 'ResourceName', 'string', '0-1'),
+            F('resource_type', 'ResourceType', 'int8', '0-1', map_key=True),
+            F('resource_name', 'ResourceName', 'string', '0-1', map_key=True),
             F('configs', 'Configs', '[]AlterableConfig', '0-1', struct='AlterableConfig'),
         )
 
@@ -27,8 +27,9 @@ class IncrementalAlterConfigsRequest(Message):
     KIND = 'request'
     API_KEY = 44
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('resources', 'Resources', '[]AlterConfigsResource', '0-1', struct='AlterConfigsResource'),
         F('validate_only', 'ValidateOnly', 'bool', '0-1'),
@@ -36,7 +37,7 @@ class IncrementalAlterConfigsRequest(Message):
 
 
 class IncrementalAlterConfigsResponse(Message):
-    """Kafka IncrementalAlterConfigsResponse (response, api key 44), versions 0-1, flexible 1."""
+    """Kafka IncrementalAlterConfigsResponse (response, api key 44), versions 0-1, flexible 1+."""
 
     class AlterConfigsResourceResponse(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name')
@@ -52,7 +53,7 @@ class IncrementalAlterConfigsResponse(Message):
     KIND = 'response'
     API_KEY = 44
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

@@ -4,20 +4,21 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class InitProducerIdRequest(Message):
-    """Kafka InitProducerIdRequest (request, api key 22), versions 0-6, flexible 2-6."""
+    """Kafka InitProducerIdRequest (request, api key 22), versions 0-6, flexible 2+."""
 
     __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn')
     NAME = 'InitProducerIdRequest'
     KIND = 'request'
     API_KEY = 22
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '2-6'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-6'
     LATEST_VERSION_UNSTABLE = True
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('transactional_id', 'TransactionalId', 'string', '0-6', nullable='0-6'),
+        F('transactional_id', 'TransactionalId', 'string', '0-6', nullable='0-6', entity='transactionalId'),
         F('transaction_timeout_ms', 'TransactionTimeoutMs', 'int32', '0-6'),
-        F('producer_id', 'ProducerId', 'int64', '3-6', default=-1),
+        F('producer_id', 'ProducerId', 'int64', '3-6', entity='producerId', default=-1),
         F('producer_epoch', 'ProducerEpoch', 'int16', '3-6', default=-1),
         F('enable2_pc', 'Enable2Pc', 'bool', '6'),
         F('keep_prepared_txn', 'KeepPreparedTxn', 'bool', '6'),
@@ -25,20 +26,20 @@ class InitProducerIdRequest(Message):
 
 
 class InitProducerIdResponse(Message):
-    """Kafka InitProducerIdResponse (response, api key 22), versions 0-6, flexible 2-6."""
+    """Kafka InitProducerIdResponse (response, api key 22), versions 0-6, flexible 2+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch')
     NAME = 'InitProducerIdResponse'
     KIND = 'response'
     API_KEY = 22
     VALID_VERSIONS = '0-6'
-    FLEXIBLE_VERSIONS = '2-6'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-6'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-6', ignorable=True),
         F('error_code', 'ErrorCode', 'int16', '0-6'),
-        F('producer_id', 'ProducerId', 'int64', '0-6', default=-1),
+        F('producer_id', 'ProducerId', 'int64', '0-6', entity='producerId', default=-1),
         F('producer_epoch', 'ProducerEpoch', 'int16', '0-6'),
-        F('ongoing_txn_producer_id', 'OngoingTxnProducerId', 'int64', '6', default=-1),
+        F('ongoing_txn_producer_id', 'OngoingTxnProducerId', 'int64', '6', entity='producerId', default=-1),
         F('ongoing_txn_producer_epoch', 'OngoingTxnProducerEpoch', 'int16', '6', default=-1),
     )

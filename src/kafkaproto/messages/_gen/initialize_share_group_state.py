@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class InitializeShareGroupStateRequest(Message):
-    """Kafka InitializeShareGroupStateRequest (request, api key 83), versions 0, flexible 0."""
+    """Kafka InitializeShareGroupStateRequest (request, api key 83), versions 0, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'state_epoch', 'start_offset')
@@ -26,8 +26,9 @@ class InitializeShareGroupStateRequest(Message):
     KIND = 'request'
     API_KEY = 83
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('group_id', 'GroupId', 'string', '0'),
         F('topics', 'Topics', '[]InitializeStateData', '0', struct='InitializeStateData'),
@@ -35,7 +36,7 @@ class InitializeShareGroupStateRequest(Message):
 
 
 class InitializeShareGroupStateResponse(Message):
-    """Kafka InitializeShareGroupStateResponse (response, api key 83), versions 0, flexible 0."""
+    """Kafka InitializeShareGroupStateResponse (response, api key 83), versions 0, flexible 0+."""
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message')
@@ -57,7 +58,7 @@ class InitializeShareGroupStateResponse(Message):
     KIND = 'response'
     API_KEY = 83
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('results', 'Results', '[]InitializeStateResult', '0', struct='InitializeStateResult'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class JoinGroupRequest(Message):
-    """Kafka JoinGroupRequest (request, api key 11), versions 0-9, flexible 6-9."""
+    """Kafka JoinGroupRequest (request, api key 11), versions 0-9, flexible 6+."""
 
     class JoinGroupRequestProtocol(Struct):
         __slots__ = ('name', 'metadata')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-9'),
+            F('name', 'Name', 'string', '0-9', map_key=True),
             F('metadata', 'Metadata', 'bytes', '0-9'),
         )
 
@@ -18,10 +18,11 @@ class JoinGroupRequest(Message):
     KIND = 'request'
     API_KEY = 11
     VALID_VERSIONS = '0-9'
-    FLEXIBLE_VERSIONS = '6-9'
+    FLEXIBLE_VERSIONS = '6+'
     NEWEST_VERSIONS = '0-9'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-9'),
+        F('group_id', 'GroupId', 'string', '0-9', entity='groupId'),
         F('session_timeout_ms', 'SessionTimeoutMs', 'int32', '0-9'),
         F('rebalance_timeout_ms', 'RebalanceTimeoutMs', 'int32', '1-9', ignorable=True, default=-1),
         F('member_id', 'MemberId', 'string', '0-9'),
@@ -33,7 +34,7 @@ class JoinGroupRequest(Message):
 
 
 class JoinGroupResponse(Message):
-    """Kafka JoinGroupResponse (response, api key 11), versions 0-9, flexible 6-9."""
+    """Kafka JoinGroupResponse (response, api key 11), versions 0-9, flexible 6+."""
 
     class JoinGroupResponseMember(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'metadata')
@@ -48,7 +49,7 @@ class JoinGroupResponse(Message):
     KIND = 'response'
     API_KEY = 11
     VALID_VERSIONS = '0-9'
-    FLEXIBLE_VERSIONS = '6-9'
+    FLEXIBLE_VERSIONS = '6+'
     NEWEST_VERSIONS = '0-9'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '2-9', ignorable=True),

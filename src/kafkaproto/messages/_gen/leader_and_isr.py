@@ -4,21 +4,21 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class LeaderAndIsrRequest(Message):
-    """Kafka LeaderAndIsrRequest (request, api key 4), versions 0-7, flexible 4-7."""
+    """Kafka LeaderAndIsrRequest (request, api key 4), versions 0-7, flexible 4+."""
 
     class LeaderAndIsrPartitionState(Struct):
         __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-1', ignorable=True),
+            F('topic_name', 'TopicName', 'string', '0-1', ignorable=True, entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-7'),
             F('controller_epoch', 'ControllerEpoch', 'int32', '0-7'),
-            F('leader', 'Leader', 'int32', '0-7'),
+            F('leader', 'Leader', 'int32', '0-7', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-7'),
-            F('isr', 'Isr', '[]int32', '0-7'),
+            F('isr', 'Isr', '[]int32', '0-7', entity='brokerId'),
             F('partition_epoch', 'PartitionEpoch', 'int32', '0-7'),
-            F('replicas', 'Replicas', '[]int32', '0-7'),
-            F('adding_replicas', 'AddingReplicas', '[]int32', '3-7', ignorable=True),
-            F('removing_replicas', 'RemovingReplicas', '[]int32', '3-7', ignorable=True),
+            F('replicas', 'Replicas', '[]int32', '0-7', entity='brokerId'),
+            F('adding_replicas', 'AddingReplicas', '[]int32', '3-7', ignorable=True, entity='brokerId'),
+            F('removing_replicas', 'RemovingReplicas', '[]int32', '3-7', ignorable=True, entity='brokerId'),
             F('is_new', 'IsNew', 'bool', '1-7', ignorable=True),
             F('leader_recovery_state', 'LeaderRecoveryState', 'int8', '6-7'),
         )
@@ -26,7 +26,7 @@ class LeaderAndIsrRequest(Message):
     class LeaderAndIsrTopicState(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '2-7'),
+            F('topic_name', 'TopicName', 'string', '2-7', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '5-7', ignorable=True),
             F('partition_states', 'PartitionStates', '[]LeaderAndIsrPartitionState', '2-7', struct='LeaderAndIsrPartitionState'),
         )
@@ -34,7 +34,7 @@ class LeaderAndIsrRequest(Message):
     class LeaderAndIsrLiveLeader(Struct):
         __slots__ = ('broker_id', 'host_name', 'port')
         _FIELDS = (
-            F('broker_id', 'BrokerId', 'int32', '0-7'),
+            F('broker_id', 'BrokerId', 'int32', '0-7', entity='brokerId'),
             F('host_name', 'HostName', 'string', '0-7'),
             F('port', 'Port', 'int32', '0-7'),
         )
@@ -44,10 +44,11 @@ class LeaderAndIsrRequest(Message):
     KIND = 'request'
     API_KEY = 4
     VALID_VERSIONS = '0-7'
-    FLEXIBLE_VERSIONS = '4-7'
-    NEWEST_VERSIONS = '0-7'
+    FLEXIBLE_VERSIONS = '4+'
+    SNAPSHOT_ONLY_VERSIONS = '0-7'
+    LISTENERS = ('zkBroker',)
     _FIELDS = (
-        F('controller_id', 'ControllerId', 'int32', '0-7'),
+        F('controller_id', 'ControllerId', 'int32', '0-7', entity='brokerId'),
         F('is_k_raft_controller', 'isKRaftController', 'bool', '7'),
         F('controller_epoch', 'ControllerEpoch', 'int32', '0-7'),
         F('broker_epoch', 'BrokerEpoch', 'int64', '2-7', ignorable=True, default=-1),
@@ -59,12 +60,12 @@ class LeaderAndIsrRequest(Message):
 
 
 class LeaderAndIsrResponse(Message):
-    """Kafka LeaderAndIsrResponse (response, api key 4), versions 0-7, flexible 4-7."""
+    """Kafka LeaderAndIsrResponse (response, api key 4), versions 0-7, flexible 4+."""
 
     class LeaderAndIsrPartitionError(Struct):
         __slots__ = ('topic_name', 'partition_index', 'error_code')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-4', ignorable=True),
+            F('topic_name', 'TopicName', 'string', '0-4', ignorable=True, entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-7'),
             F('error_code', 'ErrorCode', 'int16', '0-7'),
         )
@@ -72,7 +73,7 @@ class LeaderAndIsrResponse(Message):
     class LeaderAndIsrTopicError(Struct):
         __slots__ = ('topic_id', 'partition_errors')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '5-7'),
+            F('topic_id', 'TopicId', 'uuid', '5-7', map_key=True),
             F('partition_errors', 'PartitionErrors', '[]LeaderAndIsrPartitionError', '5-7', struct='LeaderAndIsrPartitionError'),
         )
 
@@ -81,8 +82,8 @@ class LeaderAndIsrResponse(Message):
     KIND = 'response'
     API_KEY = 4
     VALID_VERSIONS = '0-7'
-    FLEXIBLE_VERSIONS = '4-7'
-    NEWEST_VERSIONS = '0-7'
+    FLEXIBLE_VERSIONS = '4+'
+    SNAPSHOT_ONLY_VERSIONS = '0-7'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-7'),
         F('partition_errors', 'PartitionErrors', '[]LeaderAndIsrPartitionError', '0-4', struct='LeaderAndIsrPartitionError'),

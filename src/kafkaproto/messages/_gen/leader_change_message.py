@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class LeaderChangeMessage(Message):
-    """Kafka LeaderChangeMessage (data), versions 0-1, flexible 0-1."""
+    """Kafka LeaderChangeMessage (data), versions 0-1, flexible 0+."""
 
     class Voter(Struct):
         __slots__ = ('voter_id', 'voter_directory_id')
@@ -18,11 +18,11 @@ class LeaderChangeMessage(Message):
     KIND = 'data'
     API_KEY = None
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('version', 'Version', 'int16', '0-1'),
-        F('leader_id', 'LeaderId', 'int32', '0-1'),
+        F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
         F('voters', 'Voters', '[]Voter', '0-1', struct='Voter'),
         F('granting_voters', 'GrantingVoters', '[]Voter', '0-1', struct='Voter'),
     )

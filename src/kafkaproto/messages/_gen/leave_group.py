@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class LeaveGroupRequest(Message):
-    """Kafka LeaveGroupRequest (request, api key 13), versions 0-5, flexible 4-5."""
+    """Kafka LeaveGroupRequest (request, api key 13), versions 0-5, flexible 4+."""
 
     class MemberIdentity(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'reason')
@@ -19,17 +19,18 @@ class LeaveGroupRequest(Message):
     KIND = 'request'
     API_KEY = 13
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '4-5'
+    FLEXIBLE_VERSIONS = '4+'
     NEWEST_VERSIONS = '0-5'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-5'),
+        F('group_id', 'GroupId', 'string', '0-5', entity='groupId'),
         F('member_id', 'MemberId', 'string', '0-2'),
         F('members', 'Members', '[]MemberIdentity', '3-5', struct='MemberIdentity'),
     )
 
 
 class LeaveGroupResponse(Message):
-    """Kafka LeaveGroupResponse (response, api key 13), versions 0-5, flexible 4-5."""
+    """Kafka LeaveGroupResponse (response, api key 13), versions 0-5, flexible 4+."""
 
     class MemberResponse(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'error_code')
@@ -44,7 +45,7 @@ class LeaveGroupResponse(Message):
     KIND = 'response'
     API_KEY = 13
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '4-5'
+    FLEXIBLE_VERSIONS = '4+'
     NEWEST_VERSIONS = '0-5'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-5', ignorable=True),

@@ -4,15 +4,16 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ListConfigResourcesRequest(Message):
-    """Kafka ListConfigResourcesRequest (request, api key 74), versions 0-1, flexible 0-1."""
+    """Kafka ListConfigResourcesRequest (request, api key 74), versions 0-1, flexible 0+."""
 
     __slots__ = ('resource_types',)
     NAME = 'ListConfigResourcesRequest'
     KIND = 'request'
     API_KEY = 74
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('resource_types', 'ResourceTypes', '[]int8', '1'),
     )
@@ -22,7 +23,7 @@ ListClientMetricsResourcesRequest = ListConfigResourcesRequest
 
 
 class ListConfigResourcesResponse(Message):
-    """Kafka ListConfigResourcesResponse (response, api key 74), versions 0-1, flexible 0-1."""
+    """Kafka ListConfigResourcesResponse (response, api key 74), versions 0-1, flexible 0+."""
 
     class ConfigResource(Struct):
         __slots__ = ('resource_name', 'resource_type')
@@ -36,7 +37,7 @@ class ListConfigResourcesResponse(Message):
     KIND = 'response'
     API_KEY = 74
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),

@@ -4,15 +4,16 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ListGroupsRequest(Message):
-    """Kafka ListGroupsRequest (request, api key 16), versions 0-5, flexible 3-5."""
+    """Kafka ListGroupsRequest (request, api key 16), versions 0-5, flexible 3+."""
 
     __slots__ = ('states_filter', 'types_filter')
     NAME = 'ListGroupsRequest'
     KIND = 'request'
     API_KEY = 16
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-5'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('states_filter', 'StatesFilter', '[]string', '4-5'),
         F('types_filter', 'TypesFilter', '[]string', '5'),
@@ -20,12 +21,12 @@ class ListGroupsRequest(Message):
 
 
 class ListGroupsResponse(Message):
-    """Kafka ListGroupsResponse (response, api key 16), versions 0-5, flexible 3-5."""
+    """Kafka ListGroupsResponse (response, api key 16), versions 0-5, flexible 3+."""
 
     class ListedGroup(Struct):
         __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type')
         _FIELDS = (
-            F('group_id', 'GroupId', 'string', '0-5'),
+            F('group_id', 'GroupId', 'string', '0-5', entity='groupId'),
             F('protocol_type', 'ProtocolType', 'string', '0-5'),
             F('group_state', 'GroupState', 'string', '4-5', ignorable=True),
             F('group_type', 'GroupType', 'string', '5', ignorable=True),
@@ -36,7 +37,7 @@ class ListGroupsResponse(Message):
     KIND = 'response'
     API_KEY = 16
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
+    FLEXIBLE_VERSIONS = '3+'
     NEWEST_VERSIONS = '0-5'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-5', ignorable=True),

@@ -4,68 +4,72 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ListOffsetsRequest(Message):
-    """Kafka ListOffsetsRequest (request, api key 2), versions 0-10, flexible 6-10."""
+    """Kafka ListOffsetsRequest (request, api key 2), versions 0-11, flexible 6+."""
 
     class ListOffsetsPartition(Struct):
         __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-10'),
-            F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '4-10', ignorable=True, default=-1),
-            F('timestamp', 'Timestamp', 'int64', '0-10'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-11'),
+            F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '4-11', ignorable=True, default=-1),
+            F('timestamp', 'Timestamp', 'int64', '0-11'),
             F('max_num_offsets', 'MaxNumOffsets', 'int32', '0', default=1),
         )
 
     class ListOffsetsTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-10'),
-            F('partitions', 'Partitions', '[]ListOffsetsPartition', '0-10', struct='ListOffsetsPartition'),
+            F('name', 'Name', 'string', '0-11', entity='topicName'),
+            F('partitions', 'Partitions', '[]ListOffsetsPartition', '0-11', struct='ListOffsetsPartition'),
         )
 
     __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms')
     NAME = 'ListOffsetsRequest'
     KIND = 'request'
     API_KEY = 2
-    VALID_VERSIONS = '0-10'
-    FLEXIBLE_VERSIONS = '6-10'
-    NEWEST_VERSIONS = '0-10'
+    VALID_VERSIONS = '0-11'
+    FLEXIBLE_VERSIONS = '6+'
+    NEWEST_VERSIONS = '1-11'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('replica_id', 'ReplicaId', 'int32', '0-10'),
-        F('isolation_level', 'IsolationLevel', 'int8', '2-10'),
-        F('topics', 'Topics', '[]ListOffsetsTopic', '0-10', struct='ListOffsetsTopic'),
-        F('timeout_ms', 'TimeoutMs', 'int32', '10', ignorable=True),
+        F('replica_id', 'ReplicaId', 'int32', '0-11', entity='brokerId'),
+        F('isolation_level', 'IsolationLevel', 'int8', '2-11'),
+        F('topics', 'Topics', '[]ListOffsetsTopic', '0-11', struct='ListOffsetsTopic'),
+        F('timeout_ms', 'TimeoutMs', 'int32', '10-11', ignorable=True),
     )
 
 
 class ListOffsetsResponse(Message):
-    """Kafka ListOffsetsResponse (response, api key 2), versions 0-10, flexible 6-10."""
+    """Kafka ListOffsetsResponse (response, api key 2), versions 0-11, flexible 6+."""
 
     class ListOffsetsPartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-10'),
-            F('error_code', 'ErrorCode', 'int16', '0-10'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-11'),
+            F('error_code', 'ErrorCode', 'int16', '0-11'),
             F('old_style_offsets', 'OldStyleOffsets', '[]int64', '0'),
-            F('timestamp', 'Timestamp', 'int64', '1-10', default=-1),
-            F('offset', 'Offset', 'int64', '1-10', default=-1),
-            F('leader_epoch', 'LeaderEpoch', 'int32', '4-10', default=-1),
+            F('timestamp', 'Timestamp', 'int64', '1-11', default=-1),
+            F('offset', 'Offset', 'int64', '1-11', default=-1),
+            F('leader_epoch', 'LeaderEpoch', 'int32', '4-11', default=-1),
         )
 
     class ListOffsetsTopicResponse(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-10'),
-            F('partitions', 'Partitions', '[]ListOffsetsPartitionResponse', '0-10', struct='ListOffsetsPartitionResponse'),
+            F('name', 'Name', 'string', '0-11', entity='topicName'),
+            F('partitions', 'Partitions', '[]ListOffsetsPartitionResponse', '0-11', struct='ListOffsetsPartitionResponse'),
         )
 
     __slots__ = ('throttle_time_ms', 'topics')
     NAME = 'ListOffsetsResponse'
     KIND = 'response'
     API_KEY = 2
-    VALID_VERSIONS = '0-10'
-    FLEXIBLE_VERSIONS = '6-10'
-    NEWEST_VERSIONS = '0-10'
+    VALID_VERSIONS = '0-11'
+    FLEXIBLE_VERSIONS = '6+'
+    NEWEST_VERSIONS = '1-11'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '2-10', ignorable=True),
-        F('topics', 'Topics', '[]ListOffsetsTopicResponse', '0-10', struct='ListOffsetsTopicResponse'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '2-11', ignorable=True),
+        F('topics', 'Topics', '[]ListOffsetsTopicResponse', '0-11', struct='ListOffsetsTopicResponse'),
     )

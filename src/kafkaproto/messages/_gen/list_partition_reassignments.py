@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ListPartitionReassignmentsRequest(Message):
-    """Kafka ListPartitionReassignmentsRequest (request, api key 46), versions 0, flexible 0."""
+    """Kafka ListPartitionReassignmentsRequest (request, api key 46), versions 0, flexible 0+."""
 
     class ListPartitionReassignmentsTopics(Struct):
         __slots__ = ('name', 'partition_indexes')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0'),
         )
 
@@ -18,8 +18,9 @@ class ListPartitionReassignmentsRequest(Message):
     KIND = 'request'
     API_KEY = 46
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('timeout_ms', 'TimeoutMs', 'int32', '0', default=60000),
         F('topics', 'Topics', '[]ListPartitionReassignmentsTopics', '0', nullable='0', default=None, struct='ListPartitionReassignmentsTopics'),
@@ -27,21 +28,21 @@ class ListPartitionReassignmentsRequest(Message):
 
 
 class ListPartitionReassignmentsResponse(Message):
-    """Kafka ListPartitionReassignmentsResponse (response, api key 46), versions 0, flexible 0."""
+    """Kafka ListPartitionReassignmentsResponse (response, api key 46), versions 0, flexible 0+."""
 
     class OngoingPartitionReassignment(Struct):
         __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
-            F('replicas', 'Replicas', '[]int32', '0'),
-            F('adding_replicas', 'AddingReplicas', '[]int32', '0'),
-            F('removing_replicas', 'RemovingReplicas', '[]int32', '0'),
+            F('replicas', 'Replicas', '[]int32', '0', entity='brokerId'),
+            F('adding_replicas', 'AddingReplicas', '[]int32', '0', entity='brokerId'),
+            F('removing_replicas', 'RemovingReplicas', '[]int32', '0', entity='brokerId'),
         )
 
     class OngoingTopicReassignment(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName'),
             F('partitions', 'Partitions', '[]OngoingPartitionReassignment', '0', struct='OngoingPartitionReassignment'),
         )
 
@@ -50,7 +51,7 @@ class ListPartitionReassignmentsResponse(Message):
     KIND = 'response'
     API_KEY = 46
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,31 +4,32 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ListTransactionsRequest(Message):
-    """Kafka ListTransactionsRequest (request, api key 66), versions 0-2, flexible 0-2."""
+    """Kafka ListTransactionsRequest (request, api key 66), versions 0-2, flexible 0+."""
 
     __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern')
     NAME = 'ListTransactionsRequest'
     KIND = 'request'
     API_KEY = 66
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('state_filters', 'StateFilters', '[]string', '0-2'),
-        F('producer_id_filters', 'ProducerIdFilters', '[]int64', '0-2'),
+        F('producer_id_filters', 'ProducerIdFilters', '[]int64', '0-2', entity='producerId'),
         F('duration_filter', 'DurationFilter', 'int64', '1-2', default=-1),
         F('transactional_id_pattern', 'TransactionalIdPattern', 'string', '2', nullable='2', default=None),
     )
 
 
 class ListTransactionsResponse(Message):
-    """Kafka ListTransactionsResponse (response, api key 66), versions 0-2, flexible 0-2."""
+    """Kafka ListTransactionsResponse (response, api key 66), versions 0-2, flexible 0+."""
 
     class TransactionState(Struct):
         __slots__ = ('transactional_id', 'producer_id', 'transaction_state')
         _FIELDS = (
-            F('transactional_id', 'TransactionalId', 'string', '0-2'),
-            F('producer_id', 'ProducerId', 'int64', '0-2'),
+            F('transactional_id', 'TransactionalId', 'string', '0-2', entity='transactionalId'),
+            F('producer_id', 'ProducerId', 'int64', '0-2', entity='producerId'),
             F('transaction_state', 'TransactionState', 'string', '0-2'),
         )
 
@@ -37,7 +38,7 @@ class ListTransactionsResponse(Message):
     KIND = 'response'
     API_KEY = 66
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),

@@ -4,13 +4,13 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class MetadataRequest(Message):
-    """Kafka MetadataRequest (request, api key 3), versions 0-13, flexible 9-13."""
+    """Kafka MetadataRequest (request, api key 3), versions 0-13, flexible 9+."""
 
     class MetadataRequestTopic(Struct):
         __slots__ = ('topic_id', 'name')
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '10-13', ignorable=True),
-            F('name', 'Name', 'string', '0-13', nullable='10-13'),
+            F('name', 'Name', 'string', '0-13', nullable='10-13', entity='topicName'),
         )
 
     __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations')
@@ -18,8 +18,9 @@ class MetadataRequest(Message):
     KIND = 'request'
     API_KEY = 3
     VALID_VERSIONS = '0-13'
-    FLEXIBLE_VERSIONS = '9-13'
+    FLEXIBLE_VERSIONS = '9+'
     NEWEST_VERSIONS = '0-13'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('topics', 'Topics', '[]MetadataRequestTopic', '0-13', nullable='1-13', struct='MetadataRequestTopic'),
         F('allow_auto_topic_creation', 'AllowAutoTopicCreation', 'bool', '4-13', default=True),
@@ -29,12 +30,12 @@ class MetadataRequest(Message):
 
 
 class MetadataResponse(Message):
-    """Kafka MetadataResponse (response, api key 3), versions 0-13, flexible 9-13."""
+    """Kafka MetadataResponse (response, api key 3), versions 0-13, flexible 9+."""
 
     class MetadataResponseBroker(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '0-13'),
+            F('node_id', 'NodeId', 'int32', '0-13', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-13'),
             F('port', 'Port', 'int32', '0-13'),
             F('rack', 'Rack', 'string', '1-13', nullable='1-13', ignorable=True, default=None),
@@ -45,18 +46,18 @@ class MetadataResponse(Message):
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-13'),
             F('partition_index', 'PartitionIndex', 'int32', '0-13'),
-            F('leader_id', 'LeaderId', 'int32', '0-13'),
+            F('leader_id', 'LeaderId', 'int32', '0-13', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '7-13', ignorable=True, default=-1),
-            F('replica_nodes', 'ReplicaNodes', '[]int32', '0-13'),
-            F('isr_nodes', 'IsrNodes', '[]int32', '0-13'),
-            F('offline_replicas', 'OfflineReplicas', '[]int32', '5-13', ignorable=True),
+            F('replica_nodes', 'ReplicaNodes', '[]int32', '0-13', entity='brokerId'),
+            F('isr_nodes', 'IsrNodes', '[]int32', '0-13', entity='brokerId'),
+            F('offline_replicas', 'OfflineReplicas', '[]int32', '5-13', ignorable=True, entity='brokerId'),
         )
 
     class MetadataResponseTopic(Struct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations')
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-13'),
-            F('name', 'Name', 'string', '0-13', nullable='12-13'),
+            F('name', 'Name', 'string', '0-13', nullable='12-13', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '10-13', ignorable=True),
             F('is_internal', 'IsInternal', 'bool', '1-13', ignorable=True),
             F('partitions', 'Partitions', '[]MetadataResponsePartition', '0-13', struct='MetadataResponsePartition'),
@@ -68,13 +69,13 @@ class MetadataResponse(Message):
     KIND = 'response'
     API_KEY = 3
     VALID_VERSIONS = '0-13'
-    FLEXIBLE_VERSIONS = '9-13'
+    FLEXIBLE_VERSIONS = '9+'
     NEWEST_VERSIONS = '0-13'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '3-13', ignorable=True),
         F('brokers', 'Brokers', '[]MetadataResponseBroker', '0-13', struct='MetadataResponseBroker'),
         F('cluster_id', 'ClusterId', 'string', '2-13', nullable='2-13', ignorable=True, default=None),
-        F('controller_id', 'ControllerId', 'int32', '1-13', ignorable=True, default=-1),
+        F('controller_id', 'ControllerId', 'int32', '1-13', ignorable=True, entity='brokerId', default=-1),
         F('topics', 'Topics', '[]MetadataResponseTopic', '0-13', struct='MetadataResponseTopic'),
         F('cluster_authorized_operations', 'ClusterAuthorizedOperations', 'int32', '8-10', default=-2147483648),
         F('error_code', 'ErrorCode', 'int16', '13', ignorable=True),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class OffsetCommitRequest(Message):
-    """Kafka OffsetCommitRequest (request, api key 8), versions 0-10, flexible 8-10."""
+    """Kafka OffsetCommitRequest (request, api key 8), versions 0-10, flexible 8+."""
 
     class OffsetCommitRequestPartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata')
@@ -19,7 +19,7 @@ class OffsetCommitRequest(Message):
     class OffsetCommitRequestTopic(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-9', ignorable=True),
+            F('name', 'Name', 'string', '0-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
             F('partitions', 'Partitions', '[]OffsetCommitRequestPartition', '0-10', struct='OffsetCommitRequestPartition'),
         )
@@ -29,12 +29,13 @@ class OffsetCommitRequest(Message):
     KIND = 'request'
     API_KEY = 8
     VALID_VERSIONS = '0-10'
-    FLEXIBLE_VERSIONS = '8-10'
+    FLEXIBLE_VERSIONS = '8+'
     NEWEST_VERSIONS = '2-10'
     SNAPSHOT_ONLY_VERSIONS = '0-1'
-    LATEST_VERSION_UNSTABLE = True
+    DEPRECATED_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-10'),
+        F('group_id', 'GroupId', 'string', '0-10', entity='groupId'),
         F('generation_id_or_member_epoch', 'GenerationIdOrMemberEpoch', 'int32', '1-10', ignorable=True, default=-1),
         F('member_id', 'MemberId', 'string', '1-10', ignorable=True),
         F('group_instance_id', 'GroupInstanceId', 'string', '7-10', nullable='7-10', default=None),
@@ -44,7 +45,7 @@ class OffsetCommitRequest(Message):
 
 
 class OffsetCommitResponse(Message):
-    """Kafka OffsetCommitResponse (response, api key 8), versions 0-10, flexible 8-10."""
+    """Kafka OffsetCommitResponse (response, api key 8), versions 0-10, flexible 8+."""
 
     class OffsetCommitResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code')
@@ -56,7 +57,7 @@ class OffsetCommitResponse(Message):
     class OffsetCommitResponseTopic(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-9', ignorable=True),
+            F('name', 'Name', 'string', '0-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
             F('partitions', 'Partitions', '[]OffsetCommitResponsePartition', '0-10', struct='OffsetCommitResponsePartition'),
         )
@@ -66,7 +67,7 @@ class OffsetCommitResponse(Message):
     KIND = 'response'
     API_KEY = 8
     VALID_VERSIONS = '0-10'
-    FLEXIBLE_VERSIONS = '8-10'
+    FLEXIBLE_VERSIONS = '8+'
     NEWEST_VERSIONS = '2-10'
     SNAPSHOT_ONLY_VERSIONS = '0-1'
     _FIELDS = (

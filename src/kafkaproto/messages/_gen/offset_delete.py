@@ -15,7 +15,7 @@ class OffsetDeleteRequest(Message):
     class OffsetDeleteRequestTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]OffsetDeleteRequestPartition', '0', struct='OffsetDeleteRequestPartition'),
         )
 
@@ -26,8 +26,9 @@ class OffsetDeleteRequest(Message):
     VALID_VERSIONS = '0'
     FLEXIBLE_VERSIONS = ''
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0'),
+        F('group_id', 'GroupId', 'string', '0', entity='groupId'),
         F('topics', 'Topics', '[]OffsetDeleteRequestTopic', '0', struct='OffsetDeleteRequestTopic'),
     )
 
@@ -38,14 +39,14 @@ class OffsetDeleteResponse(Message):
     class OffsetDeleteResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0'),
+            F('partition_index', 'PartitionIndex', 'int32', '0', map_key=True),
             F('error_code', 'ErrorCode', 'int16', '0'),
         )
 
     class OffsetDeleteResponseTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]OffsetDeleteResponsePartition', '0', struct='OffsetDeleteResponsePartition'),
         )
 

@@ -4,19 +4,19 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class OffsetFetchRequest(Message):
-    """Kafka OffsetFetchRequest (request, api key 9), versions 0-10, flexible 6-10."""
+    """Kafka OffsetFetchRequest (request, api key 9), versions 0-10, flexible 6+."""
 
     class OffsetFetchRequestTopic(Struct):
         __slots__ = ('name', 'partition_indexes')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-7'),
+            F('name', 'Name', 'string', '0-7', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0-7'),
         )
 
     class OffsetFetchRequestTopics(Struct):
         __slots__ = ('name', 'topic_id', 'partition_indexes')
         _FIELDS = (
-            F('name', 'Name', 'string', '8-9', ignorable=True),
+            F('name', 'Name', 'string', '8-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '8-10'),
         )
@@ -24,7 +24,7 @@ class OffsetFetchRequest(Message):
     class OffsetFetchRequestGroup(Struct):
         __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics')
         _FIELDS = (
-            F('group_id', 'GroupId', 'string', '8-10'),
+            F('group_id', 'GroupId', 'string', '8-10', entity='groupId'),
             F('member_id', 'MemberId', 'string', '9-10', nullable='9-10', ignorable=True, default=None),
             F('member_epoch', 'MemberEpoch', 'int32', '9-10', ignorable=True, default=-1),
             F('topics', 'Topics', '[]OffsetFetchRequestTopics', '8-10', nullable='8-10', struct='OffsetFetchRequestTopics'),
@@ -35,12 +35,13 @@ class OffsetFetchRequest(Message):
     KIND = 'request'
     API_KEY = 9
     VALID_VERSIONS = '0-10'
-    FLEXIBLE_VERSIONS = '6-10'
+    FLEXIBLE_VERSIONS = '6+'
     NEWEST_VERSIONS = '1-10'
     SNAPSHOT_ONLY_VERSIONS = '0'
-    LATEST_VERSION_UNSTABLE = True
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-7'),
+        F('group_id', 'GroupId', 'string', '0-7', entity='groupId'),
         F('topics', 'Topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7', struct='OffsetFetchRequestTopic'),
         F('groups', 'Groups', '[]OffsetFetchRequestGroup', '8-10', struct='OffsetFetchRequestGroup'),
         F('require_stable', 'RequireStable', 'bool', '7-10'),
@@ -48,7 +49,7 @@ class OffsetFetchRequest(Message):
 
 
 class OffsetFetchResponse(Message):
-    """Kafka OffsetFetchResponse (response, api key 9), versions 0-10, flexible 6-10."""
+    """Kafka OffsetFetchResponse (response, api key 9), versions 0-10, flexible 6+."""
 
     class OffsetFetchResponsePartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code')
@@ -63,7 +64,7 @@ class OffsetFetchResponse(Message):
     class OffsetFetchResponseTopic(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-7'),
+            F('name', 'Name', 'string', '0-7', entity='topicName'),
             F('partitions', 'Partitions', '[]OffsetFetchResponsePartition', '0-7', struct='OffsetFetchResponsePartition'),
         )
 
@@ -80,7 +81,7 @@ class OffsetFetchResponse(Message):
     class OffsetFetchResponseTopics(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '8-9', ignorable=True),
+            F('name', 'Name', 'string', '8-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
             F('partitions', 'Partitions', '[]OffsetFetchResponsePartitions', '8-10', struct='OffsetFetchResponsePartitions'),
         )
@@ -88,7 +89,7 @@ class OffsetFetchResponse(Message):
     class OffsetFetchResponseGroup(Struct):
         __slots__ = ('group_id', 'topics', 'error_code')
         _FIELDS = (
-            F('group_id', 'GroupId', 'string', '8-10'),
+            F('group_id', 'GroupId', 'string', '8-10', entity='groupId'),
             F('topics', 'Topics', '[]OffsetFetchResponseTopics', '8-10', struct='OffsetFetchResponseTopics'),
             F('error_code', 'ErrorCode', 'int16', '8-10'),
         )
@@ -98,7 +99,7 @@ class OffsetFetchResponse(Message):
     KIND = 'response'
     API_KEY = 9
     VALID_VERSIONS = '0-10'
-    FLEXIBLE_VERSIONS = '6-10'
+    FLEXIBLE_VERSIONS = '6+'
     NEWEST_VERSIONS = '1-10'
     SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class OffsetForLeaderEpochRequest(Message):
-    """Kafka OffsetForLeaderEpochRequest (request, api key 23), versions 0-4, flexible 4."""
+    """Kafka OffsetForLeaderEpochRequest (request, api key 23), versions 0-4, flexible 4+."""
 
     class OffsetForLeaderPartition(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch')
@@ -17,7 +17,7 @@ class OffsetForLeaderEpochRequest(Message):
     class OffsetForLeaderTopic(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-4'),
+            F('topic', 'Topic', 'string', '0-4', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]OffsetForLeaderPartition', '0-4', struct='OffsetForLeaderPartition'),
         )
 
@@ -26,16 +26,19 @@ class OffsetForLeaderEpochRequest(Message):
     KIND = 'request'
     API_KEY = 23
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '4'
-    NEWEST_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '4+'
+    NEWEST_VERSIONS = '2-4'
+    SNAPSHOT_ONLY_VERSIONS = '0-1'
+    DEPRECATED_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('replica_id', 'ReplicaId', 'int32', '3-4', ignorable=True, default=-2),
+        F('replica_id', 'ReplicaId', 'int32', '3-4', ignorable=True, entity='brokerId', default=-2),
         F('topics', 'Topics', '[]OffsetForLeaderTopic', '0-4', struct='OffsetForLeaderTopic'),
     )
 
 
 class OffsetForLeaderEpochResponse(Message):
-    """Kafka OffsetForLeaderEpochResponse (response, api key 23), versions 0-4, flexible 4."""
+    """Kafka OffsetForLeaderEpochResponse (response, api key 23), versions 0-4, flexible 4+."""
 
     class EpochEndOffset(Struct):
         __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset')
@@ -49,7 +52,7 @@ class OffsetForLeaderEpochResponse(Message):
     class OffsetForLeaderTopicResult(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0-4'),
+            F('topic', 'Topic', 'string', '0-4', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]EpochEndOffset', '0-4', struct='EpochEndOffset'),
         )
 
@@ -58,8 +61,9 @@ class OffsetForLeaderEpochResponse(Message):
     KIND = 'response'
     API_KEY = 23
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '4'
-    NEWEST_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '4+'
+    NEWEST_VERSIONS = '2-4'
+    SNAPSHOT_ONLY_VERSIONS = '0-1'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '2-4', ignorable=True),
         F('topics', 'Topics', '[]OffsetForLeaderTopicResult', '0-4', struct='OffsetForLeaderTopicResult'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ProduceRequest(Message):
-    """Kafka ProduceRequest (request, api key 0), versions 0-13, flexible 9-13."""
+    """Kafka ProduceRequest (request, api key 0), versions 0-13, flexible 9+."""
 
     class PartitionProduceData(Struct):
         __slots__ = ('index', 'records')
@@ -16,8 +16,8 @@ class ProduceRequest(Message):
     class TopicProduceData(Struct):
         __slots__ = ('name', 'topic_id', 'partition_data')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-12', ignorable=True),
-            F('topic_id', 'TopicId', 'uuid', '13', ignorable=True),
+            F('name', 'Name', 'string', '0-12', ignorable=True, entity='topicName', map_key=True),
+            F('topic_id', 'TopicId', 'uuid', '13', ignorable=True, map_key=True),
             F('partition_data', 'PartitionData', '[]PartitionProduceData', '0-13', struct='PartitionProduceData'),
         )
 
@@ -26,11 +26,13 @@ class ProduceRequest(Message):
     KIND = 'request'
     API_KEY = 0
     VALID_VERSIONS = '0-13'
-    FLEXIBLE_VERSIONS = '9-13'
+    FLEXIBLE_VERSIONS = '9+'
     NEWEST_VERSIONS = '3-13'
     SNAPSHOT_ONLY_VERSIONS = '0-2'
+    DEPRECATED_VERSIONS = '0-2'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('transactional_id', 'TransactionalId', 'string', '3-13', nullable='3-13', default=None),
+        F('transactional_id', 'TransactionalId', 'string', '3-13', nullable='3-13', entity='transactionalId', default=None),
         F('acks', 'Acks', 'int16', '0-13'),
         F('timeout_ms', 'TimeoutMs', 'int32', '0-13'),
         F('topic_data', 'TopicData', '[]TopicProduceData', '0-13', struct='TopicProduceData'),
@@ -38,7 +40,7 @@ class ProduceRequest(Message):
 
 
 class ProduceResponse(Message):
-    """Kafka ProduceResponse (response, api key 0), versions 0-13, flexible 9-13."""
+    """Kafka ProduceResponse (response, api key 0), versions 0-13, flexible 9+."""
 
     class BatchIndexAndErrorMessage(Struct):
         __slots__ = ('batch_index', 'batch_index_error_message')
@@ -50,7 +52,7 @@ class ProduceResponse(Message):
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
         _FIELDS = (
-            F('leader_id', 'LeaderId', 'int32', '10-13', default=-1),
+            F('leader_id', 'LeaderId', 'int32', '10-13', entity='brokerId', default=-1),
             F('leader_epoch', 'LeaderEpoch', 'int32', '10-13', default=-1),
         )
 
@@ -70,15 +72,15 @@ class ProduceResponse(Message):
     class TopicProduceResponse(Struct):
         __slots__ = ('name', 'topic_id', 'partition_responses')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-12', ignorable=True),
-            F('topic_id', 'TopicId', 'uuid', '13', ignorable=True),
+            F('name', 'Name', 'string', '0-12', ignorable=True, entity='topicName', map_key=True),
+            F('topic_id', 'TopicId', 'uuid', '13', ignorable=True, map_key=True),
             F('partition_responses', 'PartitionResponses', '[]PartitionProduceResponse', '0-13', struct='PartitionProduceResponse'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '10-13'),
+            F('node_id', 'NodeId', 'int32', '10-13', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '10-13'),
             F('port', 'Port', 'int32', '10-13'),
             F('rack', 'Rack', 'string', '10-13', nullable='10-13', default=None),
@@ -89,7 +91,7 @@ class ProduceResponse(Message):
     KIND = 'response'
     API_KEY = 0
     VALID_VERSIONS = '0-13'
-    FLEXIBLE_VERSIONS = '9-13'
+    FLEXIBLE_VERSIONS = '9+'
     NEWEST_VERSIONS = '3-13'
     SNAPSHOT_ONLY_VERSIONS = '0-2'
     _FIELDS = (

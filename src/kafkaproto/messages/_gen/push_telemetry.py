@@ -4,33 +4,34 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class PushTelemetryRequest(Message):
-    """Kafka PushTelemetryRequest (request, api key 72), versions 0, flexible 0."""
+    """Kafka PushTelemetryRequest (request, api key 72), versions 0, flexible 0+."""
 
     __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics')
     NAME = 'PushTelemetryRequest'
     KIND = 'request'
     API_KEY = 72
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('client_instance_id', 'ClientInstanceId', 'uuid', '0'),
         F('subscription_id', 'SubscriptionId', 'int32', '0'),
         F('terminating', 'Terminating', 'bool', '0'),
         F('compression_type', 'CompressionType', 'int8', '0'),
-        F('metrics', 'Metrics', 'bytes', '0'),
+        F('metrics', 'Metrics', 'bytes', '0', zero_copy=True),
     )
 
 
 class PushTelemetryResponse(Message):
-    """Kafka PushTelemetryResponse (response, api key 72), versions 0, flexible 0."""
+    """Kafka PushTelemetryResponse (response, api key 72), versions 0, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code')
     NAME = 'PushTelemetryResponse'
     KIND = 'response'
     API_KEY = 72
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ReadShareGroupStateRequest(Message):
-    """Kafka ReadShareGroupStateRequest (request, api key 84), versions 0, flexible 0."""
+    """Kafka ReadShareGroupStateRequest (request, api key 84), versions 0, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'leader_epoch')
@@ -25,8 +25,9 @@ class ReadShareGroupStateRequest(Message):
     KIND = 'request'
     API_KEY = 84
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
         F('group_id', 'GroupId', 'string', '0'),
         F('topics', 'Topics', '[]ReadStateData', '0', struct='ReadStateData'),
@@ -34,7 +35,7 @@ class ReadShareGroupStateRequest(Message):
 
 
 class ReadShareGroupStateResponse(Message):
-    """Kafka ReadShareGroupStateResponse (response, api key 84), versions 0, flexible 0."""
+    """Kafka ReadShareGroupStateResponse (response, api key 84), versions 0, flexible 0+."""
 
     class StateBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
@@ -68,7 +69,7 @@ class ReadShareGroupStateResponse(Message):
     KIND = 'response'
     API_KEY = 84
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('results', 'Results', '[]ReadStateResult', '0', struct='ReadStateResult'),

@@ -4,63 +4,65 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ReadShareGroupStateSummaryRequest(Message):
-    """Kafka ReadShareGroupStateSummaryRequest (request, api key 87), versions 0, flexible 0."""
+    """Kafka ReadShareGroupStateSummaryRequest (request, api key 87), versions 0-1, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'leader_epoch')
         _FIELDS = (
-            F('partition', 'Partition', 'int32', '0'),
-            F('leader_epoch', 'LeaderEpoch', 'int32', '0'),
+            F('partition', 'Partition', 'int32', '0-1'),
+            F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
         )
 
     class ReadStateSummaryData(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0'),
-            F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
+            F('topic_id', 'TopicId', 'uuid', '0-1'),
+            F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
         )
 
     __slots__ = ('group_id', 'topics')
     NAME = 'ReadShareGroupStateSummaryRequest'
     KIND = 'request'
     API_KEY = 87
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0'),
-        F('topics', 'Topics', '[]ReadStateSummaryData', '0', struct='ReadStateSummaryData'),
+        F('group_id', 'GroupId', 'string', '0-1'),
+        F('topics', 'Topics', '[]ReadStateSummaryData', '0-1', struct='ReadStateSummaryData'),
     )
 
 
 class ReadShareGroupStateSummaryResponse(Message):
-    """Kafka ReadShareGroupStateSummaryResponse (response, api key 87), versions 0, flexible 0."""
+    """Kafka ReadShareGroupStateSummaryResponse (response, api key 87), versions 0-1, flexible 0+."""
 
     class PartitionResult(Struct):
-        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset')
+        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count')
         _FIELDS = (
-            F('partition', 'Partition', 'int32', '0'),
-            F('error_code', 'ErrorCode', 'int16', '0'),
-            F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
-            F('state_epoch', 'StateEpoch', 'int32', '0'),
-            F('leader_epoch', 'LeaderEpoch', 'int32', '0'),
-            F('start_offset', 'StartOffset', 'int64', '0'),
+            F('partition', 'Partition', 'int32', '0-1'),
+            F('error_code', 'ErrorCode', 'int16', '0-1'),
+            F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
+            F('state_epoch', 'StateEpoch', 'int32', '0-1'),
+            F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
+            F('start_offset', 'StartOffset', 'int64', '0-1'),
+            F('delivery_complete_count', 'DeliveryCompleteCount', 'int32', '1', ignorable=True, default=-1),
         )
 
     class ReadStateSummaryResult(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0'),
-            F('partitions', 'Partitions', '[]PartitionResult', '0', struct='PartitionResult'),
+            F('topic_id', 'TopicId', 'uuid', '0-1'),
+            F('partitions', 'Partitions', '[]PartitionResult', '0-1', struct='PartitionResult'),
         )
 
     __slots__ = ('results',)
     NAME = 'ReadShareGroupStateSummaryResponse'
     KIND = 'response'
     API_KEY = 87
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
     _FIELDS = (
-        F('results', 'Results', '[]ReadStateSummaryResult', '0', struct='ReadStateSummaryResult'),
+        F('results', 'Results', '[]ReadStateSummaryResult', '0-1', struct='ReadStateSummaryResult'),
     )

@@ -4,15 +4,16 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class RemoveRaftVoterRequest(Message):
-    """Kafka RemoveRaftVoterRequest (request, api key 81), versions 0, flexible 0."""
+    """Kafka RemoveRaftVoterRequest (request, api key 81), versions 0, flexible 0+."""
 
     __slots__ = ('cluster_id', 'voter_id', 'voter_directory_id')
     NAME = 'RemoveRaftVoterRequest'
     KIND = 'request'
     API_KEY = 81
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('controller', 'broker')
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0', nullable='0'),
         F('voter_id', 'VoterId', 'int32', '0'),
@@ -21,14 +22,14 @@ class RemoveRaftVoterRequest(Message):
 
 
 class RemoveRaftVoterResponse(Message):
-    """Kafka RemoveRaftVoterResponse (response, api key 81), versions 0, flexible 0."""
+    """Kafka RemoveRaftVoterResponse (response, api key 81), versions 0, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')
     NAME = 'RemoveRaftVoterResponse'
     KIND = 'response'
     API_KEY = 81
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

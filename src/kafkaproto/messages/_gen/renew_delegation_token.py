@@ -4,15 +4,18 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class RenewDelegationTokenRequest(Message):
-    """Kafka RenewDelegationTokenRequest (request, api key 39), versions 0-2, flexible 2."""
+    """Kafka RenewDelegationTokenRequest (request, api key 39), versions 0-2, flexible 2+."""
 
     __slots__ = ('hmac', 'renew_period_ms')
     NAME = 'RenewDelegationTokenRequest'
     KIND = 'request'
     API_KEY = 39
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    DEPRECATED_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('hmac', 'Hmac', 'bytes', '0-2'),
         F('renew_period_ms', 'RenewPeriodMs', 'int64', '0-2'),
@@ -20,15 +23,16 @@ class RenewDelegationTokenRequest(Message):
 
 
 class RenewDelegationTokenResponse(Message):
-    """Kafka RenewDelegationTokenResponse (response, api key 39), versions 0-2, flexible 2."""
+    """Kafka RenewDelegationTokenResponse (response, api key 39), versions 0-2, flexible 2+."""
 
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')
     NAME = 'RenewDelegationTokenResponse'
     KIND = 'response'
     API_KEY = 39
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-2'),
         F('expiry_timestamp_ms', 'ExpiryTimestampMs', 'int64', '0-2'),

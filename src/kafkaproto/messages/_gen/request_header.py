@@ -4,18 +4,19 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class RequestHeader(Message):
-    """Kafka RequestHeader (header), versions 0-2, flexible 2."""
+    """Kafka RequestHeader (header), versions 0-2, flexible 2+."""
 
     __slots__ = ('request_api_key', 'request_api_version', 'correlation_id', 'client_id')
     NAME = 'RequestHeader'
     KIND = 'header'
     API_KEY = None
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
-    NEWEST_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '2+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
         F('request_api_key', 'RequestApiKey', 'int16', '0-2'),
         F('request_api_version', 'RequestApiVersion', 'int16', '0-2'),
         F('correlation_id', 'CorrelationId', 'int32', '0-2'),
-        F('client_id', 'ClientId', 'string', '1-2', nullable='1-2', ignorable=True, compact=False),
+        F('client_id', 'ClientId', 'string', '1-2', nullable='1-2', compact=False),
     )

@@ -4,14 +4,14 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ResponseHeader(Message):
-    """Kafka ResponseHeader (header), versions 0-1, flexible 1."""
+    """Kafka ResponseHeader (header), versions 0-1, flexible 1+."""
 
     __slots__ = ('correlation_id',)
     NAME = 'ResponseHeader'
     KIND = 'header'
     API_KEY = None
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
+    FLEXIBLE_VERSIONS = '1+'
     NEWEST_VERSIONS = '0-1'
     _FIELDS = (
         F('correlation_id', 'CorrelationId', 'int32', '0-1'),

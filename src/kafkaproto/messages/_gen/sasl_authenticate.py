@@ -4,29 +4,30 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class SaslAuthenticateRequest(Message):
-    """Kafka SaslAuthenticateRequest (request, api key 36), versions 0-2, flexible 2."""
+    """Kafka SaslAuthenticateRequest (request, api key 36), versions 0-2, flexible 2+."""
 
     __slots__ = ('auth_bytes',)
     NAME = 'SaslAuthenticateRequest'
     KIND = 'request'
     API_KEY = 36
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('auth_bytes', 'AuthBytes', 'bytes', '0-2'),
     )
 
 
 class SaslAuthenticateResponse(Message):
-    """Kafka SaslAuthenticateResponse (response, api key 36), versions 0-2, flexible 2."""
+    """Kafka SaslAuthenticateResponse (response, api key 36), versions 0-2, flexible 2+."""
 
     __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms')
     NAME = 'SaslAuthenticateResponse'
     KIND = 'response'
     API_KEY = 36
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '2'
+    FLEXIBLE_VERSIONS = '2+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-2'),

@@ -13,6 +13,7 @@ class SaslHandshakeRequest(Message):
     VALID_VERSIONS = '0-1'
     FLEXIBLE_VERSIONS = ''
     NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('mechanism', 'Mechanism', 'string', '0-1'),
     )

@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ShareAcknowledgeRequest(Message):
-    """Kafka ShareAcknowledgeRequest (request, api key 79), versions 0-2, flexible 0-2."""
+    """Kafka ShareAcknowledgeRequest (request, api key 79), versions 0-2, flexible 0+."""
 
     class AcknowledgementBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'acknowledge_types')
@@ -17,14 +17,14 @@ class ShareAcknowledgeRequest(Message):
     class AcknowledgePartition(Struct):
         __slots__ = ('partition_index', 'acknowledgement_batches')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-2'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-2', map_key=True),
             F('acknowledgement_batches', 'AcknowledgementBatches', '[]AcknowledgementBatch', '0-2', struct='AcknowledgementBatch'),
         )
 
     class AcknowledgeTopic(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0-2'),
+            F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
             F('partitions', 'Partitions', '[]AcknowledgePartition', '0-2', struct='AcknowledgePartition'),
         )
 
@@ -33,11 +33,12 @@ class ShareAcknowledgeRequest(Message):
     KIND = 'request'
     API_KEY = 79
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '1-2'
     SNAPSHOT_ONLY_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-2', nullable='0-2', default=None),
+        F('group_id', 'GroupId', 'string', '0-2', nullable='0-2', entity='groupId', default=None),
         F('member_id', 'MemberId', 'string', '0-2', nullable='0-2'),
         F('share_session_epoch', 'ShareSessionEpoch', 'int32', '0-2'),
         F('is_renew_ack', 'IsRenewAck', 'bool', '2'),
@@ -46,7 +47,7 @@ class ShareAcknowledgeRequest(Message):
 
 
 class ShareAcknowledgeResponse(Message):
-    """Kafka ShareAcknowledgeResponse (response, api key 79), versions 0-2, flexible 0-2."""
+    """Kafka ShareAcknowledgeResponse (response, api key 79), versions 0-2, flexible 0+."""
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
@@ -67,14 +68,14 @@ class ShareAcknowledgeResponse(Message):
     class ShareAcknowledgeTopicResponse(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0-2'),
+            F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '0-2'),
+            F('node_id', 'NodeId', 'int32', '0-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-2'),
             F('port', 'Port', 'int32', '0-2'),
             F('rack', 'Rack', 'string', '0-2', nullable='0-2', default=None),
@@ -85,10 +86,9 @@ class ShareAcknowledgeResponse(Message):
     KIND = 'response'
     API_KEY = 79
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '1-2'
     SNAPSHOT_ONLY_VERSIONS = '0'
-    HEADER_VERSIONS = {'0+': 1}
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),
         F('error_code', 'ErrorCode', 'int16', '0-2'),

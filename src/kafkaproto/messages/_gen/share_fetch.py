@@ -4,120 +4,123 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ShareFetchRequest(Message):
-    """Kafka ShareFetchRequest (request, api key 78), versions 0-1, flexible 0-1."""
+    """Kafka ShareFetchRequest (request, api key 78), versions 0-2, flexible 0+."""
 
     class AcknowledgementBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'acknowledge_types')
         _FIELDS = (
-            F('first_offset', 'FirstOffset', 'int64', '0-1'),
-            F('last_offset', 'LastOffset', 'int64', '0-1'),
-            F('acknowledge_types', 'AcknowledgeTypes', '[]int8', '0-1'),
+            F('first_offset', 'FirstOffset', 'int64', '0-2'),
+            F('last_offset', 'LastOffset', 'int64', '0-2'),
+            F('acknowledge_types', 'AcknowledgeTypes', '[]int8', '0-2'),
         )
 
     class FetchPartition(Struct):
         __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-1'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-2', map_key=True),
             F('partition_max_bytes', 'PartitionMaxBytes', 'int32', '0'),
-            F('acknowledgement_batches', 'AcknowledgementBatches', '[]AcknowledgementBatch', '0-1', struct='AcknowledgementBatch'),
+            F('acknowledgement_batches', 'AcknowledgementBatches', '[]AcknowledgementBatch', '0-2', struct='AcknowledgementBatch'),
         )
 
     class FetchTopic(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0-1'),
-            F('partitions', 'Partitions', '[]FetchPartition', '0-1', struct='FetchPartition'),
+            F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
+            F('partitions', 'Partitions', '[]FetchPartition', '0-2', struct='FetchPartition'),
         )
 
     class ForgottenTopic(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0-1'),
-            F('partitions', 'Partitions', '[]int32', '0-1'),
+            F('topic_id', 'TopicId', 'uuid', '0-2'),
+            F('partitions', 'Partitions', '[]int32', '0-2'),
         )
 
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'topics', 'forgotten_topics_data')
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data')
     NAME = 'ShareFetchRequest'
     KIND = 'request'
     API_KEY = 78
-    VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
-    NEWEST_VERSIONS = '1'
+    VALID_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '1-2'
     SNAPSHOT_ONLY_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-1', nullable='0-1', default=None),
-        F('member_id', 'MemberId', 'string', '0-1', nullable='0-1'),
-        F('share_session_epoch', 'ShareSessionEpoch', 'int32', '0-1'),
-        F('max_wait_ms', 'MaxWaitMs', 'int32', '0-1'),
-        F('min_bytes', 'MinBytes', 'int32', '0-1'),
-        F('max_bytes', 'MaxBytes', 'int32', '0-1', default=2147483647),
-        F('max_records', 'MaxRecords', 'int32', '1'),
-        F('batch_size', 'BatchSize', 'int32', '1'),
-        F('topics', 'Topics', '[]FetchTopic', '0-1', struct='FetchTopic'),
-        F('forgotten_topics_data', 'ForgottenTopicsData', '[]ForgottenTopic', '0-1', struct='ForgottenTopic'),
+        F('group_id', 'GroupId', 'string', '0-2', nullable='0-2', entity='groupId', default=None),
+        F('member_id', 'MemberId', 'string', '0-2', nullable='0-2'),
+        F('share_session_epoch', 'ShareSessionEpoch', 'int32', '0-2'),
+        F('max_wait_ms', 'MaxWaitMs', 'int32', '0-2'),
+        F('min_bytes', 'MinBytes', 'int32', '0-2'),
+        F('max_bytes', 'MaxBytes', 'int32', '0-2', default=2147483647),
+        F('max_records', 'MaxRecords', 'int32', '1-2'),
+        F('batch_size', 'BatchSize', 'int32', '1-2'),
+        F('share_acquire_mode', 'ShareAcquireMode', 'int8', '2', ignorable=True),
+        F('is_renew_ack', 'IsRenewAck', 'bool', '2'),
+        F('topics', 'Topics', '[]FetchTopic', '0-2', struct='FetchTopic'),
+        F('forgotten_topics_data', 'ForgottenTopicsData', '[]ForgottenTopic', '0-2', struct='ForgottenTopic'),
     )
 
 
 class ShareFetchResponse(Message):
-    """Kafka ShareFetchResponse (response, api key 78), versions 0-1, flexible 0-1."""
+    """Kafka ShareFetchResponse (response, api key 78), versions 0-2, flexible 0+."""
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
         _FIELDS = (
-            F('leader_id', 'LeaderId', 'int32', '0-1'),
-            F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
+            F('leader_id', 'LeaderId', 'int32', '0-2'),
+            F('leader_epoch', 'LeaderEpoch', 'int32', '0-2'),
         )
 
     class AcquiredRecords(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_count')
         _FIELDS = (
-            F('first_offset', 'FirstOffset', 'int64', '0-1'),
-            F('last_offset', 'LastOffset', 'int64', '0-1'),
-            F('delivery_count', 'DeliveryCount', 'int16', '0-1'),
+            F('first_offset', 'FirstOffset', 'int64', '0-2'),
+            F('last_offset', 'LastOffset', 'int64', '0-2'),
+            F('delivery_count', 'DeliveryCount', 'int16', '0-2'),
         )
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-1'),
-            F('error_code', 'ErrorCode', 'int16', '0-1'),
-            F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
-            F('acknowledge_error_code', 'AcknowledgeErrorCode', 'int16', '0-1'),
-            F('acknowledge_error_message', 'AcknowledgeErrorMessage', 'string', '0-1', nullable='0-1', default=None),
-            F('current_leader', 'CurrentLeader', 'LeaderIdAndEpoch', '0-1', default=STRUCT, struct='LeaderIdAndEpoch'),
-            F('records', 'Records', 'records', '0-1', nullable='0'),
-            F('acquired_records', 'AcquiredRecords', '[]AcquiredRecords', '0-1', struct='AcquiredRecords'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-2'),
+            F('error_code', 'ErrorCode', 'int16', '0-2'),
+            F('error_message', 'ErrorMessage', 'string', '0-2', nullable='0-2', default=None),
+            F('acknowledge_error_code', 'AcknowledgeErrorCode', 'int16', '0-2'),
+            F('acknowledge_error_message', 'AcknowledgeErrorMessage', 'string', '0-2', nullable='0-2', default=None),
+            F('current_leader', 'CurrentLeader', 'LeaderIdAndEpoch', '0-2', default=STRUCT, struct='LeaderIdAndEpoch'),
+            F('records', 'Records', 'records', '0-2', nullable='0'),
+            F('acquired_records', 'AcquiredRecords', '[]AcquiredRecords', '0-2', struct='AcquiredRecords'),
         )
 
     class ShareFetchableTopicResponse(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0-1'),
-            F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
+            F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
+            F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '0-1'),
-            F('host', 'Host', 'string', '0-1'),
-            F('port', 'Port', 'int32', '0-1'),
-            F('rack', 'Rack', 'string', '0-1', nullable='0-1', default=None),
+            F('node_id', 'NodeId', 'int32', '0-2', entity='brokerId', map_key=True),
+            F('host', 'Host', 'string', '0-2'),
+            F('port', 'Port', 'int32', '0-2'),
+            F('rack', 'Rack', 'string', '0-2', nullable='0-2', default=None),
         )
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
     NAME = 'ShareFetchResponse'
     KIND = 'response'
     API_KEY = 78
-    VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
-    NEWEST_VERSIONS = '1'
+    VALID_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '1-2'
     SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),
-        F('error_code', 'ErrorCode', 'int16', '0-1'),
-        F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
-        F('acquisition_lock_timeout_ms', 'AcquisitionLockTimeoutMs', 'int32', '1'),
-        F('responses', 'Responses', '[]ShareFetchableTopicResponse', '0-1', struct='ShareFetchableTopicResponse'),
-        F('node_endpoints', 'NodeEndpoints', '[]NodeEndpoint', '0-1', struct='NodeEndpoint'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),
+        F('error_code', 'ErrorCode', 'int16', '0-2'),
+        F('error_message', 'ErrorMessage', 'string', '0-2', nullable='0-2', default=None),
+        F('acquisition_lock_timeout_ms', 'AcquisitionLockTimeoutMs', 'int32', '1-2'),
+        F('responses', 'Responses', '[]ShareFetchableTopicResponse', '0-2', struct='ShareFetchableTopicResponse'),
+        F('node_endpoints', 'NodeEndpoints', '[]NodeEndpoint', '0-2', struct='NodeEndpoint'),
     )

@@ -4,30 +4,31 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ShareGroupDescribeRequest(Message):
-    """Kafka ShareGroupDescribeRequest (request, api key 77), versions 0-1, flexible 0-1."""
+    """Kafka ShareGroupDescribeRequest (request, api key 77), versions 0-1, flexible 0+."""
 
     __slots__ = ('group_ids', 'include_authorized_operations')
     NAME = 'ShareGroupDescribeRequest'
     KIND = 'request'
     API_KEY = 77
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '1'
     SNAPSHOT_ONLY_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_ids', 'GroupIds', '[]string', '0-1'),
+        F('group_ids', 'GroupIds', '[]string', '0-1', entity='groupId'),
         F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', '0-1'),
     )
 
 
 class ShareGroupDescribeResponse(Message):
-    """Kafka ShareGroupDescribeResponse (response, api key 77), versions 0-1, flexible 0-1."""
+    """Kafka ShareGroupDescribeResponse (response, api key 77), versions 0-1, flexible 0+."""
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'topic_name', 'partitions')
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
-            F('topic_name', 'TopicName', 'string', '0-1'),
+            F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
@@ -45,7 +46,7 @@ class ShareGroupDescribeResponse(Message):
             F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
             F('client_id', 'ClientId', 'string', '0-1'),
             F('client_host', 'ClientHost', 'string', '0-1'),
-            F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1'),
+            F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1', entity='topicName'),
             F('assignment', 'Assignment', 'Assignment', '0-1', default=STRUCT, struct='Assignment'),
         )
 
@@ -54,7 +55,7 @@ class ShareGroupDescribeResponse(Message):
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-1'),
             F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
-            F('group_id', 'GroupId', 'string', '0-1'),
+            F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
             F('group_state', 'GroupState', 'string', '0-1'),
             F('group_epoch', 'GroupEpoch', 'int32', '0-1'),
             F('assignment_epoch', 'AssignmentEpoch', 'int32', '0-1'),
@@ -68,7 +69,7 @@ class ShareGroupDescribeResponse(Message):
     KIND = 'response'
     API_KEY = 77
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '1'
     SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (

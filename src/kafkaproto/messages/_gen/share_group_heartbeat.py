@@ -4,27 +4,28 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class ShareGroupHeartbeatRequest(Message):
-    """Kafka ShareGroupHeartbeatRequest (request, api key 76), versions 0-1, flexible 0-1."""
+    """Kafka ShareGroupHeartbeatRequest (request, api key 76), versions 0-1, flexible 0+."""
 
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names')
     NAME = 'ShareGroupHeartbeatRequest'
     KIND = 'request'
     API_KEY = 76
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '1'
     SNAPSHOT_ONLY_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-1'),
+        F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
         F('member_id', 'MemberId', 'string', '0-1'),
         F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
         F('rack_id', 'RackId', 'string', '0-1', nullable='0-1', default=None),
-        F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1', nullable='0-1', default=None),
+        F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', '0-1', nullable='0-1', entity='topicName', default=None),
     )
 
 
 class ShareGroupHeartbeatResponse(Message):
-    """Kafka ShareGroupHeartbeatResponse (response, api key 76), versions 0-1, flexible 0-1."""
+    """Kafka ShareGroupHeartbeatResponse (response, api key 76), versions 0-1, flexible 0+."""
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions')
@@ -44,7 +45,7 @@ class ShareGroupHeartbeatResponse(Message):
     KIND = 'response'
     API_KEY = 76
     VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '1'
     SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (

@@ -4,14 +4,14 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class SnapshotHeaderRecord(Message):
-    """Kafka SnapshotHeaderRecord (data), versions 0, flexible 0."""
+    """Kafka SnapshotHeaderRecord (data), versions 0, flexible 0+."""
 
     __slots__ = ('version', 'last_contained_log_timestamp')
     NAME = 'SnapshotHeaderRecord'
     KIND = 'data'
     API_KEY = None
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('version', 'Version', 'int16', '0'),

@@ -4,19 +4,19 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class StopReplicaRequest(Message):
-    """Kafka StopReplicaRequest (request, api key 5), versions 0-4, flexible 2-4."""
+    """Kafka StopReplicaRequest (request, api key 5), versions 0-4, flexible 2+."""
 
     class StopReplicaPartitionV0(Struct):
         __slots__ = ('topic_name', 'partition_index')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0'),
+            F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
         )
 
     class StopReplicaTopicV1(Struct):
         __slots__ = ('name', 'partition_indexes')
         _FIELDS = (
-            F('name', 'Name', 'string', '1-2'),
+            F('name', 'Name', 'string', '1-2', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '1-2'),
         )
 
@@ -31,7 +31,7 @@ class StopReplicaRequest(Message):
     class StopReplicaTopicState(Struct):
         __slots__ = ('topic_name', 'partition_states')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '3-4'),
+            F('topic_name', 'TopicName', 'string', '3-4', entity='topicName'),
             F('partition_states', 'PartitionStates', '[]StopReplicaPartitionState', '3-4', struct='StopReplicaPartitionState'),
         )
 
@@ -40,10 +40,11 @@ class StopReplicaRequest(Message):
     KIND = 'request'
     API_KEY = 5
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '2-4'
-    NEWEST_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '2+'
+    SNAPSHOT_ONLY_VERSIONS = '0-4'
+    LISTENERS = ('zkBroker',)
     _FIELDS = (
-        F('controller_id', 'ControllerId', 'int32', '0-4'),
+        F('controller_id', 'ControllerId', 'int32', '0-4', entity='brokerId'),
         F('is_k_raft_controller', 'isKRaftController', 'bool', '4'),
         F('controller_epoch', 'ControllerEpoch', 'int32', '0-4'),
         F('broker_epoch', 'BrokerEpoch', 'int64', '1-4', ignorable=True, default=-1),
@@ -55,12 +56,12 @@ class StopReplicaRequest(Message):
 
 
 class StopReplicaResponse(Message):
-    """Kafka StopReplicaResponse (response, api key 5), versions 0-4, flexible 2-4."""
+    """Kafka StopReplicaResponse (response, api key 5), versions 0-4, flexible 2+."""
 
     class StopReplicaPartitionError(Struct):
         __slots__ = ('topic_name', 'partition_index', 'error_code')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-4'),
+            F('topic_name', 'TopicName', 'string', '0-4', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-4'),
             F('error_code', 'ErrorCode', 'int16', '0-4'),
         )
@@ -70,8 +71,8 @@ class StopReplicaResponse(Message):
     KIND = 'response'
     API_KEY = 5
     VALID_VERSIONS = '0-4'
-    FLEXIBLE_VERSIONS = '2-4'
-    NEWEST_VERSIONS = '0-4'
+    FLEXIBLE_VERSIONS = '2+'
+    SNAPSHOT_ONLY_VERSIONS = '0-4'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-4'),
         F('partition_errors', 'PartitionErrors', '[]StopReplicaPartitionError', '0-4', struct='StopReplicaPartitionError'),

@@ -4,130 +4,166 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class StreamsGroupDescribeRequest(Message):
-    """Kafka StreamsGroupDescribeRequest (request, api key 89), versions 0, flexible 0."""
+    """Kafka StreamsGroupDescribeRequest (request, api key 89), versions 0-1, flexible 0+."""
 
-    __slots__ = ('group_ids', 'include_authorized_operations')
+    __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description')
     NAME = 'StreamsGroupDescribeRequest'
     KIND = 'request'
     API_KEY = 89
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
-    LATEST_VERSION_UNSTABLE = True
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_ids', 'GroupIds', '[]string', '0'),
-        F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', '0'),
+        F('group_ids', 'GroupIds', '[]string', '0-1', entity='groupId'),
+        F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', '0-1'),
+        F('include_topology_description', 'IncludeTopologyDescription', 'bool', '1'),
     )
 
 
 class StreamsGroupDescribeResponse(Message):
-    """Kafka StreamsGroupDescribeResponse (response, api key 89), versions 0, flexible 0."""
+    """Kafka StreamsGroupDescribeResponse (response, api key 89), versions 0-1, flexible 0+."""
 
     class KeyValue(Struct):
         __slots__ = ('key', 'value')
         _FIELDS = (
-            F('key', 'Key', 'string', '0'),
-            F('value', 'Value', 'string', '0'),
+            F('key', 'Key', 'string', '0-1'),
+            F('value', 'Value', 'string', '0-1'),
         )
 
     class TopicInfo(Struct):
         __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
-            F('partitions', 'Partitions', 'int32', '0'),
-            F('replication_factor', 'ReplicationFactor', 'int16', '0'),
-            F('topic_configs', 'TopicConfigs', '[]KeyValue', '0', struct='KeyValue'),
+            F('name', 'Name', 'string', '0-1', entity='topicName'),
+            F('partitions', 'Partitions', 'int32', '0-1'),
+            F('replication_factor', 'ReplicationFactor', 'int16', '0-1'),
+            F('topic_configs', 'TopicConfigs', '[]KeyValue', '0-1', struct='KeyValue'),
         )
 
     class Subtopology(Struct):
         __slots__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('source_topics', 'SourceTopics', '[]string', '0'),
-            F('repartition_sink_topics', 'RepartitionSinkTopics', '[]string', '0'),
-            F('state_changelog_topics', 'StateChangelogTopics', '[]TopicInfo', '0', struct='TopicInfo'),
-            F('repartition_source_topics', 'RepartitionSourceTopics', '[]TopicInfo', '0', struct='TopicInfo'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('source_topics', 'SourceTopics', '[]string', '0-1', entity='topicName'),
+            F('repartition_sink_topics', 'RepartitionSinkTopics', '[]string', '0-1', entity='topicName'),
+            F('state_changelog_topics', 'StateChangelogTopics', '[]TopicInfo', '0-1', struct='TopicInfo'),
+            F('repartition_source_topics', 'RepartitionSourceTopics', '[]TopicInfo', '0-1', struct='TopicInfo'),
         )
 
     class Topology(Struct):
         __slots__ = ('epoch', 'subtopologies')
         _FIELDS = (
-            F('epoch', 'Epoch', 'int32', '0'),
-            F('subtopologies', 'Subtopologies', '[]Subtopology', '0', nullable='0', default=None, struct='Subtopology'),
+            F('epoch', 'Epoch', 'int32', '0-1'),
+            F('subtopologies', 'Subtopologies', '[]Subtopology', '0-1', nullable='0-1', default=None, struct='Subtopology'),
         )
 
     class Endpoint(Struct):
         __slots__ = ('host', 'port')
         _FIELDS = (
-            F('host', 'Host', 'string', '0'),
-            F('port', 'Port', 'uint16', '0'),
+            F('host', 'Host', 'string', '0-1'),
+            F('port', 'Port', 'uint16', '0-1'),
         )
 
     class TaskOffset(Struct):
         __slots__ = ('subtopology_id', 'partition', 'offset')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('partition', 'Partition', 'int32', '0'),
-            F('offset', 'Offset', 'int64', '0'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('partition', 'Partition', 'int32', '0-1'),
+            F('offset', 'Offset', 'int64', '0-1'),
         )
 
     class TaskIds(Struct):
         __slots__ = ('subtopology_id', 'partitions')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('partitions', 'Partitions', '[]int32', '0'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
     class Assignment(Struct):
         __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
         _FIELDS = (
-            F('active_tasks', 'ActiveTasks', '[]TaskIds', '0', struct='TaskIds'),
-            F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0', struct='TaskIds'),
-            F('warmup_tasks', 'WarmupTasks', '[]TaskIds', '0', struct='TaskIds'),
+            F('active_tasks', 'ActiveTasks', '[]TaskIds', '0-1', struct='TaskIds'),
+            F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0-1', struct='TaskIds'),
+            F('warmup_tasks', 'WarmupTasks', '[]TaskIds', '0-1', struct='TaskIds'),
         )
 
     class Member(Struct):
         __slots__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic')
         _FIELDS = (
-            F('member_id', 'MemberId', 'string', '0'),
-            F('member_epoch', 'MemberEpoch', 'int32', '0'),
-            F('instance_id', 'InstanceId', 'string', '0', nullable='0', default=None),
-            F('rack_id', 'RackId', 'string', '0', nullable='0', default=None),
-            F('client_id', 'ClientId', 'string', '0'),
-            F('client_host', 'ClientHost', 'string', '0'),
-            F('topology_epoch', 'TopologyEpoch', 'int32', '0'),
-            F('process_id', 'ProcessId', 'string', '0'),
-            F('user_endpoint', 'UserEndpoint', 'Endpoint', '0', nullable='0', default=None, struct='Endpoint'),
-            F('client_tags', 'ClientTags', '[]KeyValue', '0', struct='KeyValue'),
-            F('task_offsets', 'TaskOffsets', '[]TaskOffset', '0', struct='TaskOffset'),
-            F('task_end_offsets', 'TaskEndOffsets', '[]TaskOffset', '0', struct='TaskOffset'),
-            F('assignment', 'Assignment', 'Assignment', '0', default=STRUCT, struct='Assignment'),
-            F('target_assignment', 'TargetAssignment', 'Assignment', '0', default=STRUCT, struct='Assignment'),
-            F('is_classic', 'IsClassic', 'bool', '0'),
+            F('member_id', 'MemberId', 'string', '0-1'),
+            F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
+            F('instance_id', 'InstanceId', 'string', '0-1', nullable='0-1', default=None),
+            F('rack_id', 'RackId', 'string', '0-1', nullable='0-1', default=None),
+            F('client_id', 'ClientId', 'string', '0-1'),
+            F('client_host', 'ClientHost', 'string', '0-1'),
+            F('topology_epoch', 'TopologyEpoch', 'int32', '0-1'),
+            F('process_id', 'ProcessId', 'string', '0-1'),
+            F('user_endpoint', 'UserEndpoint', 'Endpoint', '0-1', nullable='0-1', default=None, struct='Endpoint'),
+            F('client_tags', 'ClientTags', '[]KeyValue', '0-1', struct='KeyValue'),
+            F('task_offsets', 'TaskOffsets', '[]TaskOffset', '0-1', struct='TaskOffset'),
+            F('task_end_offsets', 'TaskEndOffsets', '[]TaskOffset', '0-1', struct='TaskOffset'),
+            F('assignment', 'Assignment', 'Assignment', '0-1', default=STRUCT, struct='Assignment'),
+            F('target_assignment', 'TargetAssignment', 'Assignment', '0-1', default=STRUCT, struct='Assignment'),
+            F('is_classic', 'IsClassic', 'bool', '0-1'),
+        )
+
+    class TopologyDescriptionNode(Struct):
+        __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+        _FIELDS = (
+            F('name', 'Name', 'string', '1'),
+            F('node_type', 'NodeType', 'int8', '1'),
+            F('source_topics', 'SourceTopics', '[]string', '1', entity='topicName'),
+            F('sink_topic', 'SinkTopic', 'string', '1', nullable='1', entity='topicName', default=None),
+            F('stores', 'Stores', '[]string', '1'),
+            F('successors', 'Successors', '[]string', '1'),
+        )
+
+    class TopologyDescriptionSubtopology(Struct):
+        __slots__ = ('subtopology_id', 'nodes')
+        _FIELDS = (
+            F('subtopology_id', 'SubtopologyId', 'string', '1'),
+            F('nodes', 'Nodes', '[]TopologyDescriptionNode', '1', struct='TopologyDescriptionNode'),
+        )
+
+    class TopologyDescriptionGlobalStore(Struct):
+        __slots__ = ('source', 'processor')
+        _FIELDS = (
+            F('source', 'Source', 'TopologyDescriptionNode', '1', default=STRUCT, struct='TopologyDescriptionNode'),
+            F('processor', 'Processor', 'TopologyDescriptionNode', '1', default=STRUCT, struct='TopologyDescriptionNode'),
+        )
+
+    class TopologyDescription(Struct):
+        __slots__ = ('subtopologies', 'global_stores')
+        _FIELDS = (
+            F('subtopologies', 'Subtopologies', '[]TopologyDescriptionSubtopology', '1', struct='TopologyDescriptionSubtopology'),
+            F('global_stores', 'GlobalStores', '[]TopologyDescriptionGlobalStore', '1', struct='TopologyDescriptionGlobalStore'),
         )
 
     class DescribedGroup(Struct):
-        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations')
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name')
         _FIELDS = (
-            F('error_code', 'ErrorCode', 'int16', '0'),
-            F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
-            F('group_id', 'GroupId', 'string', '0'),
-            F('group_state', 'GroupState', 'string', '0'),
-            F('group_epoch', 'GroupEpoch', 'int32', '0'),
-            F('assignment_epoch', 'AssignmentEpoch', 'int32', '0'),
-            F('topology', 'Topology', 'Topology', '0', nullable='0', default=None, struct='Topology'),
-            F('members', 'Members', '[]Member', '0', struct='Member'),
-            F('authorized_operations', 'AuthorizedOperations', 'int32', '0', default=-2147483648),
+            F('error_code', 'ErrorCode', 'int16', '0-1'),
+            F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
+            F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
+            F('group_state', 'GroupState', 'string', '0-1'),
+            F('group_epoch', 'GroupEpoch', 'int32', '0-1'),
+            F('assignment_epoch', 'AssignmentEpoch', 'int32', '0-1'),
+            F('topology', 'Topology', 'Topology', '0-1', nullable='0-1', default=None, struct='Topology'),
+            F('members', 'Members', '[]Member', '0-1', struct='Member'),
+            F('authorized_operations', 'AuthorizedOperations', 'int32', '0-1', default=-2147483648),
+            F('topology_description', 'TopologyDescription', 'TopologyDescription', '1', nullable='1', default=None, struct='TopologyDescription'),
+            F('topology_description_status', 'TopologyDescriptionStatus', 'int8', '1'),
+            F('assignor_name', 'AssignorName', 'string', '1', nullable='1', ignorable=True, default=None),
         )
 
     __slots__ = ('throttle_time_ms', 'groups')
     NAME = 'StreamsGroupDescribeResponse'
     KIND = 'response'
     API_KEY = 89
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),
-        F('groups', 'Groups', '[]DescribedGroup', '0', struct='DescribedGroup'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),
+        F('groups', 'Groups', '[]DescribedGroup', '0-1', struct='DescribedGroup'),
     )

@@ -4,161 +4,163 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class StreamsGroupHeartbeatRequest(Message):
-    """Kafka StreamsGroupHeartbeatRequest (request, api key 88), versions 0, flexible 0."""
+    """Kafka StreamsGroupHeartbeatRequest (request, api key 88), versions 0-1, flexible 0+."""
 
     class KeyValue(Struct):
         __slots__ = ('key', 'value')
         _FIELDS = (
-            F('key', 'Key', 'string', '0'),
-            F('value', 'Value', 'string', '0'),
+            F('key', 'Key', 'string', '0-1'),
+            F('value', 'Value', 'string', '0-1'),
         )
 
     class TopicInfo(Struct):
         __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
-            F('partitions', 'Partitions', 'int32', '0'),
-            F('replication_factor', 'ReplicationFactor', 'int16', '0'),
-            F('topic_configs', 'TopicConfigs', '[]KeyValue', '0', struct='KeyValue'),
+            F('name', 'Name', 'string', '0-1', entity='topicName'),
+            F('partitions', 'Partitions', 'int32', '0-1'),
+            F('replication_factor', 'ReplicationFactor', 'int16', '0-1'),
+            F('topic_configs', 'TopicConfigs', '[]KeyValue', '0-1', struct='KeyValue'),
         )
 
     class CopartitionGroup(Struct):
         __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
         _FIELDS = (
-            F('source_topics', 'SourceTopics', '[]int16', '0'),
-            F('source_topic_regex', 'SourceTopicRegex', '[]int16', '0'),
-            F('repartition_source_topics', 'RepartitionSourceTopics', '[]int16', '0'),
+            F('source_topics', 'SourceTopics', '[]int16', '0-1'),
+            F('source_topic_regex', 'SourceTopicRegex', '[]int16', '0-1'),
+            F('repartition_source_topics', 'RepartitionSourceTopics', '[]int16', '0-1'),
         )
 
     class Subtopology(Struct):
         __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('source_topics', 'SourceTopics', '[]string', '0'),
-            F('source_topic_regex', 'SourceTopicRegex', '[]string', '0'),
-            F('state_changelog_topics', 'StateChangelogTopics', '[]TopicInfo', '0', struct='TopicInfo'),
-            F('repartition_sink_topics', 'RepartitionSinkTopics', '[]string', '0'),
-            F('repartition_source_topics', 'RepartitionSourceTopics', '[]TopicInfo', '0', struct='TopicInfo'),
-            F('copartition_groups', 'CopartitionGroups', '[]CopartitionGroup', '0', struct='CopartitionGroup'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('source_topics', 'SourceTopics', '[]string', '0-1', entity='topicName'),
+            F('source_topic_regex', 'SourceTopicRegex', '[]string', '0-1'),
+            F('state_changelog_topics', 'StateChangelogTopics', '[]TopicInfo', '0-1', struct='TopicInfo'),
+            F('repartition_sink_topics', 'RepartitionSinkTopics', '[]string', '0-1', entity='topicName'),
+            F('repartition_source_topics', 'RepartitionSourceTopics', '[]TopicInfo', '0-1', struct='TopicInfo'),
+            F('copartition_groups', 'CopartitionGroups', '[]CopartitionGroup', '0-1', struct='CopartitionGroup'),
         )
 
     class Topology(Struct):
         __slots__ = ('epoch', 'subtopologies')
         _FIELDS = (
-            F('epoch', 'Epoch', 'int32', '0'),
-            F('subtopologies', 'Subtopologies', '[]Subtopology', '0', struct='Subtopology'),
+            F('epoch', 'Epoch', 'int32', '0-1'),
+            F('subtopologies', 'Subtopologies', '[]Subtopology', '0-1', struct='Subtopology'),
         )
 
     class TaskIds(Struct):
         __slots__ = ('subtopology_id', 'partitions')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('partitions', 'Partitions', '[]int32', '0'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
     class Endpoint(Struct):
         __slots__ = ('host', 'port')
         _FIELDS = (
-            F('host', 'Host', 'string', '0'),
-            F('port', 'Port', 'uint16', '0'),
+            F('host', 'Host', 'string', '0-1'),
+            F('port', 'Port', 'uint16', '0-1'),
         )
 
     class TaskOffset(Struct):
         __slots__ = ('subtopology_id', 'partition', 'offset')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('partition', 'Partition', 'int32', '0'),
-            F('offset', 'Offset', 'int64', '0'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('partition', 'Partition', 'int32', '0-1'),
+            F('offset', 'Offset', 'int64', '0-1'),
         )
 
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application')
     NAME = 'StreamsGroupHeartbeatRequest'
     KIND = 'request'
     API_KEY = 88
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
-    LATEST_VERSION_UNSTABLE = True
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0'),
-        F('member_id', 'MemberId', 'string', '0'),
-        F('member_epoch', 'MemberEpoch', 'int32', '0'),
-        F('endpoint_information_epoch', 'EndpointInformationEpoch', 'int32', '0'),
-        F('instance_id', 'InstanceId', 'string', '0', nullable='0', default=None),
-        F('rack_id', 'RackId', 'string', '0', nullable='0', default=None),
-        F('rebalance_timeout_ms', 'RebalanceTimeoutMs', 'int32', '0', default=-1),
-        F('topology', 'Topology', 'Topology', '0', nullable='0', default=None, struct='Topology'),
-        F('active_tasks', 'ActiveTasks', '[]TaskIds', '0', nullable='0', default=None, struct='TaskIds'),
-        F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0', nullable='0', default=None, struct='TaskIds'),
-        F('warmup_tasks', 'WarmupTasks', '[]TaskIds', '0', nullable='0', default=None, struct='TaskIds'),
-        F('process_id', 'ProcessId', 'string', '0', nullable='0', default=None),
-        F('user_endpoint', 'UserEndpoint', 'Endpoint', '0', nullable='0', default=None, struct='Endpoint'),
-        F('client_tags', 'ClientTags', '[]KeyValue', '0', nullable='0', default=None, struct='KeyValue'),
-        F('task_offsets', 'TaskOffsets', '[]TaskOffset', '0', nullable='0', default=None, struct='TaskOffset'),
-        F('task_end_offsets', 'TaskEndOffsets', '[]TaskOffset', '0', nullable='0', default=None, struct='TaskOffset'),
-        F('shutdown_application', 'ShutdownApplication', 'bool', '0'),
+        F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
+        F('member_id', 'MemberId', 'string', '0-1'),
+        F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
+        F('endpoint_information_epoch', 'EndpointInformationEpoch', 'int32', '0-1'),
+        F('instance_id', 'InstanceId', 'string', '0-1', nullable='0-1', default=None),
+        F('rack_id', 'RackId', 'string', '0-1', nullable='0-1', default=None),
+        F('rebalance_timeout_ms', 'RebalanceTimeoutMs', 'int32', '0-1', default=-1),
+        F('topology', 'Topology', 'Topology', '0-1', nullable='0-1', default=None, struct='Topology'),
+        F('active_tasks', 'ActiveTasks', '[]TaskIds', '0-1', nullable='0-1', default=None, struct='TaskIds'),
+        F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0-1', nullable='0-1', default=None, struct='TaskIds'),
+        F('warmup_tasks', 'WarmupTasks', '[]TaskIds', '0-1', nullable='0-1', default=None, struct='TaskIds'),
+        F('process_id', 'ProcessId', 'string', '0-1', nullable='0-1', default=None),
+        F('user_endpoint', 'UserEndpoint', 'Endpoint', '0-1', nullable='0-1', default=None, struct='Endpoint'),
+        F('client_tags', 'ClientTags', '[]KeyValue', '0-1', nullable='0-1', default=None, struct='KeyValue'),
+        F('task_offsets', 'TaskOffsets', '[]TaskOffset', '0-1', nullable='0-1', default=None, struct='TaskOffset'),
+        F('task_end_offsets', 'TaskEndOffsets', '[]TaskOffset', '0-1', nullable='0-1', default=None, struct='TaskOffset'),
+        F('shutdown_application', 'ShutdownApplication', 'bool', '0-1'),
     )
 
 
 class StreamsGroupHeartbeatResponse(Message):
-    """Kafka StreamsGroupHeartbeatResponse (response, api key 88), versions 0, flexible 0."""
+    """Kafka StreamsGroupHeartbeatResponse (response, api key 88), versions 0-1, flexible 0+."""
 
     class Status(Struct):
         __slots__ = ('status_code', 'status_detail')
         _FIELDS = (
-            F('status_code', 'StatusCode', 'int8', '0'),
-            F('status_detail', 'StatusDetail', 'string', '0'),
+            F('status_code', 'StatusCode', 'int8', '0-1'),
+            F('status_detail', 'StatusDetail', 'string', '0-1'),
         )
 
     class TaskIds(Struct):
         __slots__ = ('subtopology_id', 'partitions')
         _FIELDS = (
-            F('subtopology_id', 'SubtopologyId', 'string', '0'),
-            F('partitions', 'Partitions', '[]int32', '0'),
+            F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
+            F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
     class Endpoint(Struct):
         __slots__ = ('host', 'port')
         _FIELDS = (
-            F('host', 'Host', 'string', '0'),
-            F('port', 'Port', 'uint16', '0'),
+            F('host', 'Host', 'string', '0-1'),
+            F('port', 'Port', 'uint16', '0-1'),
         )
 
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions')
         _FIELDS = (
-            F('topic', 'Topic', 'string', '0'),
-            F('partitions', 'Partitions', '[]int32', '0'),
+            F('topic', 'Topic', 'string', '0-1', entity='topicName'),
+            F('partitions', 'Partitions', '[]int32', '0-1'),
         )
 
     class EndpointToPartitions(Struct):
         __slots__ = ('user_endpoint', 'active_partitions', 'standby_partitions')
         _FIELDS = (
-            F('user_endpoint', 'UserEndpoint', 'Endpoint', '0', default=STRUCT, struct='Endpoint'),
-            F('active_partitions', 'ActivePartitions', '[]TopicPartition', '0', struct='TopicPartition'),
-            F('standby_partitions', 'StandbyPartitions', '[]TopicPartition', '0', struct='TopicPartition'),
+            F('user_endpoint', 'UserEndpoint', 'Endpoint', '0-1', default=STRUCT, struct='Endpoint'),
+            F('active_partitions', 'ActivePartitions', '[]TopicPartition', '0-1', struct='TopicPartition'),
+            F('standby_partitions', 'StandbyPartitions', '[]TopicPartition', '0-1', struct='TopicPartition'),
         )
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag', 'task_offset_interval_ms', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'endpoint_information_epoch', 'partitions_by_user_endpoint')
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint')
     NAME = 'StreamsGroupHeartbeatResponse'
     KIND = 'response'
     API_KEY = 88
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),
-        F('error_code', 'ErrorCode', 'int16', '0'),
-        F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
-        F('member_id', 'MemberId', 'string', '0'),
-        F('member_epoch', 'MemberEpoch', 'int32', '0'),
-        F('heartbeat_interval_ms', 'HeartbeatIntervalMs', 'int32', '0'),
-        F('acceptable_recovery_lag', 'AcceptableRecoveryLag', 'int32', '0'),
-        F('task_offset_interval_ms', 'TaskOffsetIntervalMs', 'int32', '0'),
-        F('status', 'Status', '[]Status', '0', nullable='0', default=None, struct='Status'),
-        F('active_tasks', 'ActiveTasks', '[]TaskIds', '0', nullable='0', default=None, struct='TaskIds'),
-        F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0', nullable='0', default=None, struct='TaskIds'),
-        F('warmup_tasks', 'WarmupTasks', '[]TaskIds', '0', nullable='0', default=None, struct='TaskIds'),
-        F('endpoint_information_epoch', 'EndpointInformationEpoch', 'int32', '0'),
-        F('partitions_by_user_endpoint', 'PartitionsByUserEndpoint', '[]EndpointToPartitions', '0', nullable='0', default=None, struct='EndpointToPartitions'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-1'),
+        F('error_code', 'ErrorCode', 'int16', '0-1'),
+        F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
+        F('member_id', 'MemberId', 'string', '0-1'),
+        F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
+        F('heartbeat_interval_ms', 'HeartbeatIntervalMs', 'int32', '0-1'),
+        F('acceptable_recovery_lag_legacy', 'AcceptableRecoveryLagLegacy', 'int32', '0'),
+        F('task_offset_interval_ms', 'TaskOffsetIntervalMs', 'int32', '0-1'),
+        F('acceptable_recovery_lag', 'AcceptableRecoveryLag', 'int64', '1', ignorable=True, default=-1),
+        F('status', 'Status', '[]Status', '0-1', nullable='0-1', struct='Status'),
+        F('active_tasks', 'ActiveTasks', '[]TaskIds', '0-1', nullable='0-1', default=None, struct='TaskIds'),
+        F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0-1', nullable='0-1', default=None, struct='TaskIds'),
+        F('warmup_tasks', 'WarmupTasks', '[]TaskIds', '0-1', nullable='0-1', default=None, struct='TaskIds'),
+        F('topology_description_required', 'TopologyDescriptionRequired', 'bool', '1'),
+        F('endpoint_information_epoch', 'EndpointInformationEpoch', 'int32', '0-1'),
+        F('partitions_by_user_endpoint', 'PartitionsByUserEndpoint', '[]EndpointToPartitions', '0-1', nullable='0-1', default=None, struct='EndpointToPartitions'),
     )

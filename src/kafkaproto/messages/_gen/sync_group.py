@@ -4,7 +4,7 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class SyncGroupRequest(Message):
-    """Kafka SyncGroupRequest (request, api key 14), versions 0-5, flexible 4-5."""
+    """Kafka SyncGroupRequest (request, api key 14), versions 0-5, flexible 4+."""
 
     class SyncGroupRequestAssignment(Struct):
         __slots__ = ('member_id', 'assignment')
@@ -18,10 +18,11 @@ class SyncGroupRequest(Message):
     KIND = 'request'
     API_KEY = 14
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '4-5'
+    FLEXIBLE_VERSIONS = '4+'
     NEWEST_VERSIONS = '0-5'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0-5'),
+        F('group_id', 'GroupId', 'string', '0-5', entity='groupId'),
         F('generation_id', 'GenerationId', 'int32', '0-5'),
         F('member_id', 'MemberId', 'string', '0-5'),
         F('group_instance_id', 'GroupInstanceId', 'string', '3-5', nullable='3-5', default=None),
@@ -32,14 +33,14 @@ class SyncGroupRequest(Message):
 
 
 class SyncGroupResponse(Message):
-    """Kafka SyncGroupResponse (response, api key 14), versions 0-5, flexible 4-5."""
+    """Kafka SyncGroupResponse (response, api key 14), versions 0-5, flexible 4+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment')
     NAME = 'SyncGroupResponse'
     KIND = 'response'
     API_KEY = 14
     VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '4-5'
+    FLEXIBLE_VERSIONS = '4+'
     NEWEST_VERSIONS = '0-5'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '1-5', ignorable=True),

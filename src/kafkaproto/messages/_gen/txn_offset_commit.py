@@ -4,68 +4,71 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class TxnOffsetCommitRequest(Message):
-    """Kafka TxnOffsetCommitRequest (request, api key 28), versions 0-5, flexible 3-5."""
+    """Kafka TxnOffsetCommitRequest (request, api key 28), versions 0-6, flexible 3+."""
 
     class TxnOffsetCommitRequestPartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-5'),
-            F('committed_offset', 'CommittedOffset', 'int64', '0-5'),
-            F('committed_leader_epoch', 'CommittedLeaderEpoch', 'int32', '2-5', ignorable=True, default=-1),
-            F('committed_metadata', 'CommittedMetadata', 'string', '0-5', nullable='0-5'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-6'),
+            F('committed_offset', 'CommittedOffset', 'int64', '0-6'),
+            F('committed_leader_epoch', 'CommittedLeaderEpoch', 'int32', '2-6', ignorable=True, default=-1),
+            F('committed_metadata', 'CommittedMetadata', 'string', '0-6', nullable='0-6'),
         )
 
     class TxnOffsetCommitRequestTopic(Struct):
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-5'),
-            F('partitions', 'Partitions', '[]TxnOffsetCommitRequestPartition', '0-5', struct='TxnOffsetCommitRequestPartition'),
+            F('name', 'Name', 'string', '0-5', ignorable=True, entity='topicName'),
+            F('topic_id', 'TopicId', 'uuid', '6', ignorable=True),
+            F('partitions', 'Partitions', '[]TxnOffsetCommitRequestPartition', '0-6', struct='TxnOffsetCommitRequestPartition'),
         )
 
-    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics')
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics')
     NAME = 'TxnOffsetCommitRequest'
     KIND = 'request'
     API_KEY = 28
-    VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
-    NEWEST_VERSIONS = '0-5'
+    VALID_VERSIONS = '0-6'
+    FLEXIBLE_VERSIONS = '3+'
+    NEWEST_VERSIONS = '0-6'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('transactional_id', 'TransactionalId', 'string', '0-5'),
-        F('group_id', 'GroupId', 'string', '0-5'),
-        F('producer_id', 'ProducerId', 'int64', '0-5'),
-        F('producer_epoch', 'ProducerEpoch', 'int16', '0-5'),
-        F('generation_id', 'GenerationId', 'int32', '3-5', default=-1),
-        F('member_id', 'MemberId', 'string', '3-5'),
-        F('group_instance_id', 'GroupInstanceId', 'string', '3-5', nullable='3-5', default=None),
-        F('topics', 'Topics', '[]TxnOffsetCommitRequestTopic', '0-5', struct='TxnOffsetCommitRequestTopic'),
+        F('transactional_id', 'TransactionalId', 'string', '0-6', entity='transactionalId'),
+        F('group_id', 'GroupId', 'string', '0-6', entity='groupId'),
+        F('producer_id', 'ProducerId', 'int64', '0-6', entity='producerId'),
+        F('producer_epoch', 'ProducerEpoch', 'int16', '0-6'),
+        F('generation_id_or_member_epoch', 'GenerationIdOrMemberEpoch', 'int32', '3-6', default=-1),
+        F('member_id', 'MemberId', 'string', '3-6'),
+        F('group_instance_id', 'GroupInstanceId', 'string', '3-6', nullable='3-6', default=None),
+        F('topics', 'Topics', '[]TxnOffsetCommitRequestTopic', '0-6', struct='TxnOffsetCommitRequestTopic'),
     )
 
 
 class TxnOffsetCommitResponse(Message):
-    """Kafka TxnOffsetCommitResponse (response, api key 28), versions 0-5, flexible 3-5."""
+    """Kafka TxnOffsetCommitResponse (response, api key 28), versions 0-6, flexible 3+."""
 
     class TxnOffsetCommitResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-5'),
-            F('error_code', 'ErrorCode', 'int16', '0-5'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-6'),
+            F('error_code', 'ErrorCode', 'int16', '0-6'),
         )
 
     class TxnOffsetCommitResponseTopic(Struct):
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-5'),
-            F('partitions', 'Partitions', '[]TxnOffsetCommitResponsePartition', '0-5', struct='TxnOffsetCommitResponsePartition'),
+            F('name', 'Name', 'string', '0-5', ignorable=True, entity='topicName'),
+            F('topic_id', 'TopicId', 'uuid', '6', ignorable=True),
+            F('partitions', 'Partitions', '[]TxnOffsetCommitResponsePartition', '0-6', struct='TxnOffsetCommitResponsePartition'),
         )
 
     __slots__ = ('throttle_time_ms', 'topics')
     NAME = 'TxnOffsetCommitResponse'
     KIND = 'response'
     API_KEY = 28
-    VALID_VERSIONS = '0-5'
-    FLEXIBLE_VERSIONS = '3-5'
-    NEWEST_VERSIONS = '0-5'
+    VALID_VERSIONS = '0-6'
+    FLEXIBLE_VERSIONS = '3+'
+    NEWEST_VERSIONS = '0-6'
     _FIELDS = (
-        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-5'),
-        F('topics', 'Topics', '[]TxnOffsetCommitResponseTopic', '0-5', struct='TxnOffsetCommitResponseTopic'),
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-6'),
+        F('topics', 'Topics', '[]TxnOffsetCommitResponseTopic', '0-6', struct='TxnOffsetCommitResponseTopic'),
     )

@@ -4,29 +4,30 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class UnregisterBrokerRequest(Message):
-    """Kafka UnregisterBrokerRequest (request, api key 64), versions 0, flexible 0."""
+    """Kafka UnregisterBrokerRequest (request, api key 64), versions 0, flexible 0+."""
 
     __slots__ = ('broker_id',)
     NAME = 'UnregisterBrokerRequest'
     KIND = 'request'
     API_KEY = 64
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
-        F('broker_id', 'BrokerId', 'int32', '0'),
+        F('broker_id', 'BrokerId', 'int32', '0', entity='brokerId'),
     )
 
 
 class UnregisterBrokerResponse(Message):
-    """Kafka UnregisterBrokerResponse (response, api key 64), versions 0, flexible 0."""
+    """Kafka UnregisterBrokerResponse (response, api key 64), versions 0, flexible 0+."""
 
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')
     NAME = 'UnregisterBrokerResponse'
     KIND = 'response'
     API_KEY = 64
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class UpdateFeaturesRequest(Message):
-    """Kafka UpdateFeaturesRequest (request, api key 57), versions 0-2, flexible 0-2."""
+    """Kafka UpdateFeaturesRequest (request, api key 57), versions 0-2, flexible 0+."""
 
     class FeatureUpdateKey(Struct):
         __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type')
         _FIELDS = (
-            F('feature', 'Feature', 'string', '0-2'),
+            F('feature', 'Feature', 'string', '0-2', map_key=True),
             F('max_version_level', 'MaxVersionLevel', 'int16', '0-2'),
             F('allow_downgrade', 'AllowDowngrade', 'bool', '0'),
             F('upgrade_type', 'UpgradeType', 'int8', '1-2', default=1),
@@ -20,8 +20,9 @@ class UpdateFeaturesRequest(Message):
     KIND = 'request'
     API_KEY = 57
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('broker', 'controller')
     _FIELDS = (
         F('timeout_ms', 'timeoutMs', 'int32', '0-2', default=60000),
         F('feature_updates', 'FeatureUpdates', '[]FeatureUpdateKey', '0-2', struct='FeatureUpdateKey'),
@@ -30,12 +31,12 @@ class UpdateFeaturesRequest(Message):
 
 
 class UpdateFeaturesResponse(Message):
-    """Kafka UpdateFeaturesResponse (response, api key 57), versions 0-2, flexible 0-2."""
+    """Kafka UpdateFeaturesResponse (response, api key 57), versions 0-2, flexible 0+."""
 
     class UpdatableFeatureResult(Struct):
         __slots__ = ('feature', 'error_code', 'error_message')
         _FIELDS = (
-            F('feature', 'Feature', 'string', '0-2'),
+            F('feature', 'Feature', 'string', '0-2', map_key=True),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
             F('error_message', 'ErrorMessage', 'string', '0-2', nullable='0-2'),
         )
@@ -45,7 +46,7 @@ class UpdateFeaturesResponse(Message):
     KIND = 'response'
     API_KEY = 57
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0-2'),

@@ -4,26 +4,26 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class UpdateMetadataRequest(Message):
-    """Kafka UpdateMetadataRequest (request, api key 6), versions 0-8, flexible 6-8."""
+    """Kafka UpdateMetadataRequest (request, api key 6), versions 0-8, flexible 6+."""
 
     class UpdateMetadataPartitionState(Struct):
         __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-4', ignorable=True),
+            F('topic_name', 'TopicName', 'string', '0-4', ignorable=True, entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-8'),
             F('controller_epoch', 'ControllerEpoch', 'int32', '0-8'),
-            F('leader', 'Leader', 'int32', '0-8'),
+            F('leader', 'Leader', 'int32', '0-8', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-8'),
-            F('isr', 'Isr', '[]int32', '0-8'),
+            F('isr', 'Isr', '[]int32', '0-8', entity='brokerId'),
             F('zk_version', 'ZkVersion', 'int32', '0-8'),
-            F('replicas', 'Replicas', '[]int32', '0-8'),
-            F('offline_replicas', 'OfflineReplicas', '[]int32', '4-8', ignorable=True),
+            F('replicas', 'Replicas', '[]int32', '0-8', entity='brokerId'),
+            F('offline_replicas', 'OfflineReplicas', '[]int32', '4-8', ignorable=True, entity='brokerId'),
         )
 
     class UpdateMetadataTopicState(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '5-8'),
+            F('topic_name', 'TopicName', 'string', '5-8', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '7-8', ignorable=True),
             F('partition_states', 'PartitionStates', '[]UpdateMetadataPartitionState', '5-8', struct='UpdateMetadataPartitionState'),
         )
@@ -40,7 +40,7 @@ class UpdateMetadataRequest(Message):
     class UpdateMetadataBroker(Struct):
         __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack')
         _FIELDS = (
-            F('id', 'Id', 'int32', '0-8'),
+            F('id', 'Id', 'int32', '0-8', entity='brokerId'),
             F('v0_host', 'V0Host', 'string', '0', ignorable=True),
             F('v0_port', 'V0Port', 'int32', '0', ignorable=True),
             F('endpoints', 'Endpoints', '[]UpdateMetadataEndpoint', '1-8', ignorable=True, struct='UpdateMetadataEndpoint'),
@@ -52,10 +52,11 @@ class UpdateMetadataRequest(Message):
     KIND = 'request'
     API_KEY = 6
     VALID_VERSIONS = '0-8'
-    FLEXIBLE_VERSIONS = '6-8'
-    NEWEST_VERSIONS = '0-8'
+    FLEXIBLE_VERSIONS = '6+'
+    SNAPSHOT_ONLY_VERSIONS = '0-8'
+    LISTENERS = ('zkBroker',)
     _FIELDS = (
-        F('controller_id', 'ControllerId', 'int32', '0-8'),
+        F('controller_id', 'ControllerId', 'int32', '0-8', entity='brokerId'),
         F('is_k_raft_controller', 'isKRaftController', 'bool', '8'),
         F('type', 'Type', 'int8', '8', tagged='8', tag=0),
         F('controller_epoch', 'ControllerEpoch', 'int32', '0-8'),
@@ -67,15 +68,15 @@ class UpdateMetadataRequest(Message):
 
 
 class UpdateMetadataResponse(Message):
-    """Kafka UpdateMetadataResponse (response, api key 6), versions 0-8, flexible 6-8."""
+    """Kafka UpdateMetadataResponse (response, api key 6), versions 0-8, flexible 6+."""
 
     __slots__ = ('error_code',)
     NAME = 'UpdateMetadataResponse'
     KIND = 'response'
     API_KEY = 6
     VALID_VERSIONS = '0-8'
-    FLEXIBLE_VERSIONS = '6-8'
-    NEWEST_VERSIONS = '0-8'
+    FLEXIBLE_VERSIONS = '6+'
+    SNAPSHOT_ONLY_VERSIONS = '0-8'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-8'),
     )

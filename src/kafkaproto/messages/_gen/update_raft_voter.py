@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class UpdateRaftVoterRequest(Message):
-    """Kafka UpdateRaftVoterRequest (request, api key 82), versions 0, flexible 0."""
+    """Kafka UpdateRaftVoterRequest (request, api key 82), versions 0, flexible 0+."""
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', map_key=True),
             F('host', 'Host', 'string', '0'),
             F('port', 'Port', 'uint16', '0'),
         )
@@ -26,8 +26,9 @@ class UpdateRaftVoterRequest(Message):
     KIND = 'request'
     API_KEY = 82
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
+    LISTENERS = ('controller',)
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0', nullable='0'),
         F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '0'),
@@ -39,12 +40,12 @@ class UpdateRaftVoterRequest(Message):
 
 
 class UpdateRaftVoterResponse(Message):
-    """Kafka UpdateRaftVoterResponse (response, api key 82), versions 0, flexible 0."""
+    """Kafka UpdateRaftVoterResponse (response, api key 82), versions 0, flexible 0+."""
 
     class CurrentLeader(Struct):
         __slots__ = ('leader_id', 'leader_epoch', 'host', 'port')
         _FIELDS = (
-            F('leader_id', 'LeaderId', 'int32', '0', default=-1),
+            F('leader_id', 'LeaderId', 'int32', '0', entity='brokerId', default=-1),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0', default=-1),
             F('host', 'Host', 'string', '0'),
             F('port', 'Port', 'int32', '0'),
@@ -55,7 +56,7 @@ class UpdateRaftVoterResponse(Message):
     KIND = 'response'
     API_KEY = 82
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', '0'),

@@ -4,14 +4,14 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class VoteRequest(Message):
-    """Kafka VoteRequest (request, api key 52), versions 0-2, flexible 0-2."""
+    """Kafka VoteRequest (request, api key 52), versions 0-2, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('replica_epoch', 'ReplicaEpoch', 'int32', '0-2'),
-            F('replica_id', 'ReplicaId', 'int32', '0-2'),
+            F('replica_id', 'ReplicaId', 'int32', '0-2', entity='brokerId'),
             F('replica_directory_id', 'ReplicaDirectoryId', 'uuid', '1-2', ignorable=True),
             F('voter_directory_id', 'VoterDirectoryId', 'uuid', '1-2', ignorable=True),
             F('last_offset_epoch', 'LastOffsetEpoch', 'int32', '0-2'),
@@ -22,7 +22,7 @@ class VoteRequest(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-2'),
+            F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
         )
 
@@ -31,24 +31,25 @@ class VoteRequest(Message):
     KIND = 'request'
     API_KEY = 52
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
+    LISTENERS = ('controller',)
     _FIELDS = (
         F('cluster_id', 'ClusterId', 'string', '0-2', nullable='0-2', default=None),
-        F('voter_id', 'VoterId', 'int32', '1-2', ignorable=True, default=-1),
+        F('voter_id', 'VoterId', 'int32', '1-2', ignorable=True, entity='brokerId', default=-1),
         F('topics', 'Topics', '[]TopicData', '0-2', struct='TopicData'),
     )
 
 
 class VoteResponse(Message):
-    """Kafka VoteResponse (response, api key 52), versions 0-2, flexible 0-2."""
+    """Kafka VoteResponse (response, api key 52), versions 0-2, flexible 0+."""
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted')
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
-            F('leader_id', 'LeaderId', 'int32', '0-2'),
+            F('leader_id', 'LeaderId', 'int32', '0-2', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-2'),
             F('vote_granted', 'VoteGranted', 'bool', '0-2'),
         )
@@ -56,14 +57,14 @@ class VoteResponse(Message):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
         _FIELDS = (
-            F('topic_name', 'TopicName', 'string', '0-2'),
+            F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
         )
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
         _FIELDS = (
-            F('node_id', 'NodeId', 'int32', '1-2'),
+            F('node_id', 'NodeId', 'int32', '1-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1-2'),
             F('port', 'Port', 'uint16', '1-2'),
         )
@@ -73,7 +74,7 @@ class VoteResponse(Message):
     KIND = 'response'
     API_KEY = 52
     VALID_VERSIONS = '0-2'
-    FLEXIBLE_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0-2'
     _FIELDS = (
         F('error_code', 'ErrorCode', 'int16', '0-2'),

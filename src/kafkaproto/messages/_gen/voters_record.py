@@ -4,12 +4,12 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class VotersRecord(Message):
-    """Kafka VotersRecord (data), versions 0, flexible 0."""
+    """Kafka VotersRecord (data), versions 0, flexible 0+."""
 
     class Endpoint(Struct):
         __slots__ = ('name', 'host', 'port')
         _FIELDS = (
-            F('name', 'Name', 'string', '0'),
+            F('name', 'Name', 'string', '0', map_key=True),
             F('host', 'Host', 'string', '0'),
             F('port', 'Port', 'uint16', '0'),
         )
@@ -24,7 +24,7 @@ class VotersRecord(Message):
     class Voter(Struct):
         __slots__ = ('voter_id', 'voter_directory_id', 'endpoints', 'k_raft_version_feature')
         _FIELDS = (
-            F('voter_id', 'VoterId', 'int32', '0'),
+            F('voter_id', 'VoterId', 'int32', '0', entity='brokerId'),
             F('voter_directory_id', 'VoterDirectoryId', 'uuid', '0'),
             F('endpoints', 'Endpoints', '[]Endpoint', '0', struct='Endpoint'),
             F('k_raft_version_feature', 'KRaftVersionFeature', 'KRaftVersionFeature', '0', default=STRUCT, struct='KRaftVersionFeature'),
@@ -35,7 +35,7 @@ class VotersRecord(Message):
     KIND = 'data'
     API_KEY = None
     VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
+    FLEXIBLE_VERSIONS = '0+'
     NEWEST_VERSIONS = '0'
     _FIELDS = (
         F('version', 'Version', 'int16', '0'),

@@ -4,72 +4,74 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class WriteShareGroupStateRequest(Message):
-    """Kafka WriteShareGroupStateRequest (request, api key 85), versions 0, flexible 0."""
+    """Kafka WriteShareGroupStateRequest (request, api key 85), versions 0-1, flexible 0+."""
 
     class StateBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
         _FIELDS = (
-            F('first_offset', 'FirstOffset', 'int64', '0'),
-            F('last_offset', 'LastOffset', 'int64', '0'),
-            F('delivery_state', 'DeliveryState', 'int8', '0'),
-            F('delivery_count', 'DeliveryCount', 'int16', '0'),
+            F('first_offset', 'FirstOffset', 'int64', '0-1'),
+            F('last_offset', 'LastOffset', 'int64', '0-1'),
+            F('delivery_state', 'DeliveryState', 'int8', '0-1'),
+            F('delivery_count', 'DeliveryCount', 'int16', '0-1'),
         )
 
     class PartitionData(Struct):
-        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches')
+        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
         _FIELDS = (
-            F('partition', 'Partition', 'int32', '0'),
-            F('state_epoch', 'StateEpoch', 'int32', '0'),
-            F('leader_epoch', 'LeaderEpoch', 'int32', '0'),
-            F('start_offset', 'StartOffset', 'int64', '0'),
-            F('state_batches', 'StateBatches', '[]StateBatch', '0', struct='StateBatch'),
+            F('partition', 'Partition', 'int32', '0-1'),
+            F('state_epoch', 'StateEpoch', 'int32', '0-1'),
+            F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
+            F('start_offset', 'StartOffset', 'int64', '0-1'),
+            F('delivery_complete_count', 'DeliveryCompleteCount', 'int32', '1', ignorable=True, default=-1),
+            F('state_batches', 'StateBatches', '[]StateBatch', '0-1', struct='StateBatch'),
         )
 
     class WriteStateData(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0'),
-            F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
+            F('topic_id', 'TopicId', 'uuid', '0-1'),
+            F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
         )
 
     __slots__ = ('group_id', 'topics')
     NAME = 'WriteShareGroupStateRequest'
     KIND = 'request'
     API_KEY = 85
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('group_id', 'GroupId', 'string', '0'),
-        F('topics', 'Topics', '[]WriteStateData', '0', struct='WriteStateData'),
+        F('group_id', 'GroupId', 'string', '0-1'),
+        F('topics', 'Topics', '[]WriteStateData', '0-1', struct='WriteStateData'),
     )
 
 
 class WriteShareGroupStateResponse(Message):
-    """Kafka WriteShareGroupStateResponse (response, api key 85), versions 0, flexible 0."""
+    """Kafka WriteShareGroupStateResponse (response, api key 85), versions 0-1, flexible 0+."""
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message')
         _FIELDS = (
-            F('partition', 'Partition', 'int32', '0'),
-            F('error_code', 'ErrorCode', 'int16', '0'),
-            F('error_message', 'ErrorMessage', 'string', '0', nullable='0', default=None),
+            F('partition', 'Partition', 'int32', '0-1'),
+            F('error_code', 'ErrorCode', 'int16', '0-1'),
+            F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),
         )
 
     class WriteStateResult(Struct):
         __slots__ = ('topic_id', 'partitions')
         _FIELDS = (
-            F('topic_id', 'TopicId', 'uuid', '0'),
-            F('partitions', 'Partitions', '[]PartitionResult', '0', struct='PartitionResult'),
+            F('topic_id', 'TopicId', 'uuid', '0-1'),
+            F('partitions', 'Partitions', '[]PartitionResult', '0-1', struct='PartitionResult'),
         )
 
     __slots__ = ('results',)
     NAME = 'WriteShareGroupStateResponse'
     KIND = 'response'
     API_KEY = 85
-    VALID_VERSIONS = '0'
-    FLEXIBLE_VERSIONS = '0'
-    NEWEST_VERSIONS = '0'
+    VALID_VERSIONS = '0-1'
+    FLEXIBLE_VERSIONS = '0+'
+    NEWEST_VERSIONS = '0-1'
     _FIELDS = (
-        F('results', 'Results', '[]WriteStateResult', '0', struct='WriteStateResult'),
+        F('results', 'Results', '[]WriteStateResult', '0-1', struct='WriteStateResult'),
     )

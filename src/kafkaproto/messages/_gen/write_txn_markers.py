@@ -4,68 +4,72 @@ from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F40
 
 
 class WriteTxnMarkersRequest(Message):
-    """Kafka WriteTxnMarkersRequest (request, api key 27), versions 0-1, flexible 1."""
+    """Kafka WriteTxnMarkersRequest (request, api key 27), versions 0-2, flexible 1+."""
 
     class WritableTxnMarkerTopic(Struct):
         __slots__ = ('name', 'partition_indexes')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
-            F('partition_indexes', 'PartitionIndexes', '[]int32', '0-1'),
+            F('name', 'Name', 'string', '0-2', entity='topicName'),
+            F('partition_indexes', 'PartitionIndexes', '[]int32', '0-2'),
         )
 
     class WritableTxnMarker(Struct):
-        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch')
+        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version')
         _FIELDS = (
-            F('producer_id', 'ProducerId', 'int64', '0-1'),
-            F('producer_epoch', 'ProducerEpoch', 'int16', '0-1'),
-            F('transaction_result', 'TransactionResult', 'bool', '0-1'),
-            F('topics', 'Topics', '[]WritableTxnMarkerTopic', '0-1', struct='WritableTxnMarkerTopic'),
-            F('coordinator_epoch', 'CoordinatorEpoch', 'int32', '0-1'),
+            F('producer_id', 'ProducerId', 'int64', '0-2', entity='producerId'),
+            F('producer_epoch', 'ProducerEpoch', 'int16', '0-2'),
+            F('transaction_result', 'TransactionResult', 'bool', '0-2'),
+            F('topics', 'Topics', '[]WritableTxnMarkerTopic', '0-2', struct='WritableTxnMarkerTopic'),
+            F('coordinator_epoch', 'CoordinatorEpoch', 'int32', '0-2'),
+            F('transaction_version', 'TransactionVersion', 'int8', '2', ignorable=True),
         )
 
     __slots__ = ('markers',)
     NAME = 'WriteTxnMarkersRequest'
     KIND = 'request'
     API_KEY = 27
-    VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
-    NEWEST_VERSIONS = '0-1'
+    VALID_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '1+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
+    LISTENERS = ('broker',)
     _FIELDS = (
-        F('markers', 'Markers', '[]WritableTxnMarker', '0-1', struct='WritableTxnMarker'),
+        F('markers', 'Markers', '[]WritableTxnMarker', '0-2', struct='WritableTxnMarker'),
     )
 
 
 class WriteTxnMarkersResponse(Message):
-    """Kafka WriteTxnMarkersResponse (response, api key 27), versions 0-1, flexible 1."""
+    """Kafka WriteTxnMarkersResponse (response, api key 27), versions 0-2, flexible 1+."""
 
     class WritableTxnMarkerPartitionResult(Struct):
         __slots__ = ('partition_index', 'error_code')
         _FIELDS = (
-            F('partition_index', 'PartitionIndex', 'int32', '0-1'),
-            F('error_code', 'ErrorCode', 'int16', '0-1'),
+            F('partition_index', 'PartitionIndex', 'int32', '0-2'),
+            F('error_code', 'ErrorCode', 'int16', '0-2'),
         )
 
     class WritableTxnMarkerTopicResult(Struct):
         __slots__ = ('name', 'partitions')
         _FIELDS = (
-            F('name', 'Name', 'string', '0-1'),
-            F('partitions', 'Partitions', '[]WritableTxnMarkerPartitionResult', '0-1', struct='WritableTxnMarkerPartitionResult'),
+            F('name', 'Name', 'string', '0-2', entity='topicName'),
+            F('partitions', 'Partitions', '[]WritableTxnMarkerPartitionResult', '0-2', struct='WritableTxnMarkerPartitionResult'),
         )
 
     class WritableTxnMarkerResult(Struct):
         __slots__ = ('producer_id', 'topics')
         _FIELDS = (
-            F('producer_id', 'ProducerId', 'int64', '0-1'),
-            F('topics', 'Topics', '[]WritableTxnMarkerTopicResult', '0-1', struct='WritableTxnMarkerTopicResult'),
+            F('producer_id', 'ProducerId', 'int64', '0-2', entity='producerId'),
+            F('topics', 'Topics', '[]WritableTxnMarkerTopicResult', '0-2', struct='WritableTxnMarkerTopicResult'),
         )
 
     __slots__ = ('markers',)
     NAME = 'WriteTxnMarkersResponse'
     KIND = 'response'
     API_KEY = 27
-    VALID_VERSIONS = '0-1'
-    FLEXIBLE_VERSIONS = '1'
-    NEWEST_VERSIONS = '0-1'
+    VALID_VERSIONS = '0-2'
+    FLEXIBLE_VERSIONS = '1+'
+    NEWEST_VERSIONS = '1-2'
+    SNAPSHOT_ONLY_VERSIONS = '0'
     _FIELDS = (
-        F('markers', 'Markers', '[]WritableTxnMarkerResult', '0-1', struct='WritableTxnMarkerResult'),
+        F('markers', 'Markers', '[]WritableTxnMarkerResult', '0-2', struct='WritableTxnMarkerResult'),
     )
