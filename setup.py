@@ -39,13 +39,21 @@ def extensions():
         sanitizers = "address,undefined,fuzzer-no-link" if SANITIZE == "fuzzer" else "address,undefined"
         compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitizers}"]
         link_args = [f"-fsanitize={sanitizers}"]
-    ext = Extension(
-        "kafkaproto._codec",
-        ["src/_codec.pyx"],
-        extra_compile_args=compile_args,
-        extra_link_args=link_args,
-        define_macros=macros,
-    )
+    # One compiled module per layer, each beside its pure-Python twin; they share
+    # inline C through kafkaproto/_wire.pxd and the primitives through _codec.pxd.
+    modules = {
+        "kafkaproto._codec": "src/_codec.pyx",
+        "kafkaproto.messages._engine": "src/kafkaproto/messages/_engine.pyx",
+        "kafkaproto.records._batches": "src/kafkaproto/records/_batches.pyx",
+        "kafkaproto.arrow._columns": "src/kafkaproto/arrow/_columns.pyx",
+        "kafkaproto.arrow._messages": "src/kafkaproto/arrow/_messages.pyx",
+        "kafkaproto.arrow._headers": "src/kafkaproto/arrow/_headers.pyx",
+        "kafkaproto.arrow._frames": "src/kafkaproto/arrow/_frames.pyx",
+        "kafkaproto.arrow._records": "src/kafkaproto/arrow/_records.pyx",
+        "kafkaproto.capture._scan": "src/kafkaproto/capture/_scan.pyx",
+    }
+    exts = [Extension(name, [path], extra_compile_args=compile_args, extra_link_args=link_args,
+                      define_macros=macros) for name, path in modules.items()]
     directives = {
         "language_level": "3",
         "boundscheck": False,
@@ -57,7 +65,8 @@ def extensions():
     }
     if DEBUG:
         directives.update(linetrace=True, profile=True)
-    return cythonize([ext], compiler_directives=directives, annotate=DEBUG, include_path=["src"])
+    return cythonize(exts, compiler_directives=directives, annotate=DEBUG, include_path=["src"],
+                     nthreads=int(os.environ.get("KAFKAPROTO_BUILD_JOBS", "0")) or None)
 
 
 class OptionalBuildExt(build_ext):

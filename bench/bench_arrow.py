@@ -98,7 +98,7 @@ import subprocess  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from kafkaproto import _compression  # noqa: E402
+from kafkaproto.records import _compression  # noqa: E402
 from kafkaproto import records as R  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent

@@ -28,12 +28,12 @@ import numpy as np
 import pyarrow as pa
 
 import kafkaproto
-from kafkaproto import _arrow_py, _codec_py, _engine_py, _records_py, arrow, frames, headers, records
+from kafkaproto import arrow, frames, headers, records
 import kafkaproto.capture as _capture
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
-from kafkaproto._message import build_plan
+from kafkaproto.messages._runtime import build_plan
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import RequestHeader, ResponseHeader
 from kafkaproto.messages import APIS, CLASSES, get, request_class, response_class
@@ -53,24 +53,25 @@ from records_util import batch_tuple  # noqa: E402
 from test_arrow_frames import expected_request_header  # noqa: E402
 from test_arrow_messages import expected_request, expected_response  # noqa: E402
 from test_arrow_records import as_rows, expected as expected_records  # noqa: E402
-
-try:
-    from kafkaproto import _codec as _compiled
-except ImportError:  # no compiler: the twin is compared with itself, the other checks still run
-    _compiled = None
+from twins import compiled_impl, pure_impl  # noqa: E402
 
 __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
 
 
 class Impl:
-    """One implementation (codec + engine) with its own message plans."""
+    """One implementation (compiled or twin) with its own message plans."""
 
-    def __init__(self, name, codec, engine, records, arrow):
+    def __init__(self, name, mods):
         self.name = name
-        self.codec = codec
-        self.engine = engine
-        self.records = records  # the module with decode_record_batches / encode_record_batch
-        self.arrow = arrow  # the module with the arrow_* loops
+        self.mods = mods
+        self.codec = mods.module("_codec")
+        self.engine = mods.module("messages._engine")
+        self.records = mods.module("records._batches")  # decode_record_batches / encode_record_batch
+        # the Arrow loops
+        self.arrow_headers = mods.module("arrow._headers")
+        self.arrow_messages = mods.module("arrow._messages")
+        self.arrow_frames = mods.module("arrow._frames")
+        self.arrow_records = mods.module("arrow._records")
         self._cache = {}
 
     def decode(self, cls, data, version, offset=0):
@@ -103,8 +104,9 @@ class Impl:
         return ResponseHeader(cid, tags), msg, end
 
 
-PURE = Impl("pure", _codec_py, _engine_py, _records_py, _arrow_py)
-COMPILED = Impl("compiled", _compiled, _compiled, _compiled, _compiled) if _compiled is not None else None
+_compiled = compiled_impl()  # None without a compiler: the twin is compared with itself, the rest still runs
+PURE = Impl("pure", pure_impl())
+COMPILED = Impl("compiled", _compiled) if _compiled is not None else None
 IMPLS = [i for i in (COMPILED, PURE) if i is not None]
 #: the implementation behind the public API in this process
 ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
@@ -464,7 +466,7 @@ def _arrow_agree(what, fn):
     """The compiled loops and the twin build equal arrays (invariant 2); returns the active one's."""
     results = []
     for impl in IMPLS:
-        got = fn(impl.arrow)
+        got = fn(impl)
         results.append(got)
         if len(results) > 1 and not got.equals(results[0]):
             raise AssertionError(f"arrow {what}: {IMPLS[0].name} and {impl.name} disagree:\n"
@@ -487,7 +489,7 @@ def check_arrow(data: bytes) -> None:
     if decoder == 0:  # split_frames: the rows are consecutive pieces of one stream
         limit = FRAME_LIMITS[aux & 7]
         zero_copy = bool(aux & 8) and 0 <= limit <= 1 << 30
-        got = [arrow._split(impl.arrow, arr, limit, zero_copy) for impl in IMPLS]
+        got = [arrow._split(impl.arrow_frames, arr, limit, zero_copy) for impl in IMPLS]
         for other in got[1:]:
             same((other.frames.to_pylist(), other.tail, other.error),
                  (got[0].frames.to_pylist(), got[0].tail, got[0].error), "arrow split_frames: twins")
@@ -501,15 +503,15 @@ def check_arrow(data: bytes) -> None:
         else:  # the object splitter raises at the bad size; the Arrow one stops there and says why
             same(split.error, public[2], "arrow split_frames error vs split_frames")
     elif decoder == 1:
-        out = _arrow_agree("request_headers", lambda lib: arrow._per_chunk(
-            arr, lambda a, kind: arrow._request_headers(lib, a, kind)))
+        out = _arrow_agree("request_headers", lambda impl: arrow._per_chunk(
+            arr, lambda a, kind: arrow._request_headers(impl.arrow_headers, a, kind)))
         same(out.to_pylist(), [expected_request_header(f) for f in rows], "arrow request_headers vs objects")
     elif decoder == 2:
         key, version = API_KEYS[aux % len(API_KEYS)], aux >> 4
         n = len(rows)
         keys, vers, ok = np.full(n, key, np.int32), np.full(n, version, np.int32), np.ones(n, np.uint8)
-        _arrow_agree("response_headers", lambda lib: arrow._per_chunk(
-            arr, lambda a, kind: arrow._response_headers(lib, a, kind, keys, ok, vers, ok)))
+        _arrow_agree("response_headers", lambda impl: arrow._per_chunk(
+            arr, lambda a, kind: arrow._response_headers(impl.arrow_headers, a, kind, keys, ok, vers, ok)))
     elif decoder == 3:
         kind = "request" if sel & 0x40 else "response"
         key = API_KEYS[aux % len(API_KEYS)]
@@ -517,8 +519,8 @@ def check_arrow(data: bytes) -> None:
         version = (sel >> 7) * 16 + (aux >> 4) if kind == "response" else None
         vers = np.full(len(rows), version or 0, np.int32)
         ok = np.full(len(rows), cls.supports(version) if version is not None else 1, np.uint8)
-        out = _arrow_agree(f"messages {cls.NAME}", lambda lib: arrow._per_chunk(
-            arr, lambda a, k: arrow._messages(lib, a, k, cls, vers if kind == "response" else None,
+        out = _arrow_agree(f"messages {cls.NAME}", lambda impl: arrow._per_chunk(
+            arr, lambda a, k: arrow._message_column(impl.arrow_messages, a, k, cls, vers if kind == "response" else None,
                                               ok if kind == "response" else None)))
         for frame, row in zip(rows, out.to_pylist()):
             if kind == "request":
@@ -537,7 +539,7 @@ def check_arrow(data: bytes) -> None:
             same(canon(row), canon(want), f"arrow messages {cls.NAME} vs objects")
     else:
         check_crc, limit = bool(aux & 1), RECORD_LIMITS[(aux >> 1) & 3]
-        out = _arrow_agree("records", lambda lib: arrow._records(lib, arr, arrow._IN_KIND[typ], None, None,
+        out = _arrow_agree("records", lambda impl: arrow._records_table(impl.arrow_records, arr, arrow._IN_KIND[typ], None, None,
                                                                   frozenset(arrow.RECORDS_SCHEMA.names), check_crc,
                                                                   limit))
         if limit == records.DEFAULT_MAX_DECOMPRESSED_SIZE:

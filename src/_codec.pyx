@@ -16,164 +16,43 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
+from kafkaproto._wire cimport (
+    kp_ld16, kp_ld32, kp_ld64, kp_st16, kp_st32, kp_st64, kp_u64_to_f64, kp_f64_to_u64, kp_utf8_ok,
+    MAX_STR, _uv32, _uv64, _unzig32, _unzig64, _zig32, _zig64, _uvsize, _frame_at, FRAME_COMPLETE, FRAME_PARTIAL,
+    FRAME_BAD_SIZE, Cur, RequestHead, cur_request_head, cur_tags_begin, cur_tag_next, cur_init, cur_fail, cur_take, cur_uv32, cur_uv64, cur_length, cur_count,
+    F_NEED, F_LIMIT, F_UTF8, F_COUNT, F_MEMORY,
+    W_INT8, W_INT16, W_INT32, W_INT64, W_UINT16, W_UINT32, W_FLOAT64, W_BOOL, W_UUID, W_STRING,
+    W_COMPACT_STRING, W_BYTES, W_COMPACT_BYTES, W_ARRAY_LENGTH, W_COMPACT_ARRAY_LENGTH, W_UVARINT, W_VARINT,
+    W_VARLONG, W_TAGGED_FIELDS, W_TAG, W_TAGGED_FIELD_SIZE, W_TAGGED_FIELD, W_RAW,
+)
+
 import uuid as _uuid
 from operator import index as _index
 
 import numpy as np
 
 from kafkaproto._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
-from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, KafkaProtocolError, TruncatedError
+from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, KafkaProtocolError, failure
 
 COMPILED = True
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    static inline uint16_t kp_ld16(const unsigned char *p) {
-        return (uint16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
-    }
-    static inline uint32_t kp_ld32(const unsigned char *p) {
-        return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
-    }
-    static inline uint64_t kp_ld64(const unsigned char *p) {
-        return ((uint64_t)kp_ld32(p) << 32) | (uint64_t)kp_ld32(p + 4);
-    }
-    static inline void kp_st16(unsigned char *p, uint16_t v) {
-        p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v;
-    }
-    static inline void kp_st32(unsigned char *p, uint32_t v) {
-        p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-        p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
-    }
-    static inline void kp_st64(unsigned char *p, uint64_t v) {
-        kp_st32(p, (uint32_t)(v >> 32)); kp_st32(p + 4, (uint32_t)v);
-    }
-    static inline double kp_u64_to_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
-    static inline uint64_t kp_f64_to_u64(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-    """
-    uint16_t kp_ld16(const unsigned char *p) nogil
-    uint32_t kp_ld32(const unsigned char *p) nogil
-    uint64_t kp_ld64(const unsigned char *p) nogil
-    void kp_st16(unsigned char *p, uint16_t v) nogil
-    void kp_st32(unsigned char *p, uint32_t v) nogil
-    void kp_st64(unsigned char *p, uint64_t v) nogil
-    double kp_u64_to_f64(uint64_t u) nogil
-    uint64_t kp_f64_to_u64(double d) nogil
 
-
-cdef Py_ssize_t _MAX_STR = MAX_STRING_LENGTH
 cdef object _UUID = _uuid.UUID
 cdef object _UUID_NEW = _uuid.UUID.__new__
 cdef object _SETATTR = object.__setattr__
 cdef object _SAFE_UNKNOWN = _uuid.SafeUUID.unknown
 
 
-cdef object _make_uuid(const unsigned char* p):
+cdef object make_uuid(const unsigned char* p):
     u = _UUID_NEW(_UUID)
     _SETATTR(u, "int", int.from_bytes(PyBytes_FromStringAndSize(<const char*>p, 16), "big"))
     _SETATTR(u, "is_safe", _SAFE_UNKNOWN)
     return u
 
 
-cdef inline object _truncated(str what, Py_ssize_t at, Py_ssize_t need, Py_ssize_t left):
-    return TruncatedError(f"need {need} bytes, {left} left", what, at)
-
-
-# ---------------------------------------------------------------------------
-# Varint cores shared by the Reader and the batch decoders.  They return a
-# status instead of raising so that they can run without the GIL:
-#   0 ok, 1 truncated, 2 too long, 3 does not fit in the width.
-
-cdef inline int _uv32(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end, uint32_t* out) noexcept nogil:
-    cdef Py_ssize_t pos = ppos[0]
-    cdef Py_ssize_t start = pos
-    cdef uint64_t value = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    if pos < end:
-        b = buf[pos]
-        if b < 0x80:
-            out[0] = b
-            ppos[0] = pos + 1
-            return 0
-    while True:
-        if pos >= end:
-            ppos[0] = pos
-            return 1
-        b = buf[pos]
-        pos += 1
-        value |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-        if pos - start >= 5:
-            return 2
-    if value >> 32:
-        return 3
-    out[0] = <uint32_t>value
-    ppos[0] = pos
-    return 0
-
-
-cdef inline int _uv64(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end, uint64_t* out) noexcept nogil:
-    cdef Py_ssize_t pos = ppos[0]
-    cdef Py_ssize_t start = pos
-    cdef uint64_t value = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    cdef bint overflow = False
-    while True:
-        if pos >= end:
-            ppos[0] = pos
-            return 1
-        b = buf[pos]
-        pos += 1
-        if shift == 63 and (b & 0x7E):
-            overflow = True
-        value |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-        if pos - start >= 10:
-            return 2
-    if overflow:
-        return 3
-    out[0] = value
-    ppos[0] = pos
-    return 0
-
-
-cdef object _varint_error(int status, str what, Py_ssize_t start, Py_ssize_t pos, Py_ssize_t end, int max_bytes, int bits):
-    if status == 1:
-        return _truncated(what, start, pos - start + 1, end - start)
-    if status == 2:
-        return InvalidValueError(f"longer than {max_bytes} bytes", what, start)
-    return InvalidValueError(f"does not fit in {bits} bits", what, start)
-
-
-cdef inline int32_t _unzig32(uint32_t u) noexcept nogil:
-    return <int32_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
-
-
-cdef inline int64_t _unzig64(uint64_t u) noexcept nogil:
-    return <int64_t>((u >> 1) ^ (<uint64_t>0 - (u & 1)))
-
-
-cdef inline uint32_t _zig32(int32_t v) noexcept nogil:
-    return (<uint32_t>v << 1) ^ <uint32_t>(v >> 31)
-
-
-cdef inline uint64_t _zig64(int64_t v) noexcept nogil:
-    return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
-
-
-cdef inline int _uvsize(uint64_t u) noexcept nogil:
-    cdef int n = 1
-    while u >= 0x80:
-        u >>= 7
-        n += 1
-    return n
+cdef object cur_error(Cur* c):
+    """The exception for the cursor's failure record (without a path)."""
+    return failure(c.fail, c.what, c.at, c.x, c.y, c.z)
 
 
 # ---------------------------------------------------------------------------
@@ -182,27 +61,17 @@ cdef inline int _uvsize(uint64_t u) noexcept nogil:
 cdef class Reader:
     """A cursor over a buffer (anything with the buffer protocol), read without copying."""
 
-    cdef Py_buffer _view
-    cdef bint _has_view
-    cdef const unsigned char* buf
-    cdef Py_ssize_t pos
-    cdef Py_ssize_t _end
-    cdef object _source
-    cdef object _mv
-
     def __cinit__(self, buf, Py_ssize_t offset=0, end=None):
         self._has_view = False
         PyObject_GetBuffer(buf, &self._view, PyBUF_SIMPLE)
         self._has_view = True
-        self.buf = <const unsigned char*>self._view.buf
         cdef Py_ssize_t n = self._view.len
         cdef Py_ssize_t e = n
         if end is not None and end < n:
             e = end
         if offset < 0 or offset > e:
             raise ValueError(f"offset {offset} outside the buffer (0..{e})")
-        self.pos = offset
-        self._end = e
+        cur_init(&self.c, <const unsigned char*>self._view.buf, offset, e)
         self._source = buf
         self._mv = None
 
@@ -213,196 +82,168 @@ cdef class Reader:
 
     @property
     def offset(self):
-        return self.pos
+        return self.c.pos
 
     @offset.setter
     def offset(self, Py_ssize_t value):
-        if value < 0 or value > self._end:
-            raise ValueError(f"offset {value} outside the buffer (0..{self._end})")
-        self.pos = value
+        if value < 0 or value > self.c.end:
+            raise ValueError(f"offset {value} outside the buffer (0..{self.c.end})")
+        self.c.pos = value
 
     @property
     def end(self):
-        return self._end
+        return self.c.end
 
     @property
     def remaining(self):
-        return self._end - self.pos
+        return self.c.end - self.c.pos
 
-    cdef inline Py_ssize_t _take(self, Py_ssize_t n, str what, Py_ssize_t at) except -1:
-        cdef Py_ssize_t p = self.pos
-        cdef Py_ssize_t left = self._end - p
-        if n > left:
-            raise _truncated(what, p if at < 0 else at, n, left)
-        self.pos = p + n
+    cdef Py_ssize_t _take(self, Py_ssize_t n, int what, Py_ssize_t at) except -1:
+        cdef Py_ssize_t p = cur_take(&self.c, n, what, at)
+        if p < 0:
+            raise cur_error(&self.c)
         return p
 
-    cdef inline uint32_t _u32v(self, str what) except? 0xFFFFFFFF:
-        cdef Py_ssize_t start = self.pos
-        cdef Py_ssize_t pos = start
+    cdef uint32_t _u32v(self, int what) except? 0xFFFFFFFF:
         cdef uint32_t out = 0
-        cdef int st = _uv32(self.buf, &pos, self._end, &out)
-        if st:
-            raise _varint_error(st, what, start, pos, self._end, 5, 32)
-        self.pos = pos
+        if cur_uv32(&self.c, what, &out):
+            raise cur_error(&self.c)
         return out
 
-    cdef inline uint64_t _u64v(self, str what) except? 0xFFFFFFFFFFFFFFFF:
-        cdef Py_ssize_t start = self.pos
-        cdef Py_ssize_t pos = start
+    cdef uint64_t _u64v(self, int what) except? 0xFFFFFFFFFFFFFFFF:
         cdef uint64_t out = 0
-        cdef int st = _uv64(self.buf, &pos, self._end, &out)
-        if st:
-            raise _varint_error(st, what, start, pos, self._end, 10, 64)
-        self.pos = pos
+        if cur_uv64(&self.c, what, &out):
+            raise cur_error(&self.c)
         return out
 
     # fixed width -----------------------------------------------------
     cpdef int read_int8(self) except? -200:
-        cdef Py_ssize_t p = self._take(1, "int8", -1)
-        return <int8_t>self.buf[p]
+        cdef Py_ssize_t p = self._take(1, W_INT8, -1)
+        return <int8_t>self.c.b[p]
 
     cpdef int read_int16(self) except? -70000:
-        cdef Py_ssize_t p = self._take(2, "int16", -1)
-        return <int16_t>kp_ld16(self.buf + p)
+        cdef Py_ssize_t p = self._take(2, W_INT16, -1)
+        return <int16_t>kp_ld16(self.c.b + p)
 
-    cpdef int32_t read_int32(self) except? -1:
-        cdef Py_ssize_t p = self._take(4, "int32", -1)
-        return <int32_t>kp_ld32(self.buf + p)
+    cpdef int read_int32(self) except? -1:
+        cdef Py_ssize_t p = self._take(4, W_INT32, -1)
+        return <int32_t>kp_ld32(self.c.b + p)
 
     cpdef int64_t read_int64(self) except? -1:
-        cdef Py_ssize_t p = self._take(8, "int64", -1)
-        return <int64_t>kp_ld64(self.buf + p)
+        cdef Py_ssize_t p = self._take(8, W_INT64, -1)
+        return <int64_t>kp_ld64(self.c.b + p)
 
     cpdef int read_uint16(self) except? -1:
-        cdef Py_ssize_t p = self._take(2, "uint16", -1)
-        return kp_ld16(self.buf + p)
+        cdef Py_ssize_t p = self._take(2, W_UINT16, -1)
+        return kp_ld16(self.c.b + p)
 
     cpdef uint32_t read_uint32(self) except? 0xFFFFFFFF:
-        cdef Py_ssize_t p = self._take(4, "uint32", -1)
-        return kp_ld32(self.buf + p)
+        cdef Py_ssize_t p = self._take(4, W_UINT32, -1)
+        return kp_ld32(self.c.b + p)
 
     cpdef double read_float64(self) except? -1.0:
-        cdef Py_ssize_t p = self._take(8, "float64", -1)
-        return kp_u64_to_f64(kp_ld64(self.buf + p))
+        cdef Py_ssize_t p = self._take(8, W_FLOAT64, -1)
+        return kp_u64_to_f64(kp_ld64(self.c.b + p))
 
     cpdef bint read_bool(self) except? -1:
-        cdef Py_ssize_t p = self._take(1, "bool", -1)
-        return self.buf[p] != 0
+        cdef Py_ssize_t p = self._take(1, W_BOOL, -1)
+        return self.c.b[p] != 0
 
     cpdef object read_uuid(self):
-        cdef Py_ssize_t p = self._take(16, "uuid", -1)
-        return _make_uuid(self.buf + p)
+        cdef Py_ssize_t p = self._take(16, W_UUID, -1)
+        return make_uuid(self.c.b + p)
 
     # varints ---------------------------------------------------------
     cpdef uint32_t read_uvarint(self) except? 0xFFFFFFFF:
-        return self._u32v("unsigned varint")
+        return self._u32v(W_UVARINT)
 
-    cpdef int32_t read_varint(self) except? -1:
-        return _unzig32(self._u32v("varint"))
+    cpdef int read_varint(self) except? -1:
+        return _unzig32(self._u32v(W_VARINT))
 
     cpdef int64_t read_varlong(self) except? -1:
-        return _unzig64(self._u64v("varlong"))
+        return _unzig64(self._u64v(W_VARLONG))
 
     # strings and bytes -----------------------------------------------
-    cdef object _str_body(self, str what, Py_ssize_t start, int64_t n, bint nullable):
-        if n < 0:
-            if n == -1:
-                if nullable:
-                    return None
-                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
-            raise InvalidValueError(f"invalid length {n}", what, start)
-        if n > _MAX_STR:
-            raise InvalidValueError(f"length {n} above the {_MAX_STR} limit", what, start)
+    cdef object _str_body(self, int what, Py_ssize_t start, int64_t n, bint nullable):
+        cdef int r = cur_length(&self.c, what, start, n, nullable)
+        if r < 0:
+            raise cur_error(&self.c)
+        if r:
+            return None
+        if n > MAX_STR:
+            cur_fail(&self.c, F_LIMIT, what, start, n, MAX_STR)
+            raise cur_error(&self.c)
         cdef Py_ssize_t p = self._take(<Py_ssize_t>n, what, start)
-        try:
-            return PyUnicode_DecodeUTF8(<const char*>(self.buf + p), <Py_ssize_t>n, NULL)
-        except UnicodeDecodeError:
-            raise InvalidValueError("invalid UTF-8", what, start) from None
+        if not kp_utf8_ok(self.c.b + p, <Py_ssize_t>n):
+            cur_fail(&self.c, F_UTF8, what, start, 0, 0)
+            raise cur_error(&self.c)
+        return PyUnicode_DecodeUTF8(<const char*>(self.c.b + p), <Py_ssize_t>n, NULL)
 
     cpdef object read_string(self, bint nullable=False):
-        cdef Py_ssize_t start = self.pos
-        cdef Py_ssize_t p = self._take(2, "string", -1)
-        return self._str_body("string", start, <int16_t>kp_ld16(self.buf + p), nullable)
+        cdef Py_ssize_t start = self.c.pos
+        cdef Py_ssize_t p = self._take(2, W_STRING, -1)
+        return self._str_body(W_STRING, start, <int16_t>kp_ld16(self.c.b + p), nullable)
 
     cpdef object read_compact_string(self, bint nullable=False):
-        cdef Py_ssize_t start = self.pos
-        cdef int64_t n = <int64_t>self._u32v("compact string") - 1
-        return self._str_body("compact string", start, n, nullable)
+        cdef Py_ssize_t start = self.c.pos
+        cdef int64_t n = <int64_t>self._u32v(W_COMPACT_STRING) - 1
+        return self._str_body(W_COMPACT_STRING, start, n, nullable)
 
-    cdef object _bytes_body(self, str what, Py_ssize_t start, int64_t n, bint nullable):
-        if n < 0:
-            if n == -1:
-                if nullable:
-                    return None
-                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
-            raise InvalidValueError(f"invalid length {n}", what, start)
+    cdef object _bytes_body(self, int what, Py_ssize_t start, int64_t n, bint nullable):
+        cdef int r = cur_length(&self.c, what, start, n, nullable)
+        if r < 0:
+            raise cur_error(&self.c)
+        if r:
+            return None
         cdef Py_ssize_t p = self._take(<Py_ssize_t>n, what, start)
-        return PyBytes_FromStringAndSize(<const char*>(self.buf + p), <Py_ssize_t>n)
+        return PyBytes_FromStringAndSize(<const char*>(self.c.b + p), <Py_ssize_t>n)
 
     cpdef object read_bytes(self, bint nullable=False):
-        cdef Py_ssize_t start = self.pos
-        cdef Py_ssize_t p = self._take(4, "bytes", -1)
-        return self._bytes_body("bytes", start, <int32_t>kp_ld32(self.buf + p), nullable)
+        cdef Py_ssize_t start = self.c.pos
+        cdef Py_ssize_t p = self._take(4, W_BYTES, -1)
+        return self._bytes_body(W_BYTES, start, <int32_t>kp_ld32(self.c.b + p), nullable)
 
     cpdef object read_compact_bytes(self, bint nullable=False):
-        cdef Py_ssize_t start = self.pos
-        cdef int64_t n = <int64_t>self._u32v("compact bytes") - 1
-        return self._bytes_body("compact bytes", start, n, nullable)
+        cdef Py_ssize_t start = self.c.pos
+        cdef int64_t n = <int64_t>self._u32v(W_COMPACT_BYTES) - 1
+        return self._bytes_body(W_COMPACT_BYTES, start, n, nullable)
 
-    cdef int64_t _count(self, str what, Py_ssize_t start, int64_t n, bint nullable) except? -2:
-        if n < 0:
-            if n == -1:
-                if nullable:
-                    return -1
-                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
-            raise InvalidValueError(f"invalid length {n}", what, start)
-        cdef Py_ssize_t left = self._end - self.pos
-        if n > left:
-            raise InvalidValueError(f"count {n} larger than the {left} bytes left", what, start)
-        return n
+    cdef int64_t _count(self, int what, Py_ssize_t start, int64_t n, bint nullable) except? -2:
+        cdef int r = cur_count(&self.c, what, start, n, nullable)
+        if r < 0:
+            raise cur_error(&self.c)
+        return -1 if r else n
 
     cpdef int64_t read_array_length(self, bint nullable=False) except? -2:
         """An int32 element count; -1 for a null array (when nullable)."""
-        cdef Py_ssize_t start = self.pos
-        cdef Py_ssize_t p = self._take(4, "array length", -1)
-        return self._count("array length", start, <int32_t>kp_ld32(self.buf + p), nullable)
+        cdef Py_ssize_t start = self.c.pos
+        cdef Py_ssize_t p = self._take(4, W_ARRAY_LENGTH, -1)
+        return self._count(W_ARRAY_LENGTH, start, <int32_t>kp_ld32(self.c.b + p), nullable)
 
     cpdef int64_t read_compact_array_length(self, bint nullable=False) except? -2:
         """An unsigned varint count+1; -1 for a null array (when nullable)."""
-        cdef Py_ssize_t start = self.pos
-        cdef int64_t n = <int64_t>self._u32v("compact array length") - 1
-        return self._count("compact array length", start, n, nullable)
+        cdef Py_ssize_t start = self.c.pos
+        cdef int64_t n = <int64_t>self._u32v(W_COMPACT_ARRAY_LENGTH) - 1
+        return self._count(W_COMPACT_ARRAY_LENGTH, start, n, nullable)
 
     cpdef list read_tagged_fields(self):
         """A tagged-field section: a list of (tag, raw bytes), in wire order."""
-        cdef Py_ssize_t start = self.pos
-        cdef uint32_t count = self._u32v("tagged fields")
-        cdef Py_ssize_t left = self._end - self.pos
-        if count > left:
-            raise InvalidValueError(f"count {count} larger than the {left} bytes left", "tagged fields", start)
-        cdef list out = []
-        cdef uint32_t i, tag, size
-        cdef Py_ssize_t at, p
-        for i in range(count):
-            at = self.pos
-            tag = self._u32v("tag")
-            size = self._u32v("tagged field size")
-            p = self._take(size, "tagged field", at)
-            out.append((tag, PyBytes_FromStringAndSize(<const char*>(self.buf + p), size)))
+        cdef list out = tags_list(&self.c)
+        if out is None:
+            raise cur_error(&self.c)
         return out
 
     # raw -------------------------------------------------------------
     cpdef bytes read_raw(self, Py_ssize_t n):
         if n < 0:
             raise ValueError("negative length")
-        cdef Py_ssize_t p = self._take(n, "raw bytes", -1)
-        return PyBytes_FromStringAndSize(<const char*>(self.buf + p), n)
+        cdef Py_ssize_t p = self._take(n, W_RAW, -1)
+        return PyBytes_FromStringAndSize(<const char*>(self.c.b + p), n)
 
     cpdef object read_view(self, Py_ssize_t n):
         if n < 0:
             raise ValueError("negative length")
-        cdef Py_ssize_t p = self._take(n, "raw bytes", -1)
+        cdef Py_ssize_t p = self._take(n, W_RAW, -1)
         if self._mv is None:
             mv = memoryview(self._source)
             if mv.ndim != 1 or mv.itemsize != 1:
@@ -413,13 +254,13 @@ cdef class Reader:
     cpdef skip(self, Py_ssize_t n):
         if n < 0:
             raise ValueError("negative length")
-        self._take(n, "raw bytes", -1)
+        self._take(n, W_RAW, -1)
 
 
 # ---------------------------------------------------------------------------
 # Writer
 
-cdef int64_t _as_int(object v, str what, int64_t lo, int64_t hi) except? -1:
+cdef int64_t as_int(object v, str what, int64_t lo, int64_t hi) except? -1:
     cdef int64_t x
     if type(v) is not int:
         if isinstance(v, bool):
@@ -453,17 +294,13 @@ cdef bytes _utf8(str what, object value):
         data = (<str>value).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise EncodeError(f"cannot encode as UTF-8 ({exc.reason})", what) from None
-    if len(data) > _MAX_STR:
-        raise EncodeError(f"length {len(data)} above the {_MAX_STR} limit", what)
+    if len(data) > MAX_STRING_LENGTH:
+        raise EncodeError(f"length {len(data)} above the {MAX_STRING_LENGTH} limit", what)
     return data
 
 
 cdef class Writer:
     """A growable output buffer with typed append methods."""
-
-    cdef unsigned char* buf
-    cdef Py_ssize_t length
-    cdef Py_ssize_t cap
 
     def __cinit__(self, Py_ssize_t capacity=0):
         self.cap = capacity if capacity > 64 else 64
@@ -486,7 +323,7 @@ cdef class Writer:
     cpdef clear(self):
         self.length = 0
 
-    cdef inline unsigned char* _reserve(self, Py_ssize_t n) except NULL:
+    cdef unsigned char* _reserve(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = self.length + n
         cdef Py_ssize_t cap
         cdef unsigned char* nb
@@ -503,7 +340,7 @@ cdef class Writer:
         self.length = need
         return p
 
-    cdef inline int _put_uv(self, uint64_t u) except -1:
+    cdef int _put_uv(self, uint64_t u) except -1:
         cdef unsigned char* p = self._reserve(_uvsize(u))
         while u >= 0x80:
             p[0] = <unsigned char>((u & 0x7F) | 0x80)
@@ -512,7 +349,7 @@ cdef class Writer:
         p[0] = <unsigned char>u
         return 0
 
-    cdef inline int _put(self, const void* data, Py_ssize_t n) except -1:
+    cdef int _put(self, const void* data, Py_ssize_t n) except -1:
         cdef unsigned char* p = self._reserve(n)
         memcpy(p, data, n)
         return 0
@@ -530,22 +367,22 @@ cdef class Writer:
         return 0
 
     cpdef write_int8(self, v):
-        self._reserve(1)[0] = <unsigned char><int8_t>_as_int(v, "int8", I8_MIN, I8_MAX)
+        self._reserve(1)[0] = <unsigned char><int8_t>as_int(v, "int8", I8_MIN, I8_MAX)
 
     cpdef write_int16(self, v):
-        kp_st16(self._reserve(2), <uint16_t><int16_t>_as_int(v, "int16", I16_MIN, I16_MAX))
+        kp_st16(self._reserve(2), <uint16_t><int16_t>as_int(v, "int16", I16_MIN, I16_MAX))
 
     cpdef write_int32(self, v):
-        kp_st32(self._reserve(4), <uint32_t><int32_t>_as_int(v, "int32", I32_MIN, I32_MAX))
+        kp_st32(self._reserve(4), <uint32_t><int32_t>as_int(v, "int32", I32_MIN, I32_MAX))
 
     cpdef write_int64(self, v):
-        kp_st64(self._reserve(8), <uint64_t>_as_int(v, "int64", I64_MIN, I64_MAX))
+        kp_st64(self._reserve(8), <uint64_t>as_int(v, "int64", I64_MIN, I64_MAX))
 
     cpdef write_uint16(self, v):
-        kp_st16(self._reserve(2), <uint16_t>_as_int(v, "uint16", 0, U16_MAX))
+        kp_st16(self._reserve(2), <uint16_t>as_int(v, "uint16", 0, U16_MAX))
 
     cpdef write_uint32(self, v):
-        kp_st32(self._reserve(4), <uint32_t>_as_int(v, "uint32", 0, U32_MAX))
+        kp_st32(self._reserve(4), <uint32_t>as_int(v, "uint32", 0, U32_MAX))
 
     cpdef write_float64(self, v):
         if not isinstance(v, (int, float)) or isinstance(v, bool):
@@ -565,13 +402,13 @@ cdef class Writer:
         self._put(PyBytes_AS_STRING(raw), 16)
 
     cpdef write_uvarint(self, v):
-        self._put_uv(<uint64_t>_as_int(v, "unsigned varint", 0, U32_MAX))
+        self._put_uv(<uint64_t>as_int(v, "unsigned varint", 0, U32_MAX))
 
     cpdef write_varint(self, v):
-        self._put_uv(_zig32(<int32_t>_as_int(v, "varint", I32_MIN, I32_MAX)))
+        self._put_uv(_zig32(<int32_t>as_int(v, "varint", I32_MIN, I32_MAX)))
 
     cpdef write_varlong(self, v):
-        self._put_uv(_zig64(_as_int(v, "varlong", I64_MIN, I64_MAX)))
+        self._put_uv(_zig64(as_int(v, "varlong", I64_MIN, I64_MAX)))
 
     cpdef write_string(self, v):
         """int16 length + UTF-8; None is written as length -1."""
@@ -631,14 +468,14 @@ cdef class Writer:
         """int32 count; None or -1 for a null array."""
         if n is None:
             n = -1
-        kp_st32(self._reserve(4), <uint32_t><int32_t>_as_int(n, "int32", I32_MIN, I32_MAX))
+        kp_st32(self._reserve(4), <uint32_t><int32_t>as_int(n, "int32", I32_MIN, I32_MAX))
 
     cpdef write_compact_array_length(self, n):
         """unsigned varint count+1; None or -1 for a null array."""
         if n is None or n == -1:
             self._reserve(1)[0] = 0
             return
-        self._put_uv(<uint64_t>_as_int(n + 1, "unsigned varint", 0, U32_MAX))
+        self._put_uv(<uint64_t>as_int(n + 1, "unsigned varint", 0, U32_MAX))
 
     cpdef write_tagged_fields(self, fields):
         """A tagged-field section from (tag, raw bytes) pairs, written in the given order."""
@@ -648,7 +485,7 @@ cdef class Writer:
         self._put_uv(len(fields))
         cdef Py_buffer view
         for tag, data in fields:
-            self._put_uv(<uint64_t>_as_int(tag, "unsigned varint", 0, U32_MAX))
+            self._put_uv(<uint64_t>as_int(tag, "unsigned varint", 0, U32_MAX))
             try:
                 PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
             except TypeError:
@@ -667,15 +504,15 @@ cdef class Writer:
 # sizes
 
 def uvarint_size(v):
-    return _uvsize(<uint64_t>_as_int(v, "unsigned varint", 0, U32_MAX))
+    return _uvsize(<uint64_t>as_int(v, "unsigned varint", 0, U32_MAX))
 
 
 def varint_size(v):
-    return _uvsize(_zig32(<int32_t>_as_int(v, "varint", I32_MIN, I32_MAX)))
+    return _uvsize(_zig32(<int32_t>as_int(v, "varint", I32_MIN, I32_MAX)))
 
 
 def varlong_size(v):
-    return _uvsize(_zig64(_as_int(v, "varlong", I64_MIN, I64_MAX)))
+    return _uvsize(_zig64(as_int(v, "varlong", I64_MIN, I64_MAX)))
 
 
 # ---------------------------------------------------------------------------
@@ -717,24 +554,24 @@ _MANY_WHAT = ("unsigned varint", "varint", "varlong")
 
 cdef _decode_many(int kind, buf, Py_ssize_t count, Py_ssize_t offset):
     cdef Reader r = Reader(buf, offset)
-    cdef Py_ssize_t left = r._end - r.pos
+    cdef Py_ssize_t left = r.c.end - r.c.pos
     if count >= 0 and count > left:
-        raise InvalidValueError(f"count {count} larger than the {left} bytes left", _MANY_WHAT[kind], offset)
+        raise failure(F_COUNT, _MANY_WHAT[kind], offset, count, left)
     cdef Py_ssize_t cap = count if count >= 0 else left
     arr = np.empty(cap, dtype=_MANY_DTYPE[kind])
     cdef Py_buffer view
     PyObject_GetBuffer(arr, &view, PyBUF_SIMPLE)
     cdef Py_ssize_t n = 0
     cdef Py_ssize_t res
-    cdef const unsigned char* b = r.buf
-    cdef Py_ssize_t end = r._end
+    cdef const unsigned char* b = r.c.b
+    cdef Py_ssize_t end = r.c.end
     try:
         with nogil:
             res = _many_loop(kind, b, offset, end, count, view.buf, &n)
     finally:
         PyBuffer_Release(&view)
     if res < 0:
-        r.pos = -1 - res
+        r.c.pos = -1 - res
         if kind == 0:
             r.read_uvarint()
         elif kind == 1:
@@ -874,26 +711,27 @@ cdef int _grow2(_Buffer a, _Buffer b) except -1 nogil:
 cdef Py_ssize_t _frames_loop(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t n, int64_t max_size,
                              _Buffer starts, _Buffer sizes, Py_ssize_t* bad) except -2 nogil:
     # Returns the consumed offset; bad[0] >= 0 marks a rejected size prefix.
-    cdef int32_t size
+    cdef int32_t size = 0
     cdef Py_ssize_t k = 0
-    cdef int64_t* st = <int64_t*>starts.data
-    cdef int32_t* sz = <int32_t*>sizes.data
+    cdef int st
+    cdef int64_t* out_starts = <int64_t*>starts.data
+    cdef int32_t* out_sizes = <int32_t*>sizes.data
     bad[0] = -1
-    while pos + 4 <= n:
-        size = <int32_t>kp_ld32(buf + pos)
-        if size < 0 or (max_size >= 0 and size > max_size):
+    while True:
+        st = _frame_at(buf, pos, n, 0, max_size, &size)
+        if st == FRAME_BAD_SIZE:
             bad[0] = pos
             break
-        if size > n - pos - 4:
+        if st != FRAME_COMPLETE:
             break
         if k == starts.cap:
             starts.length = k
             sizes.length = k
             _grow2(starts, sizes)
-            st = <int64_t*>starts.data
-            sz = <int32_t*>sizes.data
-        st[k] = pos + 4
-        sz[k] = size
+            out_starts = <int64_t*>starts.data
+            out_sizes = <int32_t*>sizes.data
+        out_starts[k] = pos + 4
+        out_sizes[k] = size
         k += 1
         pos += 4 + size
     starts.length = k
@@ -901,7 +739,7 @@ cdef Py_ssize_t _frames_loop(const unsigned char* buf, Py_ssize_t pos, Py_ssize_
     return pos
 
 
-cdef object _frame_size_error(int32_t size, int64_t max_size, Py_ssize_t at):
+cdef object frame_size_error(int32_t size, int64_t max_size, Py_ssize_t at):
     if size < 0:
         return FrameSizeError(f"negative frame size {size}", "frame size", at)
     return FrameSizeError(f"frame size {size} above the limit {max_size}", "frame size", at)
@@ -915,40 +753,40 @@ def frame_offsets(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t
     last complete frame.  A trailing partial frame is left unconsumed.
     """
     cdef Reader r = Reader(buf, offset)
-    cdef Py_ssize_t n = r._end
+    cdef Py_ssize_t n = r.c.end
     cdef Py_ssize_t guess = (n - offset) // 64 + 16
     cdef _Buffer starts = _Buffer(8, b"q", guess)
     cdef _Buffer sizes = _Buffer(4, b"i", guess)
     cdef Py_ssize_t bad = -1
     cdef Py_ssize_t pos
-    cdef const unsigned char* b = r.buf
+    cdef const unsigned char* b = r.c.b
     with nogil:
         pos = _frames_loop(b, offset, n, max_frame_size, starts, sizes, &bad)
     if bad >= 0:
-        raise _frame_size_error(<int32_t>kp_ld32(r.buf + bad), max_frame_size, bad)
+        raise frame_size_error(<int32_t>kp_ld32(b + bad), max_frame_size, bad)
     return np.frombuffer(starts, dtype=np.int64), np.frombuffer(sizes, dtype=np.int32), pos
 
 
 def split_frames(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t offset=0):
     """Split ``buf`` into frames: ``(list of zero-copy memoryviews, consumed)``."""
     cdef Reader r = Reader(buf, offset)
-    cdef Py_ssize_t n = r._end
+    cdef const unsigned char* b = r.c.b
+    cdef Py_ssize_t n = r.c.end
     cdef Py_ssize_t pos = offset
-    cdef int32_t size
-    cdef Py_ssize_t end
+    cdef int32_t size = 0
+    cdef int st
     cdef list out = []
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
-    while pos + 4 <= n:
-        size = <int32_t>kp_ld32(r.buf + pos)
-        if size < 0 or (max_frame_size >= 0 and size > max_frame_size):
-            raise _frame_size_error(size, max_frame_size, pos)
-        end = pos + 4 + size
-        if end > n:
+    while True:
+        st = _frame_at(b, pos, n, 0, max_frame_size, &size)
+        if st == FRAME_BAD_SIZE:
+            raise frame_size_error(size, max_frame_size, pos)
+        if st != FRAME_COMPLETE:
             break
-        out.append(mv[pos + 4:end])
-        pos = end
+        out.append(mv[pos + 4:pos + 4 + size])
+        pos += 4 + size
     return out, pos
 
 
@@ -1013,65 +851,53 @@ cdef class FrameReader:
         self.length = need
         return 0
 
-    cdef Py_ssize_t _scan(self, const unsigned char* b, Py_ssize_t n, int64_t base, list out) except -1:
-        # Emits the complete frames of b[0:n]; returns how many bytes they used.
-        cdef Py_ssize_t pos = 0
-        cdef int32_t size
-        while pos + 4 <= n:
-            size = <int32_t>kp_ld32(b + pos)
-            if size < 0 or (self._max >= 0 and size > self._max):
-                self._error = _frame_size_error(size, self._max, base + pos)
-                return pos
-            if size > n - pos - 4:
-                break
-            out.append(PyBytes_FromStringAndSize(<const char*>(b + pos + 4), size))
-            pos += 4 + size
-        return pos
-
     def feed(self, data):
         if self._error is not None:
             raise self._error
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
         cdef list out = []
-        cdef Py_ssize_t used
-        cdef Py_ssize_t need
-        cdef int32_t size
+        cdef Py_ssize_t pos = 0, need
+        cdef int32_t size = 0
+        cdef int st
         cdef const unsigned char* d = <const unsigned char*>view.buf
         cdef Py_ssize_t n = view.len
         try:
             if self.length:
-                # Complete the pending frame first, copying only what it needs.
+                # Complete the pending frame first, copying only what it needs:
+                # its size prefix, then its body.
                 if self.length < 4:
-                    need = 4 - self.length
-                    if need > n:
-                        need = n
+                    need = min(4 - self.length, n)
                     self._append(d, need)
                     d += need
                     n -= need
-                if self.length >= 4:
-                    size = <int32_t>kp_ld32(self.buf)
-                    if size < 0 or (self._max >= 0 and size > self._max):
-                        self._error = _frame_size_error(size, self._max, self._consumed)
-                        raise self._error
-                    need = 4 + <Py_ssize_t>size - self.length
-                    if need > n:
-                        self._append(d, n)
-                        return out
-                    self._append(d, need)
-                    d += need
-                    n -= need
-                    out.append(PyBytes_FromStringAndSize(<const char*>(self.buf + 4), size))
-                    self._consumed += self.length
-                    self.length = 0
-                else:
+                if self.length < 4:
                     return out
-            used = self._scan(d, n, self._consumed, out)
-            self._consumed += used
-            if self._error is not None:
-                self._append(d + used, n - used)
+                st = _frame_at(self.buf, 0, self.length, 0, self._max, &size)
+                if st == FRAME_BAD_SIZE:
+                    self._error = frame_size_error(size, self._max, self._consumed)
+                    raise self._error
+                need = 4 + <Py_ssize_t>size - self.length
+                if need > n:
+                    self._append(d, n)
+                    return out
+                self._append(d, need)
+                d += need
+                n -= need
+                out.append(PyBytes_FromStringAndSize(<const char*>(self.buf + 4), size))
+                self._consumed += self.length
+                self.length = 0
+            while True:
+                st = _frame_at(d, pos, n, 0, self._max, &size)
+                if st != FRAME_COMPLETE:
+                    break
+                out.append(PyBytes_FromStringAndSize(<const char*>(d + pos + 4), size))
+                pos += 4 + size
+            self._consumed += pos
+            self._append(d + pos, n - pos)
+            if st == FRAME_BAD_SIZE:
+                self._error = frame_size_error(size, self._max, self._consumed)
                 raise self._error
-            self._append(d + used, n - used)
             if self.cap > 1048576 and self.length < self.cap // 4:
                 self._shrink()
             return out
@@ -1087,24 +913,103 @@ cdef class FrameReader:
 
 
 # ---------------------------------------------------------------------------
+# CRC-32 (zlib's: reflected 0xEDB88320, inverted in and out), the checksum of
+# legacy (magic 0/1) messages: slicing by 16, tables filled once at import.
+# Our own, because Windows wheels have no system zlib to link against.
+
+cdef extern from *:
+    """
+    static uint32_t kp_crc32_tab[16][256];
+    static void kp_crc32_init(void) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+            kp_crc32_tab[0][i] = c;
+        }
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = kp_crc32_tab[0][i];
+            for (int t = 1; t < 16; t++) {
+                c = kp_crc32_tab[0][c & 0xFF] ^ (c >> 8);
+                kp_crc32_tab[t][i] = c;
+            }
+        }
+    }
+    static inline uint32_t kp_le32(const unsigned char *p) {
+        return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+    }
+    static uint32_t kp_crc32(const unsigned char *p, Py_ssize_t n) {
+        const uint32_t (*t)[256] = (const uint32_t (*)[256])kp_crc32_tab;
+        uint32_t c = 0xFFFFFFFFu;
+        while (n >= 16) {
+            uint32_t a = c ^ kp_le32(p), b = kp_le32(p + 4), d = kp_le32(p + 8), e = kp_le32(p + 12);
+            c = t[15][a & 0xFF] ^ t[14][(a >> 8) & 0xFF] ^ t[13][(a >> 16) & 0xFF] ^ t[12][a >> 24] ^
+                t[11][b & 0xFF] ^ t[10][(b >> 8) & 0xFF] ^ t[9][(b >> 16) & 0xFF] ^ t[8][b >> 24] ^
+                t[7][d & 0xFF] ^ t[6][(d >> 8) & 0xFF] ^ t[5][(d >> 16) & 0xFF] ^ t[4][d >> 24] ^
+                t[3][e & 0xFF] ^ t[2][(e >> 8) & 0xFF] ^ t[1][(e >> 16) & 0xFF] ^ t[0][e >> 24];
+            p += 16;
+            n -= 16;
+        }
+        while (n-- > 0) c = t[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+        return c ^ 0xFFFFFFFFu;
+    }
+    """
+    void kp_crc32_init() nogil
+    uint32_t kp_crc32(const unsigned char* p, Py_ssize_t n) nogil
+
+kp_crc32_init()
+
+
+cdef uint32_t crc32_of(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    return kp_crc32(p, n)
+
+
+def crc32(data):
+    """CRC-32 of a buffer, as zlib.crc32 computes it (the legacy messages' checksum)."""
+    cdef Py_buffer view
+    cdef uint32_t c
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        c = kp_crc32(<const unsigned char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return c
+
+
+# ---------------------------------------------------------------------------
 # headers
+
+cdef list tags_list(Cur* c):
+    """A tagged-field section at the cursor → [(tag, raw bytes)] in wire order (None on failure)."""
+    cdef uint32_t count, i, tag, size
+    cdef Py_ssize_t at
+    cdef list out = []
+    if cur_tags_begin(c, &count):
+        return None
+    for i in range(count):
+        if cur_tag_next(c, &tag, &at, &size):
+            return None
+        out.append((tag, PyBytes_FromStringAndSize(<const char*>(c.b + c.pos), size)))
+        c.pos += size
+    return out
+
 
 def decode_request_header(buf, int header_version, Py_ssize_t offset=0):
     """→ (api_key, api_version, correlation_id, client_id, tagged_fields, end_offset)."""
     if header_version < 0 or header_version > 2:
         raise ValueError(f"request header version {header_version} does not exist (0, 1, 2)")
     cdef Reader r = Reader(buf, offset)
-    api_key = r.read_int16()
-    api_version = r.read_int16()
-    correlation_id = r.read_int32()
+    cdef RequestHead h
+    if cur_request_head(&r.c, header_version, &h):
+        raise cur_error(&r.c)
     client_id = None
+    if h.client_id_len >= 0:
+        client_id = PyUnicode_DecodeUTF8(<const char*>(r.c.b + h.client_id_at), h.client_id_len, NULL)
     tagged = None
-    if header_version >= 1:
-        # ClientId keeps its int16 length even in the flexible header v2.
-        client_id = r.read_string(True)
     if header_version >= 2:
-        tagged = r.read_tagged_fields()
-    return api_key, api_version, correlation_id, client_id, tagged, r.pos
+        tagged = tags_list(&r.c)
+        if tagged is None:
+            raise cur_error(&r.c)
+    return h.api_key, h.api_version, h.correlation_id, client_id, tagged, r.c.pos
 
 
 def encode_request_header(Writer writer, int header_version, api_key, api_version, correlation_id,
@@ -1126,8 +1031,12 @@ def decode_response_header(buf, int header_version, Py_ssize_t offset=0):
         raise ValueError(f"response header version {header_version} does not exist (0, 1)")
     cdef Reader r = Reader(buf, offset)
     correlation_id = r.read_int32()
-    tagged = r.read_tagged_fields() if header_version >= 1 else None
-    return correlation_id, tagged, r.pos
+    tagged = None
+    if header_version >= 1:
+        tagged = tags_list(&r.c)
+        if tagged is None:
+            raise cur_error(&r.c)
+    return correlation_id, tagged, r.c.pos
 
 
 def encode_response_header(Writer writer, int header_version, correlation_id, tagged_fields=None):
@@ -1136,16 +1045,3 @@ def encode_response_header(Writer writer, int header_version, correlation_id, ta
     writer.write_int32(correlation_id)
     if header_version >= 1:
         writer.write_tagged_fields(tagged_fields)
-
-
-# ---------------------------------------------------------------------------
-# message engine
-
-include "_engine.pxi"
-
-# ---------------------------------------------------------------------------
-# record batches
-
-include "_records.pxi"
-include "_arrow.pxi"
-include "_capture.pxi"

@@ -3,12 +3,9 @@ import os
 import pytest
 
 import kafkaproto
-from kafkaproto import _codec_py
+from twins import compiled_impl, pure_impl
 
-try:
-    from kafkaproto import _codec as _compiled
-except ImportError:  # pragma: no cover - only where no compiler was available
-    _compiled = None
+_compiled = compiled_impl()
 
 
 def pytest_configure(config):
@@ -33,7 +30,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def pure():
-    return _codec_py
+    return pure_impl()
 
 
 @pytest.fixture(scope="session")

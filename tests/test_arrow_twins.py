@@ -8,7 +8,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from kafkaproto import _arrow_py, _codec, arrow, encode_request, encode_response, frames as kframes
+from kafkaproto import arrow, encode_request, encode_response, frames as kframes
+from twins import compiled_impl, pure_impl
+
+C, P = compiled_impl(), pure_impl()
 from kafkaproto.messages import APIS, request_class, response_class
 from message_values import random_message
 
@@ -42,13 +45,14 @@ def test_messages_twins(kind):
         arr = pa.array(frames, pa.large_binary())
         vv = np.ones(len(vers), dtype=np.uint8)
         v32 = np.array(vers, dtype=np.int32)
-        a = arrow._messages(_codec, arr, 1, cls, v32, vv)
-        b = arrow._messages(_arrow_py, arr, 1, cls, v32, vv)
+        a = arrow._message_column(C.module("arrow._messages"), arr, 1, cls, v32, vv)
+        b = arrow._message_column(P.module("arrow._messages"), arr, 1, cls, v32, vv)
         assert a.equals(b), cls.NAME
         # the same buffers too, validity and null slots included
-        sa, ta = _codec.arrow_messages(arr, 1, cls, v32, vv)
-        sb, tb = _arrow_py.arrow_messages(arr, 1, cls, v32, vv)
+        sa, ta, ea = C.arrow_messages(arr, 1, cls, v32, vv)
+        sb, tb, eb = P.arrow_messages(arr, 1, cls, v32, vv)
         assert ((sa == 0) == (sb == 0)).all()
+        assert ea == eb, cls.NAME
         assert _plain(ta) == _plain(tb), cls.NAME
 
 
@@ -66,12 +70,12 @@ def test_headers_twins():
         frames.append(encode_request(cls(), cls.HIGHEST_VERSION, rng.randint(0, 99), "id")[4:])
     frames = garble(frames, rng)
     arr = pa.array(frames)
-    assert arrow._request_headers(_codec, arr, 0).equals(arrow._request_headers(_arrow_py, arr, 0))
+    assert arrow._request_headers(C.module("arrow._headers"), arr, 0).equals(arrow._request_headers(P.module("arrow._headers"), arr, 0))
     keys = np.array([rng.choice(list(APIS)) for _ in frames], dtype=np.int32)
     vers = np.array([rng.randint(0, 5) for _ in frames], dtype=np.int32)
     ok = np.ones(len(frames), dtype=np.uint8)
-    assert arrow._response_headers(_codec, arr, 0, keys, ok, vers, ok).equals(
-        arrow._response_headers(_arrow_py, arr, 0, keys, ok, vers, ok))
+    assert arrow._response_headers(C.module("arrow._headers"), arr, 0, keys, ok, vers, ok).equals(
+        arrow._response_headers(P.module("arrow._headers"), arr, 0, keys, ok, vers, ok))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -83,8 +87,8 @@ def test_split_twins(seed):
     cuts = sorted(rng.sample(range(1, len(stream)), 20))
     chunks = pa.array([stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)])])
     for zero_copy in (True, False):
-        a = arrow._split(_codec, chunks, 1000, zero_copy)
-        b = arrow._split(_arrow_py, chunks, 1000, zero_copy)
+        a = arrow._split(C.module("arrow._frames"), chunks, 1000, zero_copy)
+        b = arrow._split(P.module("arrow._frames"), chunks, 1000, zero_copy)
         assert a.frames.equals(b.frames) and a.tail == b.tail and a.error == b.error
         assert a.frames.buffers()[1] == b.frames.buffers()[1]  # views / offsets, byte for byte
 
@@ -114,7 +118,7 @@ def test_records_twins(check_crc):
     blobs += damaged(blobs, rng)
     arr = pa.array(blobs, pa.large_binary())
     for want in ([1] * 7, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 0, 1, 1]):
-        sa, ta = _codec.arrow_records(arr, 1, check_crc, 1 << 26, want)
-        sb, tb = _arrow_py.arrow_records(arr, 1, check_crc, 1 << 26, want)
-        assert (sa == sb).all()
+        sa, ta, ea = C.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        sb, tb, eb = P.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        assert (sa == sb).all() and ea == eb
         assert _plain(ta) == _plain(tb)

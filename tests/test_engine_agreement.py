@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from kafkaproto import _codec, _engine_py
-from kafkaproto._message import build_plan
+from kafkaproto.messages import _engine, _engine_py
+from kafkaproto.messages._runtime import build_plan
 from kafkaproto.messages import CLASSES, get
 from message_values import random_message
 
@@ -44,6 +44,6 @@ def test_engines_agree(name):
                 b[rng.randrange(len(b))] = rng.choice([0x00, 0xFF, 0x7F, 0x80, rng.randrange(256)])
             variants.append(bytes(b))
         for d in variants:
-            a = outcome(lambda: _codec.decode_struct(cplan, d, 0))
+            a = outcome(lambda: _engine.decode_struct(cplan, d, 0))
             b = outcome(lambda: _engine_py.decode_struct(pplan, d, 0))
             assert a == b, (name, v, d.hex())

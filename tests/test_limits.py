@@ -20,7 +20,7 @@ from kafkaproto import CorruptRecordError, FrameSizeError, InvalidValueError, Ka
 from kafkaproto import records
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto import _kinds as K
-from kafkaproto._message import build_plan
+from kafkaproto.messages._runtime import build_plan
 from kafkaproto.messages import CLASSES, get
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
@@ -233,7 +233,7 @@ def _forged_sizes():
     lz4 = bytearray(records.encode([(None, b"x", None, 0)], codec="lz4"))
     at = lz4.index(b"\x04\x22\x4d\x18")
     lz4[at + 5] = 0x70  # 4 MiB blocks
-    from kafkaproto._compression import _lz4_hc
+    from kafkaproto.records._compression import _lz4_hc
     lz4[at + 6] = _lz4_hc(bytes(lz4[at + 4 : at + 6]))
     blocks = lz4[at + 7 : -4]  # the real blocks, then 100 one-byte ones, then the end mark
     lz4[at + 7 :] = blocks + b"\x01\x00\x00\x00\x00" * 100 + b"\x00\x00\x00\x00"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaproto import records as R
-from kafkaproto._compression import _lz4_hc, xxh32
+from kafkaproto.records._compression import _lz4_hc, xxh32
 from kafkaproto.errors import CorruptRecordError, EncodeError, KafkaProtocolError
 from records_util import fix_crc, rec_tuple
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaproto import _records_py as pure_records
+from kafkaproto.records import _batches_py as pure_records
 from records_util import decode_plain, fix_crc, outcome
 
 pytestmark = pytest.mark.compiled_only

@@ -171,5 +171,5 @@ def test_arrow_split_of_empty_pieces():
     stream = [b"", b"\x00\x00", b"\x00\x00", b"", b"\x00\x00\x00\x00", b"\x00\x00\x00\x02a", b"b", None, b""]
     for impl in IMPLS:
         for zero_copy in (False, True):
-            got = arrow._split(impl.arrow, pa.array(stream, pa.large_binary()), 1 << 20, zero_copy)
+            got = arrow._split(impl.arrow_frames, pa.array(stream, pa.large_binary()), 1 << 20, zero_copy)
             assert got.frames.to_pylist() == [b"", b"", b"ab"] and got.tail == b"" and got.error is None

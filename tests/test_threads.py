@@ -77,7 +77,7 @@ def test_threads_decode_like_one_thread():
 
     def run(i):
         # each thread builds its own plans while the others decode
-        impls = [Impl(f"{impl.name}-{i}", impl.codec, impl.engine, impl.records, impl.arrow) for impl in IMPLS]
+        impls = [Impl(f"{impl.name}-{i}", impl.mods) for impl in IMPLS]
         barrier.wait()
         return work(impls)
 

@@ -483,7 +483,7 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
     registry = []
     for mod, items in sorted(modules.items()):
         items.sort(key=lambda s: ("request", "response", "header", "data").index(s.kind))
-        body = [HEADER, "# fmt: off\n", "from ..._message import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n"]
+        body = [HEADER, "# fmt: off\n", "from .._runtime import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n"]
         for s in items:
             body.append("\n\n")
             body.append(emit_schema(s))

@@ -14,7 +14,19 @@ import uuid as _uuid
 import numpy as np
 
 from ._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
-from .errors import EncodeError, FrameSizeError, InvalidValueError, TruncatedError
+from .errors import (
+    F_COUNT,
+    F_LENGTH,
+    F_LIMIT,
+    F_LONG,
+    F_NEED,
+    F_NULL,
+    F_UTF8,
+    F_WIDE,
+    EncodeError,
+    FrameSizeError,
+    failure,
+)
 
 COMPILED = False
 
@@ -50,7 +62,7 @@ def _make_uuid(raw: bytes) -> _uuid.UUID:
 
 
 def _truncated(what, offset, need, left):
-    return TruncatedError(f"need {need} bytes, {left} left", what, offset)
+    return failure(F_NEED, what, offset, need, left)
 
 
 def _check_int(what, value, lo=None, hi=None):
@@ -106,6 +118,15 @@ def uvarint_status(buf, pos, end, max_bytes, bits):
     if value >> bits:
         return 3, 0, pos
     return 0, value, pos
+
+
+def _length(what, start, n, nullable):
+    """Check a length or count read at ``start``: True for a null (-1, nullable)."""
+    if n < 0:
+        if n == -1 and nullable:
+            return True
+        raise failure(F_NULL, what, start) if n == -1 else failure(F_LENGTH, what, start, n)
+    return False
 
 
 class Reader:
@@ -197,9 +218,9 @@ class Reader:
         if status == 1:
             raise _truncated(what, start, pos - start + 1, self._end - start)
         if status == 2:
-            raise InvalidValueError(f"longer than {max_bytes} bytes", what, start)
+            raise failure(F_LONG, what, start, max_bytes)
         if status == 3:
-            raise InvalidValueError(f"does not fit in {bits} bits", what, start)
+            raise failure(F_WIDE, what, start, bits)
         self._pos = pos
         return value
 
@@ -216,19 +237,15 @@ class Reader:
 
     # strings and bytes -----------------------------------------------
     def _str_body(self, what, start, n, nullable):
-        if n < 0:
-            if n == -1:
-                if nullable:
-                    return None
-                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
-            raise InvalidValueError(f"invalid length {n}", what, start)
+        if _length(what, start, n, nullable):
+            return None
         if n > MAX_STRING_LENGTH:
-            raise InvalidValueError(f"length {n} above the {MAX_STRING_LENGTH} limit", what, start)
+            raise failure(F_LIMIT, what, start, n, MAX_STRING_LENGTH)
         p = self._take(n, what, start)
         try:
             return str(self._buf[p : p + n], "utf-8")
         except UnicodeDecodeError:
-            raise InvalidValueError("invalid UTF-8", what, start) from None
+            raise failure(F_UTF8, what, start) from None
 
     def read_string(self, nullable=False):
         start = self._pos
@@ -241,12 +258,8 @@ class Reader:
         return self._str_body("compact string", start, n, nullable)
 
     def _bytes_body(self, what, start, n, nullable):
-        if n < 0:
-            if n == -1:
-                if nullable:
-                    return None
-                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
-            raise InvalidValueError(f"invalid length {n}", what, start)
+        if _length(what, start, n, nullable):
+            return None
         p = self._take(n, what, start)
         return bytes(self._buf[p : p + n])
 
@@ -261,15 +274,11 @@ class Reader:
         return self._bytes_body("compact bytes", start, n, nullable)
 
     def _count(self, what, start, n, nullable):
-        if n < 0:
-            if n == -1:
-                if nullable:
-                    return -1
-                raise InvalidValueError("null (length -1) in a non-nullable field", what, start)
-            raise InvalidValueError(f"invalid length {n}", what, start)
+        if _length(what, start, n, nullable):
+            return -1
         left = self._end - self._pos
         if n > left:
-            raise InvalidValueError(f"count {n} larger than the {left} bytes left", what, start)
+            raise failure(F_COUNT, what, start, n, left)
         return n
 
     def read_array_length(self, nullable=False):
@@ -290,7 +299,7 @@ class Reader:
         count = self._uvarint("tagged fields", 5, 32)
         left = self._end - self._pos
         if count > left:
-            raise InvalidValueError(f"count {count} larger than the {left} bytes left", "tagged fields", start)
+            raise failure(F_COUNT, "tagged fields", start, count, left)
         out = []
         for _ in range(count):
             at = self._pos
@@ -497,7 +506,7 @@ def _decode_many(kind, buf, count, offset):
             out.append(read())
     else:
         if count > r.remaining:
-            raise InvalidValueError(f"count {count} larger than the {r.remaining} bytes left", _MANY_WHAT[kind], offset)
+            raise failure(F_COUNT, _MANY_WHAT[kind], offset, count, r.remaining)
         read = {"u": r.read_uvarint, "i": r.read_varint, "l": r.read_varlong}[kind]
         out = [read() for _ in range(count)]
     return np.array(out, dtype=_MANY_DTYPE[kind]), r.offset
@@ -547,11 +556,26 @@ def encode_varlongs(values) -> bytes:
 # frames
 
 
-def _check_frame_size(size, max_frame_size, at):
+FRAME_COMPLETE, FRAME_PARTIAL, FRAME_BAD_SIZE = range(3)
+
+
+def frame_at(buf, pos, n, max_frame_size, min_size=0):
+    """The frame rule every splitter of the twin uses (``_frame_at`` in _wire.pxd):
+    ``(status, size)`` for the frame whose size prefix starts at ``pos``."""
+    if n - pos < 4:
+        return FRAME_PARTIAL, None
+    size = _i32.unpack_from(buf, pos)[0]
+    if size < min_size or (max_frame_size >= 0 and size > max_frame_size):
+        return FRAME_BAD_SIZE, size
+    if size > n - pos - 4:
+        return FRAME_PARTIAL, size
+    return FRAME_COMPLETE, size
+
+
+def frame_size_error(size, max_frame_size, at):
     if size < 0:
-        raise FrameSizeError(f"negative frame size {size}", "frame size", at)
-    if max_frame_size >= 0 and size > max_frame_size:
-        raise FrameSizeError(f"frame size {size} above the limit {max_frame_size}", "frame size", at)
+        return FrameSizeError(f"negative frame size {size}", "frame size", at)
+    return FrameSizeError(f"frame size {size} above the limit {max_frame_size}", "frame size", at)
 
 
 def frame_offsets(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int = 0):
@@ -566,11 +590,11 @@ def frame_offsets(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int
     pos = offset
     starts = []
     sizes = []
-    unpack = _i32.unpack_from
-    while pos + 4 <= n:
-        size = unpack(mv, pos)[0]
-        _check_frame_size(size, max_frame_size, pos)
-        if pos + 4 + size > n:
+    while True:
+        st, size = frame_at(mv, pos, n, max_frame_size)
+        if st == FRAME_BAD_SIZE:
+            raise frame_size_error(size, max_frame_size, pos)
+        if st != FRAME_COMPLETE:
             break
         starts.append(pos + 4)
         sizes.append(size)
@@ -586,15 +610,14 @@ def split_frames(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int 
     n = len(mv)
     pos = offset
     out = []
-    unpack = _i32.unpack_from
-    while pos + 4 <= n:
-        size = unpack(mv, pos)[0]
-        _check_frame_size(size, max_frame_size, pos)
-        end = pos + 4 + size
-        if end > n:
+    while True:
+        st, size = frame_at(mv, pos, n, max_frame_size)
+        if st == FRAME_BAD_SIZE:
+            raise frame_size_error(size, max_frame_size, pos)
+        if st != FRAME_COMPLETE:
             break
-        out.append(mv[pos + 4 : end])
-        pos = end
+        out.append(mv[pos + 4 : pos + 4 + size])
+        pos += 4 + size
     return out, pos
 
 
@@ -636,21 +659,17 @@ class FrameReader:
         out = []
         pos = 0
         n = len(buf)
-        unpack = _i32.unpack_from
-        while pos + 4 <= n:
-            size = unpack(buf, pos)[0]
-            try:
-                _check_frame_size(size, self._max, self._consumed + pos)
-            except FrameSizeError as exc:
-                self._error = exc
+        while True:
+            st, size = frame_at(buf, pos, n, self._max)
+            if st == FRAME_BAD_SIZE:
+                self._error = frame_size_error(size, self._max, self._consumed + pos)
                 del buf[:pos]
                 self._consumed += pos
-                raise
-            end = pos + 4 + size
-            if end > n:
+                raise self._error
+            if st != FRAME_COMPLETE:
                 break
-            out.append(bytes(buf[pos + 4 : end]))
-            pos = end
+            out.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
         if pos:
             del buf[:pos]
             self._consumed += pos

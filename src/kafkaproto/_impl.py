@@ -1,30 +1,43 @@
-"""Chooses the implementation: the compiled core, or its pure-Python twin.
+"""The one place that chooses the implementation: the compiled modules, or
+their pure-Python twins.
 
-``KAFKAPROTO_PURE=1`` forces the twin.  Everything else in the package imports
-the primitives from here, so one switch covers the whole library.
+Every compiled module (``kafkaproto._codec``, ``messages._engine``,
+``records._batches``, the ``arrow`` loops, ``capture._scan``) has a twin
+beside it named ``<module>_py`` with the same names, values and errors.
+Either all compiled modules are used or all twins: ``KAFKAPROTO_PURE=1``
+forces the twins, and so does an install without the compiled core.  The
+layers ask :func:`load` for their implementation instead of importing one.
 """
 
+import importlib
 import os
 
 _FORCE_PURE = os.environ.get("KAFKAPROTO_PURE", "") not in ("", "0")
 
-if _FORCE_PURE:
-    from . import _codec_py as codec
-else:
+
+def _compiled_core_present() -> bool:
+    if _FORCE_PURE:
+        return False
     try:
-        from . import _codec as codec
-    except ImportError:  # no compiler at install time: the twin does the work
-        from . import _codec_py as codec
+        from . import _codec  # noqa: F401
+    except ImportError:  # no compiler at install time: the twins do the work
+        return False
+    return True
 
-if codec.COMPILED:
-    engine = codec
-else:
-    from . import _engine_py as engine
 
-#: True when the compiled core is in use.
-COMPILED = codec.COMPILED
+#: True when the compiled modules are in use.
+COMPILED = _compiled_core_present()
 
-#: The compiled fast path of the capture layer (None with the twin).
-capture = codec if COMPILED else None
 
-__all__ = ["codec", "engine", "capture", "COMPILED"]
+def load(name: str):
+    """The implementation of compiled module ``name`` (e.g. ``"records._batches"``): the
+    module itself, or its twin ``name + "_py"`` when the twins are in use."""
+    return importlib.import_module(f"{__package__}.{name}" if COMPILED else f"{__package__}.{name}_py")
+
+
+#: The wire primitives, frames and headers.
+codec = load("_codec")
+#: The message engine.
+engine = load("messages._engine")
+
+__all__ = ["COMPILED", "codec", "engine", "load"]

@@ -21,7 +21,7 @@ import heapq
 from typing import Iterable, Iterator
 
 from . import records as _records
-from ._records_common import ControlType
+from .records._common import ControlType
 
 __all__ = ["consume", "drop_control_batches", "read_committed", "records_from"]
 

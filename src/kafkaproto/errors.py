@@ -105,3 +105,43 @@ class UnknownApiError(KafkaProtocolError):
 
 class CorruptRecordError(KafkaProtocolError):
     """A record batch whose CRC or structure is wrong."""
+
+
+# ---------------------------------------------------------------------------
+# Failure records.  The compiled cursors (kafkaproto/_wire.pxd) record a
+# failure as numbers -- a code, what was being read, the byte offset and up
+# to three values -- and the twin raises through the same function, so both
+# say exactly the same thing.  Keep both tables in the order of the enums in
+# _wire.pxd (a test checks).
+
+#: what was being read, by number (W_* in _wire.pxd)
+WHATS = (
+    "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid",
+    "string", "compact string", "bytes", "compact bytes", "array length", "compact array length",
+    "unsigned varint", "varint", "varlong", "tagged fields", "tag", "tagged field size", "tagged field",
+    "raw bytes",
+)
+
+#: failure code (F_* in _wire.pxd) -> (error class, detail template)
+FAILURES = (
+    None,
+    (TruncatedError, "need {x} bytes, {y} left"),
+    (InvalidValueError, "longer than {x} bytes"),
+    (InvalidValueError, "does not fit in {x} bits"),
+    (InvalidValueError, "null (length -1) in a non-nullable field"),
+    (InvalidValueError, "invalid length {x}"),
+    (InvalidValueError, "length {x} above the {y} limit"),
+    (InvalidValueError, "invalid UTF-8"),
+    (InvalidValueError, "count {x} larger than the {y} bytes left"),
+    (InvalidValueError, "tagged field {x} declares {y} bytes, its value used {z}"),
+)
+
+F_NEED, F_LONG, F_WIDE, F_NULL, F_LENGTH, F_LIMIT, F_UTF8, F_COUNT, F_TAG_SIZE, F_MEMORY, F_PYTHON = range(1, 12)
+
+
+def failure(code: int, what, at: int | None, x: int = 0, y: int = 0, z: int = 0) -> Exception:
+    """The exception for a failure record; ``what`` is a W_* number or the text itself."""
+    if code == F_MEMORY:
+        return MemoryError()
+    cls, template = FAILURES[code]
+    return cls(template.format(x=x, y=y, z=z), WHATS[what] if isinstance(what, int) else what, at)

@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, Optional
 
-from .._impl import capture as _core
+from .._impl import COMPILED as _COMPILED, load as _load
+
+_core = _load("capture._scan") if _COMPILED else None
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format

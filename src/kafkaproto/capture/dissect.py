@@ -13,7 +13,7 @@ import time
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..error_codes import error_name
-from .._message import MAX_MASK_VERSION, versions_mask
+from ..messages._runtime import MAX_MASK_VERSION, versions_mask
 from ..errors import KafkaProtocolError
 from ..messages import api_name, request_class
 from ..protocol import decode_request, decode_response

@@ -28,7 +28,9 @@ import re
 import struct
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from .._impl import capture as _core
+from .._impl import COMPILED as _COMPILED, load as _load
+
+_core = _load("capture._scan") if _COMPILED else None
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
 from ..messages import APIS, request_class

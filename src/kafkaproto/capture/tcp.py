@@ -21,7 +21,9 @@ from __future__ import annotations
 import heapq
 from typing import Dict, List, Optional, Tuple
 
-from .._impl import capture as _core
+from .._impl import COMPILED as _COMPILED, load as _load
+
+_core = _load("capture._scan") if _COMPILED else None
 
 __all__ = ["HalfStream"]
 

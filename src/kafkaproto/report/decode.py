@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import arrow as karrow
-from .._compression import CODEC_NAMES
+from ..records._compression import CODEC_NAMES
 from ..capture import Accounting, read_frames
 from ..capture.dissect import removed_in_kafka4
 from ..capture.streams import REQUEST

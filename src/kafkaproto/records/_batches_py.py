@@ -12,7 +12,7 @@ import time
 import crc32c as _crc32c
 
 from . import _compression
-from ._records_common import (
+from ._common import (
     ATTR_CODEC,
     ATTR_CONTROL,
     ATTR_DELETE_HORIZON,
@@ -42,9 +42,9 @@ from ._records_common import (
     record_error,
     wrap64,
 )
-from ._codec_py import _check_int, uvarint_status
-from ._records_legacy import decode_legacy, encode_legacy
-from .errors import EncodeError
+from .._codec_py import _check_int, uvarint_status
+from ._legacy import decode_legacy, encode_legacy
+from ..errors import EncodeError
 
 COMPILED = False
 

@@ -1,32 +1,21 @@
-"""Shared by the compiled Arrow loops (``_arrow.pxi``) and their twin (``_arrow_py.py``):
-header-version tables and the error text of a row that failed.
-
-Neither loop formats messages: a failed row is re-read here with the object
-decoders, so the ``error`` column says exactly what :func:`decode_request`
-(or :func:`decode_response`) would have raised.
+"""Shared by the Arrow decoders and their twins: the header-version table that
+the loops are handed (the rule itself is kafkaproto.protocol's), and the
+header checks the twins run (the compiled loops record the same failures).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .errors import KafkaProtocolError, UnknownApiError, UnsupportedVersionError
-from .messages import APIS, request_class, response_class
-
-#: row status codes (keep in sync with the E_* enum of _arrow.pxi)
-OK, TRUNCATED, INVALID, MEMORY, NULL_ROW, API_KEY, VERSION = range(7)
-
-_FALLBACK = {
-    TRUNCATED: "truncated", INVALID: "invalid value",
-    NULL_ROW: "null frame", API_KEY: "unknown api key", VERSION: "unsupported version",
-}
+from ..errors import KafkaProtocolError, TruncatedError, UnknownApiError, UnsupportedVersionError
+from ..messages import APIS, request_class, response_class
 
 _TABLES: dict = {}
 
 
 def header_versions(api_key: int, request: bool) -> np.ndarray:
     """int8[64]: the header version of each version of ``api_key`` (-1: unsupported)."""
-    from .protocol import request_header_version, response_header_version
+    from ..protocol import request_header_version, response_header_version
 
     cls = request_class(api_key) if request else response_class(api_key)
     fn = request_header_version if request else response_header_version
@@ -56,16 +45,14 @@ def _message(exc: KafkaProtocolError) -> str:
 
 def request_header_error(frame) -> str | None:
     """Why the request header of ``frame`` cannot be read (None if it can)."""
-    from .headers import decode_request_header
-    from .protocol import request_header_version
+    from ..headers import decode_request_header
+    from ..protocol import request_header_version
 
     if frame is None:
         return "null frame"
     mv = memoryview(frame)
     try:
         if len(mv) < 4:
-            from .errors import TruncatedError
-
             raise TruncatedError(f"need 4 bytes, {len(mv)} left", "request header", 0)
         api_key = int.from_bytes(mv[0:2], "big", signed=True)
         api_version = int.from_bytes(mv[2:4], "big", signed=True)
@@ -83,8 +70,8 @@ def request_header_error(frame) -> str | None:
 
 def response_header_error(frame, api_key, api_version) -> str | None:
     """Why the response header of ``frame`` (answering api_key/api_version) cannot be read."""
-    from .headers import decode_response_header
-    from .protocol import response_header_version
+    from ..headers import decode_response_header
+    from ..protocol import response_header_version
 
     if frame is None:
         return "null frame"
@@ -98,50 +85,6 @@ def response_header_error(frame, api_key, api_version) -> str | None:
             raise UnsupportedVersionError(
                 f"{cls.NAME} v{api_version} is not supported (versions {cls.VALID_VERSIONS})", cls.NAME)
         decode_response_header(memoryview(frame), response_header_version(api_key, api_version))
-    except KafkaProtocolError as exc:
-        return _message(exc)
-    return None
-
-
-def message_error(frame, cls, api_version=None) -> str | None:
-    """Why ``frame`` does not decode as a ``cls`` (a request or response class)."""
-    from .protocol import decode_request, decode_response
-
-    if frame is None:
-        return "null frame"
-    try:
-        if cls.KIND == "request":
-            err = request_header_error(frame)
-            if err is not None:
-                return err
-            api_key = int.from_bytes(memoryview(frame)[0:2], "big", signed=True)
-            if api_key != cls.API_KEY:
-                other = request_class(api_key).NAME
-                return f"a {other} (api key {api_key}) in a column of {cls.NAME} (api key {cls.API_KEY})"
-            decode_request(frame)
-        else:
-            if api_version is None:
-                return "null api version"
-            decode_response(frame, cls.API_KEY, api_version)
-    except KafkaProtocolError as exc:
-        return _message(exc)
-    return None
-
-
-def fallback_error(status: int) -> str:
-    """Text for a row the loop rejected but the object decoder accepted (should not happen)."""
-    return f"could not decode: {_FALLBACK.get(status, f'status {status}')}"
-
-
-def records_error(blob, check_crc: bool, max_decompressed_size: int) -> str | None:
-    """Why a records blob does not decode (None if it does), as :func:`kafkaproto.records.decode` says it."""
-    from .records import decode
-
-    if blob is None:
-        return "null records blob"
-    try:
-        for _ in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size):
-            pass
     except KafkaProtocolError as exc:
         return _message(exc)
     return None

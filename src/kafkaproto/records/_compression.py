@@ -25,7 +25,7 @@ import struct
 import cramjam
 import numpy as np
 
-from .errors import CorruptRecordError
+from ..errors import CorruptRecordError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")

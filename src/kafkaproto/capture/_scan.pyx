@@ -1,5 +1,6 @@
-# Included by _codec.pyx: the compiled fast path of the capture layer
-# (kafkaproto.capture: pcap reading, TCP reassembly, Kafka framing).
+# cython: language_level=3
+# The compiled fast path of the capture layer (kafkaproto.capture: pcap
+# reading, TCP reassembly, Kafka framing).
 #
 # The common case -- a packet of an established, settled connection whose
 # segment is exactly the next expected one, with no SYN/FIN/RST and nothing
@@ -11,8 +12,15 @@
 # back and forth.
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memmove
+
+from kafkaproto._wire cimport kp_ld16, kp_ld32, kp_st16
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_DelItem, PyDict_Size, PyDict_Next
 from cpython.object cimport PyObject
+
+COMPILED = True
 
 cdef enum:
     _FIN = 0x01

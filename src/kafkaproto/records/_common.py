@@ -13,7 +13,7 @@ import struct
 from typing import NamedTuple
 
 from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
-from .errors import CorruptRecordError, EncodeError
+from ..errors import CorruptRecordError, EncodeError
 
 __all__ = [
     "Codec",
@@ -305,6 +305,89 @@ def record_error(index, field, detail, pos, base, batch_at):
     if base is None:
         return CorruptRecordError(f"{detail} (byte {pos} of the decompressed records)", "records", batch_at, path)
     return CorruptRecordError(detail, "records", base + pos, path)
+
+
+#: the record fields a failure record names (RW_* in records/_walk.pxi, same order)
+RECORD_FIELDS = ("length", "attributes", "timestamp delta", "offset delta", "key length", "value length",
+                 "header count", "headers[{j}].key length", "headers[{j}].key", "headers[{j}].value length",
+                 "control record", None)
+_INVALID = {4: "key length", 5: "value length", 6: "header count", 7: "header key length", 9: "header value length"}
+#: RF_* in records/_walk.pxi
+RF_VARINT, RF_OUTSIDE, RF_INVALID, RF_UTF8, RF_LEFT_AFTER, RF_AFTER_LAST, RF_CONTROL_KEY, RF_CONTROL_VALUE = \
+    range(1, 9)
+RW_CONTROL = 10
+
+
+def record_failure(code, field, at, x, y, path, base, batch_at):
+    """The error for a failure the compiled record walker recorded.
+
+    ``path``: the record's number and, for a header field, the header's (innermost
+    last); ``at``: position in the records buffer (``base``: its blob offset, None
+    when decompressed).
+    """
+    if code == RF_AFTER_LAST:
+        return record_error(None, None, f"{x} bytes after the last of {y} records", at, base, batch_at)
+    if field == RW_CONTROL:
+        what = "control record key of {x} bytes (need 4)" if code == RF_CONTROL_KEY else \
+            "transaction marker value of {x} bytes (need 6)"
+        return CorruptRecordError(what.format(x=x), "control record", batch_at if base is None else base + at)
+    if code == RF_VARINT:
+        detail = VARINT_PROBLEMS[x]
+    elif code == RF_OUTSIDE:
+        detail = f"length {x} outside the {y} bytes left"
+    elif code == RF_INVALID:
+        detail = f"{_INVALID[field]} {x} invalid with {y} bytes left"
+    elif code == RF_UTF8:
+        detail = "invalid UTF-8"
+    else:  # RF_LEFT_AFTER
+        detail = f"{x} bytes left after the record's fields"
+    index = path[0]
+    name = RECORD_FIELDS[field].format(j=path[1] if len(path) > 1 else None)
+    return record_error(index, name, detail, at, base, batch_at)
+
+
+_LEGACY_FIELDS = ("magic", "size", "crc", "key", "value", "attributes", None)
+
+
+def legacy_failure(code, field, at, x, y, index, batch_at):
+    """The error for a failure the compiled legacy walker recorded: of the top-level
+    message (``index`` None; ``at`` in the blob) or of inner message ``index`` of a
+    compressed set (``at`` in the decompressed set; ``batch_at``: the wrapper's offset)."""
+    name = _LEGACY_FIELDS[field]
+    if code == 1:
+        detail = f"unknown magic {x}"
+    elif code == 2:
+        detail = f"size {x} below the v{y} minimum of {LEGACY_MIN_SIZE[y]}"
+    elif code == 3:
+        if index is None:
+            return crc_error("CRC32", x, y, at)
+        detail = f"CRC32 mismatch: stored 0x{x:08x}, computed 0x{y:08x}"
+    elif code == 4:
+        detail = f"{name} length needs 4 bytes, {x} left"
+    elif code == 5:
+        detail = f"{name} length {x} invalid with {y} bytes left"
+    elif code == 6:
+        detail = f"{x} bytes left after the value"
+    elif code == 7:
+        return batch_error("zstd is not allowed in magic 0/1" if x == 4 else f"unknown compression codec {x}", at,
+                           "message")
+    elif code == 8:
+        return batch_error("compressed message with a null value", at, "message")
+    elif code == 9:
+        detail = f"inner message cut short: {x} bytes"
+    elif code == 10:
+        detail = f"inner message size {x} invalid with {y} bytes left"
+    elif code == 11:
+        detail = f"inner magic {x} differs from the wrapper's {y}"
+    elif code == 12:
+        detail = "compressed message inside a compressed message"
+    elif code == 13:
+        return batch_error("compressed message with no inner messages", at, "message")
+    else:
+        return batch_error(f"wrapper offset {x} below the last inner offset {y}", at, "message")
+    if index is None:
+        return batch_error(detail, at, "message")
+    return record_error(index, name, detail, at, None, batch_at)
 
 
 def batch_error(detail, at, what="record batch"):

@@ -1,4 +1,4 @@
-"""Pure-Python twin of the compiled message engine (``_engine.pxi``).
+"""Pure-Python twin of the compiled message engine (``_engine.pyx``).
 
 Runs the per-version plans built by :mod:`kafkaproto._message`: one loop over
 the fields of a struct, recursing into structs and arrays.  Errors get the
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from . import _kinds as K
-from ._codec_py import Reader, Writer
-from .errors import EncodeError, InvalidValueError, KafkaProtocolError, TruncatedError
+from .. import _kinds as K
+from .._codec_py import Reader, Writer
+from ..errors import EncodeError, InvalidValueError, KafkaProtocolError, TruncatedError
 
 __all__ = ["FieldPlan", "Plan", "Writer", "decode_struct", "encode_struct"]
 

@@ -18,7 +18,7 @@ import time
 import zlib
 
 from . import _compression
-from ._records_common import (
+from ._common import (
     ATTR_CODEC,
     ATTR_TIMESTAMP_TYPE,
     LEGACY_MIN_SIZE,
@@ -31,7 +31,7 @@ from ._records_common import (
     unpack_record,
     wrap64,
 )
-from .errors import EncodeError
+from ..errors import EncodeError
 
 _i32 = struct.Struct(">i")
 _i64 = struct.Struct(">q")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import gc
 import uuid
 
-from . import _kinds as K
-from ._impl import engine
-from .errors import KafkaProtocolError, UnsupportedVersionError
+from .. import _kinds as K
+from .._impl import codec, engine
+from ..errors import KafkaProtocolError, UnsupportedVersionError
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -289,7 +289,7 @@ class Message(Struct):
         return (obj, end) if with_end else obj
 
     def encode(self, version: int) -> bytes:
-        w = engine.Writer()
+        w = codec.Writer()
         self.encode_into(w, version)
         return w.getvalue()
 

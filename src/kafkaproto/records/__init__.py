@@ -21,15 +21,14 @@ decompressed buffer: no copy, but each view keeps that whole buffer alive,
 and for small values a memoryview costs more to create than a ``bytes``
 copy, which is why copying is the default.
 
-The compiled implementation (``kafkaproto._codec``) is used when it is
-built; ``KAFKAPROTO_PURE=1`` selects the pure-Python twin.
+The compiled implementation (``kafkaproto.records._batches``) is used when it
+is built; ``KAFKAPROTO_PURE=1`` selects the pure-Python twin (``_batches_py``).
 """
 
 from __future__ import annotations
 
-from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
-from ._impl import COMPILED, codec as _codec
-from ._records_common import (
+from .._impl import COMPILED, load
+from ._common import (
     Codec,
     ControlRecord,
     ControlType,
@@ -38,11 +37,9 @@ from ._records_common import (
     TruncatedBatch,
     control_key_value,
 )
+from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 
-if COMPILED:
-    _impl = _codec
-else:
-    from . import _records_py as _impl
+_impl = load("records._batches")
 
 #: One record (the implementation's class: compiled or pure).
 Record = _impl.Record

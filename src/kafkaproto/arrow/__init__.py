@@ -35,18 +35,20 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow_common as _common
-from . import _kinds as K
-from ._impl import COMPILED, codec
-from ._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
-from ._limits import DEFAULT_MAX_FRAME_SIZE
-from .errors import FrameSizeError
-from .messages import request_class, response_class
+from .. import _kinds as K
+from .._impl import engine as _engine, load
+from .._limits import DEFAULT_MAX_FRAME_SIZE
+from ..errors import FrameSizeError
+from ..messages import request_class, response_class
+from ..messages._runtime import build_plan
+from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from . import _common
 
-if COMPILED:
-    _lib = codec
-else:  # the twin: same buffers, computed with the object decoders
-    from . import _arrow_py as _lib
+# the loops, compiled or their twins (same buffers, computed with the object decoders)
+_HEADERS = load("arrow._headers")
+_MESSAGES = load("arrow._messages")
+_FRAMES = load("arrow._frames")
+_RECORDS = load("arrow._records")
 
 __all__ = [
     "RECORDS_SCHEMA",
@@ -246,14 +248,13 @@ def _all_null(typ, n: int) -> pa.Array:
     return pa.Array.from_buffers(typ, n, [bitmap, _zeros(n * typ.bit_width // 8)], null_count=n)
 
 
-def _errors(status, arr, explain) -> pa.Array:
-    """The error column: null where status is 0, else the object decoders' message."""
-    n = len(status)
-    idx = np.flatnonzero(status)
-    if not len(idx):
+def _errors(n: int, errors: dict) -> pa.Array:
+    """The error column: null, but at the rows the loop failed: the object decoders' text for them
+    (the loops keep each failure's record, so no row is decoded twice)."""
+    if not errors:
         return _all_null(pa.large_string(), n)
-    texts = [explain(int(i), arr[int(i)].as_py()) or _common.fallback_error(int(status[i])) for i in idx]
-    return _sparse_strings(n, idx, texts)
+    idx = np.fromiter(sorted(errors), dtype=np.int64, count=len(errors))
+    return _sparse_strings(n, idx, [errors[int(i)] for i in idx])
 
 
 def _sparse_strings(n, idx, texts) -> pa.Array:
@@ -300,13 +301,12 @@ def _total(frames) -> int:
 
 
 def _request_headers(lib, arr, kind):
-    status, key, ver, corr, hsize, cid = lib.arrow_request_headers(arr, kind, _common.header_table(True))
+    status, key, ver, corr, hsize, cid, errors = lib.arrow_request_headers(arr, kind, _common.header_table(True))
     vbuf, nulls = _ok_validity(status)
     children = [
         _fixed(pa.int16(), key, vbuf, nulls), _fixed(pa.int16(), ver, vbuf, nulls),
         _fixed(pa.int32(), corr, vbuf, nulls), _from_tree(_STRING_LAYOUT, cid),
-        _fixed(pa.int32(), hsize, vbuf, nulls),
-        _errors(status, arr, lambda i, frame: _common.request_header_error(frame)),
+        _fixed(pa.int32(), hsize, vbuf, nulls), _errors(len(status), errors),
     ]
     return pa.StructArray.from_arrays(children, fields=list(REQUEST_HEADER_TYPE))
 
@@ -320,22 +320,16 @@ def request_headers(frames):
     """
     if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
         return pa.chunked_array([], type=REQUEST_HEADER_TYPE)
-    return _per_chunk(frames, lambda arr, kind: _request_headers(_lib, arr, kind))
+    return _per_chunk(frames, lambda arr, kind: _request_headers(_HEADERS, arr, kind))
 
 
 def _response_headers(lib, arr, kind, keys, kvalid, vers, vvalid):
     ok = (kvalid & vvalid).astype(np.uint8)
-    status, corr, hsize = lib.arrow_response_headers(arr, kind, _common.header_table(False), keys, vers, ok)
+    status, corr, hsize, errors = lib.arrow_response_headers(arr, kind, _common.header_table(False), keys, vers, ok)
     vbuf, nulls = _ok_validity(status)
-
-    def explain(i, frame):
-        return _common.response_header_error(frame, int(keys[i]) if kvalid[i] else None,
-                                             int(vers[i]) if vvalid[i] else None)
-
     children = [
         _fixed(pa.int16(), keys.astype(np.int16), vbuf, nulls), _fixed(pa.int16(), vers.astype(np.int16), vbuf, nulls),
-        _fixed(pa.int32(), corr, vbuf, nulls), _fixed(pa.int32(), hsize, vbuf, nulls),
-        _errors(status, arr, explain),
+        _fixed(pa.int32(), corr, vbuf, nulls), _fixed(pa.int32(), hsize, vbuf, nulls), _errors(len(status), errors),
     ]
     return pa.StructArray.from_arrays(children, fields=list(RESPONSE_HEADER_TYPE))
 
@@ -352,7 +346,7 @@ def response_headers(frames, api_key, api_version):
     vers, vvalid = _int_column(api_version, n, "api_version")
     if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
         return pa.chunked_array([], type=RESPONSE_HEADER_TYPE)
-    return _per_chunk(frames, lambda arr, kind, k, kv, v, vv: _response_headers(_lib, arr, kind, k, kv, v, vv),
+    return _per_chunk(frames, lambda arr, kind, k, kv, v, vv: _response_headers(_HEADERS, arr, kind, k, kv, v, vv),
                       keys, kvalid, vers, vvalid)
 
 
@@ -360,17 +354,27 @@ def response_headers(frames, api_key, api_version):
 # messages
 
 
-def _messages(lib, arr, kind, cls, vers=None, vvalid=None):
+_PLANS: dict = {}
+
+
+def _plans(cls, engine) -> tuple:
+    """The class's plan for each version 0..63 (None where it has none), for ``engine``
+    (the message engine a loop runs: the compiled loop runs compiled plans)."""
+    got = _PLANS.get((cls, engine))
+    if got is None:
+        cache = None if engine is _engine else {}
+        got = _PLANS[(cls, engine)] = tuple(
+            build_plan(cls, v, cls.is_flexible(v), f"{cls.NAME} v{v}", eng=engine, cache=cache)
+            if cls.supports(v) else None for v in range(64))
+    return got
+
+
+def _message_column(lib, arr, kind, cls, vers=None, vvalid=None):
     typ, fields, layouts = _message_info(cls)
-    status, tree = lib.arrow_messages(arr, kind, cls, vers, vvalid)
+    status, tree, errors = lib.arrow_messages(arr, kind, cls, _plans(cls, lib.ENGINE),
+                                              _common.header_table(cls.KIND == "request"), vers, vvalid)
     children = [_from_tree(lay, kid) for lay, kid in zip(layouts, tree[4])]
-    if cls.KIND == "request":
-        def explain(i, frame):
-            return _common.message_error(frame, cls)
-    else:
-        def explain(i, frame):
-            return _common.message_error(frame, cls, int(vers[i]) if vvalid[i] else None)
-    children.append(_errors(status, arr, explain))
+    children.append(_errors(len(status), errors))
     return pa.StructArray.from_arrays(children, fields=fields)
 
 
@@ -386,9 +390,9 @@ def messages(frames, api_key: int, kind: str = "request", api_version=None):
     if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
         return pa.chunked_array([], type=message_type(api_key, kind))
     if kind == "request":
-        return _per_chunk(frames, lambda arr, k: _messages(_lib, arr, k, cls))
+        return _per_chunk(frames, lambda arr, k: _message_column(_MESSAGES, arr, k, cls))
     vers, vvalid = _int_column(api_version, _total(frames), "api_version")
-    return _per_chunk(frames, lambda arr, k, v, vv: _messages(_lib, arr, k, cls, v, vv), vers, vvalid)
+    return _per_chunk(frames, lambda arr, k, v, vv: _message_column(_MESSAGES, arr, k, cls, v, vv), vers, vvalid)
 
 
 # ---------------------------------------------------------------------------
@@ -468,7 +472,7 @@ def split_frames(stream, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_c
     ``take`` view arrays yet (``cast(pa.large_binary())`` first).  A negative
     size, or one above ``max_frame_size``, stops the split: ``error`` says where.
     """
-    return _split(_lib, stream, max_frame_size, zero_copy)
+    return _split(_FRAMES, stream, max_frame_size, zero_copy)
 
 
 # ---------------------------------------------------------------------------
@@ -505,9 +509,9 @@ def _pass_through(values, n: int, typ, what: str):
     return values.cast(typ)
 
 
-def _records(lib, arr, kind, topic, partition, names, check_crc, limit):
+def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit):
     want = [name in names or name == "row" for name in _RECORD_COLUMNS]
-    status, tree = lib.arrow_records(arr, kind, check_crc, limit, want)
+    status, tree, errors = lib.arrow_records(arr, kind, check_crc, limit, want)
     filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
     cols = {}
     for name, node in zip(filled, tree[4]):
@@ -521,14 +525,12 @@ def _records(lib, arr, kind, topic, partition, names, check_crc, limit):
         cols["topic"] = _all_null(pa.large_string(), len(rows)) if topic is None else topic.take(rows)
     if "partition" in names:
         cols["partition"] = _all_null(pa.int32(), len(rows)) if partition is None else partition.take(rows)
-    bad = np.flatnonzero(status)
-    if len(bad):
-        texts = {int(i): _common.records_error(arr[int(i)].as_py(), check_crc, limit) or
-                 _common.fallback_error(2) for i in bad}
+    if errors:
+        bad = np.fromiter(errors, dtype=np.int64, count=len(errors))
         row_np = rows.to_numpy()
         # an error row is the only row of its blob: find them by row index
         err_rows = np.flatnonzero(np.isin(row_np, bad))
-        cols["error"] = _sparse_strings(len(rows), err_rows, [texts[int(row_np[j])] for j in err_rows])
+        cols["error"] = _sparse_strings(len(rows), err_rows, [errors[int(row_np[j])] for j in err_rows])
     else:
         cols["error"] = _all_null(pa.large_string(), len(rows))
     schema = _records_schema(frozenset(names))
@@ -574,7 +576,7 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     partition = _pass_through(partition, n, pa.int32(), "partition")
     tables, start = [], 0
     for arr, kind in chunks:
-        t = _records(_lib, arr, kind, None if topic is None else topic[start:start + len(arr)],
+        t = _records_table(_RECORDS, arr, kind, None if topic is None else topic[start:start + len(arr)],
                      None if partition is None else partition[start:start + len(arr)], names, check_crc,
                      max_decompressed_size)
         if start:

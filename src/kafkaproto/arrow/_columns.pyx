@@ -1,0 +1,408 @@
+# cython: language_level=3
+"""Column memory of the compiled Arrow decoders (``kafkaproto.arrow._columns``).
+
+Growable C columns and the blocks that carry them to Python; the rows of an
+input array.  See _columns.pxd for what each structure holds.
+"""
+
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytes cimport PyBytes_AS_STRING
+from libc.stdint cimport int32_t, int64_t, uint8_t, uintptr_t
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcpy, memset
+
+COMPILED = True
+
+cdef bytes _FMT_U8 = b"B"
+cdef uint8_t EMPTY_BYTE[16]
+
+
+# ---------------------------------------------------------------------------
+# Output memory.  Every table gets fresh buffers; with plain malloc, blocks
+# this large are mmap'd and returned to the system when freed, so each batch
+# pays a page fault per 4 KiB it writes (more than the decoding itself).
+# Freed large blocks are kept for reuse instead, by power-of-two size, up to
+# _CACHE_MAX bytes (what jemalloc and mimalloc do for Arrow's own pool).
+
+cdef extern from "pythread.h":
+    ctypedef void* PyThread_type_lock
+    PyThread_type_lock PyThread_allocate_lock()
+    int PyThread_acquire_lock(PyThread_type_lock lock, int waitflag) nogil
+    void PyThread_release_lock(PyThread_type_lock lock) nogil
+
+cdef enum:
+    BIG_SHIFT = 16          # blocks of 64 KiB and more are recycled
+    BIG_BUCKETS = 48
+    PER_BUCKET = 8
+
+cdef void* _cache[BIG_BUCKETS][PER_BUCKET]
+cdef int _cache_n[BIG_BUCKETS]
+cdef int64_t _cache_bytes = 0
+cdef int64_t _CACHE_MAX = 256 << 20
+cdef PyThread_type_lock _cache_lock = PyThread_allocate_lock()
+if _cache_lock == NULL:
+    raise MemoryError()
+
+
+cdef inline int _bucket(size_t size) noexcept nogil:
+    """The size class of a block: -1 for small blocks (plain malloc)."""
+    cdef int b = BIG_SHIFT
+    if size < (<size_t>1 << BIG_SHIFT):
+        return -1
+    while (<size_t>1 << b) < size:
+        b += 1
+    return b
+
+
+cdef void* mem_get(size_t size) noexcept nogil:
+    global _cache_bytes
+    cdef int b = _bucket(size)
+    cdef void* p = NULL
+    if b < 0:
+        return malloc(size if size else 1)
+    if b >= BIG_BUCKETS:
+        return NULL
+    PyThread_acquire_lock(_cache_lock, 1)
+    if _cache_n[b]:
+        _cache_n[b] -= 1
+        p = _cache[b][_cache_n[b]]
+        _cache_bytes -= <int64_t>1 << b
+    PyThread_release_lock(_cache_lock)
+    if p == NULL:
+        p = malloc(<size_t>1 << b)
+    return p
+
+
+cdef void mem_put(void* p, size_t size) noexcept nogil:
+    """Give back a block from mem_get(size)."""
+    global _cache_bytes
+    cdef int b = _bucket(size)
+    if p == NULL:
+        return
+    if b >= 0:
+        PyThread_acquire_lock(_cache_lock, 1)
+        if _cache_n[b] < PER_BUCKET and _cache_bytes + (<int64_t>1 << b) <= _CACHE_MAX:
+            _cache[b][_cache_n[b]] = p
+            _cache_n[b] += 1
+            _cache_bytes += <int64_t>1 << b
+            p = NULL
+        PyThread_release_lock(_cache_lock)
+    free(p)
+
+
+cdef void* _mem_resize(void* p, size_t used, size_t old, size_t new) noexcept nogil:
+    """A block of ``new`` bytes holding the first ``used`` of ``p`` (a block of ``old``)."""
+    cdef int bo = _bucket(old), bn = _bucket(new)
+    cdef void* q
+    if bo < 0 and bn < 0:
+        return realloc(p, new if new else 1)
+    if bo == bn:
+        return p
+    q = mem_get(new)
+    if q == NULL:
+        return NULL
+    if used:
+        memcpy(q, p, used)
+    mem_put(p, old)
+    return q
+
+
+cdef class CMem:
+    """A malloc'd block handed to NumPy / pyarrow through the buffer protocol, free()d with it."""
+
+    def __dealloc__(self):
+        if self.alloc >= 0:
+            mem_put(self.ptr, self.alloc)
+        else:
+            free(self.ptr)
+
+    def __len__(self):
+        return self.size
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.size
+        self.strides[0] = 1
+        view.buf = self.ptr
+        view.obj = self
+        view.len = self.size
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = PyBytes_AS_STRING(_FMT_U8)
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef CMem cmem(void* ptr, Py_ssize_t size, Py_ssize_t alloc=-1):
+    """Wrap (and take ownership of) a block: malloc'd (alloc -1) or from mem_get(alloc).
+    NULL becomes an empty block."""
+    cdef CMem m = CMem.__new__(CMem)
+    if ptr == NULL:
+        ptr = malloc(16)
+        if ptr == NULL:
+            raise MemoryError()
+        size = 0
+        alloc = -1
+    m.ptr = <char*>ptr
+    m.size = size
+    m.alloc = alloc
+    return m
+
+
+cdef inline const uint8_t* _addr(buf):
+    return <const uint8_t*><uintptr_t>buf.address
+
+
+# ---------------------------------------------------------------------------
+# input rows: binary (int32 offsets), large_binary (int64) or binary_view
+
+cdef class RowsIn:
+    """Holds a pyarrow array's buffers alive while a loop reads them."""
+
+    def __dealloc__(self):
+        free(self.vb)
+
+
+cdef RowsIn rows_in(arr, int kind):
+    cdef RowsIn h = RowsIn.__new__(RowsIn)
+    cdef Py_ssize_t k, nb
+    bufs = arr.buffers()
+    h.keep = (arr, bufs)
+    h.r.n = len(arr)
+    h.r.off = arr.offset
+    h.r.valid = NULL
+    if bufs[0] is not None and arr.null_count:
+        h.r.valid = _addr(bufs[0])
+    h.r.off32 = NULL
+    h.r.off64 = NULL
+    h.r.data = EMPTY_BYTE
+    h.r.views = NULL
+    h.r.vbufs = NULL
+    if kind == IN_VIEW:
+        h.r.views = _addr(bufs[1]) if bufs[1] is not None else EMPTY_BYTE
+        nb = len(bufs) - 2
+        h.vb = <const uint8_t**>malloc((nb + 1) * sizeof(uint8_t*))
+        if h.vb == NULL:
+            raise MemoryError()
+        for k in range(nb):
+            h.vb[k] = _addr(bufs[2 + k]) if bufs[2 + k] is not None else EMPTY_BYTE
+        h.r.vbufs = h.vb
+        return h
+    if bufs[2] is not None:
+        h.r.data = _addr(bufs[2])
+    if bufs[1] is None:
+        # only an empty array comes without offsets
+        if h.r.n:
+            raise ValueError("binary array without offsets")
+        h.r.off64 = <const int64_t*>EMPTY_BYTE
+    elif kind == IN_LARGE:
+        h.r.off64 = <const int64_t*>_addr(bufs[1])
+    else:
+        h.r.off32 = <const int32_t*>_addr(bufs[1])
+    return h
+
+
+# ---------------------------------------------------------------------------
+# growable output columns
+
+cdef void col_free(Col* c) noexcept nogil:
+    cdef int k
+    if c == NULL:
+        return
+    for k in range(c.nkids):
+        col_free(c.kids[k])
+    free(c.kids)
+    mem_put(c.valid, c.cap)
+    mem_put(c.data, c.cap * c.width)
+    mem_put(c.offs, (c.cap + 1) * 8)
+    mem_put(c.vdata, c.vcap)
+    free(c)
+
+
+cdef Col* col_new(int what, int width, int nkids, int64_t cap) noexcept nogil:
+    cdef Col* c = <Col*>calloc(1, sizeof(Col))
+    if c == NULL:
+        return NULL
+    if cap < 16:
+        cap = 16
+    c.what = what
+    c.width = width
+    c.cap = cap
+    c.nkids = nkids
+    if nkids:
+        c.kids = <Col**>calloc(nkids, sizeof(Col*))
+    if what == C_FIXED:
+        c.data = <uint8_t*>mem_get(cap * width)
+    if what == C_VAR or what == C_LIST:
+        c.offs = <int64_t*>mem_get((cap + 1) * 8)
+        if c.offs != NULL:
+            c.offs[0] = 0
+    if what == C_VAR:
+        c.vcap = 256
+        c.vdata = <uint8_t*>mem_get(c.vcap)
+    if ((nkids and c.kids == NULL) or (what == C_FIXED and c.data == NULL)
+            or ((what == C_VAR or what == C_LIST) and c.offs == NULL) or (what == C_VAR and c.vdata == NULL)):
+        col_free(c)
+        return NULL
+    return c
+
+
+cdef int col_grow(Col* c, int64_t need) noexcept nogil:
+    cdef int64_t cap = c.cap * 2
+    cdef void* p
+    if cap < need:
+        cap = need
+    # the sizes stay what _col_free and _col_export compute from c.cap
+    if c.valid != NULL:
+        p = _mem_resize(c.valid, c.n, c.cap, cap)
+        if p == NULL:
+            return -1
+        c.valid = <uint8_t*>p
+    if c.what == C_FIXED:
+        p = _mem_resize(c.data, c.n * c.width, c.cap * c.width, cap * c.width)
+        if p == NULL:
+            return -1
+        c.data = <uint8_t*>p
+    elif c.what != C_STRUCT:
+        p = _mem_resize(c.offs, (c.n + 1) * 8, (c.cap + 1) * 8, (cap + 1) * 8)
+        if p == NULL:
+            return -1
+        c.offs = <int64_t*>p
+    c.cap = cap
+    return 0
+
+
+cdef int col_valid_init(Col* c) noexcept nogil:
+    """Start tracking validity: every slot so far is valid."""
+    c.valid = <uint8_t*>mem_get(c.cap)
+    if c.valid == NULL:
+        return -1
+    memset(c.valid, 1, c.n)
+    return 0
+
+
+cdef int col_vgrow(Col* c, int64_t need) noexcept nogil:
+    cdef int64_t cap = c.vcap * 2
+    cdef void* p
+    if cap < need:
+        cap = need
+    # Once a column holds a megabyte, jump to the expected total (the input's
+    # size): doubling from 256 bytes copied every value once more and touched
+    # a fresh block at every step.
+    if need > (1 << 20) and c.vhint > cap:
+        cap = c.vhint
+    p = _mem_resize(c.vdata, c.vlen, c.vcap, cap)
+    if p == NULL:
+        return -1
+    c.vdata = <uint8_t*>p
+    c.vcap = cap
+    return 0
+
+
+cdef void col_set_vhint(Col* c, int64_t hint) noexcept nogil:
+    """Give every var-width column of a tree the expected total of its values."""
+    cdef int k
+    if c == NULL:
+        return
+    if c.what == C_VAR:
+        c.vhint = hint
+    for k in range(c.nkids):
+        col_set_vhint(c.kids[k], hint)
+
+
+cdef int col_put_null(Col* c) noexcept nogil:
+    cdef int k
+    if col_reserve(c, 1):
+        return -1
+    if c.what == C_FIXED:
+        memset(c.data + c.n * c.width, 0, c.width)
+    elif c.what == C_VAR:
+        c.offs[c.n + 1] = c.vlen
+    elif c.what == C_LIST:
+        c.offs[c.n + 1] = c.offs[c.n]
+    else:
+        for k in range(c.nkids):
+            if col_put_null(c.kids[k]):
+                return -1
+    if col_mark_null(c):
+        return -1
+    c.n += 1
+    return 0
+
+
+cdef void col_truncate(Col* c, int64_t n) noexcept nogil:
+    """Drop everything appended after slot n (rolls back a failed row)."""
+    cdef int k
+    c.n = n
+    if c.what == C_VAR:
+        c.vlen = c.offs[n]
+    elif c.what == C_LIST:
+        col_truncate(c.kids[0], c.offs[n])
+    elif c.what == C_STRUCT:
+        for k in range(c.nkids):
+            col_truncate(c.kids[k], n)
+
+
+cdef uint8_t* _pack_bits(const uint8_t* v, int64_t n) noexcept nogil:
+    """0/1 bytes → an LSB-first bitmap (Arrow's layout for validity and bools)."""
+    cdef int64_t nb = (n + 7) >> 3
+    cdef int64_t i, j
+    cdef uint8_t byte
+    cdef uint8_t* out = <uint8_t*>malloc(nb if nb else 1)
+    if out == NULL:
+        return NULL
+    for i in range(n >> 3):
+        byte = 0
+        for j in range(8):
+            byte |= (v[8 * i + j] != 0) << j
+        out[i] = byte
+    if n & 7:
+        byte = 0
+        for j in range(n & 7):
+            byte |= (v[(n & ~(<int64_t>7)) + j] != 0) << j
+        out[nb - 1] = byte
+    return out
+
+
+cdef int64_t _count_nulls(const uint8_t* v, int64_t n) noexcept nogil:
+    cdef int64_t i, ones = 0
+    for i in range(n):
+        ones += v[i]
+    return n - ones
+
+
+cdef object _bits(const uint8_t* v, int64_t n):
+    cdef uint8_t* packed = _pack_bits(v, n)
+    if packed == NULL:
+        raise MemoryError()
+    return cmem(packed, (n + 7) >> 3)
+
+
+cdef object col_export(Col* c):
+    """(length, null count, validity bitmap or None, buffers, children); the blocks move to Python."""
+    cdef int64_t n = c.n
+    cdef int64_t nulls = _count_nulls(c.valid, n) if c.valid != NULL else 0
+    cdef int k
+    bitmap = _bits(c.valid, n) if nulls else None
+    if c.what == C_FIXED:
+        bufs = (_bits(c.data, n) if c.bits else cmem(c.data, n * c.width, c.cap * c.width),)
+        if not c.bits:
+            c.data = NULL
+    elif c.what == C_VAR:
+        bufs = (cmem(c.offs, (n + 1) * 8, (c.cap + 1) * 8), cmem(c.vdata, c.vlen, c.vcap))
+        c.offs = NULL
+        c.vdata = NULL
+    elif c.what == C_LIST:
+        bufs = (cmem(c.offs, (n + 1) * 8, (c.cap + 1) * 8),)
+        c.offs = NULL
+    else:
+        bufs = ()
+    kids = tuple([col_export(c.kids[k]) for k in range(c.nkids)])
+    return (n, nulls, bitmap, bufs, kids)
+
+

@@ -1,0 +1,259 @@
+# cython: language_level=3
+"""Request and response headers of a column of frames (``kafkaproto.arrow._headers``); twin: ``_headers_py``.
+
+A flat loop (the tens-of-millions-of-frames-a-second path) over the header
+walker of ``kafkaproto/_wire.pxd``, which ``decode_request_header`` uses too;
+a failed row keeps its failure record, which becomes its error text.
+"""
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport realloc, free
+
+from kafkaproto._wire cimport (
+    kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_take, cur_skip_tags, cur_request_head, F_OK, F_MEMORY,
+    W_INT32,
+)
+from kafkaproto.arrow._columns cimport (
+    Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_valid_init, col_vappend, col_export, C_VAR,
+)
+
+import numpy as np
+
+from kafkaproto.errors import TruncatedError, UnknownApiError, UnsupportedVersionError, failure
+from kafkaproto.messages import request_class, response_class
+
+COMPILED = True
+
+cdef enum:
+    H_NULL_ROW = 1
+    H_SHORT = 2             # (requests) x: the frame's length
+    H_UNKNOWN_KEY = 3       # x: the key
+    H_VERSION = 4           # x: the key, y: the version
+    H_CURSOR = 5
+    H_NULL_KEY = 6          # (responses) no api key or version given
+    H_MEMORY = 7
+
+cdef struct HeadFail:
+    int64_t row
+    int kind
+    int fail
+    int what
+    Py_ssize_t at
+    int64_t x
+    int64_t y
+
+cdef struct HeadFails:
+    HeadFail* items
+    int64_t n
+    int64_t cap
+
+
+cdef HeadFail* _add(HeadFails* f, int64_t row, int kind, int64_t x, int64_t y) noexcept nogil:
+    cdef int64_t cap
+    cdef void* p
+    if f.n == f.cap:
+        cap = f.cap * 2 if f.cap else 16
+        p = realloc(f.items, cap * sizeof(HeadFail))
+        if p == NULL:
+            return NULL
+        f.items = <HeadFail*>p
+        f.cap = cap
+    f.items[f.n].row = row
+    f.items[f.n].kind = kind
+    f.items[f.n].x = x
+    f.items[f.n].y = y
+    f.n += 1
+    return &f.items[f.n - 1]
+
+
+cdef int _fail(HeadFails* f, int64_t row, int kind, int64_t x, int64_t y, Cur* c) noexcept nogil:
+    cdef HeadFail* r = _add(f, row, kind, x, y)
+    if r == NULL:
+        return -1
+    if kind == H_CURSOR:
+        r.fail = c.fail
+        r.what = c.what
+        r.at = c.at
+        r.x = c.x
+        r.y = c.y
+    return 0
+
+
+cdef object _text(HeadFail* r, bint request):
+    """What decode_request_header / decode_response (the header part) raise for the row."""
+    if r.kind == H_NULL_ROW:
+        return "null frame"
+    if r.kind == H_SHORT:
+        return str(TruncatedError(f"need 4 bytes, {r.x} left", "request header", 0))
+    if r.kind == H_NULL_KEY:
+        return "null api key or api version"
+    if r.kind == H_UNKNOWN_KEY:
+        return str(UnknownApiError(f"api key {r.x} is not known", "request header" if request else "api key",
+                                   0 if request else None))
+    if r.kind == H_VERSION:
+        cls = request_class(r.x) if request else response_class(r.x)
+        return str(UnsupportedVersionError(f"{cls.NAME} v{r.y} is not supported (versions {cls.VALID_VERSIONS})",
+                                           "request header" if request else cls.NAME, 2 if request else None))
+    if r.kind == H_MEMORY:
+        raise MemoryError()
+    return str(failure(r.fail, r.what, r.at, r.x, r.y))
+
+
+cdef int _req_headers_loop(const Rows* rows, const int8_t* table, int nkeys, uint8_t* status, int16_t* key,
+                           int16_t* ver, int32_t* corr, int32_t* hsize, Col* cid, HeadFails* fails) noexcept nogil:
+    cdef int64_t i, n
+    cdef const uint8_t* p
+    cdef int k, v, h, kind
+    cdef Cur c
+    cdef RequestHead head
+    for i in range(rows.n):
+        key[i] = 0
+        ver[i] = 0
+        corr[i] = 0
+        hsize[i] = 0
+        cid.n = i
+        cid.offs[i + 1] = cid.vlen
+        cid.valid[i] = 0
+        kind = 0
+        k = v = 0
+        if not row_at(rows, i, &p, &n):
+            kind = H_NULL_ROW
+        elif n < 4:
+            kind = H_SHORT
+        else:
+            k = <int16_t>kp_ld16(p)
+            v = <int16_t>kp_ld16(p + 2)
+            if k < 0 or k >= nkeys or table[k * 64] == -2:
+                kind = H_UNKNOWN_KEY
+            elif v < 0 or v > 63 or table[k * 64 + v] < 0:
+                kind = H_VERSION
+            else:
+                h = table[k * 64 + v]
+                cur_init(&c, p, 0, n)
+                if cur_request_head(&c, h, &head) or (h >= 2 and cur_skip_tags(&c)):
+                    kind = H_CURSOR
+                elif head.client_id_len >= 0 and col_vappend(cid, p + head.client_id_at, head.client_id_len):
+                    kind = H_MEMORY
+        if kind:
+            status[i] = 1
+            if _fail(fails, i, kind, n if kind == H_SHORT else k, v, &c) or kind == H_MEMORY:
+                return -1
+            continue
+        status[i] = 0
+        key[i] = head.api_key
+        ver[i] = head.api_version
+        corr[i] = head.correlation_id
+        hsize[i] = <int32_t>c.pos
+    cid.n = rows.n
+    return 0
+
+
+def arrow_request_headers(arr, int kind, hv_table):
+    """→ (status, api_key, api_version, correlation_id, header_size, client_id column, errors)."""
+    cdef RowsIn rin = rows_in(arr, kind)
+    cdef int64_t n = rin.r.n
+    cdef int8_t[:, ::1] hv = hv_table
+    status = np.empty(n, dtype=np.uint8)
+    key = np.empty(n, dtype=np.int16)
+    ver = np.empty(n, dtype=np.int16)
+    corr = np.empty(n, dtype=np.int32)
+    hsize = np.empty(n, dtype=np.int32)
+    cdef uint8_t[::1] s_ = status
+    cdef int16_t[::1] k_ = key
+    cdef int16_t[::1] v_ = ver
+    cdef int32_t[::1] c_ = corr
+    cdef int32_t[::1] h_ = hsize
+    cdef Col* cid = col_new(C_VAR, 0, 0, n)
+    cdef HeadFails fails
+    cdef int rc = 0
+    cdef int64_t j
+    if cid == NULL or col_valid_init(cid):
+        col_free(cid)
+        raise MemoryError()
+    cdef const int8_t* hvp = &hv[0, 0]
+    cdef int nkeys = hv.shape[0]
+    fails.items = NULL
+    fails.n = fails.cap = 0
+    try:
+        if n:
+            with nogil:
+                rc = _req_headers_loop(&rin.r, hvp, nkeys, &s_[0], &k_[0], &v_[0], &c_[0], &h_[0], cid, &fails)
+        if rc:
+            raise MemoryError()
+        errors = {fails.items[j].row: _text(&fails.items[j], True) for j in range(fails.n)}
+        col = col_export(cid)
+    finally:
+        col_free(cid)
+        free(fails.items)
+    return status, key, ver, corr, hsize, col, errors
+
+
+cdef int _resp_headers_loop(const Rows* rows, const int8_t* table, int nkeys, const int32_t* keys,
+                            const int32_t* vers, const uint8_t* kvalid, uint8_t* status, int32_t* corr,
+                            int32_t* hsize, HeadFails* fails) noexcept nogil:
+    cdef int64_t i, n
+    cdef const uint8_t* p
+    cdef int k, v, h, kind
+    cdef Cur c
+    for i in range(rows.n):
+        corr[i] = 0
+        hsize[i] = 0
+        k = keys[i]
+        v = vers[i]
+        kind = 0
+        if not row_at(rows, i, &p, &n):
+            kind = H_NULL_ROW
+        elif not kvalid[i]:
+            kind = H_NULL_KEY
+        elif k < 0 or k >= nkeys or table[k * 64] == -2:
+            kind = H_UNKNOWN_KEY
+        elif v < 0 or v > 63 or table[k * 64 + v] < 0:
+            kind = H_VERSION
+        else:
+            h = table[k * 64 + v]
+            cur_init(&c, p, 0, n)
+            if cur_take(&c, 4, W_INT32, -1) < 0 or (h >= 1 and cur_skip_tags(&c)):
+                kind = H_CURSOR
+        if kind:
+            status[i] = 1
+            if _fail(fails, i, kind, k, v, &c):
+                return -1
+            continue
+        status[i] = 0
+        corr[i] = <int32_t>kp_ld32(p)
+        hsize[i] = <int32_t>c.pos
+    return 0
+
+
+def arrow_response_headers(arr, int kind, hv_table, keys, versions, kvalid):
+    """→ (status, correlation_id, header_size, errors); keys/versions are int32 arrays, kvalid uint8
+    (0: the row's api key or version is null)."""
+    cdef RowsIn rin = rows_in(arr, kind)
+    cdef int64_t n = rin.r.n
+    cdef int8_t[:, ::1] hv = hv_table
+    cdef const int32_t[::1] k_ = keys
+    cdef const int32_t[::1] v_ = versions
+    cdef const uint8_t[::1] kv_ = kvalid
+    status = np.empty(n, dtype=np.uint8)
+    corr = np.empty(n, dtype=np.int32)
+    hsize = np.empty(n, dtype=np.int32)
+    cdef uint8_t[::1] s_ = status
+    cdef int32_t[::1] c_ = corr
+    cdef int32_t[::1] h_ = hsize
+    cdef const int8_t* hvp = &hv[0, 0]
+    cdef int nkeys = hv.shape[0]
+    cdef HeadFails fails
+    cdef int rc = 0
+    cdef int64_t j
+    fails.items = NULL
+    fails.n = fails.cap = 0
+    try:
+        if n:
+            with nogil:
+                rc = _resp_headers_loop(&rin.r, hvp, nkeys, &k_[0], &v_[0], &kv_[0], &s_[0], &c_[0], &h_[0], &fails)
+        if rc:
+            raise MemoryError()
+        errors = {fails.items[j].row: _text(&fails.items[j], False) for j in range(fails.n)}
+    finally:
+        free(fails.items)
+    return status, corr, hsize, errors

@@ -1,0 +1,441 @@
+# The one walker of v2 records: checks one record at a time, in the order
+# the twin (_batches_py._parse_v2) checks them, and hands each sound record
+# (and each of its headers) to a sink.  A template compiled once per sink:
+#   kafkaproto/records/_batches.pyx   sinks: check a batch (building nothing
+#                                     but control records); build one Record
+#   kafkaproto/arrow/_records.pyx     sink: Spark-shaped Arrow columns
+# Each defines a sink type ``RSink`` and, ``noexcept nogil``, returning 0 or -1
+# after recording a failure on the cursor:
+#   rs_header(c, s, j, key, klen, value, vlen)     a header (vlen -1: null value)
+#   rs_record(c, s, r)                             the record passed every check
+#
+# Failures are recorded on the cursor (kafkaproto/_wire.pxd) with the record
+# codes below (fail), the field (what), the record's number as a path step,
+# and a header's number as a second one; records._common.record_failure()
+# turns them into the error the twin raises.
+
+cdef enum:
+    # record failures (records._common.RECORD_FAILURES, same order)
+    RF_VARINT = 1           # VARINT_PROBLEMS[x]
+    RF_OUTSIDE = 2          # length {x} outside the {y} bytes left
+    RF_INVALID = 3          # {label} {x} invalid with {y} bytes left
+    RF_UTF8 = 4             # invalid UTF-8
+    RF_LEFT_AFTER = 5       # {x} bytes left after the record's fields
+    RF_AFTER_LAST = 6       # {x} bytes after the last of {y} records
+    RF_CONTROL_KEY = 7      # control record key of {x} bytes (need 4)
+    RF_CONTROL_VALUE = 8    # transaction marker value of {x} bytes (need 6)
+    RF_MEMORY = 10          # = F_MEMORY
+    RF_PYTHON = 11          # = F_PYTHON
+
+cdef enum:
+    # the field being read (records._common.RECORD_FIELDS, same order)
+    RW_LENGTH = 0
+    RW_ATTRIBUTES = 1
+    RW_TIMESTAMP_DELTA = 2
+    RW_OFFSET_DELTA = 3
+    RW_KEY_LENGTH = 4
+    RW_VALUE_LENGTH = 5
+    RW_HEADER_COUNT = 6
+    RW_HEADER_KEY_LENGTH = 7
+    RW_HEADER_KEY = 8
+    RW_HEADER_VALUE_LENGTH = 9
+    RW_CONTROL = 10
+    RW_NONE = 11
+
+
+cdef struct RecView:
+    int32_t index
+    Py_ssize_t start            # where the record's length field starts
+    int attributes
+    int64_t timestamp_delta
+    int32_t offset_delta
+    const uint8_t* key          # NULL: null key
+    int32_t key_len
+    const uint8_t* value        # NULL: null value
+    int32_t value_len
+    int32_t header_count
+
+
+cdef inline int _rfail(Cur* c, int code, int field, Py_ssize_t at, int64_t x, int64_t y) noexcept nogil:
+    return cur_fail(c, code, field, at, x, y)
+
+
+cdef inline int _rvarint(Cur* c, Py_ssize_t end, int field, int32_t* out) noexcept nogil:
+    cdef uint32_t u
+    cdef Py_ssize_t pos = c.pos
+    cdef int st = _uv32(c.b, &pos, end, &u)
+    if st:
+        return _rfail(c, RF_VARINT, field, c.pos, st, 0)
+    out[0] = _unzig32(u)
+    c.pos = pos
+    return 0
+
+
+cdef inline int _rvarlong(Cur* c, Py_ssize_t end, int field, int64_t* out) noexcept nogil:
+    cdef uint64_t u
+    cdef Py_ssize_t pos = c.pos
+    cdef int st = _uv64(c.b, &pos, end, &u)
+    if st:
+        return _rfail(c, RF_VARINT, field, c.pos, st, 0)
+    out[0] = _unzig64(u)
+    c.pos = pos
+    return 0
+
+
+cdef inline int _rblob(Cur* c, Py_ssize_t end, int field, const uint8_t** p, int32_t* n) noexcept nogil:
+    """A varint length (-1: null) and that many bytes."""
+    cdef Py_ssize_t at = c.pos
+    if _rvarint(c, end, field, n):
+        return -1
+    if n[0] < -1 or n[0] > end - c.pos:
+        return _rfail(c, RF_INVALID, field, at, n[0], end - c.pos)
+    if n[0] < 0:
+        p[0] = NULL
+    else:
+        p[0] = c.b + c.pos
+        c.pos += n[0]
+    return 0
+
+
+cdef int _walk_record(Cur* c, int32_t i, bint control, RSink s) noexcept nogil:
+    cdef RecView r
+    cdef int32_t length, j, hk, hv
+    cdef Py_ssize_t rend, at
+    cdef const uint8_t* kp
+    cdef const uint8_t* vp
+    r.index = i
+    r.start = c.pos
+    if _rvarint(c, c.end, RW_LENGTH, &length):
+        return cur_step(c, P_INDEX, i, NULL)
+    if length < 0 or length > c.end - c.pos:
+        _rfail(c, RF_OUTSIDE, RW_LENGTH, r.start, length, c.end - c.pos)
+        return cur_step(c, P_INDEX, i, NULL)
+    rend = c.pos + length
+    if c.pos >= rend:
+        _rfail(c, RF_VARINT, RW_ATTRIBUTES, c.pos, VARINT_TRUNCATED, 0)
+        return cur_step(c, P_INDEX, i, NULL)
+    r.attributes = <int8_t>c.b[c.pos]
+    c.pos += 1
+    if (_rvarlong(c, rend, RW_TIMESTAMP_DELTA, &r.timestamp_delta)
+            or _rvarint(c, rend, RW_OFFSET_DELTA, &r.offset_delta)
+            or _rblob(c, rend, RW_KEY_LENGTH, &r.key, &r.key_len)
+            or _rblob(c, rend, RW_VALUE_LENGTH, &r.value, &r.value_len)):
+        return cur_step(c, P_INDEX, i, NULL)
+    at = c.pos
+    if _rvarint(c, rend, RW_HEADER_COUNT, &r.header_count):
+        return cur_step(c, P_INDEX, i, NULL)
+    if r.header_count < 0 or r.header_count > rend - c.pos:
+        _rfail(c, RF_INVALID, RW_HEADER_COUNT, at, r.header_count, rend - c.pos)
+        return cur_step(c, P_INDEX, i, NULL)
+    for j in range(r.header_count):
+        at = c.pos
+        if _rvarint(c, rend, RW_HEADER_KEY_LENGTH, &hk):
+            cur_step(c, P_INDEX, j, NULL)
+            return cur_step(c, P_INDEX, i, NULL)
+        if hk < 0 or hk > rend - c.pos:
+            _rfail(c, RF_INVALID, RW_HEADER_KEY_LENGTH, at, hk, rend - c.pos)
+            cur_step(c, P_INDEX, j, NULL)
+            return cur_step(c, P_INDEX, i, NULL)
+        if not kp_utf8_ok(c.b + c.pos, hk):
+            _rfail(c, RF_UTF8, RW_HEADER_KEY, c.pos, 0, 0)
+            cur_step(c, P_INDEX, j, NULL)
+            return cur_step(c, P_INDEX, i, NULL)
+        kp = c.b + c.pos
+        c.pos += hk
+        if _rblob(c, rend, RW_HEADER_VALUE_LENGTH, &vp, &hv):
+            cur_step(c, P_INDEX, j, NULL)
+            return cur_step(c, P_INDEX, i, NULL)
+        if rs_header(c, s, j, kp, hk, vp, hv):
+            return -1
+    if c.pos != rend:
+        _rfail(c, RF_LEFT_AFTER, RW_LENGTH, c.pos, rend - c.pos, 0)
+        return cur_step(c, P_INDEX, i, NULL)
+    if control:
+        # a control batch's records are markers: key (version, type), and for
+        # COMMIT/ABORT a value (version, coordinator epoch)
+        if r.key_len < 4:
+            return _rfail(c, RF_CONTROL_KEY, RW_CONTROL, r.start, r.key_len if r.key_len > 0 else 0, 0)
+        hk = <int16_t>kp_ld16(r.key + 2)
+        if (hk == 0 or hk == 1) and r.value_len < 6:
+            return _rfail(c, RF_CONTROL_VALUE, RW_CONTROL, r.start, r.value_len if r.value_len > 0 else 0, 0)
+    return rs_record(c, s, &r)
+
+
+cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s) noexcept nogil:
+    """Every record of a batch (the cursor spans exactly its records)."""
+    cdef int32_t i
+    for i in range(count):
+        if _walk_record(c, i, control, s):
+            return -1
+    if c.pos != c.end:
+        return _rfail(c, RF_AFTER_LAST, RW_NONE, c.pos, c.end - c.pos, count)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The walk over the batches of a blob (v2 batches and legacy top-level
+# messages), shared the same way: the header checks of a batch, then for v2
+# its CRC, codec and count checks and its decompression.  These run with the
+# GIL (decompression is cramjam's) and raise the twin's exceptions.
+
+cdef enum:
+    BATCH_WHOLE = 0
+    BATCH_TRUNCATED = 1
+    BATCH_END = 2
+
+cdef struct BatchView:
+    Py_ssize_t at
+    Py_ssize_t end              # just past the batch
+    int32_t size
+    int magic
+    int64_t base_offset
+    int32_t ple
+    uint32_t crc
+    int attrs
+    int32_t lod
+    int64_t base_ts
+    int64_t max_ts
+    int64_t pid
+    int pepoch
+    int32_t bseq
+    int32_t count
+    Py_ssize_t available        # truncated: bytes present
+
+
+cdef int _batch_at(const uint8_t* b, Py_ssize_t pos, Py_ssize_t n, BatchView* v) except -1:
+    """The batch at ``pos`` of ``b[0:n]``: BATCH_WHOLE (its header read; for v2 every
+    field), BATCH_TRUNCATED (the blob ends inside it: normal at the end of a Fetch
+    partition) or BATCH_END; raises for a batch no encoder writes."""
+    cdef Py_ssize_t left = n - pos
+    cdef const uint8_t* p = b + pos
+    v.at = pos
+    if left <= 0:
+        return BATCH_END
+    v.available = left
+    if left < 12:
+        v.size = -1
+        if left >= 8:
+            v.base_offset = <int64_t>kp_ld64(p)
+        return BATCH_TRUNCATED
+    v.size = <int32_t>kp_ld32(p + 8)
+    v.base_offset = <int64_t>kp_ld64(p)
+    if v.size < 14:
+        raise _batch_error(f"size {v.size} below the minimum of 14", pos + 8)
+    if v.size > left - 12:
+        return BATCH_TRUNCATED
+    v.end = pos + 12 + v.size
+    v.magic = <int8_t>p[16]
+    if v.magic > 2 or v.magic < 0:
+        raise _batch_error(f"unknown magic {v.magic}", pos + 16)
+    if v.magic == 2:
+        if v.size < 49:
+            raise _batch_error(f"size {v.size} below the v2 minimum of 49", pos + 8)
+        v.ple = <int32_t>kp_ld32(p + 12)
+        v.crc = kp_ld32(p + 17)
+        v.attrs = <int16_t>kp_ld16(p + 21)
+        v.lod = <int32_t>kp_ld32(p + 23)
+        v.base_ts = <int64_t>kp_ld64(p + 27)
+        v.max_ts = <int64_t>kp_ld64(p + 35)
+        v.pid = <int64_t>kp_ld64(p + 43)
+        v.pepoch = <int16_t>kp_ld16(p + 51)
+        v.bseq = <int32_t>kp_ld32(p + 53)
+        v.count = <int32_t>kp_ld32(p + 57)
+    return BATCH_WHOLE
+
+
+cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit):
+    """The records region of a whole v2 batch → (None, start, end) when stored as is,
+    or (decompressed bytes, 0, their length); after the CRC, codec and count checks."""
+    cdef Py_ssize_t pos = v.at
+    cdef uint32_t computed
+    cdef int codec = v.attrs & 0x07
+    if check_crc:
+        computed = _crc32c(mv[pos + 21:v.end])
+        if computed != v.crc:
+            raise _crc_error("CRC32C", v.crc, computed, pos + 17)
+    if codec > 4:
+        raise _batch_error(f"unknown compression codec {codec}", pos + 21)
+    if v.count < 0:
+        raise _batch_error(f"invalid record count {v.count}", pos + 57)
+    if codec == 0:
+        data, start, end = None, pos + 61, v.end
+    else:
+        data = _decompress(codec, mv[pos + 61:v.end], 2, limit, pos + 61)
+        start, end = 0, len(data)
+    if v.count > end - start:
+        raise _batch_error(f"record count {v.count} larger than the {end - start} bytes of records", pos + 57)
+    return data, start, end
+
+
+# ---------------------------------------------------------------------------
+# Legacy message sets (magic 0/1): the one walker of their messages.  A
+# top-level message is a batch of one record, or, compressed, of its inner
+# messages.  Each record goes to the sink:
+#   ls_record(s, b, m, offset, timestamp, timestamp_type) except -1
+# (``b``: the buffer the message lies in).  A message no encoder writes
+# raises the twin's exception (records/_legacy.py), through legacy_failure().
+
+cdef enum:
+    # legacy failures (records._common.legacy_failure, same numbers)
+    LF_MAGIC = 1            # unknown magic {x}
+    LF_SIZE_MIN = 2         # size {x} below the v{y} minimum of {14|22}
+    LF_CRC = 3              # CRC32 mismatch: stored {x}, computed {y}
+    LF_LEN_NEEDS = 4        # {field} length needs 4 bytes, {x} left
+    LF_LEN_INVALID = 5      # {field} length {x} invalid with {y} bytes left
+    LF_LEFT_AFTER = 6       # {x} bytes left after the value
+    LF_CODEC = 7            # zstd is not allowed in magic 0/1 / unknown compression codec {x}
+    LF_NULL_VALUE = 8       # compressed message with a null value
+    LF_CUT = 9              # inner message cut short: {x} bytes
+    LF_INNER_SIZE = 10      # inner message size {x} invalid with {y} bytes left
+    LF_INNER_MAGIC = 11     # inner magic {x} differs from the wrapper's {y}
+    LF_NESTED = 12          # compressed message inside a compressed message
+    LF_EMPTY = 13           # compressed message with no inner messages
+    LF_OFFSET = 14          # wrapper offset {x} below the last inner offset {y}
+
+cdef enum:
+    LW_MAGIC = 0
+    LW_SIZE = 1
+    LW_CRC = 2
+    LW_KEY = 3
+    LW_VALUE = 4
+    LW_ATTRIBUTES = 5
+    LW_NONE = 6
+
+cdef struct LMsg:
+    int64_t offset
+    int32_t size
+    uint32_t crc
+    int magic
+    int attrs
+    int64_t ts
+    Py_ssize_t kpos
+    int32_t klen
+    Py_ssize_t vpos
+    int32_t vlen
+
+
+cdef int _legacy_msg(Cur* c, Py_ssize_t pos, bint check_crc, LMsg* m) noexcept nogil:
+    """The legacy message at ``pos`` of the cursor's buffer (its 12 + size bytes all
+    there, size >= 14): 0, or -1 with the failure of records/_legacy.py's _message."""
+    cdef const uint8_t* b = c.b
+    cdef int32_t size = <int32_t>kp_ld32(b + pos + 8)
+    cdef Py_ssize_t mend = pos + 12 + size
+    cdef Py_ssize_t q = pos + 18
+    cdef int32_t n
+    cdef uint32_t computed
+    cdef int k
+    m.magic = <int8_t>b[pos + 16]
+    if m.magic != 0 and m.magic != 1:
+        return cur_fail(c, LF_MAGIC, LW_MAGIC, pos + 16, m.magic, 0)
+    if size < (22 if m.magic else 14):
+        return cur_fail(c, LF_SIZE_MIN, LW_SIZE, pos + 8, size, m.magic)
+    m.crc = kp_ld32(b + pos + 12)
+    if check_crc:
+        computed = crc32_of(b + pos + 16, mend - pos - 16)
+        if computed != m.crc:
+            return cur_fail(c, LF_CRC, LW_CRC, pos + 12, m.crc, computed)
+    m.offset = <int64_t>kp_ld64(b + pos)
+    m.size = size
+    m.attrs = <int8_t>b[pos + 17]
+    m.ts = -1
+    if m.magic == 1:
+        m.ts = <int64_t>kp_ld64(b + q)
+        q += 8
+    for k in range(2):
+        if mend - q < 4:
+            return cur_fail(c, LF_LEN_NEEDS, LW_KEY + k, q, mend - q, 0)
+        n = <int32_t>kp_ld32(b + q)
+        if n < -1 or n > mend - q - 4:
+            return cur_fail(c, LF_LEN_INVALID, LW_KEY + k, q, n, mend - q - 4)
+        q += 4
+        if k == 0:
+            m.kpos = q
+            m.klen = n
+        else:
+            m.vpos = q
+            m.vlen = n
+        if n > 0:
+            q += n
+    if q != mend:
+        return cur_fail(c, LF_LEFT_AFTER, LW_SIZE, q, mend - q, 0)
+    return 0
+
+
+cdef object _legacy_error(Cur* c, object index, Py_ssize_t batch_at):
+    """The exception for a legacy failure: of the top-level message (index None,
+    offsets in the blob) or of inner message ``index`` (offsets in the decompressed set)."""
+    return _legacy_failure(c.fail, c.what, c.at, c.x, c.y, index, batch_at)
+
+
+cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
+                      LSink s, LMsg* w) except -1:
+    """The top-level legacy message of ``v`` (whole) into the sink: its one record,
+    or its inner messages' (``w``: the wrapper, read here)."""
+    cdef Cur c
+    cdef LMsg m
+    cdef Py_ssize_t q, vat
+    cdef int32_t isize
+    cdef int codec, ts_type, i
+    cdef int64_t last = 0, shift = 0, ts
+    cdef Py_buffer view
+    cur_init(&c, b, 0, n)
+    if _legacy_msg(&c, v.at, check_crc, w):
+        raise _legacy_error(&c, None, v.at)
+    codec = w.attrs & 0x07
+    ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
+    if codec == 0:
+        ls_begin(s, 1, w.size)
+        ls_record(s, b, w, w.offset, w.ts, ts_type)
+        return 1
+    if codec > 3:
+        cur_fail(&c, LF_CODEC, LW_NONE, v.at + 17, codec, 0)
+        raise _legacy_error(&c, None, v.at)
+    if w.vlen < 0:
+        cur_fail(&c, LF_NULL_VALUE, LW_NONE, v.at + 12 + w.size - 4, 0, 0)
+        raise _legacy_error(&c, None, v.at)
+    vat = w.vpos
+    data = _decompress(codec, mv[vat:vat + w.vlen], w.magic, limit, vat)
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        ls_buffer(s, data, <const uint8_t*>view.buf)
+        cur_init(&c, <const uint8_t*>view.buf, 0, view.len)
+        # check every inner message first: their offsets need the last one
+        q = 0
+        i = 0
+        while q < c.end:
+            if c.end - q < 12:
+                cur_fail(&c, LF_CUT, LW_SIZE, q, c.end - q, 0)
+                raise _legacy_error(&c, i, v.at)
+            isize = <int32_t>kp_ld32(c.b + q + 8)
+            if isize < 14 or isize > c.end - q - 12:
+                cur_fail(&c, LF_INNER_SIZE, LW_SIZE, q + 8, isize, c.end - q - 12)
+                raise _legacy_error(&c, i, v.at)
+            if _legacy_msg(&c, q, check_crc, &m):
+                raise _legacy_error(&c, i, v.at)
+            if m.magic != w.magic:
+                cur_fail(&c, LF_INNER_MAGIC, LW_MAGIC, q + 16, m.magic, w.magic)
+                raise _legacy_error(&c, i, v.at)
+            if m.attrs & 0x07:
+                cur_fail(&c, LF_NESTED, LW_ATTRIBUTES, q + 17, 0, 0)
+                raise _legacy_error(&c, i, v.at)
+            last = m.offset
+            i += 1
+            q += 12 + isize
+        if i == 0:
+            cur_fail(&c, LF_EMPTY, LW_NONE, v.at, 0, 0)
+            raise _legacy_error(&c, None, v.at)
+        if w.magic == 1 and w.offset != 0:  # 0: produce data from some librdkafka versions (relative as is)
+            if w.offset < last:
+                cur_fail(&c, LF_OFFSET, LW_NONE, v.at, w.offset, last)
+                raise _legacy_error(&c, None, v.at)
+            shift = <int64_t>(<uint64_t>w.offset - <uint64_t>last)
+        ls_begin(s, i, view.len)
+        q = 0
+        while q < c.end:
+            _legacy_msg(&c, q, False, &m)
+            ts = w.ts if w.magic == 1 and ts_type == 1 else m.ts
+            ls_record(s, c.b, &m, _wadd(m.offset, shift), ts, ts_type)
+            q += 12 + m.size
+        return i
+    finally:
+        PyBuffer_Release(&view)

@@ -1,0 +1,52 @@
+"""The compiled modules and their pure-Python twins, side by side, for the
+tests that compare them (every compiled module has a ``<name>_py`` twin)."""
+
+from __future__ import annotations
+
+import importlib
+
+#: every compiled module of kafkaproto (each beside its twin ``<name>_py``)
+MODULES = ("_codec", "messages._engine", "records._batches", "arrow._columns", "arrow._messages", "arrow._headers",
+           "arrow._frames", "arrow._records", "capture._scan")
+
+
+class Impl:
+    """One implementation, compiled or twin: its modules, and their names as attributes."""
+
+    def __init__(self, compiled: bool):
+        self.compiled = compiled
+        self.modules = {}
+        for name in MODULES:
+            try:
+                self.modules[name] = importlib.import_module(f"kafkaproto.{name}{'' if compiled else '_py'}")
+            except ModuleNotFoundError:
+                if compiled:
+                    raise
+
+    def module(self, name: str):
+        return self.modules[name]
+
+    def __getattr__(self, attr):
+        for mod in self.__dict__.get("modules", {}).values():
+            if hasattr(mod, attr):
+                return getattr(mod, attr)
+        raise AttributeError(attr)
+
+    def arrow_messages(self, arr, kind, cls, versions=None, vvalid=None):
+        """The message loop with what kafkaproto.arrow hands it (plans, header table)."""
+        from kafkaproto.arrow import _common, _plans
+
+        lib = self.modules["arrow._messages"]
+        return lib.arrow_messages(arr, kind, cls, _plans(cls, lib.ENGINE), _common.header_table(cls.KIND == "request"),
+                                  versions, vvalid)
+
+
+def compiled_impl():
+    try:
+        return Impl(True)
+    except ImportError:
+        return None
+
+
+def pure_impl():
+    return Impl(False)
