@@ -97,7 +97,7 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
                 acc.unread_bytes += cap.unread_bytes
         else:
             # the compiled fast path: same frames, same accounting
-            scan = _core.CaptureScanner(ext)
+            scan = ext.scanner(_core)
             try:
                 if cap.open() == "pcap":
                     order, ticks, linktype = cap.pcap_header()

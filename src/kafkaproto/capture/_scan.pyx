@@ -5,11 +5,16 @@
 # The common case -- a packet of an established, settled connection whose
 # segment is exactly the next expected one, with no SYN/FIN/RST and nothing
 # waiting out of order -- is handled here in C.  Everything else goes to the
-# Python code (Extractor.packet) unchanged, so behaviour and accounting stay
-# those of the pure twin.  The state both paths work on is shared: the Python
-# classes tcp.HalfStream and streams.KafkaHalf derive from the two core
-# classes below when the compiled core is in use, so there is nothing to copy
-# back and forth.
+# Python code (the ``packet`` callback, Extractor.packet) unchanged, so
+# behaviour and accounting stay those of the pure twin.
+#
+# This module sits below the Python capture layer and imports nothing from
+# it: the frame record type, the direction names, the callbacks and the
+# accounting object are handed to CaptureScanner when it is made.  The state
+# both paths work on lives in the two small state classes below, which the
+# Python classes hold (tcp.HalfStream.state, streams.KafkaHalf.state) and
+# the fast path reads and advances directly, so there is nothing to copy back
+# and forth.  The twin (_scan_py.py) has the same classes in plain Python.
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
@@ -33,28 +38,58 @@ cdef uint64_t _CAP_MAX_RECORD = 256 * 1024 * 1024
 cdef Py_ssize_t _CAP_MAX_DIRS = 1 << 18
 
 
-cdef class HalfStreamCore:
-    """State of tcp.HalfStream (which derives from this class)."""
-    cdef public object consumer, acc, base
+cdef class HalfState:
+    """Reassembly state of one TCP direction (held by tcp.HalfStream as ``state``).
+
+    ``base``: sequence number of stream offset 0 (None until known); ``next``:
+    the next expected stream offset; ``pending``/``heap``: segments waiting
+    behind a hole, by offset; ``ended``: the stream is over."""
+    cdef public object base
+    cdef public int64_t next
     cdef public dict pending
     cdef public list heap
-    cdef public int64_t next, pending_bytes, max_pending_bytes
-    cdef public bint from_start, ended, fin
+    cdef public bint ended
+
+    def __init__(self):
+        self.base = None
+        self.next = 0
+        self.pending = {}
+        self.heap = []
+        self.ended = False
 
 
-cdef class KafkaHalfCore:
-    """State of streams.KafkaHalf (which derives from this class)."""
-    cdef public object conn, sink, acc, skip_reason, ts
+cdef class KafkaState:
+    """Framing state of one direction of a Kafka connection (held by
+    streams.KafkaHalf as ``state``).
+
+    ``buf[pos:]`` holds the bytes not framed yet, ``base`` is the stream
+    offset of ``buf[0]``, ``ts`` the time of the latest bytes; ``outstanding``
+    is the connection's ``{correlation id: (api key, api version, request
+    time)}``, shared by its two directions; ``sink`` takes each frame made."""
+    cdef public object conn, sink, ts
+    cdef public dict outstanding
     cdef public bint is_request, synced
     cdef public bytearray buf
     cdef public Py_ssize_t pos
     cdef public int64_t base, max_frame_size
 
+    def __init__(self, conn, dict outstanding, sink, bint is_request, bint synced, int64_t max_frame_size):
+        self.conn = conn
+        self.outstanding = outstanding
+        self.sink = sink
+        self.is_request = is_request
+        self.synced = synced
+        self.max_frame_size = max_frame_size
+        self.buf = bytearray()
+        self.pos = 0
+        self.base = 0
+        self.ts = None
+
 
 cdef class _FastDir:
     """One direction of a settled connection, as the fast path sees it."""
-    cdef HalfStreamCore hs, ohs
-    cdef KafkaHalfCore kh  # None: the connection is not Kafka
+    cdef HalfState hs, ohs
+    cdef KafkaState kh  # None: the connection is not Kafka
 
 
 cdef inline uint32_t _cap_ld32(const unsigned char* p, bint big) noexcept nogil:
@@ -160,16 +195,33 @@ cdef int _cap_parse(int linktype, const unsigned char* d, Py_ssize_t n, _Seg* s)
 
 
 cdef class CaptureScanner:
-    """Feeds packets to a streams.Extractor, taking the common case in C.
+    """Feeds packets to the Python capture layer, taking the common case in C.
 
     ``packet(ts, linktype, data)`` takes one packet; ``read_pcap(...)`` then
     ``run()`` read the records of a classic pcap file in large blocks.
     Counters of the fast path are kept here and added to the Accounting by
     :meth:`flush` (``run`` flushes before it returns with frames to yield).
+
+    What the scanner needs from the layer above is handed to it here:
+
+    ``packet(ts, linktype, data)``
+        takes a packet the fast path does not (Extractor.packet);
+    ``lookup(family, src, sport, dst, dport)``
+        the state of a settled connection's direction (addresses as 4 or 16
+        raw bytes): ``(half, other_half, kafka)`` -- the two HalfStates and
+        the sending direction's KafkaState, None when the connection is not
+        Kafka -- or None while the Python code must see its packets;
+    ``acc``, ``out``
+        the Accounting, and the list frames land in (the Extractor's);
+    ``frame_type``, ``request``, ``response``, ``max_outstanding``
+        the frame record (called as ``frame_type(ts, conn, direction,
+        offset, frame, api_key, api_version, correlation_id, request_ts,
+        status)``), the two direction values, and how many requests a
+        connection may have waiting before the oldest counts as unanswered.
     """
-    cdef object ext, acc, out, flows, sink_packet
+    cdef object acc, out, sink_packet, lookup
     cdef dict dirs
-    cdef object CapturedFrame, NotKafka, REQUEST, RESPONSE, addr4, addr6, s_framed, s_unpaired, s_tcp, s_not_kafka
+    cdef object frame_type, REQUEST, RESPONSE, s_framed, s_unpaired, s_tcp, s_not_kafka
     cdef Py_ssize_t max_outstanding
     # deferred counters
     cdef int64_t n_packets, n_tcp, n_payload, n_framed, b_framed, n_unpaired, b_unpaired, b_not_kafka
@@ -183,21 +235,17 @@ cdef class CaptureScanner:
     cdef public object error
     cdef public int64_t unread_bytes, records
 
-    def __init__(self, ext):
-        from kafkaproto.capture import pcap, streams
-        self.ext = ext
-        self.acc = ext.acc
-        self.out = ext.out
-        self.flows = ext.flows
-        self.sink_packet = ext.packet
+    def __init__(self, packet, lookup, acc, list out, frame_type, request, response, Py_ssize_t max_outstanding):
+        self.sink_packet = packet
+        self.lookup = lookup
+        self.acc = acc
+        self.out = out
+        self.frame_type = frame_type
+        self.REQUEST = request
+        self.RESPONSE = response
+        self.max_outstanding = max_outstanding
         self.dirs = {}
-        self.CapturedFrame = streams.CapturedFrame
-        self.NotKafka = streams._NotKafka
-        self.REQUEST = streams.REQUEST
-        self.RESPONSE = streams.RESPONSE
-        self.max_outstanding = streams.MAX_OUTSTANDING
-        self.addr4 = pcap._addr4
-        self.addr6 = pcap._addr6
+        # the Accounting's ledger keys (kafkaproto.capture.accounting)
         self.s_framed, self.s_unpaired, self.s_tcp, self.s_not_kafka = "framed", "unpaired", "tcp", "not_kafka"
         self.error = None
 
@@ -224,7 +272,7 @@ cdef class CaptureScanner:
 
     # -- packets -----------------------------------------------------------
     def packet(self, ts, int linktype, data):
-        """One packet (``data``: bytes); frames land in the extractor's ``out``."""
+        """One packet (``data``: bytes); frames land in ``out``."""
         cdef const unsigned char[::1] view = data
         if view.shape[0] == 0:
             self.sink_packet(ts, linktype, data)
@@ -235,24 +283,19 @@ cdef class CaptureScanner:
         """The settled connection this segment belongs to, or None."""
         cdef _FastDir fd
         cdef Py_ssize_t alen = 4 if s.family == 4 else 16
-        conv = self.addr4 if s.family == 4 else self.addr6
-        src = (conv(PyBytes_FromStringAndSize(<const char*>d + s.src_at, alen)), s.sport)
-        dst = (conv(PyBytes_FromStringAndSize(<const char*>d + s.dst_at, alen)), s.dport)
-        flow = self.flows.get((src, dst) if src < dst else (dst, src))
-        if flow is None or flow.closed or flow.state == "undecided":
+        found = self.lookup(s.family, PyBytes_FromStringAndSize(<const char*>d + s.src_at, alen), s.sport,
+                            PyBytes_FromStringAndSize(<const char*>d + s.dst_at, alen), s.dport)
+        if found is None:
             return None
-        hs = flow.halves[src]
-        ohs = flow.halves[dst]
-        if not isinstance(hs, HalfStreamCore) or not isinstance(ohs, HalfStreamCore):
+        hs, ohs, kh = found
+        if type(hs) is not HalfState or type(ohs) is not HalfState:
             return None
-        target = flow.held[src].target
+        if kh is not None and type(kh) is not KafkaState:
+            return None
         fd = _FastDir()
         fd.hs = hs
         fd.ohs = ohs
-        if isinstance(target, KafkaHalfCore):
-            fd.kh = target
-        elif type(target) is not self.NotKafka:
-            return None
+        fd.kh = kh
         if PyDict_Size(self.dirs) >= _CAP_MAX_DIRS:
             self.dirs.clear()  # only a cache: closed connections are dropped from it when seen again
         self.dirs[key] = fd
@@ -263,7 +306,7 @@ cdef class CaptureScanner:
         cdef unsigned char kb[37]
         cdef Py_ssize_t alen
         cdef _FastDir fd
-        cdef HalfStreamCore hs, ohs
+        cdef HalfState hs, ohs
         cdef PyObject* hit
         cdef uint32_t base
         if not _cap_parse(linktype, d, n, &s):
@@ -300,15 +343,15 @@ cdef class CaptureScanner:
         if (s.flags & _ACK) and ohs.base is not None and len(ohs.heap):
             return self._slow(ts, linktype, d, n, data)
         # the fast path: what Extractor.packet/segment and HalfStream.segment do here
-        self.n_packets += 1
-        self.n_tcp += 1
-        self.n_payload += s.caplen
         if s.length:
             if fd.kh is None:
                 self.b_not_kafka += s.caplen
-            else:
-                self._kafka_data(fd.kh, ts, d + s.payload_at, s.caplen)
+            elif not self._kafka_data(fd.kh, ts, d + s.payload_at, s.caplen):
+                return self._slow(ts, linktype, d, n, data)
             hs.next += s.caplen
+        self.n_packets += 1
+        self.n_tcp += 1
+        self.n_payload += s.caplen
         return 0
 
     cdef int _slow(self, ts, int linktype, const unsigned char* d, Py_ssize_t n, data) except -1:
@@ -318,41 +361,49 @@ cdef class CaptureScanner:
         return 0
 
     # -- Kafka framing (KafkaHalf.data / _run / _emit) ----------------------
-    cdef int _kafka_data(self, KafkaHalfCore kh, ts, const unsigned char* p, Py_ssize_t n) except -1:
+    cdef int _kafka_data(self, KafkaState kh, ts, const unsigned char* p, Py_ssize_t n) except -1:
+        """Frame ``p[:n]``, the next bytes of ``kh``'s stream: 1, or 0 when
+        the Python code must take the packet (``kh`` is then as it was)."""
         cdef bytearray buf = kh.buf
-        cdef Py_ssize_t old = PyByteArray_GET_SIZE(buf), avail, pos
-        cdef int32_t size, minimum
-        cdef const unsigned char* b
-        if ts is not None:
-            kh.ts = ts
+        cdef Py_ssize_t old = PyByteArray_GET_SIZE(buf), pos, end
+        cdef int32_t size, minimum = 8 if kh.is_request else 4
+        if not kh.synced:
+            return 0  # resynchronizing is the Python code's business
         PyByteArray_Resize(buf, old + n)
         memcpy(PyByteArray_AS_STRING(buf) + old, p, n)
-        if not kh.synced:
-            kh._run()
-            return 0
-        minimum = 8 if kh.is_request else 4
+        end = old + n
+        # Every size prefix now buffered must be a frame's before anything is
+        # emitted: a bad one means the stream is out of step from there, and
+        # the Python code frames the packet instead (and resynchronizes).
+        pos = kh.pos
+        while end - pos >= 4:
+            size = <int32_t>kp_ld32(<const unsigned char*>PyByteArray_AS_STRING(buf) + pos)
+            if size < minimum or size > kh.max_frame_size:
+                PyByteArray_Resize(buf, old)
+                return 0
+            if end - pos < 4 + <Py_ssize_t>size:
+                break
+            pos += 4 + size
+        if ts is not None:
+            kh.ts = ts
         while True:
             pos = kh.pos
-            avail = PyByteArray_GET_SIZE(buf) - pos
-            if avail < 4:
+            if end - pos < 4:
                 break
-            b = <const unsigned char*>PyByteArray_AS_STRING(buf) + pos
-            size = <int32_t>kp_ld32(b)
-            if size < minimum or size > kh.max_frame_size:
-                kh._run()  # out of step: the Python code resynchronizes
-                return 0
-            if avail < 4 + <Py_ssize_t>size:
+            # buf's storage may move while a frame is emitted (Python code runs): take it again each time
+            size = <int32_t>kp_ld32(<const unsigned char*>PyByteArray_AS_STRING(buf) + pos)
+            if end - pos < 4 + <Py_ssize_t>size:
                 break
-            self._emit(kh, PyBytes_FromStringAndSize(<const char*>b + 4, size))
+            self._emit(kh, PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf) + pos + 4, size))
             kh.pos = pos + 4 + size
         pos = kh.pos
-        if pos > 65536 or pos == PyByteArray_GET_SIZE(buf):
+        if pos > 65536 or pos == end:
             del buf[:pos]
             kh.base += pos
             kh.pos = 0
-        return 0
+        return 1
 
-    cdef int _emit(self, KafkaHalfCore kh, bytes frame) except -1:
+    cdef int _emit(self, KafkaState kh, bytes frame) except -1:
         cdef const unsigned char* f = <const unsigned char*>PyBytes_AS_STRING(frame)
         cdef Py_ssize_t n = len(frame)
         cdef dict out
@@ -367,7 +418,7 @@ cdef class CaptureScanner:
                 key = <int16_t>kp_ld16(f)
                 version = <int16_t>kp_ld16(f + 2)
                 corr = <int32_t>kp_ld32(f + 4)
-                out = conn.outstanding
+                out = kh.outstanding
                 out.pop(corr, None)
                 out[corr] = (key, version, kh.ts)
                 if PyDict_Size(out) > self.max_outstanding:
@@ -375,20 +426,20 @@ cdef class CaptureScanner:
                     oldest = <object>k
                     del out[oldest]
                     self.acc.unanswered_requests += 1
-            fr = self.CapturedFrame(kh.ts, conn, self.REQUEST, offset, frame, key, version, corr)
+            fr = self.frame_type(kh.ts, conn, self.REQUEST, offset, frame, key, version, corr, None, self.s_framed)
             self.n_framed += 1
             self.b_framed += n + 4
         else:
             corr = <int32_t>kp_ld32(f)
-            pending = conn.outstanding.pop(corr, None)
+            pending = kh.outstanding.pop(corr, None)
             if pending is None:
-                fr = self.CapturedFrame(kh.ts, conn, self.RESPONSE, offset, frame, None, None, corr, None,
-                                        "unpaired")
+                fr = self.frame_type(kh.ts, conn, self.RESPONSE, offset, frame, None, None, corr, None,
+                                     self.s_unpaired)
                 self.n_unpaired += 1
                 self.b_unpaired += n + 4
             else:
-                fr = self.CapturedFrame(kh.ts, conn, self.RESPONSE, offset, frame, pending[0], pending[1], corr,
-                                        pending[2])
+                fr = self.frame_type(kh.ts, conn, self.RESPONSE, offset, frame, pending[0], pending[1], corr,
+                                     pending[2], self.s_framed)
                 self.n_framed += 1
                 self.b_framed += n + 4
         kh.sink(fr)

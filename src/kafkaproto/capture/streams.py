@@ -28,16 +28,18 @@ import re
 import struct
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from .._impl import COMPILED as _COMPILED, load as _load
-
-_core = _load("capture._scan") if _COMPILED else None
+from .._impl import load as _load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
 from ..messages import APIS, request_class
 from ..protocol import decode_request, decode_response
 from .accounting import Accounting
-from .pcap import ACK, FIN, RST, SYN, TcpSegment, decode_tcp
+from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
 from .tcp import HalfStream
+
+# KafkaState: compiled (a cdef class of capture._scan, which frames in-order
+# data in C) or the twin's plain class.
+_KafkaState = _load("capture._scan").KafkaState
 
 __all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "request_versions"]
 
@@ -150,40 +152,36 @@ _REQUEST_START = re.compile(rb"[\x00-\x06]...\x00.\x00", re.S)
 _RESPONSE_START = re.compile(rb"[\x00-\x06]", re.S)
 
 
-class KafkaHalf(_core.KafkaHalfCore if _core is not None else object):
+class KafkaHalf:
     """Frames one direction of a Kafka connection (a TCP stream consumer).
 
-    With the compiled core the state lives in a C struct (KafkaHalfCore) and
-    the capture fast path frames in-order data itself; the methods are these."""
+    The framing state is ``state`` (conn, is_request, sink, synced, buf, pos,
+    base, ts, max_frame_size, and the connection's ``outstanding``), which the
+    compiled fast path of capture._scan also reads and advances: it frames
+    in-order data of a synced direction itself and leaves the rest (resyncing
+    included) to these methods."""
 
-    __slots__ = () if _core is not None else (
-        "conn", "is_request", "sink", "acc", "synced", "skip_reason", "buf", "pos", "base", "ts", "max_frame_size")
+    __slots__ = ("state", "acc", "skip_reason")
 
     def __init__(self, conn: Connection, is_request: bool, sink: Callable[[CapturedFrame], None], acc: Accounting,
                  synced: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self.conn = conn
-        self.is_request = is_request
-        self.sink = sink
+        self.state = _KafkaState(conn, conn.outstanding, sink, is_request, synced, max_frame_size)
         self.acc = acc
-        self.synced = synced
         self.skip_reason = "gap"
-        self.buf = bytearray()
-        self.pos = 0
-        self.base = 0  # stream offset of buf[0]
-        self.ts: Optional[int] = None
-        self.max_frame_size = max_frame_size
 
     # -- stream consumer ---------------------------------------------------
     def data(self, ts: Optional[int], chunk) -> None:
+        st = self.state
         if ts is not None:
-            self.ts = ts
-        self.buf += chunk
+            st.ts = ts
+        st.buf += chunk
         self._run()
 
     def gap(self, nbytes: int) -> None:
         self._drop_rest()
-        self.base += nbytes
-        self.synced = False
+        st = self.state
+        st.base += nbytes
+        st.synced = False
         self.skip_reason = "gap"
 
     def end(self) -> None:
@@ -191,52 +189,55 @@ class KafkaHalf(_core.KafkaHalfCore if _core is not None else object):
 
     # -- internals ---------------------------------------------------------
     def _drop_rest(self) -> None:
-        rest = len(self.buf) - self.pos
+        st = self.state
+        rest = len(st.buf) - st.pos
         if rest:
-            if self.synced:
+            if st.synced:
                 self.acc.bytes["truncated"] += rest
                 if rest >= 4:
                     self.acc.frames["truncated"] += 1
             else:
                 self.acc.bytes[self.skip_reason] += rest
-        self.base += len(self.buf)
-        self.buf = bytearray()
-        self.pos = 0
+        st.base += len(st.buf)
+        st.buf = bytearray()
+        st.pos = 0
 
     def _run(self) -> None:
-        buf = self.buf
-        minimum = _MIN_REQUEST if self.is_request else _MIN_RESPONSE
+        st = self.state
+        buf = st.buf
+        minimum = _MIN_REQUEST if st.is_request else _MIN_RESPONSE
         while True:
-            if self.synced:
-                avail = len(buf) - self.pos
+            if st.synced:
+                avail = len(buf) - st.pos
                 if avail < 4:
                     break
-                (size,) = _i32.unpack_from(buf, self.pos)
-                if size < minimum or size > self.max_frame_size:
-                    self.synced = False
+                (size,) = _i32.unpack_from(buf, st.pos)
+                if size < minimum or size > st.max_frame_size:
+                    st.synced = False
                     self.skip_reason = "not_kafka"
                     continue
                 if avail < 4 + size:
                     break
-                self._emit(bytes(buf[self.pos + 4:self.pos + 4 + size]))
-                self.pos += 4 + size
+                self._emit(bytes(buf[st.pos + 4:st.pos + 4 + size]))
+                st.pos += 4 + size
             elif not self._resync():
                 break
-        if self.pos > 65536 or self.pos == len(buf):
-            del buf[:self.pos]
-            self.base += self.pos
-            self.pos = 0
+        if st.pos > 65536 or st.pos == len(buf):
+            del buf[:st.pos]
+            st.base += st.pos
+            st.pos = 0
 
     def _resync(self) -> bool:
         """Look for the next plausible frame; True when found (synced)."""
-        buf = self.buf
-        pattern = _REQUEST_START if self.is_request else _RESPONSE_START
-        p = self.pos
+        st = self.state
+        buf = st.buf
+        pattern = _REQUEST_START if st.is_request else _RESPONSE_START
+        p = st.pos
         while True:
             m = pattern.search(buf, p)
             if m is None:
-                keep = 7 if self.is_request else 0
-                p = max(self.pos, len(buf) - keep)
+                keep = 7 if st.is_request else 0
+                p = max(st.pos, len(buf) - keep)
                 self._skip(p)
                 return False
             p = m.start()
@@ -246,19 +247,21 @@ class KafkaHalf(_core.KafkaHalfCore if _core is not None else object):
                 return False
             if verdict:
                 self._skip(p)
-                self.synced = True
+                st.synced = True
                 return True
             p += 1
 
     def _skip(self, p: int) -> None:
-        if p > self.pos:
-            self.acc.bytes[self.skip_reason] += p - self.pos
-            self.pos = p
+        st = self.state
+        if p > st.pos:
+            self.acc.bytes[self.skip_reason] += p - st.pos
+            st.pos = p
 
     def _candidate(self, p: int) -> Optional[bool]:
-        buf = self.buf
-        if self.is_request:
-            ok = request_header_plausible(buf, p, self.max_frame_size)
+        st = self.state
+        buf = st.buf
+        if st.is_request:
+            ok = request_header_plausible(buf, p, st.max_frame_size)
             if not ok:
                 return ok
             size = _i32.unpack_from(buf, p)[0]
@@ -272,9 +275,9 @@ class KafkaHalf(_core.KafkaHalfCore if _core is not None else object):
         if len(buf) - p < 8:
             return None
         size, corr = struct.unpack_from(">ii", buf, p)
-        if size < 4 or size > self.max_frame_size:
+        if size < 4 or size > st.max_frame_size:
             return False
-        pending = self.conn.outstanding.get(corr)
+        pending = st.outstanding.get(corr)
         if pending is None:
             return False
         if len(buf) - p < 4 + size:
@@ -286,28 +289,29 @@ class KafkaHalf(_core.KafkaHalfCore if _core is not None else object):
         return True
 
     def _emit(self, frame: bytes) -> None:
-        conn = self.conn
-        offset = self.base + self.pos
-        if self.is_request:
+        st = self.state
+        conn = st.conn
+        offset = st.base + st.pos
+        if st.is_request:
             key = version = corr = None
             if len(frame) >= 8:
                 key, version, corr = struct.unpack_from(">hhi", frame, 0)
-                out = conn.outstanding
+                out = st.outstanding
                 out.pop(corr, None)
-                out[corr] = (key, version, self.ts)
+                out[corr] = (key, version, st.ts)
                 if len(out) > MAX_OUTSTANDING:
                     del out[next(iter(out))]
                     self.acc.unanswered_requests += 1
-            f = CapturedFrame(self.ts, conn, REQUEST, offset, frame, key, version, corr)
+            f = CapturedFrame(st.ts, conn, REQUEST, offset, frame, key, version, corr)
         else:
             corr = _i32.unpack_from(frame, 0)[0]
-            pending = conn.outstanding.pop(corr, None)
+            pending = st.outstanding.pop(corr, None)
             if pending is None:
-                f = CapturedFrame(self.ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
+                f = CapturedFrame(st.ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
             else:
-                f = CapturedFrame(self.ts, conn, RESPONSE, offset, frame, pending[0], pending[1], corr, pending[2])
+                f = CapturedFrame(st.ts, conn, RESPONSE, offset, frame, pending[0], pending[1], corr, pending[2])
         self.acc.frame(f.status, len(frame) + 4)
-        self.sink(f)
+        st.sink(f)
 
 
 class _NotKafka:
@@ -533,7 +537,8 @@ class Extractor:
         flow = self.flows.get(key)
         syn_only = seg.flags & (SYN | ACK) == SYN
         if flow is not None and syn_only and (flow.closed or (
-                flow.halves[src].base is not None and flow.halves[src].base != (seg.seq + 1) & 0xFFFFFFFF)):
+                flow.halves[src].state.base is not None and
+                flow.halves[src].state.base != (seg.seq + 1) & 0xFFFFFFFF)):
             flow.close()  # the 4-tuple is reused by a new connection
             del self.flows[key]
             flow = None
@@ -558,6 +563,33 @@ class Extractor:
             flow.fins.add(src)
             if len(flow.fins) == 2:
                 flow.close()
+
+    def scanner(self, impl):
+        """A ``CaptureScanner`` of ``impl`` (capture._scan or its twin _scan_py)
+        that feeds this extractor: its packets come here, its frames land in
+        :attr:`out` and its counts in :attr:`acc`."""
+        return impl.CaptureScanner(self.packet, self.settled, self.acc, self.out, CapturedFrame, REQUEST, RESPONSE,
+                                   MAX_OUTSTANDING)
+
+    def settled(self, family: int, src: bytes, sport: int, dst: bytes, dport: int):
+        """The state of direction src -> dst (addresses: 4 or 16 raw bytes) of
+        a connection that is open and known to be Kafka or not, as the
+        compiled fast path takes it: ``(half, other_half, kafka)`` -- the two
+        HalfStream states and the sending side's KafkaHalf state (None: not
+        Kafka); None while every packet must come through :meth:`packet`."""
+        conv = _addr4 if family == 4 else _addr6
+        a, b = (conv(src), sport), (conv(dst), dport)
+        flow = self.flows.get((a, b) if a < b else (b, a))
+        if flow is None or flow.closed or flow.state == "undecided":
+            return None
+        target = flow.held[a].target
+        if isinstance(target, KafkaHalf):
+            kafka = target.state
+        elif type(target) is _NotKafka:
+            kafka = None
+        else:
+            return None
+        return flow.halves[a].state, flow.halves[b].state, kafka
 
     def _new_flow(self, key, ts) -> _Flow:
         if len(self.flows) >= _MAX_FLOWS:

@@ -19,82 +19,85 @@ when that limit is passed, when the other side acknowledges data past it
 from __future__ import annotations
 
 import heapq
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
-from .._impl import COMPILED as _COMPILED, load as _load
-
-_core = _load("capture._scan") if _COMPILED else None
+from .._impl import load as _load
 
 __all__ = ["HalfStream"]
 
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
+# HalfState: compiled (a cdef class of capture._scan, read and advanced by the
+# capture fast path in C) or the twin's plain class.
+_HalfState = _load("capture._scan").HalfState
 
-# With the compiled core the state lives in a C struct (HalfStreamCore), which
-# the capture fast path reads and advances directly; the methods are these.
-class HalfStream(_core.HalfStreamCore if _core is not None else object):
-    __slots__ = () if _core is not None else (
-        "consumer", "acc", "base", "next", "pending", "heap", "pending_bytes", "max_pending_bytes",
-        "from_start", "ended", "fin")
+
+class HalfStream:
+    """One direction of a TCP connection; its reassembly state is ``state``
+    (base, next, pending, heap, ended), which the compiled fast path of
+    capture._scan also reads and advances for in-order segments."""
+
+    __slots__ = ("state", "consumer", "acc", "pending_bytes", "max_pending_bytes", "from_start")
 
     def __init__(self, consumer, acc, max_pending_bytes: int = 8 << 20) -> None:
+        # state.base: sequence number of stream offset 0 (None until known);
+        # state.next: next expected stream offset; state.pending: offset ->
+        # [(ts, payload, length)] waiting behind a hole, state.heap: their offsets
+        self.state = _HalfState()
         self.consumer = consumer
         self.acc = acc
-        self.base: Optional[int] = None  # sequence number of stream offset 0
-        self.next = 0  # next expected stream offset
-        self.pending: Dict[int, List[Tuple[Optional[int], bytes, int]]] = {}
-        self.heap: List[int] = []
         self.pending_bytes = 0
         self.max_pending_bytes = max_pending_bytes
         self.from_start = False  # True when the SYN was seen
-        self.ended = False
-        self.fin = False
 
     def offset(self, seq: int) -> int:
-        delta = ((seq - self.base - self.next + _HALF) & _MASK) - _HALF
-        return self.next + delta
+        st = self.state
+        delta = ((seq - st.base - st.next + _HALF) & _MASK) - _HALF
+        return st.next + delta
 
     def syn(self, seq: int) -> None:
-        if self.base is None:
-            self.base = (seq + 1) & _MASK
+        st = self.state
+        if st.base is None:
+            st.base = (seq + 1) & _MASK
             self.from_start = True
 
     def segment(self, ts: Optional[int], seq: int, payload: bytes, length: int) -> None:
         """One segment's payload (``length`` is its size on the wire, which
         may exceed the captured ``payload``)."""
-        if self.ended:
+        st = self.state
+        if st.ended:
             self.acc.bytes["duplicate"] += len(payload)
             return
-        if self.base is None:
-            self.base = seq
+        if st.base is None:
+            st.base = seq
         off = self.offset(seq)
-        if off == self.next and not self.pending:
+        if off == st.next and not st.pending:
             self._deliver(ts, off, payload, length)
             return
-        if off + length <= self.next:
+        if off + length <= st.next:
             self.acc.bytes["duplicate"] += len(payload)
             return
-        if off < self.next:
+        if off < st.next:
             # a retransmission that overlaps the stream's end: keep the new tail
-            cut = self.next - off
+            cut = st.next - off
             self.acc.bytes["duplicate"] += min(cut, len(payload))
             payload = payload[cut:]
             length -= cut
-            off = self.next
-        if off not in self.pending:
-            heapq.heappush(self.heap, off)
-            self.pending[off] = []
-        self.pending[off].append((ts, payload, length))
+            off = st.next
+        if off not in st.pending:
+            heapq.heappush(st.heap, off)
+            st.pending[off] = []
+        st.pending[off].append((ts, payload, length))
         self.pending_bytes += len(payload)
         self._drain()
-        while self.pending_bytes > self.max_pending_bytes and self.heap:
+        while self.pending_bytes > self.max_pending_bytes and st.heap:
             self.force_gap()
 
     def _deliver(self, ts, off, payload, length) -> None:
         if payload:
             self.consumer.data(ts, payload)
-        self.next = off + len(payload)
+        self.state.next = off + len(payload)
         if len(payload) < length:
             # the snap length cut this segment: no copy of the rest can come
             self._gap(length - len(payload))
@@ -102,45 +105,49 @@ class HalfStream(_core.HalfStreamCore if _core is not None else object):
     def _gap(self, n: int) -> None:
         self.acc.gaps += 1
         self.acc.missing_bytes += n
-        self.next += n
+        self.state.next += n
         self.consumer.gap(n)
 
     def _drain(self) -> None:
-        heap, pending = self.heap, self.pending
-        while heap and heap[0] <= self.next:
+        st = self.state
+        heap, pending = st.heap, st.pending
+        while heap and heap[0] <= st.next:
             off = heapq.heappop(heap)
             for ts, payload, length in pending.pop(off):
                 self.pending_bytes -= len(payload)
-                if off + length <= self.next:
+                if off + length <= st.next:
                     self.acc.bytes["duplicate"] += len(payload)
                     continue
-                cut = self.next - off
+                cut = st.next - off
                 if cut > 0:
                     self.acc.bytes["duplicate"] += min(cut, len(payload))
-                self._deliver(ts, self.next, payload[cut:], length - cut)
+                self._deliver(ts, st.next, payload[cut:], length - cut)
 
     def force_gap(self) -> None:
         """Give up waiting for the hole before the first waiting segment."""
-        if self.heap:
-            self._gap(self.heap[0] - self.next)
+        st = self.state
+        if st.heap:
+            self._gap(st.heap[0] - st.next)
             self._drain()
 
     def acked(self, ack: int) -> None:
         """The other side acknowledged up to ``ack``: bytes before it that were
         not captured will never be (the receiver has them)."""
-        if self.base is None or not self.heap:
+        st = self.state
+        if st.base is None or not st.heap:
             return
         upto = self.offset(ack)
-        while self.heap and upto > self.next:
-            first = self.heap[0]
-            self._gap(min(upto, first) - self.next)
+        while st.heap and upto > st.next:
+            first = st.heap[0]
+            self._gap(min(upto, first) - st.next)
             self._drain()
 
     def close(self) -> None:
         """End of the stream (end of capture, or the connection's 4-tuple is reused)."""
-        if self.ended:
+        st = self.state
+        if st.ended:
             return
-        while self.heap:
+        while st.heap:
             self.force_gap()
-        self.ended = True
+        st.ended = True
         self.consumer.end()
