@@ -30,6 +30,7 @@ import pyarrow as pa
 import kafkaproto
 from kafkaproto import arrow, frames, headers, records
 import kafkaproto.capture as _capture
+import kafkaproto.capture._scan_py as _scan_twin
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
@@ -428,13 +429,14 @@ def check_capture(data: bytes) -> None:
         f.write(data)
     try:
         rows, acc = _capture_outcome(_CAPTURE_FILE)
-        if _capture._core is not None:
-            fast = _capture._core
-            _capture._core = None
+        if _capture._scan.COMPILED:
+            # the twin's scanner over the same compiled layers: every packet through the Python loop
+            fast = _capture._scan
+            _capture._scan = _scan_twin
             try:
                 slow_rows, slow_acc = _capture_outcome(_CAPTURE_FILE)
             finally:
-                _capture._core = fast
+                _capture._scan = fast
             same((rows, acc.to_dict()), (slow_rows, slow_acc.to_dict()), "capture: fast path vs Python loop")
     finally:
         os.unlink(_CAPTURE_FILE)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import kafkaproto.capture as capture
+import kafkaproto.capture._scan_py as _scan_twin
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
@@ -87,10 +88,11 @@ def pure_outcomes(jobs, tmp_path):
 
 
 def check(jobs, tmp_path, monkeypatch):
-    assert capture._core is not None
+    assert capture._scan.COMPILED
     fast = outcomes(jobs)
     with monkeypatch.context() as m:
-        m.setattr(capture, "_core", None)
+        # the twin's scanner over the compiled layers: every packet through the Python loop
+        m.setattr(capture, "_scan", _scan_twin)
         slow = outcomes(jobs)
     pure = pure_outcomes(jobs, tmp_path)
     for job, a, b, c in zip(jobs, fast, slow, pure):

@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, Optional
 
-from .._impl import COMPILED as _COMPILED, load as _load
+from .._impl import load as _load
 
-_core = _load("capture._scan") if _COMPILED else None
+# the packet scanner: capture._scan (compiled, with its fast path) or its twin
+_scan = _load("capture._scan")
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
@@ -83,42 +84,29 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
     with open(path, "rb") as fh:
         acc.file_bytes += os.fstat(fh.fileno()).st_size
         cap = CaptureFile(fh)
-        if _core is None:
-            try:
-                for ts, linktype, data, _orig in cap:
-                    ext.packet(ts, linktype, data)
+        scan = ext.scanner(_scan)
+        try:
+            if cap.open() == "pcap":
+                # classic pcap: the scanner reads the records itself, in large blocks
+                order, ticks, linktype = cap.pcap_header()
+                scan.read_pcap(fh, order == ">", ticks, linktype)
+                while scan.run():
+                    yield from out
+                    out.clear()
+            else:
+                for ts, linktype, data, _orig in cap.iter_records():
+                    scan.packet(ts, linktype, data)
                     if out:
+                        scan.flush()
                         yield from out
                         out.clear()
-            finally:
-                ext.finish()
-                if cap.error:
-                    acc.errors.append(f"{os.fspath(path)}: {cap.error}")
-                acc.unread_bytes += cap.unread_bytes
-        else:
-            # the compiled fast path: same frames, same accounting
-            scan = ext.scanner(_core)
-            try:
-                if cap.open() == "pcap":
-                    order, ticks, linktype = cap.pcap_header()
-                    scan.read_pcap(fh, order == ">", ticks, linktype)
-                    while scan.run():
-                        yield from out
-                        out.clear()
-                else:
-                    for ts, linktype, data, _orig in cap.iter_records():
-                        scan.packet(ts, linktype, data)
-                        if out:
-                            scan.flush()
-                            yield from out
-                            out.clear()
-            finally:
-                scan.flush()
-                ext.finish()
-                error = cap.error or scan.error
-                if error:
-                    acc.errors.append(f"{os.fspath(path)}: {error}")
-                acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
+        finally:
+            scan.flush()
+            ext.finish()
+            error = cap.error or scan.error
+            if error:
+                acc.errors.append(f"{os.fspath(path)}: {error}")
+            acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
     yield from out
     out.clear()
 

@@ -1,16 +1,24 @@
-"""The pure-Python twin of kafkaproto.capture._scan: its state classes.
+"""The pure-Python twin of kafkaproto.capture._scan: the same names, the same
+frames and the same accounting, without a fast path.
 
-They are the plain counterparts of the compiled ones, held by tcp.HalfStream
-and streams.KafkaHalf as ``state``; only the Python code uses them here.
+The compiled scanner takes the common case (the next in-order segment of a
+settled connection) in C and hands every other packet to the Python capture
+layer; this one hands it every packet.  Its state classes are the plain
+counterparts of the compiled ones, held by tcp.HalfStream and
+streams.KafkaHalf as ``state``; only the Python code uses them here.
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Optional
 
-__all__ = ["COMPILED", "HalfState", "KafkaState"]
+__all__ = ["COMPILED", "CaptureScanner", "HalfState", "KafkaState"]
 
 COMPILED = False
+
+_MAX_RECORD = 256 * 1024 * 1024  # larger captured lengths mean a damaged file
+_READ_STEP = 1 << 20
 
 
 class HalfState:
@@ -52,3 +60,85 @@ class KafkaState:
         self.pos = 0
         self.base = 0
         self.ts: Optional[int] = None
+
+
+class CaptureScanner:
+    """Feeds packets to the Python capture layer.
+
+    ``packet(ts, linktype, data)`` takes one packet; ``read_pcap(...)`` then
+    ``run()`` read the records of a classic pcap file.  The arguments are
+    those of the compiled scanner (see capture._scan); this one only needs
+    ``packet`` (every packet goes there) and ``out`` (where frames land), and
+    has no counts of its own to :meth:`flush`.
+    """
+
+    def __init__(self, packet, lookup, acc, out: list, frame_type, request, response, max_outstanding: int) -> None:
+        self._sink_packet = packet
+        self._out = out
+        self._fh = None
+        self.error: Optional[str] = None
+        self.unread_bytes = 0
+        self.records = 0
+
+    def flush(self) -> None:
+        """Nothing to add: every packet was counted by the Python code."""
+
+    def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None:
+        """One packet (``data``: bytes); frames land in ``out``."""
+        self._sink_packet(ts, linktype, data)
+
+    # -- classic pcap files ------------------------------------------------
+    def read_pcap(self, fh, big_endian: bool, ticks: int, linktype: int) -> None:
+        """Read the records of a pcap file whose 24-byte header ``fh`` is past."""
+        self._fh = fh
+        self._rec = struct.Struct((">" if big_endian else "<") + "IIII")
+        self._scale = 1_000_000_000 // ticks
+        self._linktype = linktype
+
+    def _read(self, n: int) -> bytes:
+        if n <= _READ_STEP:
+            return self._fh.read(n)
+        # A length the file claims is read in steps: a record that claims more
+        # than the file holds costs what the file holds (read(n) would
+        # allocate all n bytes first).
+        parts = []
+        while n > 0:
+            chunk = self._fh.read(min(n, _READ_STEP))
+            if not chunk:
+                break
+            parts.append(chunk)
+            n -= len(chunk)
+        return b"".join(parts)
+
+    def _stop(self, why: str, partial: int) -> None:
+        self.error = why
+        rest = 0
+        while chunk := self._fh.read(1 << 20):
+            rest += len(chunk)
+        self.unread_bytes = partial + rest
+        self._fh = None
+
+    def run(self) -> bool:
+        """Read records until some frames are ready (True) or the file ends (False)."""
+        out, sink = self._out, self._sink_packet
+        while self._fh is not None:
+            rh = self._read(16)
+            if not rh:
+                self._fh = None
+                break
+            if len(rh) < 16:
+                self._stop(f"record header cut short after {self.records} records", len(rh))
+                break
+            sec, frac, incl, _orig = self._rec.unpack(rh)
+            if incl > _MAX_RECORD:
+                self._stop(f"record {self.records + 1}: implausible captured length {incl}", 16)
+                break
+            data = self._read(incl)
+            if len(data) < incl:
+                self._stop(f"record {self.records + 1} cut short: {len(data)} of {incl} bytes", 16 + len(data))
+                break
+            self.records += 1
+            sink(sec * 1_000_000_000 + frac * self._scale, self._linktype, data)
+            if out:
+                return True
+        return False
