@@ -21,7 +21,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
-from kafkaproto._wire cimport kp_ld16, kp_ld32, kp_st16
+from kafkaproto._wire cimport kp_ld16, kp_ld32, kp_st16, _frame_at, FRAME_COMPLETE, FRAME_BAD_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_DelItem, PyDict_Size, PyDict_Next
 from cpython.object cimport PyObject
 
@@ -366,7 +366,9 @@ cdef class CaptureScanner:
         the Python code must take the packet (``kh`` is then as it was)."""
         cdef bytearray buf = kh.buf
         cdef Py_ssize_t old = PyByteArray_GET_SIZE(buf), pos, end
-        cdef int32_t size, minimum = 8 if kh.is_request else 4
+        cdef int32_t size
+        cdef int64_t minimum = 8 if kh.is_request else 4
+        cdef int st
         if not kh.synced:
             return 0  # resynchronizing is the Python code's business
         PyByteArray_Resize(buf, old + n)
@@ -376,23 +378,22 @@ cdef class CaptureScanner:
         # emitted: a bad one means the stream is out of step from there, and
         # the Python code frames the packet instead (and resynchronizes).
         pos = kh.pos
-        while end - pos >= 4:
-            size = <int32_t>kp_ld32(<const unsigned char*>PyByteArray_AS_STRING(buf) + pos)
-            if size < minimum or size > kh.max_frame_size:
+        while True:
+            st = _frame_at(<const unsigned char*>PyByteArray_AS_STRING(buf), pos, end, minimum, kh.max_frame_size,
+                           &size)
+            if st == FRAME_BAD_SIZE:
                 PyByteArray_Resize(buf, old)
                 return 0
-            if end - pos < 4 + <Py_ssize_t>size:
+            if st != FRAME_COMPLETE:
                 break
             pos += 4 + size
         if ts is not None:
             kh.ts = ts
         while True:
             pos = kh.pos
-            if end - pos < 4:
-                break
             # buf's storage may move while a frame is emitted (Python code runs): take it again each time
-            size = <int32_t>kp_ld32(<const unsigned char*>PyByteArray_AS_STRING(buf) + pos)
-            if end - pos < 4 + <Py_ssize_t>size:
+            if _frame_at(<const unsigned char*>PyByteArray_AS_STRING(buf), pos, end, minimum, kh.max_frame_size,
+                         &size) != FRAME_COMPLETE:
                 break
             self._emit(kh, PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf) + pos + 4, size))
             kh.pos = pos + 4 + size

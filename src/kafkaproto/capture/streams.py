@@ -28,6 +28,7 @@ import re
 import struct
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, FRAME_PARTIAL, frame_at
 from .._impl import load as _load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
@@ -208,15 +209,12 @@ class KafkaHalf:
         minimum = _MIN_REQUEST if st.is_request else _MIN_RESPONSE
         while True:
             if st.synced:
-                avail = len(buf) - st.pos
-                if avail < 4:
-                    break
-                (size,) = _i32.unpack_from(buf, st.pos)
-                if size < minimum or size > st.max_frame_size:
+                status, size = frame_at(buf, st.pos, len(buf), st.max_frame_size, minimum)
+                if status == FRAME_BAD_SIZE:
                     st.synced = False
                     self.skip_reason = "not_kafka"
                     continue
-                if avail < 4 + size:
+                if status != FRAME_COMPLETE:
                     break
                 self._emit(bytes(buf[st.pos + 4:st.pos + 4 + size]))
                 st.pos += 4 + size
@@ -274,13 +272,13 @@ class KafkaHalf:
             return True
         if len(buf) - p < 8:
             return None
-        size, corr = struct.unpack_from(">ii", buf, p)
-        if size < 4 or size > st.max_frame_size:
+        status, size = frame_at(buf, p, len(buf), st.max_frame_size, _MIN_RESPONSE)
+        if status == FRAME_BAD_SIZE:
             return False
-        pending = st.outstanding.get(corr)
+        pending = st.outstanding.get(_i32.unpack_from(buf, p + 4)[0])
         if pending is None:
             return False
-        if len(buf) - p < 4 + size:
+        if status == FRAME_PARTIAL:
             return None
         try:
             decode_response(memoryview(buf)[p + 4:p + 4 + size], pending[0], pending[1])

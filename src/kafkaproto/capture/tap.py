@@ -28,6 +28,7 @@ import threading
 import time
 from typing import Dict, Optional, Tuple
 
+from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, frame_at
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
 from ..protocol import decode_response, encode_response
@@ -284,16 +285,16 @@ class Tap:
                 buf += chunk
                 now = time.time_ns()
                 pos = 0
-                while len(buf) - pos >= 4:
-                    (size,) = _i32.unpack_from(buf, pos)
-                    if size < minimum or size > self.max_frame_size:
+                while True:
+                    status, size = frame_at(buf, pos, len(buf), self.max_frame_size, minimum)
+                    if status == FRAME_BAD_SIZE:
                         framing = False
                         self.stats["raw_bytes"] += len(buf) - pos
                         if not requests:
                             writer.write(bytes(buf[pos:]))
                         pos = len(buf)
                         break
-                    if len(buf) - pos < 4 + size:
+                    if status != FRAME_COMPLETE:
                         break
                     frame = bytes(buf[pos + 4:pos + 4 + size])
                     if requests:
