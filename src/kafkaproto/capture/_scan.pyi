@@ -1,0 +1,57 @@
+"""Types of kafkaproto.capture._scan, the compiled capture fast path, and of
+its twin _scan_py (same names).
+
+The module imports nothing from the capture layer above it: the frame record
+type, the direction values, the accounting object and the callbacks are
+arguments of :class:`CaptureScanner`, typed here by the shape it relies on.
+"""
+
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+
+COMPILED: bool
+
+class HalfState:
+    """Reassembly state of one TCP direction (tcp.HalfStream.state)."""
+
+    base: Optional[int]  # sequence number of stream offset 0; None until known
+    next: int  # next expected stream offset
+    pending: Dict[int, List[Tuple[Optional[int], bytes, int]]]  # offset -> [(ts, payload, length)] behind a hole
+    heap: List[int]  # the offsets of ``pending``, a heap
+    ended: bool
+    def __init__(self) -> None: ...
+
+class KafkaState:
+    """Framing state of one direction of a Kafka connection (streams.KafkaHalf.state)."""
+
+    conn: Any
+    outstanding: Dict[int, Tuple[int, int, Optional[int]]]  # correlation id -> (api key, api version, request ts)
+    sink: Callable[[Any], None]
+    is_request: bool
+    synced: bool
+    max_frame_size: int
+    buf: bytearray  # buf[pos:]: bytes not framed yet
+    pos: int
+    base: int  # stream offset of buf[0]
+    ts: Optional[int]
+    def __init__(self, conn: Any, outstanding: Dict[int, Tuple[int, int, Optional[int]]],
+                 sink: Callable[[Any], None], is_request: bool, synced: bool, max_frame_size: int) -> None: ...
+
+#: ``lookup(family, src, sport, dst, dport)`` with addresses as 4 or 16 raw
+#: bytes: ``(half, other_half, kafka)`` for a settled connection (``kafka`` None:
+#: not Kafka), or None while every packet must go to ``packet``.
+_Lookup = Callable[[int, bytes, int, bytes, int], Optional[Tuple[HalfState, HalfState, Optional[KafkaState]]]]
+
+class CaptureScanner:
+    """Packets in (one at a time, or the records of a classic pcap file);
+    frames out, in ``out``; counts in ``acc`` once flushed."""
+
+    error: Optional[str]  # why reading a pcap file stopped early
+    unread_bytes: int  # file bytes left after a damaged or cut record
+    records: int  # pcap records read
+    def __init__(self, packet: Callable[[Optional[int], int, bytes], None], lookup: _Lookup, acc: Any,
+                 out: List[Any], frame_type: Callable[..., Any], request: Any, response: Any,
+                 max_outstanding: int) -> None: ...
+    def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None: ...
+    def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
+    def run(self) -> bool: ...
+    def flush(self) -> None: ...
