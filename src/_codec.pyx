@@ -323,36 +323,7 @@ cdef class Writer:
     cpdef clear(self):
         self.length = 0
 
-    cdef unsigned char* _reserve(self, Py_ssize_t n) except NULL:
-        cdef Py_ssize_t need = self.length + n
-        cdef Py_ssize_t cap
-        cdef unsigned char* nb
-        if need > self.cap:
-            cap = self.cap * 2
-            if cap < need:
-                cap = need
-            nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
-            if nb == NULL:
-                raise MemoryError()
-            self.buf = nb
-            self.cap = cap
-        cdef unsigned char* p = self.buf + self.length
-        self.length = need
-        return p
-
-    cdef int _put_uv(self, uint64_t u) except -1:
-        cdef unsigned char* p = self._reserve(_uvsize(u))
-        while u >= 0x80:
-            p[0] = <unsigned char>((u & 0x7F) | 0x80)
-            u >>= 7
-            p += 1
-        p[0] = <unsigned char>u
-        return 0
-
-    cdef int _put(self, const void* data, Py_ssize_t n) except -1:
-        cdef unsigned char* p = self._reserve(n)
-        memcpy(p, data, n)
-        return 0
+    # _reserve, _put_uv and _put are inline, in _codec.pxd (every module that writes uses them)
 
     cdef int _put_buffer(self, object data, str what) except -1:
         cdef Py_buffer view

@@ -2,8 +2,10 @@
 # modules: the Reader and Writer classes, the CRC-32 of legacy messages, the
 # exception of a cursor's failure record, UUID construction.
 
+from cpython.mem cimport PyMem_Realloc
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from kafkaproto._wire cimport Cur
+from libc.string cimport memcpy
+from kafkaproto._wire cimport Cur, _uvsize
 
 
 cdef class Reader:
@@ -48,9 +50,38 @@ cdef class Writer:
     cdef Py_ssize_t length
     cdef Py_ssize_t cap
 
-    cdef unsigned char* _reserve(self, Py_ssize_t n) except NULL
-    cdef int _put_uv(self, uint64_t u) except -1
-    cdef int _put(self, const void* data, Py_ssize_t n) except -1
+    cdef inline unsigned char* _reserve(self, Py_ssize_t n) except NULL:
+        """Room for ``n`` more bytes → where they go."""
+        cdef Py_ssize_t need = self.length + n
+        cdef Py_ssize_t cap
+        cdef unsigned char* nb
+        if need > self.cap:
+            cap = self.cap * 2
+            if cap < need:
+                cap = need
+            nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
+            if nb == NULL:
+                raise MemoryError()
+            self.buf = nb
+            self.cap = cap
+        cdef unsigned char* p = self.buf + self.length
+        self.length = need
+        return p
+
+    cdef inline int _put_uv(self, uint64_t u) except -1:
+        cdef unsigned char* p = self._reserve(_uvsize(u))
+        while u >= 0x80:
+            p[0] = <unsigned char>((u & 0x7F) | 0x80)
+            u >>= 7
+            p += 1
+        p[0] = <unsigned char>u
+        return 0
+
+    cdef inline int _put(self, const void* data, Py_ssize_t n) except -1:
+        cdef unsigned char* p = self._reserve(n)
+        memcpy(p, data, n)
+        return 0
+
     cdef int _put_buffer(self, object data, str what) except -1
     cpdef bytes getvalue(self)
     cpdef clear(self)

@@ -285,16 +285,18 @@ cdef struct Cur:
     int64_t y
     int64_t z
     int depth
-    Step path[MAX_PATH]
+    Step* path          # MAX_PATH steps, innermost first; NULL: no path is kept (a plain Reader)
     void* ctx           # the output's state (the sink that a walker writes to)
 
 
 cdef inline void cur_init(Cur* c, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end) noexcept nogil:
+    """A cursor over b[pos:end] that keeps no path (give it ``path`` to keep one)."""
     c.b = b
     c.pos = pos
     c.end = end
     c.fail = F_OK
     c.depth = 0
+    c.path = NULL
 
 
 cdef inline int cur_fail(Cur* c, int fail, int what, Py_ssize_t at, int64_t x, int64_t y) noexcept nogil:
@@ -310,7 +312,7 @@ cdef inline int cur_fail(Cur* c, int fail, int what, Py_ssize_t at, int64_t x, i
 
 cdef inline int cur_step(Cur* c, int kind, int64_t value, const void* node) noexcept nogil:
     """Add a path step while a failure unwinds; returns -1 to pass it on."""
-    if c.depth < MAX_PATH:
+    if c.path != NULL and c.depth < MAX_PATH:
         c.path[c.depth].kind = kind
         c.path[c.depth].value = value
         c.path[c.depth].node = node

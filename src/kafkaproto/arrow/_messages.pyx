@@ -298,6 +298,7 @@ cdef enum:
     R_VERSION = 4           # a version its class lacks (x: the version; y: the request's api key, or for
                             # responses 0 when the version is null)
     R_UNKNOWN_KEY = 7       # a request of an api key no schema has (x: the key)
+    R_FIRST = 8             # (in the loop only) the failure kept in `first`
     R_CURSOR = 5            # the cursor's failure: header (version -1) or body (version >= 0)
     R_MEMORY = 6
 
@@ -373,6 +374,7 @@ cdef object _row_error(RowFail* r, cls):
             f"{other.NAME} v{r.x} is not supported (versions {other.VALID_VERSIONS})", "request header", 2))
     if r.kind == R_MEMORY:
         raise MemoryError()
+    c.path = r.path
     c.fail = r.fail
     c.what = r.what
     c.at = r.at
@@ -380,8 +382,6 @@ cdef object _row_error(RowFail* r, cls):
     c.y = r.y
     c.z = r.z
     c.depth = r.depth
-    if r.depth:
-        memcpy(c.path, r.path, r.depth * sizeof(Step))
     exc = path_error(&c)
     if r.version >= 0:
         exc.set_context(f"{cls.NAME} v{r.version}")
@@ -408,7 +408,8 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
     cdef int64_t i, n
     cdef const uint8_t* p
     cdef Cur c
-    cdef Cur first
+    cdef Step steps[MAX_PATH]
+    cdef RowFail first
     cdef RequestHead h
     cdef int v, k, kind
     cdef Py_ssize_t body
@@ -449,19 +450,21 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
                 v = -1
         if kind == 0:
             body = c.pos
+            c.path = steps
             if _w_struct(&c, roots[v], root):
                 kind = R_CURSOR
                 if not request and api_key == 18 and v > 0 and c.fail != F_MEMORY:
                     # KIP-511: a broker answers an ApiVersions version it does not
                     # know with a v0 body carrying UNSUPPORTED_VERSION (35).
-                    first = c
+                    _fail_cursor(&first, &c, v)
                     col_truncate(root, i)
                     cur_init(&c, p, body, n)
+                    c.path = steps
                     if _w_struct(&c, roots[0], root) == 0:
                         if (<int16_t*>root.kids[ec_col].data)[i] == 35:
                             kind = 0
                         else:
-                            c = first  # the version's own failure, as decode_response raises it
+                            kind = R_FIRST  # the version's own failure, as decode_response raises it
                     else:
                         v = 0  # the v0 reading's failure
         if c.fail == F_MEMORY:
@@ -485,6 +488,10 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
                     rf.y = 0 if (vvalid != NULL and not vvalid[i]) else 1
             elif kind == R_CURSOR:
                 _fail_cursor(rf, &c, v)
+            elif kind == R_FIRST:
+                memcpy(rf, &first, sizeof(RowFail))
+                rf.row = i
+                rf.kind = R_CURSOR
             if kind == R_MEMORY:
                 return -1
         else:

@@ -14,16 +14,17 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, 
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
 
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, kp_ld64, kp_utf8_ok, _uv32, _uv64, _unzig32, _unzig64, _wadd, Cur, cur_init, cur_fail,
-    cur_step, VARINT_TRUNCATED, P_INDEX, F_PYTHON, F_MEMORY,
+    cur_step, Step, MAX_PATH, VARINT_TRUNCATED, P_INDEX, F_PYTHON, F_MEMORY,
 )
 from kafkaproto._codec cimport crc32_of
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_grow, col_reserve, col_mark_valid, col_mark_null,
-    col_vappend, col_vgrow, col_put_null, col_truncate, col_export, C_FIXED, C_VAR, C_STRUCT, C_LIST,
+    col_vappend, col_vgrow, col_put_null, col_truncate, col_export, col_valid_init, C_FIXED, C_VAR, C_STRUCT, C_LIST,
 )
 
 import numpy as np
@@ -56,9 +57,27 @@ cdef enum:
 cdef int64_t _US_LIMIT = 9223372036854775  # |milliseconds| that still fit in int64 microseconds
 
 
+cdef enum:
+    # records staged before they are written out, column by column
+    STAGE = 2048
+
+cdef struct Stage:
+    const uint8_t* key[STAGE]       # NULL: null
+    int32_t klen[STAGE]
+    const uint8_t* value[STAGE]
+    int32_t vlen[STAGE]
+    int64_t offset[STAGE]
+    int64_t ts[STAGE]               # milliseconds
+    int32_t ts_type[STAGE]
+    int32_t headers[STAGE]          # how many (0: null)
+    int n
+    int64_t kbytes                  # bytes of the staged keys, values
+    int64_t vbytes
+
 cdef struct RecCols:
     Col* root
     Col* c[RC_COUNT]        # NULL: column not asked for (parsed, not stored)
+    Stage* stage
     # the batch being written
     int64_t row
     int64_t base_offset
@@ -69,32 +88,147 @@ cdef struct RecCols:
 
 
 cdef int _reserve_rows(RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
-    """Room for ``count`` records whose keys and values take at most ``nbytes``
-    (the batch's bytes: a record cannot hold more than its batch)."""
+    """Room for ``count`` more records whose keys and values take at most ``nbytes``
+    (the batch's bytes: a record cannot hold more than its batch), besides the
+    records staged already."""
     cdef int k
+    cdef int64_t need
+    cdef Stage* st = rc.stage
     for k in range(RC_COUNT):
         if rc.c[k] != NULL and k != RC_HEADERS:
-            if col_reserve(rc.c[k], count):
+            if col_reserve(rc.c[k], count + st.n):
                 return -1
-            if rc.c[k].what == C_VAR and rc.c[k].vlen + nbytes > rc.c[k].vcap and \
-                    col_vgrow(rc.c[k], rc.c[k].vlen + nbytes):
-                return -1
+            if rc.c[k].what == C_VAR:
+                need = rc.c[k].vlen + nbytes + (st.kbytes if k == RC_KEY else st.vbytes)
+                if need > rc.c[k].vcap and col_vgrow(rc.c[k], need):
+                    return -1
     return 0
 
 
-cdef inline int _blob_reserved(Col* c, const uint8_t* p, int32_t n) noexcept nogil:
-    """A key or value into a column with room for it already (see _reserve_rows); p NULL: null."""
-    if p == NULL:
-        c.offs[c.n + 1] = c.vlen
-        if col_mark_null(c):
+cdef void _blobs(Col* c, const uint8_t** ptr, const int32_t* size, int n) noexcept nogil:
+    cdef int i
+    cdef int64_t k = c.n, vlen = c.vlen
+    cdef int64_t* offs = c.offs
+    cdef uint8_t* data = c.vdata
+    for i in range(n):
+        if ptr[i] != NULL:
+            if size[i]:  # (an empty key or value: a NULL buffer must not meet memcpy)
+                memcpy(data + vlen, ptr[i], size[i])
+            vlen += size[i]
+        offs[k + i + 1] = vlen
+    c.vlen = vlen
+
+
+cdef int _validity(Col* c, const uint8_t** ptr, int n) noexcept nogil:
+    """Validity of the staged blobs (NULL pointer: null)."""
+    cdef int i
+    for i in range(n):
+        if ptr[i] == NULL:
+            if c.valid == NULL and col_valid_init(c):
+                return -1
+            break
+    if c.valid != NULL:
+        for i in range(n):
+            c.valid[c.n + i] = ptr[i] != NULL
+    return 0
+
+
+cdef int _flush(RecCols* rc) noexcept nogil:
+    """Write the staged records out, one column at a time (room was reserved)."""
+    cdef Stage* st = rc.stage
+    cdef int n = st.n, i
+    cdef Col* c
+    cdef int64_t* d64
+    cdef int32_t* d32
+    cdef int64_t ts
+    if n == 0:
+        return 0
+    st.n = 0
+    st.kbytes = st.vbytes = 0
+    c = rc.c[RC_KEY]
+    if c != NULL:
+        _blobs(c, st.key, st.klen, n)
+        if _validity(c, st.key, n):
             return -1
-    else:
-        if n:  # (an empty key or value: a NULL buffer must not meet memcpy)
-            memcpy(c.vdata + c.vlen, p, n)
-        c.vlen += n
-        c.offs[c.n + 1] = c.vlen
-        col_mark_valid(c)
-    c.n += 1
+        c.n += n
+    c = rc.c[RC_VALUE]
+    if c != NULL:
+        _blobs(c, st.value, st.vlen, n)
+        if _validity(c, st.value, n):
+            return -1
+        c.n += n
+    c = rc.c[RC_OFFSET]
+    if c != NULL:
+        d64 = <int64_t*>c.data + c.n
+        for i in range(n):
+            d64[i] = st.offset[i]
+        if c.valid != NULL:
+            memset(c.valid + c.n, 1, n)
+        c.n += n
+    c = rc.c[RC_TS_TYPE]
+    if c != NULL:
+        d32 = <int32_t*>c.data + c.n
+        for i in range(n):
+            d32[i] = st.ts_type[i]
+        if c.valid != NULL:
+            memset(c.valid + c.n, 1, n)
+        c.n += n
+    c = rc.c[RC_ROW]
+    d64 = <int64_t*>c.data + c.n
+    for i in range(n):
+        d64[i] = rc.row
+    c.n += n
+    c = rc.c[RC_TIMESTAMP]
+    if c != NULL:
+        d64 = <int64_t*>c.data + c.n
+        for i in range(n):
+            ts = st.ts[i]
+            if -_US_LIMIT <= ts <= _US_LIMIT:
+                d64[i] = ts * 1000
+            else:
+                # beyond int64 microseconds: null
+                d64[i] = 0
+                if c.valid == NULL and col_valid_init(c):
+                    return -1
+        if c.valid != NULL:
+            for i in range(n):
+                c.valid[c.n + i] = -_US_LIMIT <= st.ts[i] <= _US_LIMIT
+        c.n += n
+    c = rc.c[RC_HEADERS]
+    if c != NULL:
+        if col_reserve(c, n):
+            return -1
+        for i in range(n):
+            c.offs[c.n + i + 1] = c.offs[c.n + i] + st.headers[i]
+            if st.headers[i] == 0 and c.valid == NULL and col_valid_init(c):
+                # no headers: null, as Spark's Kafka source shows it (legacy records have none)
+                return -1
+        if c.valid != NULL:
+            for i in range(n):
+                c.valid[c.n + i] = st.headers[i] != 0
+        c.n += n
+    return 0
+
+
+cdef inline int _stage(RecCols* rc, const uint8_t* key, int32_t klen, const uint8_t* value, int32_t vlen,
+                       int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
+    cdef Stage* st = rc.stage
+    cdef int i = st.n
+    st.key[i] = key
+    st.klen[i] = klen
+    st.value[i] = value
+    st.vlen[i] = vlen
+    st.offset[i] = offset
+    st.ts[i] = ts
+    st.ts_type[i] = ts_type
+    st.headers[i] = headers
+    if klen > 0:
+        st.kbytes += klen
+    if vlen > 0:
+        st.vbytes += vlen
+    st.n = i + 1
+    if st.n == STAGE:
+        return _flush(rc)
     return 0
 
 
@@ -110,55 +244,9 @@ cdef inline int _rc_blob(Col* c, const uint8_t* p, int32_t n) noexcept nogil:
     return col_vappend(c, p, n)
 
 
-cdef int _store(RecCols* rc, const uint8_t* key, int32_t klen, const uint8_t* value, int32_t vlen, int64_t offset,
-                int64_t ts, int32_t ts_type, int32_t header_count) noexcept nogil:
-    """One record into the columns (room reserved; its headers are in already)."""
-    cdef Col* c
-    cdef Col* hcol = rc.c[RC_HEADERS]
-    if rc.c[RC_KEY] != NULL and _blob_reserved(rc.c[RC_KEY], key, klen):
-        return -1
-    if rc.c[RC_VALUE] != NULL and _blob_reserved(rc.c[RC_VALUE], value, vlen):
-        return -1
-    # (error rows before may have started a validity array: col_mark_valid)
-    c = rc.c[RC_OFFSET]
-    if c != NULL:
-        (<int64_t*>c.data)[c.n] = offset
-        col_mark_valid(c)
-        c.n += 1
-    c = rc.c[RC_TS_TYPE]
-    if c != NULL:
-        (<int32_t*>c.data)[c.n] = ts_type
-        col_mark_valid(c)
-        c.n += 1
-    c = rc.c[RC_ROW]
-    (<int64_t*>c.data)[c.n] = rc.row
-    c.n += 1
-    c = rc.c[RC_TIMESTAMP]
-    if c != NULL:
-        if -_US_LIMIT <= ts <= _US_LIMIT:
-            (<int64_t*>c.data)[c.n] = ts * 1000
-            col_mark_valid(c)
-        else:
-            (<int64_t*>c.data)[c.n] = 0
-            if col_mark_null(c):
-                return -1
-        c.n += 1
-    if hcol != NULL:
-        if col_reserve(hcol, 1):
-            return -1
-        hcol.offs[hcol.n + 1] = hcol.kids[0].n
-        if header_count == 0:
-            # no headers: null, as Spark's Kafka source shows it (legacy records have none)
-            if col_mark_null(hcol):
-                return -1
-        else:
-            col_mark_valid(hcol)
-        hcol.n += 1
-    return 0
-
-
 # ---------------------------------------------------------------------------
-# the v2 record sink (see records/_walk.pxi)
+# the v2 record sink (see records/_walk.pxi): records are staged, then written
+# out column by column per batch (tight loops over one column at a time)
 
 ctypedef RecCols* RSink
 
@@ -180,8 +268,8 @@ cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t
 cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
     if s.control:
         return 0  # checked, and left out as a consumer does
-    if _store(s, r.key, r.key_len, r.value, r.value_len, _wadd(s.base_offset, r.offset_delta),
-              s.max_ts if s.ts_type else _wadd(s.base_ts, r.timestamp_delta), s.ts_type, r.header_count):
+    if _stage(s, r.key, r.key_len, r.value, r.value_len, _wadd(s.base_offset, r.offset_delta),
+              s.max_ts if s.ts_type == 1 else _wadd(s.base_ts, r.timestamp_delta), s.ts_type, r.header_count):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     return 0
 
@@ -203,8 +291,15 @@ cdef int ls_begin(LSink s, int count, Py_ssize_t nbytes) except -1:
     return 0
 
 
+cdef int ls_end(LSink s, bint gone) except -1:
+    # staged records point into their buffer: out with them before a decompressed one goes
+    if gone and _flush(s.rc):
+        raise MemoryError()
+    return 0
+
+
 cdef int ls_record(LSink s, const uint8_t* b, LMsg* m, int64_t offset, int64_t ts, int ts_type) except -1:
-    if _store(s.rc, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
+    if _stage(s.rc, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
               offset, ts, ts_type, 0):
         raise MemoryError()
     return 0
@@ -228,15 +323,21 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
     cdef Py_ssize_t pos = 0, start, end
     cdef int st
     cdef Cur c
+    cdef Step steps[MAX_PATH]
     cdef LMsg w
     cdef Py_buffer view
     cdef const uint8_t* rb
     mv = PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ)
     rc.row = row
+    rc.stage.n = 0
+    rc.stage.kbytes = rc.stage.vbytes = 0
     while True:
         st = _batch_at(p, pos, n, &v)
         if st != BATCH_WHOLE:
-            return 0  # the end, or a partial batch at the end: normal in a Fetch response
+            # the end, or a partial batch at the end: normal in a Fetch response
+            if _flush(rc):
+                raise MemoryError()
+            return 0
         if v.magic < 2:
             _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w)
             pos = v.end
@@ -254,12 +355,15 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             rc.ts_type = 1 if v.attrs & 0x08 else 0
             rc.control = v.attrs & 0x20
             cur_init(&c, rb, start, end)
+            c.path = steps
             with nogil:
                 # room for the whole batch up front: keys and values take at most its bytes
                 if _reserve_rows(rc, v.count, end - start):
                     st = -2
                 else:
                     st = _walk_records(&c, v.count, rc.control, rc)
+                    if st == 0 and _flush(rc):
+                        st = -2
         finally:
             if region is not None:
                 PyBuffer_Release(&view)
@@ -303,10 +407,14 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
     cdef int64_t cap = min(max(arr.nbytes // 64, 64), 1 << 20)
     cdef LSink ls = LSink()
     wanted = [bool(w) for w in want]
+    rc.stage = <Stage*>malloc(sizeof(Stage))
+    if rc.stage == NULL:
+        raise MemoryError()
     if not wanted[RC_ROW]:
         raise ValueError("the row column is always filled")
     rc.root = col_new(C_STRUCT, 0, sum(wanted), 16)
     if rc.root == NULL:
+        free(rc.stage)
         raise MemoryError()
     ls.rc = &rc
     status = np.zeros(n, dtype=np.uint8)
@@ -354,4 +462,5 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
         tree = col_export(rc.root)
     finally:
         col_free(rc.root)
+        free(rc.stage)
     return status, tree, errors

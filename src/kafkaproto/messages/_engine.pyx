@@ -18,7 +18,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, kp_ld64, kp_u64_to_f64, kp_utf8_ok, MAX_STR, Cur, Step, cur_init, cur_fail, cur_step,
     cur_take, cur_uv32, cur_length, cur_count, cur_tags_begin, cur_tag_next,
-    F_LIMIT, F_UTF8, F_TAG_SIZE, F_MEMORY, F_PYTHON, P_FIELD, P_INDEX,
+    F_LIMIT, F_UTF8, F_TAG_SIZE, F_MEMORY, F_PYTHON, P_FIELD, P_INDEX, MAX_PATH,
     W_INT8, W_INT16, W_INT32, W_INT64, W_UINT16, W_UINT32, W_FLOAT64, W_BOOL, W_UUID, W_STRING,
     W_COMPACT_STRING, W_BYTES, W_COMPACT_BYTES, W_ARRAY_LENGTH, W_COMPACT_ARRAY_LENGTH, W_UVARINT,
     W_TAGGED_FIELD,
@@ -475,6 +475,7 @@ def decode_struct(Plan plan, data, Py_ssize_t offset=0, views=None):
     cdef Node* nd = plan.node()
     cdef Py_buffer view
     cdef Cur c
+    cdef Step steps[MAX_PATH]
     cdef kp_octx x
     cdef Dst root
     cdef int rc
@@ -483,6 +484,7 @@ def decode_struct(Plan plan, data, Py_ssize_t offset=0, views=None):
         PyBuffer_Release(&view)
         raise ValueError(f"offset {offset} outside the buffer (0..{view.len})")
     cur_init(&c, <const unsigned char*>view.buf, offset, view.len)
+    c.path = steps
     x.root = NULL
     x.views = <PyObject*>views if views is not None else NULL
     x.make_uuid = <PyObject*>_MAKE_UUID

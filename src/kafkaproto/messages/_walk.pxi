@@ -170,11 +170,25 @@ cdef int _w_struct(Cur* c, Node* nd, Dst d) noexcept nogil:
     cdef Op* op
     cdef Dst me
     cdef void* unknown = NULL
+    cdef Py_ssize_t p
+    cdef int r
     if sk_struct_begin(c, d, nd, &me):
         return -1
     for k in range(nd.nf):
         op = &nd.f[k]
-        if _w_field(c, op, sk_field(me, op)):
+        # the common fixed-width kinds inline, the rest through _w_field
+        if op.kind == K_INT32:
+            p = cur_take(c, 4, W_INT32, -1)
+            r = -1 if p < 0 else sk_int(c, sk_field(me, op), K_INT32, <int32_t>kp_ld32(c.b + p))
+        elif op.kind == K_INT16:
+            p = cur_take(c, 2, W_INT16, -1)
+            r = -1 if p < 0 else sk_int(c, sk_field(me, op), K_INT16, <int16_t>kp_ld16(c.b + p))
+        elif op.kind == K_INT64:
+            p = cur_take(c, 8, W_INT64, -1)
+            r = -1 if p < 0 else sk_int(c, sk_field(me, op), K_INT64, <int64_t>kp_ld64(c.b + p))
+        else:
+            r = _w_field(c, op, sk_field(me, op))
+        if r:
             sk_struct_fail(me, unknown)
             return cur_step(c, P_FIELD, op.col, nd)
     for k in range(nd.na):

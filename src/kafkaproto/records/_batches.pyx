@@ -22,7 +22,7 @@ from libc.string cimport memcmp, memcpy
 
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, kp_ld64, kp_st16, kp_st32, kp_st64, kp_utf8_ok, _uv32, _uv64, _unzig32, _unzig64, _zig32,
-    _zig64, _uvsize, _wadd, Cur, cur_init, cur_fail, cur_step, VARINT_TRUNCATED, P_INDEX, F_PYTHON,
+    _zig64, _uvsize, _wadd, Cur, Step, cur_init, cur_fail, cur_step, VARINT_TRUNCATED, P_INDEX, F_PYTHON, MAX_PATH,
 )
 from kafkaproto._codec cimport Writer, as_int, crc32_of
 from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset
@@ -280,6 +280,10 @@ cdef int ls_begin(LSink s, int count, Py_ssize_t nbytes) except -1:
     return 0
 
 
+cdef int ls_end(LSink s, bint gone) except -1:
+    return 0
+
+
 cdef inline object _lblob(LSink s, const uint8_t* b, Py_ssize_t pos, int32_t n):
     if n < 0:
         return None
@@ -510,6 +514,7 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
     base = 0 if region is None else None
     # check every record now, so that decode() raises every error
     cdef Cur c
+    cdef Step steps[MAX_PATH]
     cdef kp_rsink s
     _sink_init(&s)
     cdef bint control = v.attrs & 0x20
@@ -519,6 +524,7 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
         s.control_fn = <PyObject*>_control_record
         s.batch_at = v.at  # (the walker checked what control_record checks: it cannot fail here)
     cur_init(&c, rl.b, rl.start, rl.end)
+    c.path = steps
     if _walk_records(&c, v.count, control, &s):
         kp_rsink_clear(&s)
         if c.fail == F_PYTHON:

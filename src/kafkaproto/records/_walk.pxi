@@ -60,96 +60,121 @@ cdef inline int _rfail(Cur* c, int code, int field, Py_ssize_t at, int64_t x, in
     return cur_fail(c, code, field, at, x, y)
 
 
-cdef inline int _rvarint(Cur* c, Py_ssize_t end, int field, int32_t* out) noexcept nogil:
+# The walk keeps its position in a local (a register) and reads varints with
+# the bare cores: this is the records' hot loop.
+
+cdef inline int _rv32(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) noexcept nogil:
     cdef uint32_t u
-    cdef Py_ssize_t pos = c.pos
-    cdef int st = _uv32(c.b, &pos, end, &u)
-    if st:
-        return _rfail(c, RF_VARINT, field, c.pos, st, 0)
+    cdef int st = _uv32(b, pos, end, &u)
     out[0] = _unzig32(u)
-    c.pos = pos
-    return 0
+    return st
 
 
-cdef inline int _rvarlong(Cur* c, Py_ssize_t end, int field, int64_t* out) noexcept nogil:
+cdef inline int _rv64(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
     cdef uint64_t u
-    cdef Py_ssize_t pos = c.pos
-    cdef int st = _uv64(c.b, &pos, end, &u)
-    if st:
-        return _rfail(c, RF_VARINT, field, c.pos, st, 0)
+    cdef Py_ssize_t p = pos[0]
+    cdef int st
+    if p < end and b[p] < 0x80:
+        out[0] = _unzig64(b[p])
+        pos[0] = p + 1
+        return 0
+    st = _uv64(b, pos, end, &u)
     out[0] = _unzig64(u)
-    c.pos = pos
-    return 0
+    return st
 
 
-cdef inline int _rblob(Cur* c, Py_ssize_t end, int field, const uint8_t** p, int32_t* n) noexcept nogil:
-    """A varint length (-1: null) and that many bytes."""
-    cdef Py_ssize_t at = c.pos
-    if _rvarint(c, end, field, n):
-        return -1
-    if n[0] < -1 or n[0] > end - c.pos:
-        return _rfail(c, RF_INVALID, field, at, n[0], end - c.pos)
-    if n[0] < 0:
-        p[0] = NULL
-    else:
-        p[0] = c.b + c.pos
-        c.pos += n[0]
-    return 0
+cdef inline int _rec_fail(Cur* c, int32_t i, int code, int field, Py_ssize_t at, int64_t x, int64_t y) noexcept nogil:
+    cur_fail(c, code, field, at, x, y)
+    return cur_step(c, P_INDEX, i, NULL)
 
 
-cdef int _walk_record(Cur* c, int32_t i, bint control, RSink s) noexcept nogil:
+cdef inline int _hdr_fail(Cur* c, int32_t i, int32_t j, int code, int field, Py_ssize_t at, int64_t x,
+                          int64_t y) noexcept nogil:
+    cur_fail(c, code, field, at, x, y)
+    cur_step(c, P_INDEX, j, NULL)
+    return cur_step(c, P_INDEX, i, NULL)
+
+
+cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s) noexcept nogil:
     cdef RecView r
+    cdef const uint8_t* b = c.b
+    cdef Py_ssize_t pos = c.pos, at, rend
     cdef int32_t length, j, hk, hv
-    cdef Py_ssize_t rend, at
+    cdef int st
     cdef const uint8_t* kp
     cdef const uint8_t* vp
     r.index = i
-    r.start = c.pos
-    if _rvarint(c, c.end, RW_LENGTH, &length):
-        return cur_step(c, P_INDEX, i, NULL)
-    if length < 0 or length > c.end - c.pos:
-        _rfail(c, RF_OUTSIDE, RW_LENGTH, r.start, length, c.end - c.pos)
-        return cur_step(c, P_INDEX, i, NULL)
-    rend = c.pos + length
-    if c.pos >= rend:
-        _rfail(c, RF_VARINT, RW_ATTRIBUTES, c.pos, VARINT_TRUNCATED, 0)
-        return cur_step(c, P_INDEX, i, NULL)
-    r.attributes = <int8_t>c.b[c.pos]
-    c.pos += 1
-    if (_rvarlong(c, rend, RW_TIMESTAMP_DELTA, &r.timestamp_delta)
-            or _rvarint(c, rend, RW_OFFSET_DELTA, &r.offset_delta)
-            or _rblob(c, rend, RW_KEY_LENGTH, &r.key, &r.key_len)
-            or _rblob(c, rend, RW_VALUE_LENGTH, &r.value, &r.value_len)):
-        return cur_step(c, P_INDEX, i, NULL)
-    at = c.pos
-    if _rvarint(c, rend, RW_HEADER_COUNT, &r.header_count):
-        return cur_step(c, P_INDEX, i, NULL)
-    if r.header_count < 0 or r.header_count > rend - c.pos:
-        _rfail(c, RF_INVALID, RW_HEADER_COUNT, at, r.header_count, rend - c.pos)
-        return cur_step(c, P_INDEX, i, NULL)
+    r.start = pos
+    st = _rv32(b, &pos, c.end, &length)
+    if st:
+        return _rec_fail(c, i, RF_VARINT, RW_LENGTH, r.start, st, 0)
+    if length < 0 or length > c.end - pos:
+        return _rec_fail(c, i, RF_OUTSIDE, RW_LENGTH, r.start, length, c.end - pos)
+    rend = pos + length
+    if pos >= rend:
+        return _rec_fail(c, i, RF_VARINT, RW_ATTRIBUTES, pos, VARINT_TRUNCATED, 0)
+    r.attributes = <int8_t>b[pos]
+    pos += 1
+    at = pos
+    st = _rv64(b, &pos, rend, &r.timestamp_delta)
+    if st:
+        return _rec_fail(c, i, RF_VARINT, RW_TIMESTAMP_DELTA, at, st, 0)
+    at = pos
+    st = _rv32(b, &pos, rend, &r.offset_delta)
+    if st:
+        return _rec_fail(c, i, RF_VARINT, RW_OFFSET_DELTA, at, st, 0)
+    at = pos
+    st = _rv32(b, &pos, rend, &r.key_len)
+    if st:
+        return _rec_fail(c, i, RF_VARINT, RW_KEY_LENGTH, at, st, 0)
+    if r.key_len < -1 or r.key_len > rend - pos:
+        return _rec_fail(c, i, RF_INVALID, RW_KEY_LENGTH, at, r.key_len, rend - pos)
+    r.key = NULL
+    if r.key_len >= 0:
+        r.key = b + pos
+        pos += r.key_len
+    at = pos
+    st = _rv32(b, &pos, rend, &r.value_len)
+    if st:
+        return _rec_fail(c, i, RF_VARINT, RW_VALUE_LENGTH, at, st, 0)
+    if r.value_len < -1 or r.value_len > rend - pos:
+        return _rec_fail(c, i, RF_INVALID, RW_VALUE_LENGTH, at, r.value_len, rend - pos)
+    r.value = NULL
+    if r.value_len >= 0:
+        r.value = b + pos
+        pos += r.value_len
+    at = pos
+    st = _rv32(b, &pos, rend, &r.header_count)
+    if st:
+        return _rec_fail(c, i, RF_VARINT, RW_HEADER_COUNT, at, st, 0)
+    if r.header_count < 0 or r.header_count > rend - pos:
+        return _rec_fail(c, i, RF_INVALID, RW_HEADER_COUNT, at, r.header_count, rend - pos)
     for j in range(r.header_count):
-        at = c.pos
-        if _rvarint(c, rend, RW_HEADER_KEY_LENGTH, &hk):
-            cur_step(c, P_INDEX, j, NULL)
-            return cur_step(c, P_INDEX, i, NULL)
-        if hk < 0 or hk > rend - c.pos:
-            _rfail(c, RF_INVALID, RW_HEADER_KEY_LENGTH, at, hk, rend - c.pos)
-            cur_step(c, P_INDEX, j, NULL)
-            return cur_step(c, P_INDEX, i, NULL)
-        if not kp_utf8_ok(c.b + c.pos, hk):
-            _rfail(c, RF_UTF8, RW_HEADER_KEY, c.pos, 0, 0)
-            cur_step(c, P_INDEX, j, NULL)
-            return cur_step(c, P_INDEX, i, NULL)
-        kp = c.b + c.pos
-        c.pos += hk
-        if _rblob(c, rend, RW_HEADER_VALUE_LENGTH, &vp, &hv):
-            cur_step(c, P_INDEX, j, NULL)
-            return cur_step(c, P_INDEX, i, NULL)
+        at = pos
+        st = _rv32(b, &pos, rend, &hk)
+        if st:
+            return _hdr_fail(c, i, j, RF_VARINT, RW_HEADER_KEY_LENGTH, at, st, 0)
+        if hk < 0 or hk > rend - pos:
+            return _hdr_fail(c, i, j, RF_INVALID, RW_HEADER_KEY_LENGTH, at, hk, rend - pos)
+        if not kp_utf8_ok(b + pos, hk):
+            return _hdr_fail(c, i, j, RF_UTF8, RW_HEADER_KEY, pos, 0, 0)
+        kp = b + pos
+        pos += hk
+        at = pos
+        st = _rv32(b, &pos, rend, &hv)
+        if st:
+            return _hdr_fail(c, i, j, RF_VARINT, RW_HEADER_VALUE_LENGTH, at, st, 0)
+        if hv < -1 or hv > rend - pos:
+            return _hdr_fail(c, i, j, RF_INVALID, RW_HEADER_VALUE_LENGTH, at, hv, rend - pos)
+        vp = NULL
+        if hv >= 0:
+            vp = b + pos
+            pos += hv
         if rs_header(c, s, j, kp, hk, vp, hv):
             return -1
-    if c.pos != rend:
-        _rfail(c, RF_LEFT_AFTER, RW_LENGTH, c.pos, rend - c.pos, 0)
-        return cur_step(c, P_INDEX, i, NULL)
+    if pos != rend:
+        return _rec_fail(c, i, RF_LEFT_AFTER, RW_LENGTH, pos, rend - pos, 0)
+    c.pos = pos
     if control:
         # a control batch's records are markers: key (version, type), and for
         # COMMIT/ABORT a value (version, coordinator epoch)
@@ -271,7 +296,8 @@ cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit):
 # Legacy message sets (magic 0/1): the one walker of their messages.  A
 # top-level message is a batch of one record, or, compressed, of its inner
 # messages.  Each record goes to the sink:
-#   ls_record(s, b, m, offset, timestamp, timestamp_type) except -1
+#   ls_record(s, b, m, offset, timestamp, timestamp_type)
+#   ls_end(s, gone)                               the records are all out (gone: their buffer goes next) except -1
 # (``b``: the buffer the message lies in).  A message no encoder writes
 # raises the twin's exception (records/_legacy.py), through legacy_failure().
 
@@ -386,6 +412,7 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
     if codec == 0:
         ls_begin(s, 1, w.size)
         ls_record(s, b, w, w.offset, w.ts, ts_type)
+        ls_end(s, False)
         return 1
     if codec > 3:
         cur_fail(&c, LF_CODEC, LW_NONE, v.at + 17, codec, 0)
@@ -436,6 +463,7 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
             ts = w.ts if w.magic == 1 and ts_type == 1 else m.ts
             ls_record(s, c.b, &m, _wadd(m.offset, shift), ts, ts_type)
             q += 12 + m.size
+        ls_end(s, True)
         return i
     finally:
         PyBuffer_Release(&view)
