@@ -5,7 +5,7 @@
 Seeds are the samples (samples/requests.bin, and the real clients' traffic
 of samples/capture/kafka.pcap: its requests, responses and record batches),
 the worked example of DESIGN.md, and seeded random messages
-(tests/message_values.py) for every api key at its lowest, first flexible
+(tests/support/message_values.py) for every api key at its lowest, first flexible
 and highest version, so the fuzzer starts from valid bytes of every layout.
 Deterministic: running it twice writes the same files.
 """
@@ -24,7 +24,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, HERE)
 
-from message_values import random_message  # noqa: E402
+from support.message_values import random_message  # noqa: E402
 
 from kafkaproto import RequestHeader, ResponseHeader, encode_request_header, encode_response_header  # noqa: E402
 from kafkaproto import decode_request, decode_response, encode_request, encode_response, records  # noqa: E402

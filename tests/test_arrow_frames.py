@@ -12,7 +12,7 @@ from kafkaproto import request_header_version, response_header_version
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import decode_request_header, decode_response_header
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
+from support.message_values import random_message
 
 HEADER_NULLS = {"api_key": None, "api_version": None, "correlation_id": None, "client_id": None,
                 "header_size": None}

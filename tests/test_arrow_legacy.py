@@ -16,7 +16,7 @@ import pytest
 import kafkaproto
 from kafkaproto import arrow
 from kafkaproto.records import _compression
-from twins import compiled_impl, pure_impl
+from support.twins import compiled_impl, pure_impl
 
 C, P = compiled_impl(), pure_impl()
 from kafkaproto import records as R

@@ -15,7 +15,7 @@ from kafkaproto import _kinds as K
 from kafkaproto import arrow, decode_request, decode_response, encode_request, encode_response
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
+from support.message_values import random_message
 
 REQUEST_KEYS = sorted(k for k, (rq, _) in APIS.items() if rq)
 RESPONSE_KEYS = sorted(k for k, (_, rs) in APIS.items() if rs)

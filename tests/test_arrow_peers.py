@@ -16,7 +16,7 @@ import pytest
 from kafkaproto import arrow, frames as kframes
 from kafkaproto import records as R
 from kafkaproto.messages import request_class, response_class
-from live_helpers import decode_recorded
+from support.live_helpers import decode_recorded
 from peers import clients
 from peers.brokers import PeerUnavailable, Tansu
 from test_arrow_frames import expected_request_header

@@ -9,11 +9,11 @@ import pyarrow.compute as pc
 import pytest
 
 from kafkaproto import arrow, encode_request, encode_response, frames as kframes
-from twins import compiled_impl, pure_impl
+from support.twins import compiled_impl, pure_impl
 
 C, P = compiled_impl(), pure_impl()
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
+from support.message_values import random_message
 
 pytestmark = pytest.mark.compiled_only
 

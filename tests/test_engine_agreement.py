@@ -8,7 +8,7 @@ import pytest
 from kafkaproto.messages import _engine, _engine_py
 from kafkaproto.messages._runtime import build_plan
 from kafkaproto.messages import CLASSES, get
-from message_values import random_message
+from support.message_values import random_message
 
 pytestmark = pytest.mark.compiled_only
 

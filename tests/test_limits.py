@@ -24,7 +24,7 @@ from kafkaproto.messages._runtime import build_plan
 from kafkaproto.messages import CLASSES, get
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
-from records_util import fix_crc  # noqa: E402
+from support.records_util import fix_crc  # noqa: E402
 from targets import IMPLS  # noqa: E402
 
 #: bytes of Python objects a decoder may allocate per input byte.  The worst

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from kafkaproto import decode_request, decode_response, encode_request, encode_response, frame_offsets, records
 from kafkaproto import split_frames
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
-from records_util import batch_tuple
+from support.message_values import random_message
+from support.records_util import batch_tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
 from targets import IMPLS, Impl, canon, outcome  # noqa: E402

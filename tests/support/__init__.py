@@ -1,0 +1,17 @@
+"""What several test files and the fuzz targets share: oracles, generators of
+test data and helpers.  Nothing here is a test, and nothing here imports a
+test module.
+
+``tests/`` is on ``sys.path`` when pytest runs (the rootdir's conftest puts
+it there), so the modules are imported as ``support.<module>``.  Scripts
+outside ``tests/`` (``fuzz/run.py``, ``fuzz/make_corpus.py``) put it there
+themselves.
+
+- :mod:`.twins`: the compiled modules and their pure-Python twins, side by side;
+- :mod:`.records_util`: record batches as plain data, CRC fix-ups;
+- :mod:`.message_values`: random messages of any class and version (and a
+  hypothesis strategy for them);
+- :mod:`.live_helpers`: a connection to a real broker, recorded traffic decoded;
+- :mod:`.report_helpers`: the report tests' Spark session, damaged captures,
+  headless Chromium.
+"""
