@@ -13,5 +13,8 @@ themselves.
   hypothesis strategy for them);
 - :mod:`.live_helpers`: a connection to a real broker, recorded traffic decoded;
 - :mod:`.report_helpers`: the report tests' Spark session, damaged captures,
-  headless Chromium.
+  headless Chromium;
+- :mod:`.synthetic`: synthetic Kafka traffic as pcap/pcapng for the report
+  tests, demos and ``bench/report_bench.py`` (also a script:
+  ``python tests/support/synthetic.py --size 64M traffic.pcap``).
 """
