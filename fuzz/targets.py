@@ -50,9 +50,8 @@ from kafkaproto.error_codes import ErrorCode
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from support.records_util import batch_tuple  # noqa: E402
-from test_arrow_frames import expected_request_header  # noqa: E402
-from test_arrow_messages import expected_request, expected_response  # noqa: E402
-from test_arrow_records import as_rows, expected as expected_records  # noqa: E402
+from support.arrow_expected import as_rows, expected_records, expected_request, expected_request_header  # noqa: E402
+from support.arrow_expected import expected_response  # noqa: E402
 from support.twins import compiled_impl, pure_impl  # noqa: E402
 
 __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]

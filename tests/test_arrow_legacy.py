@@ -16,12 +16,12 @@ import pytest
 import kafkaproto
 from kafkaproto import arrow
 from kafkaproto.records import _compression
-from support.twins import compiled_impl, pure_impl
+from support.twins import compiled_impl, plain_tree, pure_impl
 
 C, P = compiled_impl(), pure_impl()
 from kafkaproto import records as R
 from kafkaproto.errors import KafkaProtocolError
-from test_arrow_records import US_LIMIT_MS, as_rows
+from support.arrow_expected import US_LIMIT_MS, as_rows
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}
 T0 = 1_700_000_000_000
@@ -139,8 +139,6 @@ def damaged_versions(blob):
 
 
 def twins_agree(blobs, check_crc, limit=1 << 26, wants=(ALL, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 1, 1, 1])):
-    from test_arrow_twins import _plain
-
     arr = pa.array(blobs, pa.large_binary())
     for want in wants:
         sa, ta, ea = C.arrow_records(arr, 1, check_crc, limit, want)
@@ -148,7 +146,7 @@ def twins_agree(blobs, check_crc, limit=1 << 26, wants=(ALL, [0, 0, 1, 1, 0, 0, 
         bad = np.flatnonzero(sa != sb)
         assert not len(bad), [blobs[i].hex() for i in bad[:3]]
         assert ea == eb, [(i, ea.get(i), eb.get(i)) for i in set(ea) | set(eb) if ea.get(i) != eb.get(i)][:3]
-        assert _plain(ta) == _plain(tb)
+        assert plain_tree(ta) == plain_tree(tb)
 
 
 def objects_agree(blobs, check_crc, limit=1 << 26):

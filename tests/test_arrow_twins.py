@@ -9,11 +9,12 @@ import pyarrow.compute as pc
 import pytest
 
 from kafkaproto import arrow, encode_request, encode_response, frames as kframes
-from support.twins import compiled_impl, pure_impl
+from support.twins import compiled_impl, plain_tree, pure_impl
 
 C, P = compiled_impl(), pure_impl()
 from kafkaproto.messages import APIS, request_class, response_class
 from support.message_values import random_message
+from support.records_util import blobs_for, damaged
 
 pytestmark = pytest.mark.compiled_only
 
@@ -53,13 +54,7 @@ def test_messages_twins(kind):
         sb, tb, eb = P.arrow_messages(arr, 1, cls, v32, vv)
         assert ((sa == 0) == (sb == 0)).all()
         assert ea == eb, cls.NAME
-        assert _plain(ta) == _plain(tb), cls.NAME
-
-
-def _plain(node):
-    n, nulls, bitmap, bufs, kids = node
-    return (n, nulls, None if bitmap is None else bytes(bitmap), tuple(bytes(b) for b in bufs),
-            tuple(_plain(k) for k in kids))
+        assert plain_tree(ta) == plain_tree(tb), cls.NAME
 
 
 def test_headers_twins():
@@ -111,8 +106,6 @@ def test_split_views_beyond_1_gib_of_input():
 
 @pytest.mark.parametrize("check_crc", [True, False])
 def test_records_twins(check_crc):
-    from test_arrow_records import blobs_for, damaged
-
     rng = random.Random(f"records{check_crc}")
     blobs = blobs_for(rng)
     blobs += damaged(blobs, rng)
@@ -121,4 +114,4 @@ def test_records_twins(check_crc):
         sa, ta, ea = C.arrow_records(arr, 1, check_crc, 1 << 26, want)
         sb, tb, eb = P.arrow_records(arr, 1, check_crc, 1 << 26, want)
         assert (sa == sb).all() and ea == eb
-        assert _plain(ta) == _plain(tb)
+        assert plain_tree(ta) == plain_tree(tb)

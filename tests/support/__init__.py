@@ -7,11 +7,16 @@ it there), so the modules are imported as ``support.<module>``.  Scripts
 outside ``tests/`` (``fuzz/run.py``, ``fuzz/make_corpus.py``) put it there
 themselves.
 
-- :mod:`.twins`: the compiled modules and their pure-Python twins, side by side;
-- :mod:`.records_util`: record batches as plain data, CRC fix-ups;
+- :mod:`.twins`: the compiled modules and their pure-Python twins, side by
+  side, and their Arrow buffers as plain bytes;
+- :mod:`.arrow_expected`: the oracles of the Arrow decoders (the rows the
+  object decoders say each frame or blob must give);
+- :mod:`.records_util`: record batches as plain data, CRC fix-ups, record
+  blobs of every format and codec;
 - :mod:`.message_values`: random messages of any class and version (and a
   hypothesis strategy for them);
-- :mod:`.live_helpers`: a connection to a real broker, recorded traffic decoded;
+- :mod:`.live_helpers`: a connection to a real broker, recorded traffic
+  decoded, a recording proxy's settled connections;
 - :mod:`.report_helpers`: the report tests' Spark session, damaged captures,
   headless Chromium;
 - :mod:`.synthetic`: synthetic Kafka traffic as pcap/pcapng for the report
