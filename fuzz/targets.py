@@ -17,7 +17,7 @@ one briefly in CI and replays the committed corpora.
 
 from __future__ import annotations
 
-import math
+import functools
 import os
 import random
 import struct
@@ -52,6 +52,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from support.records_util import batch_tuple  # noqa: E402
 from support.arrow_expected import as_rows, expected_records, expected_request, expected_request_header  # noqa: E402
 from support.arrow_expected import expected_response  # noqa: E402
+from support.outcomes import canon, failure, outcome as outcome_of  # noqa: E402
 from support.twins import compiled_impl, pure_impl  # noqa: E402
 
 __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
@@ -115,33 +116,10 @@ ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
 # comparing outcomes
 
 
-def canon(v):
-    """A comparable form of a decoded value: structs as dicts, NaN by its bits."""
-    if hasattr(v, "to_dict"):
-        return canon(v.to_dict())
-    if isinstance(v, dict):
-        return {k: canon(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return tuple(canon(x) for x in v)
-    if isinstance(v, memoryview):
-        return bytes(v)
-    if hasattr(v, "tolist"):  # numpy arrays
-        return tuple(v.tolist())
-    if isinstance(v, float) and math.isnan(v):
-        return ("nan", struct.pack(">d", v))
-    return v
-
-
-def outcome(fn):
-    """``("ok", canonical value)`` or ``("err", class, message, offset)``.
-
-    Only KafkaProtocolError is caught: anything else escaping a decoder is a
-    crash (invariant 1) and propagates to the fuzzer.
-    """
-    try:
-        return ("ok", canon(fn()))
-    except KafkaProtocolError as exc:
-        return ("err", type(exc).__name__, str(exc), exc.offset)
+#: ``("ok", canonical value)`` or ``("err", class, message, offset)``.  Only
+#: KafkaProtocolError is caught: anything else escaping a decoder is a crash
+#: (invariant 1) and propagates to the fuzzer.
+outcome = functools.partial(outcome_of, catch=KafkaProtocolError, convert=canon)
 
 
 def agree(results, what):
@@ -180,12 +158,12 @@ def _frames_all(codec, stream, limit, chunks):
         try:
             got += reader.feed(stream[pos:pos + size])
         except KafkaProtocolError as exc:
-            error = ("err", type(exc).__name__, str(exc), exc.offset)
+            error = failure(exc)
             # the reader stays failed: the same error again, whatever comes next
             try:
                 reader.feed(b"\x00")
             except KafkaProtocolError as again:
-                same(error, ("err", type(again).__name__, str(again), again.offset), "FrameReader error not sticky")
+                same(error, failure(again), "FrameReader error not sticky")
             else:
                 raise AssertionError("FrameReader accepted data after an error")
             break

@@ -5,6 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support.outcomes import outcome
+
 pytestmark = pytest.mark.compiled_only
 
 READS = [
@@ -19,13 +21,6 @@ READS = [
     ("read_compact_array_length", (False,)), ("read_compact_array_length", (True,)),
     ("read_tagged_fields", ()),
 ]
-
-
-def outcome(fn):
-    try:
-        return ("ok", fn())
-    except Exception as exc:  # noqa: BLE001 - the class is what we compare
-        return ("err", type(exc).__name__, str(exc), getattr(exc, "offset", None))
 
 
 def _nan_safe(x):

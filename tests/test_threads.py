@@ -18,10 +18,11 @@ from kafkaproto import decode_request, decode_response, encode_request, encode_r
 from kafkaproto import split_frames
 from kafkaproto.messages import APIS, request_class, response_class
 from support.message_values import random_message
+from support.outcomes import canon
 from support.records_util import batch_tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
-from targets import IMPLS, Impl, canon, outcome  # noqa: E402
+from targets import IMPLS, Impl, outcome  # noqa: E402
 
 THREADS = 6
 

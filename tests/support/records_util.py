@@ -33,14 +33,6 @@ def decode_plain(mod, blob, **kw):
                                                                 kw["copy"])]
 
 
-def outcome(fn):
-    """("ok", value) or ("err", class name, message, offset)."""
-    try:
-        return ("ok", fn())
-    except Exception as exc:  # noqa: BLE001 - the class is what is compared
-        return ("err", type(exc).__name__, str(exc), getattr(exc, "offset", None))
-
-
 def fix_crc(blob: bytearray, at: int = 0) -> bytearray:
     """Recompute the CRC32C of the v2 batch at ``at`` (after editing it)."""
     size = struct.unpack_from(">i", blob, at + 8)[0]
