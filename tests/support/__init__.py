@@ -3,9 +3,10 @@ test data and helpers.  Nothing here is a test, and nothing here imports a
 test module.
 
 ``tests/`` is on ``sys.path`` when pytest runs (the rootdir's conftest puts
-it there), so the modules are imported as ``support.<module>``.  Scripts
-outside ``tests/`` (``fuzz/run.py``, ``fuzz/make_corpus.py``) put it there
-themselves.
+it there), so the modules are imported as ``support.<module>``; inside the
+package they import each other relatively.  The scripts outside ``tests/``
+that use it put it there themselves: ``fuzz/run.py`` (which
+``fuzz/make_corpus.py`` imports for that) and ``bench/report_bench.py``.
 
 - :mod:`.twins`: the compiled modules and their pure-Python twins, side by
   side, and their Arrow buffers as plain bytes;
@@ -19,6 +20,11 @@ themselves.
   decoded, a recording proxy's settled connections;
 - :mod:`.report_helpers`: the report tests' Spark session, damaged captures,
   headless Chromium;
+- :mod:`.outcomes`: what a call gave (value, or error class, message and
+  offset), the one comparison form of the twin tests and the fuzz targets;
+- :mod:`.fuzz_targets`: the fuzz targets (run by ``fuzz/run.py`` and
+  ``tests/test_fuzz.py``; their implementations ``IMPLS`` are used by other
+  tests too);
 - :mod:`.synthetic`: synthetic Kafka traffic as pcap/pcapng for the report
   tests, demos and ``bench/report_bench.py`` (also a script:
   ``python tests/support/synthetic.py --size 64M traffic.pcap``).

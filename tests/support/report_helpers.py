@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
 from kafkaproto.capture.writer import PcapWriter, TcpConversation
-from support.synthetic import write_capture
+from .synthetic import write_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "capture"

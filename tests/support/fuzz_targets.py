@@ -12,7 +12,9 @@ the same process), then asserts the invariants of issue 7:
 A violated invariant raises ``AssertionError`` (or lets the unexpected
 exception through): atheris reports it as a crash and saves the input.
 ``fuzz/run.py`` drives these under atheris; ``tests/test_fuzz.py`` runs each
-one briefly in CI and replays the committed corpora.
+one briefly in CI and replays the committed corpora.  The targets live in
+the tests' support package because they share its oracles and twins (and
+tests/test_regressions.py, test_limits.py and test_threads.py use them).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import functools
 import os
 import random
 import struct
-import sys
 import tempfile
 
 import numpy as np
@@ -48,12 +49,10 @@ from kafkaproto.protocol import (
 )
 from kafkaproto.error_codes import ErrorCode
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from support.records_util import batch_tuple  # noqa: E402
-from support.arrow_expected import as_rows, expected_records, expected_request, expected_request_header  # noqa: E402
-from support.arrow_expected import expected_response  # noqa: E402
-from support.outcomes import canon, failure, outcome as outcome_of  # noqa: E402
-from support.twins import compiled_impl, pure_impl  # noqa: E402
+from .arrow_expected import as_rows, expected_records, expected_request, expected_request_header, expected_response
+from .outcomes import canon, failure, outcome as outcome_of
+from .records_util import batch_tuple
+from .twins import compiled_impl, pure_impl
 
 __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
 
