@@ -25,6 +25,8 @@ that use it put it there themselves: ``fuzz/run.py`` (which
 - :mod:`.fuzz_targets`: the fuzz targets (run by ``fuzz/run.py`` and
   ``tests/test_fuzz.py``; their implementations ``IMPLS`` are used by other
   tests too);
+- :mod:`.legacy_sets`: legacy (magic 0/1) message sets and their two
+  comparisons (twin, object decoder) for the Arrow records tests;
 - :mod:`.synthetic`: synthetic Kafka traffic as pcap/pcapng for the report
   tests, demos and ``bench/report_bench.py`` (also a script:
   ``python tests/support/synthetic.py --size 64M traffic.pcap``).

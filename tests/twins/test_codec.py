@@ -1,5 +1,6 @@
 """The compiled core and its pure twin agree: same value, or same error class,
-message and offset, on valid and on garbage input."""
+message and offset, on valid and on garbage input (kafkaproto._codec:
+primitives, varint batches, frames, headers)."""
 
 import pytest
 from hypothesis import given, settings
