@@ -58,7 +58,7 @@ test-pure:
 		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/oracle/test_java_oracle_selftest.py \
 		$(PYTEST_ARGS) tests
 
-# Every fuzz target (fuzz/targets.py) under atheris for FUZZ_SECONDS each,
+# Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,
 # FUZZ_JOBS at a time; inputs found go to build/fuzz/corpus, crashes to
 # build/fuzz/artifacts (CI runs each for 2 s: tests/test_fuzz.py).
 fuzz: build

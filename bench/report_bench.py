@@ -2,7 +2,7 @@
 
     python bench/report_bench.py [--size 1G] [--files 8] [--master local[2]] [--mss 1460]
 
-Captures are written once by :mod:`kafkaproto.report.synthetic` (the
+Captures are written once by ``tests/support/synthetic.py`` (the
 project's encoder; records via ``kafkaproto.records.encode``) under
 ``build/bench-report/`` and reused while their parameters do not change.
 Several files, as ``tcpdump -C`` rolls them: one Spark task reads one file.
@@ -26,14 +26,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _size(text: str) -> int:
-    from kafkaproto.report.synthetic import _size as parse
+def _synthetic():
+    """tests/support/synthetic.py: the capture generator is test support, not
+    part of the installed package, so this script takes it from tests/."""
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from support import synthetic
 
-    return parse(text)
+    return synthetic
+
+
+def _size(text: str) -> int:
+    return _synthetic()._size(text)
 
 
 def captures(folder: Path, size: int, files: int, mss: int, value_size: int, per_batch: int):
-    from kafkaproto.report.synthetic import write_capture
+    write_capture = _synthetic().write_capture
 
     folder.mkdir(parents=True, exist_ok=True)
     params = {"size": size, "files": files, "mss": mss, "value_size": value_size, "per_batch": per_batch, "v": 1}

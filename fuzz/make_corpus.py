@@ -5,7 +5,7 @@
 Seeds are the samples (samples/requests.bin, and the real clients' traffic
 of samples/capture/kafka.pcap: its requests, responses and record batches),
 the worked example of DESIGN.md, and seeded random messages
-(tests/message_values.py) for every api key at its lowest, first flexible
+(tests/support/message_values.py) for every api key at its lowest, first flexible
 and highest version, so the fuzzer starts from valid bytes of every layout.
 Deterministic: running it twice writes the same files.
 """
@@ -17,14 +17,13 @@ import os
 import random
 import shutil
 import struct
-import sys
+
+import run  # noqa: F401 - the fuzz scripts' one path set-up (tests/ on sys.path, for ``support``)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-sys.path.insert(0, HERE)
 
-from message_values import random_message  # noqa: E402
+from support.message_values import random_message  # noqa: E402
 
 from kafkaproto import RequestHeader, ResponseHeader, encode_request_header, encode_response_header  # noqa: E402
 from kafkaproto import decode_request, decode_response, encode_request, encode_response, records  # noqa: E402
@@ -34,7 +33,7 @@ from kafkaproto.capture import pcap as P  # noqa: E402
 from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation  # noqa: E402
 from kafkaproto.frames import DEFAULT_MAX_FRAME_SIZE  # noqa: E402
 from kafkaproto.messages import APIS, get, request_class, response_class  # noqa: E402
-from targets import API_KEYS, DATA_CLASSES, FRAME_LIMITS, RECORD_LIMITS  # noqa: E402
+from support.fuzz_targets import API_KEYS, DATA_CLASSES, FRAME_LIMITS, RECORD_LIMITS  # noqa: E402
 
 CORPUS = os.path.join(HERE, "corpus")
 # Bigger seeds make every pure-Python execution slower without adding layouts.

@@ -1,4 +1,4 @@
-"""Run a fuzz target (see fuzz/targets.py) under atheris, or replay inputs.
+"""Run a fuzz target (see tests/support/fuzz_targets.py) under atheris, or replay inputs.
 
     python fuzz/run.py TARGET [libFuzzer options] [CORPUS_DIR ...]
     python fuzz/run.py --all SECONDS [--jobs N] [--work DIR] [TARGET ...]   # what `make fuzz` runs
@@ -25,6 +25,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The targets are in the tests' support package (tests/support/fuzz_targets.py),
+# beside the oracles they share with the tests.  The one path set-up of the
+# fuzz scripts: tests/ on sys.path so that ``support`` imports (make_corpus.py
+# imports this module for it; under pytest tests/ is there already).
+TESTS = os.path.join(os.path.dirname(HERE), "tests")
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
+
 TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "capture", "arrow")
 
 
@@ -41,8 +49,7 @@ def _inputs(paths):
 
 def replay(target, paths):
     """Run the check of ``target`` on every file; returns the number of inputs."""
-    sys.path.insert(0, HERE)
-    from targets import TARGETS
+    from support.fuzz_targets import TARGETS
 
     check = TARGETS[target]
     n = 0
@@ -61,7 +68,6 @@ def replay(target, paths):
 def fuzz(target, argv):
     import atheris
 
-    sys.path.insert(0, HERE)
     with atheris.instrument_imports(include=["kafkaproto"]):
         import kafkaproto  # noqa: F401
         from kafkaproto.messages import CLASSES, get
@@ -69,7 +75,7 @@ def fuzz(target, argv):
         # the generated classes load lazily: load them here so they are instrumented too
         for name in CLASSES:
             get(name)
-        from targets import TARGETS
+        from support.fuzz_targets import TARGETS
 
     check = TARGETS[target]
     atheris.Setup([sys.argv[0], *argv], check)

@@ -3,7 +3,7 @@ import os
 import pytest
 
 import kafkaproto
-from twins import compiled_impl, pure_impl
+from support.twins import compiled_impl, pure_impl
 
 _compiled = compiled_impl()
 

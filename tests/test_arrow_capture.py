@@ -13,8 +13,7 @@ import pytest
 from kafkaproto import arrow, decode_request, decode_response
 from kafkaproto import records as R
 from kafkaproto.messages import request_class, response_class
-from test_arrow_frames import expected_request_header
-from test_arrow_messages import expected_request, expected_response
+from support.arrow_expected import expected_request, expected_request_header, expected_response
 
 SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples" / "capture"
 CAPTURES = sorted(SAMPLES.glob("tap-*/*.arrows"))

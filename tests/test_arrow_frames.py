@@ -10,12 +10,10 @@ import pytest
 from kafkaproto import arrow, encode_request, encode_response, frames as kframes
 from kafkaproto import request_header_version, response_header_version
 from kafkaproto.errors import KafkaProtocolError
-from kafkaproto.headers import decode_request_header, decode_response_header
+from kafkaproto.headers import decode_response_header
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
-
-HEADER_NULLS = {"api_key": None, "api_version": None, "correlation_id": None, "client_id": None,
-                "header_size": None}
+from support.arrow_expected import expected_request_header
+from support.message_values import random_message
 
 
 def some_frames(rng, count=60):
@@ -102,27 +100,6 @@ def test_split_feeds_the_decoders():
 
 # ---------------------------------------------------------------------------
 # headers
-
-
-def expected_request_header(frame):
-    if frame is None:
-        return dict(HEADER_NULLS, error="null frame")
-    try:
-        if len(frame) < 4:
-            raise KafkaProtocolError(f"need 4 bytes, {len(frame)} left", "request header", 0)
-        key = int.from_bytes(frame[0:2], "big", signed=True)
-        ver = int.from_bytes(frame[2:4], "big", signed=True)
-        if key not in APIS:
-            raise KafkaProtocolError(f"api key {key} is not known", "request header", 0)
-        cls = request_class(key)
-        if not cls.supports(ver):
-            raise KafkaProtocolError(f"{cls.NAME} v{ver} is not supported (versions {cls.VALID_VERSIONS})",
-                                     "request header", 2)
-        h, end = decode_request_header(frame, request_header_version(key, ver))
-    except KafkaProtocolError as exc:
-        return dict(HEADER_NULLS, error=str(exc))
-    return {"api_key": h.api_key, "api_version": h.api_version, "correlation_id": h.correlation_id,
-            "client_id": h.client_id, "header_size": end, "error": None}
 
 
 def test_request_headers_every_key_and_version():

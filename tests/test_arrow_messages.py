@@ -1,9 +1,9 @@
 """kafkaproto.arrow.messages agrees with the object decoders, for every API key,
 requests and responses, every version, and damaged frames.
 
-The expected rows are computed here from the objects decode_request /
-decode_response return (fields a version lacks → None), or from the error they
-raise (all fields None, ``error`` = the exception's text).
+The expected rows are computed by support.arrow_expected from the objects
+decode_request / decode_response return (fields a version lacks → None), or
+from the error they raise (all fields None, ``error`` = the exception's text).
 """
 
 import random
@@ -11,11 +11,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from kafkaproto import _kinds as K
-from kafkaproto import arrow, decode_request, decode_response, encode_request, encode_response
-from kafkaproto.errors import KafkaProtocolError
+from kafkaproto import arrow, encode_request, encode_response
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
+from support.arrow_expected import expected_request, expected_response, null_row
+from support.message_values import random_message
 
 REQUEST_KEYS = sorted(k for k, (rq, _) in APIS.items() if rq)
 RESPONSE_KEYS = sorted(k for k, (_, rs) in APIS.items() if rs)
@@ -23,38 +22,6 @@ RESPONSE_KEYS = sorted(k for k, (_, rs) in APIS.items() if rs)
 
 def versions(cls):
     return [v for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1) if cls.supports(v)]
-
-
-def _value(kind, struct, v, version):
-    if v is None:
-        return None
-    if kind == K.STRUCT:
-        return expected_struct(struct, v, version)
-    if kind == K.UUID:
-        return v.bytes
-    if kind in (K.BYTES, K.RECORDS):
-        return bytes(v)
-    return v
-
-
-def expected_struct(cls, obj, version):
-    out = {}
-    for f in cls._FIELDS:
-        if not f.versions >> version & 1:
-            out[f.attr] = None
-            continue
-        v = getattr(obj, f.attr)
-        if f.kind == K.ARRAY:
-            out[f.attr] = None if v is None else [_value(f.elem, f.struct, x, version) for x in v]
-        else:
-            out[f.attr] = _value(f.kind, f.struct, v, version)
-    return out
-
-
-def null_row(cls, error):
-    row = {f.attr: None for f in cls._FIELDS}
-    row["error"] = error
-    return row
 
 
 def damaged(frame, rng):
@@ -89,37 +56,6 @@ def response_frames(api_key, rng, per_version=2):
             frames += got
             vers += [v] * len(got)
     return frames, vers
-
-
-def expected_request(cls, frame):
-    if frame is None:
-        return null_row(cls, "null frame")
-    if len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) != cls.API_KEY:
-        return None  # another API: only an error row is expected
-    try:
-        header, msg = decode_request(frame)
-    except KafkaProtocolError as exc:
-        return null_row(cls, str(exc))
-    row = expected_struct(cls, msg, header.api_version)
-    row["error"] = None
-    return row
-
-
-def expected_response(cls, frame, version):
-    try:
-        _, msg = decode_response(frame, cls.API_KEY, version)
-    except KafkaProtocolError as exc:
-        return null_row(cls, str(exc))
-    # KIP-511 fallback: an ApiVersions body read in the v0 layout
-    used = version
-    if cls.API_KEY == 18 and version > 0:
-        try:
-            cls.decode(frame, version, 4)
-        except KafkaProtocolError:
-            used = 0
-    row = expected_struct(cls, msg, used)
-    row["error"] = None
-    return row
 
 
 def check_counts(out):

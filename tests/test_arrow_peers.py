@@ -16,12 +16,10 @@ import pytest
 from kafkaproto import arrow, frames as kframes
 from kafkaproto import records as R
 from kafkaproto.messages import request_class, response_class
-from live_helpers import decode_recorded
 from peers import clients
 from peers.brokers import PeerUnavailable, Tansu
-from test_arrow_frames import expected_request_header
-from test_arrow_messages import expected_request, expected_response
-from test_live_tansu import _settled
+from support.arrow_expected import expected_request, expected_request_header, expected_response
+from support.live_helpers import decode_recorded, settled
 
 pytestmark = [
     pytest.mark.peers,
@@ -48,7 +46,7 @@ def recorded():
                 sent = clients.produce(client, broker.bootstrap, topic, _records(), codec, timeout=TIMEOUT)
                 got = clients.consume_confluent(broker.bootstrap, topic, len(sent), timeout=TIMEOUT)
                 assert len(got) == len(sent)
-            conns = [c for c in _settled(broker.proxy) if c.client_to_server]
+            conns = [c for c in settled(broker.proxy) if c.client_to_server]
             return [(c.client_to_server, c.server_to_client, decode_recorded(c)[0]) for c in conns]
     except PeerUnavailable as exc:
         if os.environ.get("KAFKAPROTO_REQUIRE_PEERS", "") not in ("", "0"):

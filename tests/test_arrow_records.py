@@ -10,77 +10,8 @@ import pytest
 
 from kafkaproto import arrow
 from kafkaproto import records as R
-from kafkaproto.errors import KafkaProtocolError
-
-T0 = 1_700_000_000_000
-CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-US_LIMIT_MS = (2**63 - 1) // 1000
-
-
-def some_records(rng, n):
-    out = []
-    for i in range(n):
-        key = None if rng.random() < 0.2 else bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 8)))
-        value = None if rng.random() < 0.1 else b"value-%d " % i * rng.randint(0, 4)
-        headers = [("dup", b"a"), ("dup", None), ("é", b"")][: rng.randint(0, 3)]
-        out.append((key, value, headers, T0 + rng.randint(-5, 5000)))
-    return out
-
-
-def blobs_for(rng):
-    """Blobs of every kind: v2 in every codec (several batches, log-append time,
-    control markers), legacy v0/v1, a partial batch at the end, an empty blob."""
-    out = []
-    for codec in CODECS:
-        b1 = R.encode(some_records(rng, rng.randint(1, 6)), codec=codec, base_offset=rng.randint(0, 10**12))
-        b2 = R.encode(some_records(rng, 3), codec=codec, timestamp_type=1, max_timestamp=T0 + 99, base_offset=7)
-        out += [b1, b1 + b2, b1 + b2[: rng.randint(1, len(b2) - 1)]]
-    for magic in (0, 1):
-        for codec in ("none", "gzip", "snappy", "lz4"):
-            out.append(R.encode([(k, v, None, ts) for k, v, _, ts in some_records(rng, 3)], magic=magic, codec=codec,
-                                base_offset=40))
-    marker = R.encode([R.control_record(R.ControlType.COMMIT, 5)], control=True, transactional=True,
-                      producer_id=9, base_offset=100)
-    data = R.encode(some_records(rng, 2), transactional=True, producer_id=9, base_offset=98)
-    out += [data + marker, b""]
-    return out
-
-
-def damaged(blobs, rng):
-    out = []
-    for b in blobs:
-        if len(b) < 20:
-            continue
-        x = bytearray(b)
-        x[rng.randrange(len(x))] ^= 1 << rng.randrange(8)
-        out.append(bytes(x))
-    return out + [b"\x00" * 12 + b"\x00\x00\x00\x05", None, b"\x00" * 16 + b"\x07" + b"\x00" * 60]
-
-
-def expected(blobs, check_crc=True, topic=None, partition=None):
-    rows = []
-    for i, blob in enumerate(blobs):
-        base = {"topic": topic[i] if topic else None, "partition": partition[i] if partition else None, "row": i}
-        try:
-            if blob is None:
-                raise KafkaProtocolError("null records blob")
-            recs = [r for b in R.decode(blob, check_crc=check_crc) for r in b.records if r.control is None]
-        except KafkaProtocolError as exc:
-            rows.append(dict(base, key=None, value=None, offset=None, timestamp=None, timestampType=None,
-                             headers=None, error=str(exc)))
-            continue
-        for r in recs:
-            ts = r.timestamp * 1000 if abs(r.timestamp) <= US_LIMIT_MS else None  # beyond int64 microseconds
-            rows.append(dict(base, key=r.key, value=r.value, offset=r.offset, timestamp=ts,
-                             timestampType=r.timestamp_type,
-                             headers=[{"key": k, "value": v} for k, v in r.headers] or None, error=None))
-    return rows
-
-
-def as_rows(table):
-    t = table.set_column(table.schema.get_field_index("timestamp"), "timestamp",
-                         table.column("timestamp").cast(pa.int64()))
-    return t.to_pylist()
+from support.arrow_expected import as_rows, expected_records
+from support.records_util import T0, blobs_for, damaged, some_records
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -92,7 +23,7 @@ def test_records_agree_with_objects(seed):
     out = arrow.records(pa.array(blobs, pa.large_binary()), topic=topics, partition=pa.array(parts, pa.int64()))
     assert out.schema == arrow.RECORDS_SCHEMA
     got = as_rows(out)
-    want = expected(blobs, topic=topics, partition=parts)
+    want = expected_records(blobs, topic=topics, partition=parts)
     assert got == want
     assert out.column("error").null_count == len(out)  # every blob decodes
 
@@ -102,7 +33,7 @@ def test_damaged_blobs_are_error_rows(check_crc):
     rng = random.Random(f"damaged{check_crc}")
     blobs = damaged(blobs_for(rng), rng)
     out = arrow.records(pa.array(blobs), check_crc=check_crc)
-    assert as_rows(out) == [dict(r, topic=None, partition=None) for r in expected(blobs, check_crc)]
+    assert as_rows(out) == [dict(r, topic=None, partition=None) for r in expected_records(blobs, check_crc)]
     # nothing lost: each blob is decoded, or is exactly one error row
     errors = out.filter(out.column("error").is_valid())
     bad = set(errors.column("row").to_pylist())

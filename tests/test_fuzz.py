@@ -4,16 +4,26 @@ hanging or disagreeing with its twin fails the suite.  `make fuzz` runs the
 same targets for as long as asked.
 """
 
+import importlib.util
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from support.fuzz_targets import TARGETS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "fuzz"))
-import run as fuzz_run  # noqa: E402
-from targets import TARGETS  # noqa: E402
+
+
+def _runner():
+    """fuzz/run.py, the script `make fuzz` runs, loaded from its file (it is no package)."""
+    spec = importlib.util.spec_from_file_location("fuzz_run", os.path.join(ROOT, "fuzz", "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzz_run = _runner()
 
 SECONDS = int(os.environ.get("KAFKAPROTO_FUZZ_SECONDS", "2"))
 

@@ -4,12 +4,10 @@ than a constant factor of its own size, and recursion is bounded by the schema.
 
 Peak memory is measured with tracemalloc (it sees Python objects, PyMem
 buffers and NumPy arrays); every crafted input runs through both the compiled
-core and the pure twin (``IMPLS`` of fuzz/targets.py).
+core and the pure twin (``IMPLS`` of tests/support/fuzz_targets.py).
 """
 
-import os
 import struct
-import sys
 import time
 import tracemalloc
 import uuid
@@ -23,9 +21,8 @@ from kafkaproto import _kinds as K
 from kafkaproto.messages._runtime import build_plan
 from kafkaproto.messages import CLASSES, get
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
-from records_util import fix_crc  # noqa: E402
-from targets import IMPLS  # noqa: E402
+from support.fuzz_targets import IMPLS
+from support.records_util import fix_crc
 
 #: bytes of Python objects a decoder may allocate per input byte.  The worst
 #: case measured is ~55 (StreamsGroupHeartbeatRequest v0 CopartitionGroup: 4

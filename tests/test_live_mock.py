@@ -34,7 +34,7 @@ from kafkaproto.protocol import (
     send_request,
     supported_versions,
 )
-from live_helpers import LiveConnection, decode_recorded
+from support.live_helpers import LiveConnection, decode_recorded
 from oracle.java_oracle import OracleError
 from peers.brokers import RecordingProxy
 

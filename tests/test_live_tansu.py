@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import os
-import time
 import uuid
 
 import pytest
@@ -41,7 +40,7 @@ from kafkaproto.messages import (
     api_name,
 )
 from kafkaproto.protocol import api_versions_handshake, negotiate_versions, supported_versions
-from live_helpers import LiveConnection, consume_aiokafka_group, decode_recorded, read_batch_headers
+from support.live_helpers import LiveConnection, consume_aiokafka_group, decode_recorded, read_batch_headers, settled
 from oracle.java_oracle import OracleError
 from peers import clients
 from peers.brokers import PeerUnavailable, Tansu
@@ -124,7 +123,7 @@ def recorded():
                     # joining a group waits for tansu's rebalance delay (about 3 s): more time
                     got = [(k, v) for _, _, k, v in
                            consume_aiokafka_group(broker.bootstrap, topic, len(sent), timeout=3 * TIMEOUT)]
-                conns = [c for c in _settled(broker.proxy) if c.client_to_server]
+                conns = [c for c in settled(broker.proxy) if c.client_to_server]
                 broker.proxy.clear()
                 out[client] = (sent, got, conns)
     except PeerUnavailable as exc:  # as the peers' own fixtures do
@@ -132,20 +131,6 @@ def recorded():
             pytest.fail(f"required Kafka peer unavailable: {exc}", pytrace=False)
         pytest.skip(f"Kafka peer unavailable: {exc}")
     return out
-
-
-def _settled(proxy, quiet=0.2, timeout=TIMEOUT):
-    """The proxy's connections once all are closed and none was opened for ``quiet`` s."""
-    deadline = time.monotonic() + timeout
-    seen, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        conns = proxy.connections
-        if len(conns) != seen or not all(c.closed.is_set() for c in conns):
-            seen, since = len(conns), time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return conns
-        time.sleep(0.02)
-    raise TimeoutError(f"client connections still open after {timeout}s: {proxy.connections}")
 
 
 @pytest.fixture(scope="module")

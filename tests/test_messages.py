@@ -24,7 +24,7 @@ from kafkaproto import (
 from kafkaproto import _kinds as K
 from kafkaproto.error_codes import ErrorCode, error_name, is_retriable
 from kafkaproto.messages import APIS, CLASSES, api_name, get, request_class, response_class
-from message_values import random_message, strategy
+from support.message_values import random_message, strategy
 
 ALL = sorted(CLASSES)
 PAIRS = [(name, v) for name in ALL for v in range(get(name).LOWEST_VERSION, get(name).HIGHEST_VERSION + 1)

@@ -7,7 +7,7 @@ import pytest
 
 from kafkaproto import request_header_version, response_header_version
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message, to_kafka_json
+from support.message_values import random_message, to_kafka_json
 
 pytestmark = pytest.mark.peers
 

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 from kafkaproto import _kinds as K
 from kafkaproto.messages import APIS, CLASSES, get, request_class, response_class
-from message_values import random_message, strategy
+from support.message_values import random_message, strategy
 
 try:
     import kio

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kafkaproto import records as R
 from kafkaproto.records._compression import _lz4_hc, xxh32
 from kafkaproto.errors import CorruptRecordError, EncodeError, KafkaProtocolError
-from records_util import fix_crc, rec_tuple
+from support.records_util import fix_crc, rec_tuple
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TS = 1_700_000_000_000

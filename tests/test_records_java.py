@@ -7,7 +7,7 @@ import random
 import pytest
 
 from kafkaproto import records as R
-from records_util import rec_tuple
+from support.records_util import rec_tuple
 
 pytestmark = pytest.mark.peers
 

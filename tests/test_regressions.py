@@ -1,14 +1,13 @@
 """What the fuzzers found (issue 7), so that it stays fixed.
 
 Each input is committed as tests/data/regressions/<target>-<what>.bin: the
-whole check of fuzz/targets.py runs on it (both implementations, round trip),
+whole check of tests/support/fuzz_targets.py runs on it (both implementations, round trip),
 and a test below pins the behaviour that was fixed.  Inputs that only a
 sanitizer saw misbehave are caught again by `make sanitize`, which runs this
 file against the ASan/UBSan build.
 """
 
 import os
-import sys
 import tracemalloc
 
 import pyarrow as pa
@@ -20,11 +19,10 @@ from kafkaproto import records
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.headers import decode_request_header, decode_response_header, encode_request_header
 from kafkaproto.messages import get
+from support.fuzz_targets import IMPLS, TARGETS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "regressions")
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "fuzz"))
-from targets import IMPLS, TARGETS  # noqa: E402
 
 FILES = sorted(os.listdir(DATA))
 

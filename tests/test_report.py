@@ -23,7 +23,7 @@ from kafkaproto import records as krecords
 
 from kafkaproto.report.render import PALETTE, REMOVED, VERSION_SHADES
 
-from report_helpers import SAMPLE, damaged_captures, run_chromium, spark_session, stop_session
+from support.report_helpers import SAMPLE, damaged_captures, run_chromium, spark_session, stop_session
 
 MANIFEST = json.loads((SAMPLE / "produced.json").read_text())
 SAMPLE_CAPTURES = [SAMPLE / "kafka.pcap", SAMPLE / "tap-tansu", SAMPLE / "tap-mock"]

@@ -12,7 +12,7 @@ import pytest
 from kafkaproto import arrow, encode_request, encode_response
 from kafkaproto import spark as kps
 from kafkaproto.messages import request_class, response_class
-from message_values import random_message
+from support.message_values import random_message
 
 
 @pytest.fixture(scope="module")

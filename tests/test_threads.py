@@ -8,20 +8,17 @@ when they are done.
 """
 
 import gc
-import os
 import random
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from kafkaproto import decode_request, decode_response, encode_request, encode_response, frame_offsets, records
 from kafkaproto import split_frames
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
-from records_util import batch_tuple
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz"))
-from targets import IMPLS, Impl, canon, outcome  # noqa: E402
+from support.message_values import random_message
+from support.fuzz_targets import IMPLS, Impl, outcome
+from support.outcomes import canon
+from support.records_util import batch_tuple
 
 THREADS = 6
 

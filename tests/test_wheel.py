@@ -31,6 +31,7 @@ def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
     assert any(n.startswith("kafkaproto/_codec") and n.endswith((".so", ".pyd")) for n in names)
     assert "kafkaproto/messages/_gen/metadata.py" in names
     assert not any(n.endswith(".json") for n in names)  # no schema file is shipped
+    assert not any(n.startswith("kafkaproto/report/synthetic") for n in names)  # test support (tests/support/)
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
     py = venv / "bin" / "python"

@@ -15,8 +15,7 @@ and Java.
 Modules: :mod:`.decode` (one capture → rows, the work of one Spark task),
 :mod:`.aggregate` (the figures' partial totals, kept by each task and merged
 on the driver), :mod:`.job` (the Spark job), :mod:`.render` (text and
-HTML with inline SVG charts), :mod:`.synthetic` (synthetic captures for tests
-and benchmarks).
+HTML with inline SVG charts).
 """
 
 from __future__ import annotations

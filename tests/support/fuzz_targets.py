@@ -12,16 +12,17 @@ the same process), then asserts the invariants of issue 7:
 A violated invariant raises ``AssertionError`` (or lets the unexpected
 exception through): atheris reports it as a crash and saves the input.
 ``fuzz/run.py`` drives these under atheris; ``tests/test_fuzz.py`` runs each
-one briefly in CI and replays the committed corpora.
+one briefly in CI and replays the committed corpora.  The targets live in
+the tests' support package because they share its oracles and twins (and
+tests/test_regressions.py, test_limits.py and test_threads.py use them).
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import os
 import random
 import struct
-import sys
 import tempfile
 
 import numpy as np
@@ -49,12 +50,10 @@ from kafkaproto.protocol import (
 )
 from kafkaproto.error_codes import ErrorCode
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from records_util import batch_tuple  # noqa: E402
-from test_arrow_frames import expected_request_header  # noqa: E402
-from test_arrow_messages import expected_request, expected_response  # noqa: E402
-from test_arrow_records import as_rows, expected as expected_records  # noqa: E402
-from twins import compiled_impl, pure_impl  # noqa: E402
+from .arrow_expected import as_rows, expected_records, expected_request, expected_request_header, expected_response
+from .outcomes import canon, failure, outcome as outcome_of
+from .records_util import batch_tuple
+from .twins import compiled_impl, pure_impl
 
 __all__ = ["TARGETS", "Impl", "IMPLS", "canon", "outcome"]
 
@@ -117,33 +116,10 @@ ACTIVE = COMPILED if kafkaproto.COMPILED else PURE
 # comparing outcomes
 
 
-def canon(v):
-    """A comparable form of a decoded value: structs as dicts, NaN by its bits."""
-    if hasattr(v, "to_dict"):
-        return canon(v.to_dict())
-    if isinstance(v, dict):
-        return {k: canon(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return tuple(canon(x) for x in v)
-    if isinstance(v, memoryview):
-        return bytes(v)
-    if hasattr(v, "tolist"):  # numpy arrays
-        return tuple(v.tolist())
-    if isinstance(v, float) and math.isnan(v):
-        return ("nan", struct.pack(">d", v))
-    return v
-
-
-def outcome(fn):
-    """``("ok", canonical value)`` or ``("err", class, message, offset)``.
-
-    Only KafkaProtocolError is caught: anything else escaping a decoder is a
-    crash (invariant 1) and propagates to the fuzzer.
-    """
-    try:
-        return ("ok", canon(fn()))
-    except KafkaProtocolError as exc:
-        return ("err", type(exc).__name__, str(exc), exc.offset)
+#: ``("ok", canonical value)`` or ``("err", class, message, offset)``.  Only
+#: KafkaProtocolError is caught: anything else escaping a decoder is a crash
+#: (invariant 1) and propagates to the fuzzer.
+outcome = functools.partial(outcome_of, catch=KafkaProtocolError, convert=canon)
 
 
 def agree(results, what):
@@ -182,12 +158,12 @@ def _frames_all(codec, stream, limit, chunks):
         try:
             got += reader.feed(stream[pos:pos + size])
         except KafkaProtocolError as exc:
-            error = ("err", type(exc).__name__, str(exc), exc.offset)
+            error = failure(exc)
             # the reader stays failed: the same error again, whatever comes next
             try:
                 reader.feed(b"\x00")
             except KafkaProtocolError as again:
-                same(error, ("err", type(again).__name__, str(again), again.offset), "FrameReader error not sticky")
+                same(error, failure(again), "FrameReader error not sticky")
             else:
                 raise AssertionError("FrameReader accepted data after an error")
             break

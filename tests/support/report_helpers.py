@@ -12,9 +12,9 @@ from pathlib import Path
 
 from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
 from kafkaproto.capture.writer import PcapWriter, TcpConversation
-from kafkaproto.report.synthetic import write_capture
+from .synthetic import write_capture
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "capture"
 
 _session = None

@@ -1,9 +1,12 @@
 """The compiled core and its pure twin agree: same value, or same error class,
-message and offset, on valid and on garbage input."""
+message and offset, on valid and on garbage input (kafkaproto._codec:
+primitives, varint batches, frames, headers)."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from support.outcomes import outcome
 
 pytestmark = pytest.mark.compiled_only
 
@@ -19,13 +22,6 @@ READS = [
     ("read_compact_array_length", (False,)), ("read_compact_array_length", (True,)),
     ("read_tagged_fields", ()),
 ]
-
-
-def outcome(fn):
-    try:
-        return ("ok", fn())
-    except Exception as exc:  # noqa: BLE001 - the class is what we compare
-        return ("err", type(exc).__name__, str(exc), getattr(exc, "offset", None))
 
 
 def _nan_safe(x):

@@ -50,3 +50,11 @@ def compiled_impl():
 
 def pure_impl():
     return Impl(False)
+
+
+def plain_tree(node):
+    """An Arrow loop's output (length, null count, validity bitmap, buffers,
+    children) as plain bytes: the twins must build the same buffers."""
+    n, nulls, bitmap, bufs, kids = node
+    return (n, nulls, None if bitmap is None else bytes(bitmap), tuple(bytes(b) for b in bufs),
+            tuple(plain_tree(k) for k in kids))

@@ -1,7 +1,9 @@
 """The compiled Arrow loops and their pure twin give the same arrays (and the same
-buffers) on the same inputs, valid or damaged."""
+buffers) on the same inputs, valid or damaged: messages, headers, frame
+splitting, record batches and legacy message sets."""
 
 import random
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -9,11 +11,14 @@ import pyarrow.compute as pc
 import pytest
 
 from kafkaproto import arrow, encode_request, encode_response, frames as kframes
-from twins import compiled_impl, pure_impl
+from support.twins import compiled_impl, plain_tree, pure_impl
 
 C, P = compiled_impl(), pure_impl()
 from kafkaproto.messages import APIS, request_class, response_class
-from message_values import random_message
+from support.message_values import random_message
+from support.legacy_sets import ALL, damaged_versions, inner_set, legacy_sets, objects_agree, refix_crcs
+from support.legacy_sets import small_sets, twins_agree, wrapper
+from support.records_util import blobs_for, damaged
 
 pytestmark = pytest.mark.compiled_only
 
@@ -53,13 +58,7 @@ def test_messages_twins(kind):
         sb, tb, eb = P.arrow_messages(arr, 1, cls, v32, vv)
         assert ((sa == 0) == (sb == 0)).all()
         assert ea == eb, cls.NAME
-        assert _plain(ta) == _plain(tb), cls.NAME
-
-
-def _plain(node):
-    n, nulls, bitmap, bufs, kids = node
-    return (n, nulls, None if bitmap is None else bytes(bitmap), tuple(bytes(b) for b in bufs),
-            tuple(_plain(k) for k in kids))
+        assert plain_tree(ta) == plain_tree(tb), cls.NAME
 
 
 def test_headers_twins():
@@ -111,8 +110,6 @@ def test_split_views_beyond_1_gib_of_input():
 
 @pytest.mark.parametrize("check_crc", [True, False])
 def test_records_twins(check_crc):
-    from test_arrow_records import blobs_for, damaged
-
     rng = random.Random(f"records{check_crc}")
     blobs = blobs_for(rng)
     blobs += damaged(blobs, rng)
@@ -121,4 +118,60 @@ def test_records_twins(check_crc):
         sa, ta, ea = C.arrow_records(arr, 1, check_crc, 1 << 26, want)
         sb, tb, eb = P.arrow_records(arr, 1, check_crc, 1 << 26, want)
         assert (sa == sb).all() and ea == eb
-        assert _plain(ta) == _plain(tb)
+        assert plain_tree(ta) == plain_tree(tb)
+
+
+# ---------------------------------------------------------------------------
+# legacy (magic 0/1) message sets (tests/support/legacy_sets.py; their
+# agreement with the object decoder: tests/test_arrow_legacy.py)
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("seed", range(3))
+def test_legacy_sets_twins(seed):
+    blobs = legacy_sets(random.Random(seed))
+    for check_crc in (True, False):
+        twins_agree(blobs, check_crc)
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("check_crc", [True, False])
+def test_every_damaged_byte_and_cut_twins(check_crc):
+    for blob in small_sets():
+        twins_agree(damaged_versions(blob), check_crc, wants=(ALL,))
+
+
+@pytest.mark.compiled_only
+def test_random_sets_twins_and_objects():
+    """Random legacy sets, then random damage to them, with CRCs fixed up so the
+    damage reaches the walker's other checks."""
+    rng = random.Random(11)
+    blobs = []
+    for _ in range(60):
+        magic = rng.randint(0, 1)
+        codec = rng.choice([0, 0, 1, 2, 3])
+        n = rng.randint(1, 6)
+        if codec:
+            blob = wrapper(rng.choice([0, n - 1, n + 50, 2**40]), magic, codec, inner_set(magic, n, rng),
+                           rng.choice([0, 0x08]))
+        else:
+            blob = inner_set(magic, n, rng, relative=False, first=rng.randint(0, 10**9))
+        blobs.append(blob)
+        for _ in range(4):
+            b = bytearray(blob)
+            for _ in range(rng.randint(1, 2)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            blobs.append(refix_crcs(bytes(b)))
+    for check_crc in (True, False):
+        twins_agree(blobs, check_crc, wants=(ALL,))
+        objects_agree(blobs, check_crc)
+
+
+@pytest.mark.compiled_only
+def test_crc32_is_zlibs():
+
+    rng = random.Random(3)
+    for n in list(range(0, 70)) + [1000, 4099, 65_537]:
+        data = rng.randbytes(n)
+        assert C.crc32(data) == zlib.crc32(data)
+        assert C.crc32(memoryview(data)[1:]) == zlib.crc32(data[1:])

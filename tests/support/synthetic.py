@@ -1,5 +1,5 @@
 """Synthetic Kafka traffic written as pcap/pcapng, for tests, demos and the
-report benchmark.
+report benchmark (test support: not part of the installed package).
 
 Every frame is built with the project's own encoder (message classes,
 :func:`kafkaproto.encode_request` / :func:`~kafkaproto.encode_response`) and
@@ -21,7 +21,10 @@ OFFSET_OUT_OF_RANGE) and latencies differ per API.  :func:`write_capture`
 returns a :class:`Manifest` of what it wrote (records per topic, frames per
 API and version, errors) that tests compare the report with.
 
-    python -m kafkaproto.report.synthetic --size 64M traffic.pcap
+    python tests/support/synthetic.py --size 64M traffic.pcap
+
+(from the repository root, e.g. with ``.venv/bin/python``: the module needs
+only kafkaproto and the standard library, so it runs as a plain script).
 """
 
 from __future__ import annotations
@@ -34,12 +37,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .. import records as _records
-from ..capture.pcap import LINKTYPE_ETHERNET
-from ..capture.writer import PcapngWriter, PcapWriter, TcpConversation
-from ..error_codes import ErrorCode
-from ..messages import get
-from ..protocol import encode_request, encode_response
+from kafkaproto import records as _records
+from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
+from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation
+from kafkaproto.error_codes import ErrorCode
+from kafkaproto.messages import get
+from kafkaproto.protocol import encode_request, encode_response
 
 __all__ = ["Manifest", "write_capture"]
 
@@ -378,7 +381,7 @@ def _size(text: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kafkaproto.report.synthetic",
+    p = argparse.ArgumentParser(prog="python tests/support/synthetic.py",
                                 description="write a synthetic Kafka capture")
     p.add_argument("out")
     p.add_argument("--size", type=_size, default=8 << 20, help="bytes to write (K/M/G suffixes)")

@@ -42,7 +42,7 @@ from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, Produce
 
 pytestmark = pytest.mark.compiled_only
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SERVER = ("10.1.0.2", 9092)
 
 
@@ -80,7 +80,7 @@ def pure_outcomes(jobs, tmp_path):
     env = dict(os.environ, KAFKAPROTO_PURE="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
     code = ("import json, pickle, sys, kafkaproto; assert not kafkaproto.COMPILED\n"
-            "from test_capture_fast import outcomes\n"
+            "from twins.test_capture import outcomes\n"
             "jobs = json.load(open(sys.argv[1]))\n"
             "pickle.dump(outcomes(jobs), open(sys.argv[2], 'wb'))\n")
     subprocess.run([sys.executable, "-c", code, str(spec), str(result)], env=env, check=True, cwd=tmp_path)

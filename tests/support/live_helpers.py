@@ -11,6 +11,7 @@
 * :func:`consume_aiokafka_group` - read records as a member of a consumer
   group with aiokafka (FindCoordinator, JoinGroup, SyncGroup, OffsetFetch,
   OffsetCommit on the wire).
+* :func:`settled` - a recording proxy's connections, once the clients are done.
 """
 
 from __future__ import annotations
@@ -249,3 +250,17 @@ def consume_aiokafka_group(bootstrap: str, topic: str, n: int, timeout: float = 
     except asyncio.TimeoutError as exc:
         raise TimeoutError(f"aiokafka group consumer: fewer than {n} records from {topic!r} "
                            f"within {timeout}s") from exc
+
+
+def settled(proxy, quiet=0.2, timeout=10.0):
+    """The proxy's connections once all are closed and none was opened for ``quiet`` s."""
+    deadline = time.monotonic() + timeout
+    seen, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        conns = proxy.connections
+        if len(conns) != seen or not all(c.closed.is_set() for c in conns):
+            seen, since = len(conns), time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return conns
+        time.sleep(0.02)
+    raise TimeoutError(f"client connections still open after {timeout}s: {proxy.connections}")

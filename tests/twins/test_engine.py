@@ -8,19 +8,18 @@ import pytest
 from kafkaproto.messages import _engine, _engine_py
 from kafkaproto.messages._runtime import build_plan
 from kafkaproto.messages import CLASSES, get
-from message_values import random_message
+from support.message_values import random_message
+from support.outcomes import outcome
 
 pytestmark = pytest.mark.compiled_only
 
 NAMES = sorted(n for n in CLASSES if get(n).NAME == n)
 
 
-def outcome(fn):
-    try:
-        obj, end = fn()
-        return ("ok", obj.to_dict(), end)
-    except Exception as exc:  # noqa: BLE001
-        return ("err", type(exc).__name__, str(exc), getattr(exc, "offset", None))
+def as_dict(decoded):
+    """(message, end) as (its to_dict(), end)."""
+    obj, end = decoded
+    return obj.to_dict(), end
 
 
 def plans(cls, v):
@@ -44,6 +43,6 @@ def test_engines_agree(name):
                 b[rng.randrange(len(b))] = rng.choice([0x00, 0xFF, 0x7F, 0x80, rng.randrange(256)])
             variants.append(bytes(b))
         for d in variants:
-            a = outcome(lambda: _engine.decode_struct(cplan, d, 0))
-            b = outcome(lambda: _engine_py.decode_struct(pplan, d, 0))
+            a = outcome(lambda: _engine.decode_struct(cplan, d, 0), convert=as_dict)
+            b = outcome(lambda: _engine_py.decode_struct(pplan, d, 0), convert=as_dict)
             assert a == b, (name, v, d.hex())

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkaproto.records import _batches_py as pure_records
-from records_util import decode_plain, fix_crc, outcome
+from support.outcomes import outcome
+from support.records_util import decode_plain, fix_crc
 
 pytestmark = pytest.mark.compiled_only
 
