@@ -18,8 +18,9 @@ import pytest
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.report import run_report
-from kafkaproto.report.decode import TABLE_COLUMNS, record_set_codecs
-from kafkaproto import records as krecords
+from kafkaproto.report.decode import TABLE_COLUMNS
+from kafkaproto import arrow as karrow, records as krecords
+from kafkaproto.errors import KafkaProtocolError
 
 from kafkaproto.report.render import PALETTE, REMOVED, VERSION_SHADES
 
@@ -111,7 +112,6 @@ def test_sample_record_sets_and_codecs_match_the_record_layer(sample_report):
             for p in t.partition_data:
                 if p.records:
                     total += sum(len(b.records) for b in krecords.decode(p.records))
-                    assert record_set_codecs(p.records)
     produced = pc.sum(sets.filter(pc.equal(sets["source"], "produce"))["records"]).as_py()
     assert produced == total > 50
 
@@ -394,19 +394,30 @@ def test_latency_percentiles_from_merged_histograms_are_within_a_128th(seed):
 
 
 # ---------------------------------------------------------------------------
-# record-set summaries: the NumPy walk against the per-blob header walk
+# record-set summaries: from the records walk, against the object decoder blob by blob
 
 
-def _summary_one_blob_at_a_time(blobs, decoded):
+def _summary_one_blob_at_a_time(blobs):
+    """What records.decode says of each blob: (blob, codec, batches, records, bytes)
+    per codec in first-appearance order; records none for a blob with an error."""
     rows = []
     for j, blob in enumerate(blobs):
-        groups = record_set_codecs(blob) or {"-": [0, 0, 0]}
-        left = decoded[j] - sum(g[2] for g in groups.values())
-        tail = len(blob) - sum(g[1] for g in groups.values())
-        for k, (codec, (batches, size, records)) in enumerate(groups.items()):
-            rows.append((j, codec, batches,
-                         decoded[j] if len(groups) == 1 else records + (max(left, 0) if k == 0 else 0),
-                         size + (tail if k == 0 else 0)))
+        groups = {}
+        failed = False
+        try:
+            for b in krecords.decode(blob):
+                if b.truncated:
+                    continue
+                g = groups.setdefault(b.compression, [0, 0, 0])
+                g[0] += 1
+                g[1] += len([r for r in b.records if r.control is None])
+                g[2] += b.size
+        except KafkaProtocolError:
+            failed = True
+        groups = groups or {"-": [0, 0, 0]}
+        rest = len(blob) - sum(g[2] for g in groups.values())
+        for k, (codec, (batches, records, size)) in enumerate(groups.items()):
+            rows.append((j, codec, batches, 0 if failed else records, size + (rest if k == 0 else 0)))
     return rows
 
 
@@ -447,9 +458,10 @@ def test_record_set_summary_equals_the_per_blob_walk(kind):
 
         _, msg = decode_request(frame.frame)
         blobs += [p.records for t in msg.topic_data for p in t.partition_data if p.records]
-    decoded = [i % 7 for i in range(len(blobs))]
     arr = pa.array(blobs, pa.large_binary() if kind == "large_binary" else pa.binary())
     if kind == "sliced":
         arr = pa.array([b"x" * 9] + blobs + [b"y"], pa.binary()).slice(1, len(blobs))
-    got = list(zip(*(x.tolist() for x in record_set_summary(arr, np.array(decoded)))))
-    assert got == _summary_one_blob_at_a_time(blobs, decoded)
+    _, walked = karrow.records(arr, batches=True)
+    lengths = np.array([len(b) for b in blobs])
+    got = list(zip(*(x.tolist() for x in record_set_summary(walked, lengths))))
+    assert got == _summary_one_blob_at_a_time(blobs)

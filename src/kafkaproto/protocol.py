@@ -71,6 +71,27 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if response_class(api_key).is_flexible(api_version) else 0
 
 
+_TABLES: dict = {}
+
+
+def header_table(request: bool):
+    """This module's header-version rule as data: int8[api keys, 64] of header
+    versions, -1 for a version the key's class lacks, -2 for an unknown key.
+    What the compiled loops (Arrow, capture) are handed instead of the rule."""
+    got = _TABLES.get(request)
+    if got is None:
+        import numpy as np
+
+        fn = request_header_version if request else response_header_version
+        got = np.full((max(APIS) + 1, 64), -2, dtype=np.int8)
+        for key, (req, resp) in APIS.items():
+            if req if request else resp:
+                cls = request_class(key) if request else response_class(key)
+                got[key] = [fn(key, v) if cls.supports(v) else -1 for v in range(64)]
+        _TABLES[request] = got
+    return got
+
+
 def _check_kind(msg, kind):
     if getattr(msg, "KIND", None) != kind:
         raise TypeError(f"expected a {kind} message, got {type(msg).__name__}")

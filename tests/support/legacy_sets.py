@@ -140,11 +140,12 @@ def damaged_versions(blob):
 def twins_agree(blobs, check_crc, limit=1 << 26, wants=(ALL, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 1, 1, 1])):
     arr = pa.array(blobs, pa.large_binary())
     for want in wants:
-        sa, ta, ea = C.arrow_records(arr, 1, check_crc, limit, want)
-        sb, tb, eb = P.arrow_records(arr, 1, check_crc, limit, want)
+        sa, ta, ea, wa = C.arrow_records(arr, 1, check_crc, limit, want, True)
+        sb, tb, eb, wb = P.arrow_records(arr, 1, check_crc, limit, want, True)
         bad = np.flatnonzero(sa != sb)
         assert not len(bad), [blobs[i].hex() for i in bad[:3]]
         assert ea == eb, [(i, ea.get(i), eb.get(i)) for i in set(ea) | set(eb) if ea.get(i) != eb.get(i)][:3]
+        assert {k: v.tolist() for k, v in wa.items()} == {k: v.tolist() for k, v in wb.items()}
         assert plain_tree(ta) == plain_tree(tb)
 
 

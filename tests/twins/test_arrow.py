@@ -115,9 +115,10 @@ def test_records_twins(check_crc):
     blobs += damaged(blobs, rng)
     arr = pa.array(blobs, pa.large_binary())
     for want in ([1] * 7, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 0, 1, 1]):
-        sa, ta, ea = C.arrow_records(arr, 1, check_crc, 1 << 26, want)
-        sb, tb, eb = P.arrow_records(arr, 1, check_crc, 1 << 26, want)
+        sa, ta, ea, wa = C.arrow_records(arr, 1, check_crc, 1 << 26, want, True)
+        sb, tb, eb, wb = P.arrow_records(arr, 1, check_crc, 1 << 26, want, True)
         assert (sa == sb).all() and ea == eb
+        assert {k: v.tolist() for k, v in wa.items()} == {k: v.tolist() for k, v in wb.items()}
         assert plain_tree(ta) == plain_tree(tb)
 
 

@@ -51,6 +51,7 @@ _FRAMES = load("arrow._frames")
 _RECORDS = load("arrow._records")
 
 __all__ = [
+    "BATCHES_SCHEMA",
     "RECORDS_SCHEMA",
     "REQUEST_HEADER_TYPE",
     "RESPONSE_HEADER_TYPE",
@@ -509,9 +510,23 @@ def _pass_through(values, n: int, typ, what: str):
     return values.cast(typ)
 
 
-def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit):
+#: What ``records(..., batches=True)`` returns beside the records: one row per
+#: batch the walk went through (a legacy top-level message is one), in blob
+#: order: the blob's ``row``, the batch's ``position`` in it, ``magic``,
+#: ``codec`` (its attributes' low bits), ``bytes`` (12 + its size), the
+#: ``records`` it gave the table (control records are not; none when its blob
+#: has an error), and ``truncated`` for the partial batch at a blob's end
+#: (magic and codec -1, ``bytes`` what is there).  A blob with an error lists
+#: the batches before it.
+BATCHES_SCHEMA = pa.schema([
+    ("row", pa.int64()), ("position", pa.int64()), ("magic", pa.int8()), ("codec", pa.int8()), ("bytes", pa.int64()),
+    ("records", pa.int64()), ("truncated", pa.bool_()),
+])
+
+
+def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, batches=False):
     want = [name in names or name == "row" for name in _RECORD_COLUMNS]
-    status, tree, errors = lib.arrow_records(arr, kind, check_crc, limit, want)
+    status, tree, errors, walked = lib.arrow_records(arr, kind, check_crc, limit, want, batches)
     filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
     cols = {}
     for name, node in zip(filled, tree[4]):
@@ -534,7 +549,11 @@ def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit):
     else:
         cols["error"] = _all_null(pa.large_string(), len(rows))
     schema = _records_schema(frozenset(names))
-    return pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
+    table = pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
+    if not batches:
+        return table
+    return table, pa.Table.from_arrays([pa.array(walked[f.name], f.type) for f in BATCHES_SCHEMA],
+                                       schema=BATCHES_SCHEMA)
 
 
 _SCHEMAS: dict = {}
@@ -548,7 +567,7 @@ def _records_schema(names: frozenset) -> pa.Schema:
 
 
 def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool = True,
-            max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> pa.Table:
+            max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, batches: bool = False):
     """Records blobs (one per row: a Produce/Fetch ``records`` field, a log
     segment...) → a table with one row per record, columns of :data:`RECORDS_SCHEMA`.
 
@@ -565,6 +584,9 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     ``["offset", "timestamp"]`` parses every record but copies no key, value
     or header.  A blob that does not decode gives one row: nulls, its ``row``,
     and ``error``.
+
+    ``batches=True`` returns ``(records table, batches table)``: the second
+    (:data:`BATCHES_SCHEMA`) says what the records came in, from the same walk.
     """
     names = set(RECORDS_SCHEMA.names) if columns is None else set(columns) | {"row", "error"}
     unknown = names - set(RECORDS_SCHEMA.names)
@@ -574,16 +596,25 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     n = sum(len(a) for a, _ in chunks)
     topic = _pass_through(topic, n, pa.large_string(), "topic")
     partition = _pass_through(partition, n, pa.int32(), "partition")
-    tables, start = [], 0
+    tables, walks, start = [], [], 0
     for arr, kind in chunks:
         t = _records_table(_RECORDS, arr, kind, None if topic is None else topic[start:start + len(arr)],
-                     None if partition is None else partition[start:start + len(arr)], names, check_crc,
-                     max_decompressed_size)
+                           None if partition is None else partition[start:start + len(arr)], names, check_crc,
+                           max_decompressed_size, batches)
+        if batches:
+            t, w = t
+            if start:
+                w = w.set_column(0, "row", pa.compute.add(w.column("row"), start))
+            walks.append(w)
         if start:
             t = t.set_column(t.schema.get_field_index("row"), "row", pa.compute.add(t.column("row"), start))
         tables.append(t)
         start += len(arr)
     if len(tables) == 1:
-        return tables[0]
-    fields = [f for f in RECORDS_SCHEMA if f.name in names]
-    return pa.concat_tables(tables) if tables else pa.schema(fields).empty_table()
+        table = tables[0]
+    else:
+        fields = [f for f in RECORDS_SCHEMA if f.name in names]
+        table = pa.concat_tables(tables) if tables else pa.schema(fields).empty_table()
+    if not batches:
+        return table
+    return table, (walks[0] if len(walks) == 1 else pa.concat_tables(walks) if walks else BATCHES_SCHEMA.empty_table())

@@ -5,38 +5,12 @@ header checks the twins run (the compiled loops record the same failures).
 
 from __future__ import annotations
 
-import numpy as np
-
+from .. import protocol
 from ..errors import KafkaProtocolError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from ..messages import APIS, request_class, response_class
 
-_TABLES: dict = {}
-
-
-def header_versions(api_key: int, request: bool) -> np.ndarray:
-    """int8[64]: the header version of each version of ``api_key`` (-1: unsupported)."""
-    from ..protocol import request_header_version, response_header_version
-
-    cls = request_class(api_key) if request else response_class(api_key)
-    fn = request_header_version if request else response_header_version
-    out = np.full(64, -1, dtype=np.int8)
-    for v in range(64):
-        if cls.supports(v):
-            out[v] = fn(api_key, v)
-    return out
-
-
-def header_table(request: bool) -> np.ndarray:
-    """int8[keys, 64] for every api key: header versions, -1 unsupported version, -2 unknown key."""
-    got = _TABLES.get(request)
-    if got is None:
-        nkeys = max(APIS) + 1
-        got = np.full((nkeys, 64), -2, dtype=np.int8)
-        for key, (req, resp) in APIS.items():
-            if req if request else resp:
-                got[key] = header_versions(key, request)
-        _TABLES[request] = got
-    return got
+# the header-version table the loops are handed: the rule's own (kafkaproto.protocol)
+header_table = protocol.header_table
 
 
 def _message(exc: KafkaProtocolError) -> str:

@@ -73,6 +73,7 @@ cdef struct Stage:
     int n
     int64_t kbytes                  # bytes of the staged keys, values
     int64_t vbytes
+    int64_t emitted                 # records staged since the call began
 
 cdef struct RecCols:
     Col* root
@@ -222,6 +223,7 @@ cdef inline int _stage(RecCols* rc, const uint8_t* key, int32_t klen, const uint
     st.ts[i] = ts
     st.ts_type[i] = ts_type
     st.headers[i] = headers
+    st.emitted += 1
     if klen > 0:
         st.kbytes += klen
     if vlen > 0:
@@ -316,8 +318,39 @@ cdef object _v2_error(Cur* c, object base, Py_ssize_t batch_at):
     return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at)
 
 
+cdef class _BatchRows:
+    """One row per batch walked (what the records came in): filled as the blobs are."""
+    cdef list row, position, magic, codec, size, records, truncated
+
+    def __cinit__(self):
+        self.row, self.position, self.magic, self.codec = [], [], [], []
+        self.size, self.records, self.truncated = [], [], []
+
+    cdef void add(self, int64_t row, int64_t position, int magic, int codec, int64_t size, int64_t records,
+                  bint truncated):
+        self.row.append(row)
+        self.position.append(position)
+        self.magic.append(magic)
+        self.codec.append(codec)
+        self.size.append(size)
+        self.records.append(records)
+        self.truncated.append(truncated)
+
+    cdef void blob_failed(self, int64_t first):
+        # the blob's records were rolled back: its batches gave none
+        cdef Py_ssize_t k
+        for k in range(first, len(self.records)):
+            self.records[k] = 0
+
+    def export(self):
+        return {"row": np.array(self.row, np.int64), "position": np.array(self.position, np.int64),
+                "magic": np.array(self.magic, np.int8), "codec": np.array(self.codec, np.int8),
+                "bytes": np.array(self.size, np.int64), "records": np.array(self.records, np.int64),
+                "truncated": np.array(self.truncated, np.bool_)}
+
+
 cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit, RecCols* rc,
-               LSink ls) except -1:
+               LSink ls, _BatchRows out) except -1:
     """Every batch of one blob into the columns; raises the blob's error."""
     cdef BatchView v
     cdef Py_ssize_t pos = 0, start, end
@@ -331,15 +364,21 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
     rc.row = row
     rc.stage.n = 0
     rc.stage.kbytes = rc.stage.vbytes = 0
+    cdef int64_t before
     while True:
         st = _batch_at(p, pos, n, &v)
         if st != BATCH_WHOLE:
             # the end, or a partial batch at the end: normal in a Fetch response
             if _flush(rc):
                 raise MemoryError()
+            if st == BATCH_TRUNCATED and out is not None:
+                out.add(row, v.at, -1, -1, v.available, 0, True)
             return 0
+        before = rc.stage.emitted
         if v.magic < 2:
             _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w)
+            if out is not None:
+                out.add(row, v.at, v.magic, w.attrs & 0x07, 12 + v.size, rc.stage.emitted - before, False)
             pos = v.end
             continue
         region, start, end = _v2_records(&v, mv, check_crc, limit)
@@ -371,6 +410,8 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             raise MemoryError()
         if st:
             raise _v2_error(&c, 0 if region is None else None, v.at)
+        if out is not None:
+            out.add(row, v.at, 2, v.attrs & 0x07, 12 + v.size, rc.stage.emitted - before, False)
         pos = v.end
 
 
@@ -389,14 +430,17 @@ cdef int _error_row(RecCols* rc, int64_t row) except -1:
     return 0
 
 
-def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
+def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False):
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
-    row) telling which columns to fill.  Returns ``(status, tree, errors)``:
-    status 0 for a blob decoded, else 1 (one row of nulls stands for it, and
-    ``errors`` maps the blob's index to records.decode's error text); the
-    tree's children are the asked-for columns in that order.
+    row) telling which columns to fill.  Returns ``(status, tree, errors,
+    batch rows)``: status 0 for a blob decoded, else 1 (one row of nulls
+    stands for it, and ``errors`` maps the blob's index to records.decode's
+    error text); the tree's children are the asked-for columns in that
+    order; with ``batches``, a dict of arrays with one entry per batch the
+    walk went through (row, position, magic, codec, bytes, records it gave,
+    truncated: the partial batch at a blob's end), else None.
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n, i, blen
@@ -406,10 +450,13 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
     cdef int k, m = 0
     cdef int64_t cap = min(max(arr.nbytes // 64, 64), 1 << 20)
     cdef LSink ls = LSink()
+    cdef _BatchRows out = _BatchRows() if batches else None
+    cdef Py_ssize_t first
     wanted = [bool(w) for w in want]
     rc.stage = <Stage*>malloc(sizeof(Stage))
     if rc.stage == NULL:
         raise MemoryError()
+    rc.stage.emitted = 0
     if not wanted[RC_ROW]:
         raise ValueError("the row column is always filled")
     rc.root = col_new(C_STRUCT, 0, sum(wanted), 16)
@@ -444,15 +491,18 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
                 if c.kids[0].kids[0] == NULL or c.kids[0].kids[1] == NULL:
                     raise MemoryError()
         for i in range(n):
+            first = len(out.row) if out is not None else 0
             if not row_at(&rin.r, i, &p, &blen):
                 errors[i] = "null records blob"
             else:
                 try:
-                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls)
+                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out)
                 except KafkaProtocolError as exc:
                     errors[i] = str(exc)
             if i in errors:
                 status[i] = 1
+                if out is not None:
+                    out.blob_failed(first)
                 # roll the blob's records back; one row of nulls stands for it
                 for k in range(RC_COUNT):
                     if rc.c[k] != NULL:
@@ -463,4 +513,4 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want):
     finally:
         col_free(rc.root)
         free(rc.stage)
-    return status, tree, errors
+    return status, tree, errors, None if out is None else out.export()

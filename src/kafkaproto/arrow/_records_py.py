@@ -50,7 +50,11 @@ def _put_record(cols, rec, row):
     rows.put(row)
 
 
-def arrow_records(arr, kind, check_crc, max_decompressed_size, want):
+_BATCH_FIELDS = ("row", "position", "magic", "codec", "bytes", "records", "truncated")
+_BATCH_TYPES = (np.int64, np.int64, np.int8, np.int8, np.int64, np.int64, np.bool_)
+
+
+def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=False):
     from ..records import decode
 
     cols = _records_cols(want)
@@ -59,16 +63,27 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want):
     blobs = rows(arr)
     status = np.zeros(len(blobs), dtype=np.uint8)
     errors = {}
+    walked = []  # (row, position, magic, codec, bytes, records, truncated) per batch
     for i, blob in enumerate(blobs):
         recs = None
+        first = len(walked)
         if blob is None:
             errors[i] = "null records blob"
         else:
+            recs = []
             try:
-                recs = [r for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size)
-                        for r in b.records if r.control is None]
+                for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size):
+                    if b.truncated:
+                        walked.append((i, b.offset, -1, -1, b.available, 0, True))
+                        continue
+                    kept = [r for r in b.records if r.control is None]
+                    walked.append((i, b.offset, b.magic, b.attributes & 0x07, b.size, len(kept), False))
+                    recs += kept
             except KafkaProtocolError as exc:
                 errors[i] = str(exc)
+                recs = None
+                # the blob's records are left out: its batches gave none
+                walked[first:] = [w[:5] + (0,) + w[6:] for w in walked[first:]]
         if recs is None:
             status[i] = 1
             for c in present:
@@ -80,4 +95,8 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want):
         for rec in recs:
             _put_record(cols, rec, i)
             root.valid.append(1)
-    return status, root.export(), errors
+    out = None
+    if batches:
+        out = {name: np.array([w[k] for w in walked], dtype=typ)
+               for k, (name, typ) in enumerate(zip(_BATCH_FIELDS, _BATCH_TYPES))}
+    return status, root.export(), errors, out

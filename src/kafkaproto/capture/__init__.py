@@ -67,9 +67,20 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
     connections from their traffic.  ``acc`` receives the accounting; it is
     complete once the iterator is exhausted.  A damaged or cut file ends the
     iteration early with the reason in ``acc.errors``; a file that is no
-    capture at all raises :class:`CaptureFormatError`.
+    capture at all raises :class:`CaptureFormatError`.  Frames are numbered
+    (``seq``) in the order they come; a response's ``request.seq`` is its
+    request's.
     """
-    acc = acc if acc is not None else Accounting()
+    seq = 0
+    for f in _frames(path, ports, acc if acc is not None else Accounting(), max_frame_size):
+        f.seq = seq
+        if f.direction == REQUEST and f.request is not None:
+            f.request.seq = seq
+        seq += 1
+        yield f
+
+
+def _frames(path, ports, acc: Accounting, max_frame_size: int) -> Iterator[CapturedFrame]:
     kind = capture_kind(path)
     if kind == "table":
         from .table import iter_table_frames

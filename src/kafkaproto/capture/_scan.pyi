@@ -24,7 +24,7 @@ class KafkaState:
     """Framing state of one direction of a Kafka connection (streams.KafkaHalf.state)."""
 
     conn: Any
-    outstanding: Dict[int, Tuple[int, int, Optional[int]]]  # correlation id -> (api key, api version, request ts)
+    outstanding: Dict[int, Any]  # correlation id -> the RequestInfo waiting
     sink: Callable[[Any], None]
     is_request: bool
     synced: bool
@@ -33,7 +33,7 @@ class KafkaState:
     pos: int
     base: int  # stream offset of buf[0]
     ts: Optional[int]
-    def __init__(self, conn: Any, outstanding: Dict[int, Tuple[int, int, Optional[int]]],
+    def __init__(self, conn: Any, outstanding: Dict[int, Any],
                  sink: Callable[[Any], None], is_request: bool, synced: bool, max_frame_size: int) -> None: ...
 
 #: ``lookup(family, src, sport, dst, dport)`` with addresses as 4 or 16 raw
@@ -50,7 +50,7 @@ class CaptureScanner:
     records: int  # pcap records read
     def __init__(self, packet: Callable[[Optional[int], int, bytes], None], lookup: _Lookup, acc: Any,
                  out: List[Any], frame_type: Callable[..., Any], request: Any, response: Any,
-                 max_outstanding: int) -> None: ...
+                 max_outstanding: int, request_type: Callable[..., Any], header_table: Any) -> None: ...
     def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None: ...
     def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
     def run(self) -> bool: ...

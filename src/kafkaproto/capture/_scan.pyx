@@ -17,11 +17,13 @@
 # and forth.  The twin (_scan_py.py) has the same classes in plain Python.
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memmove
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memmove
 
-from kafkaproto._wire cimport kp_ld16, kp_ld32, kp_st16, _frame_at, FRAME_COMPLETE, FRAME_BAD_SIZE
+from kafkaproto._wire cimport (
+    kp_ld16, kp_ld32, kp_st16, Cur, RequestHead, cur_init, cur_request_head, _frame_at, FRAME_COMPLETE, FRAME_BAD_SIZE,
+)
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_DelItem, PyDict_Size, PyDict_Next
 from cpython.object cimport PyObject
 
@@ -64,14 +66,18 @@ cdef class KafkaState:
 
     ``buf[pos:]`` holds the bytes not framed yet, ``base`` is the stream
     offset of ``buf[0]``, ``ts`` the time of the latest bytes; ``outstanding``
-    is the connection's ``{correlation id: (api key, api version, request
-    time)}``, shared by its two directions; ``sink`` takes each frame made."""
+    is the connection's ``{correlation id: RequestInfo}``, shared by its two
+    directions; ``sink`` takes each frame made."""
     cdef public object conn, sink, ts
     cdef public dict outstanding
     cdef public bint is_request, synced
     cdef public bytearray buf
     cdef public Py_ssize_t pos
     cdef public int64_t base, max_frame_size
+    # the last client id seen on this direction: its bytes and its str (a
+    # connection rarely changes it, so the str is made once)
+    cdef bytes client_raw
+    cdef object client_id
 
     def __init__(self, conn, dict outstanding, sink, bint is_request, bint synced, int64_t max_frame_size):
         self.conn = conn
@@ -216,13 +222,22 @@ cdef class CaptureScanner:
     ``frame_type``, ``request``, ``response``, ``max_outstanding``
         the frame record (called as ``frame_type(ts, conn, direction,
         offset, frame, api_key, api_version, correlation_id, request_ts,
-        status)``), the two direction values, and how many requests a
-        connection may have waiting before the oldest counts as unanswered.
+        status, client_id, request)``), the two direction values, and how
+        many requests a connection may have waiting before the oldest counts
+        as unanswered;
+    ``request_type``, ``header_table``
+        what a waiting request is kept as (``request_type(api_key,
+        api_version, ts, client_id)``, RequestInfo), and the request header
+        versions (kafkaproto.protocol.header_table: int8[api keys, 64]) that
+        say where a request's client id is.
     """
     cdef object acc, out, sink_packet, lookup
     cdef dict dirs
-    cdef object frame_type, REQUEST, RESPONSE, s_framed, s_unpaired, s_tcp, s_not_kafka
+    cdef object frame_type, REQUEST, RESPONSE, s_framed, s_unpaired, s_tcp, s_not_kafka, request_type
     cdef Py_ssize_t max_outstanding
+    cdef object headers        # keeps the header table alive
+    cdef const int8_t* hv
+    cdef int nkeys
     # deferred counters
     cdef int64_t n_packets, n_tcp, n_payload, n_framed, b_framed, n_unpaired, b_unpaired, b_not_kafka
     # pcap reading
@@ -235,7 +250,13 @@ cdef class CaptureScanner:
     cdef public object error
     cdef public int64_t unread_bytes, records
 
-    def __init__(self, packet, lookup, acc, list out, frame_type, request, response, Py_ssize_t max_outstanding):
+    def __init__(self, packet, lookup, acc, list out, frame_type, request, response, Py_ssize_t max_outstanding,
+                 request_type, header_table):
+        cdef const int8_t[:, ::1] hv = header_table
+        self.headers = header_table
+        self.hv = &hv[0, 0]
+        self.nkeys = hv.shape[0]
+        self.request_type = request_type
         self.sink_packet = packet
         self.lookup = lookup
         self.acc = acc
@@ -404,7 +425,29 @@ cdef class CaptureScanner:
             kh.pos = 0
         return 1
 
+    cdef object _client_id(self, KafkaState kh, const unsigned char* f, Py_ssize_t n):
+        """The client id of a request frame (None where request_client_id says None)."""
+        cdef Cur c
+        cdef RequestHead h
+        cdef int key = <int16_t>kp_ld16(f), version = <int16_t>kp_ld16(f + 2), hv
+        if key < 0 or key >= self.nkeys or version < 0 or version > 63:
+            return None
+        hv = self.hv[64 * key + version]
+        if hv < 1:
+            return None
+        cur_init(&c, f, 0, n)
+        if cur_request_head(&c, hv, &h) or h.client_id_len < 0:
+            return None
+        raw = kh.client_raw
+        if raw is not None and PyBytes_GET_SIZE(raw) == h.client_id_len and \
+                memcmp(PyBytes_AS_STRING(raw), f + h.client_id_at, h.client_id_len) == 0:
+            return kh.client_id
+        kh.client_raw = PyBytes_FromStringAndSize(<const char*>(f + h.client_id_at), h.client_id_len)
+        kh.client_id = kh.client_raw.decode("utf-8")
+        return kh.client_id
+
     cdef int _emit(self, KafkaState kh, bytes frame) except -1:
+        # streams.request_frame / response_frame, the pairing's one rule, for the fast path
         cdef const unsigned char* f = <const unsigned char*>PyBytes_AS_STRING(frame)
         cdef Py_ssize_t n = len(frame)
         cdef dict out
@@ -414,33 +457,37 @@ cdef class CaptureScanner:
         conn = kh.conn
         offset = kh.base + kh.pos
         if kh.is_request:
-            key = version = corr = None
-            if n >= 8:
+            if n < 8:
+                fr = self.frame_type(kh.ts, conn, self.REQUEST, offset, frame)
+            else:
                 key = <int16_t>kp_ld16(f)
                 version = <int16_t>kp_ld16(f + 2)
                 corr = <int32_t>kp_ld32(f + 4)
+                cid = self._client_id(kh, f, n) if n >= 10 else None
+                info = self.request_type(key, version, kh.ts, cid)
                 out = kh.outstanding
                 out.pop(corr, None)
-                out[corr] = (key, version, kh.ts)
+                out[corr] = info
                 if PyDict_Size(out) > self.max_outstanding:
                     PyDict_Next(out, &it, &k, &v)
                     oldest = <object>k
                     del out[oldest]
                     self.acc.unanswered_requests += 1
-            fr = self.frame_type(kh.ts, conn, self.REQUEST, offset, frame, key, version, corr, None, self.s_framed)
+                fr = self.frame_type(kh.ts, conn, self.REQUEST, offset, frame, key, version, corr, None,
+                                     self.s_framed, cid, info)
             self.n_framed += 1
             self.b_framed += n + 4
         else:
             corr = <int32_t>kp_ld32(f)
-            pending = kh.outstanding.pop(corr, None)
-            if pending is None:
+            info = kh.outstanding.pop(corr, None)
+            if info is None:
                 fr = self.frame_type(kh.ts, conn, self.RESPONSE, offset, frame, None, None, corr, None,
                                      self.s_unpaired)
                 self.n_unpaired += 1
                 self.b_unpaired += n + 4
             else:
-                fr = self.frame_type(kh.ts, conn, self.RESPONSE, offset, frame, pending[0], pending[1], corr,
-                                     pending[2], self.s_framed)
+                fr = self.frame_type(kh.ts, conn, self.RESPONSE, offset, frame, info.api_key, info.api_version, corr,
+                                     info.ts, self.s_framed, info.client_id, info)
                 self.n_framed += 1
                 self.b_framed += n + 4
         kh.sink(fr)

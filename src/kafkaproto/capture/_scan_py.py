@@ -72,7 +72,8 @@ class CaptureScanner:
     has no counts of its own to :meth:`flush`.
     """
 
-    def __init__(self, packet, lookup, acc, out: list, frame_type, request, response, max_outstanding: int) -> None:
+    def __init__(self, packet, lookup, acc, out: list, frame_type, request, response, max_outstanding: int,
+                 request_type, header_table) -> None:
         self._sink_packet = packet
         self._out = out
         self._fh = None

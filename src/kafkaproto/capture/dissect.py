@@ -39,9 +39,9 @@ class Dissected:
 
 def dissect(frames: Iterable[CapturedFrame], acc: Optional[Accounting] = None) -> Iterator[Dissected]:
     """Decode each frame; the accounting moves ``framed`` frames to ``decoded``
-    or ``undecodable`` (``unpaired`` responses stay as they are)."""
+    or ``undecodable`` (``unpaired`` responses stay as they are).  A response's
+    client id is its request's (the capture layer paired them)."""
     acc = acc if acc is not None else Accounting()
-    clients: Dict[Tuple[int, int], Optional[str]] = {}  # (conn, correlation id) -> client id
     for f in frames:
         n = len(f.frame) + 4
         if f.direction == REQUEST:
@@ -49,26 +49,22 @@ def dissect(frames: Iterable[CapturedFrame], acc: Optional[Accounting] = None) -
                 header, msg = decode_request(f.frame)
             except KafkaProtocolError as exc:
                 acc.move(f.status, "undecodable", n)
-                yield Dissected(f, error=str(exc))
+                yield Dissected(f, error=str(exc), client_id=f.client_id)
                 continue
             acc.move(f.status, "decoded", n)
-            if len(clients) > 1 << 16:
-                clients.pop(next(iter(clients)))
-            clients[(f.conn.id, header.correlation_id)] = header.client_id
             yield Dissected(f, header, msg, client_id=header.client_id)
             continue
-        client_id = clients.pop((f.conn.id, f.correlation_id), None)
         if f.status == "unpaired":
-            yield Dissected(f, error="no request with this correlation id in the capture", client_id=client_id)
+            yield Dissected(f, error="no request with this correlation id in the capture", client_id=f.client_id)
             continue
         try:
             header, msg = decode_response(f.frame, f.api_key, f.api_version)
         except KafkaProtocolError as exc:
             acc.move(f.status, "undecodable", n)
-            yield Dissected(f, error=str(exc), client_id=client_id)
+            yield Dissected(f, error=str(exc), client_id=f.client_id)
             continue
         acc.move(f.status, "decoded", n)
-        yield Dissected(f, header, msg, client_id=client_id)
+        yield Dissected(f, header, msg, client_id=f.client_id)
 
 
 _version_sets: Dict[int, int] = {}

@@ -33,7 +33,7 @@ from .._impl import load as _load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
 from ..messages import APIS, request_class
-from ..protocol import decode_request, decode_response
+from ..protocol import decode_request, decode_response, header_table
 from .accounting import Accounting
 from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
 from .tcp import HalfStream
@@ -42,11 +42,14 @@ from .tcp import HalfStream
 # data in C) or the twin's plain class.
 _KafkaState = _load("capture._scan").KafkaState
 
-__all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "request_versions"]
+__all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "RequestInfo", "request_client_id",
+           "request_versions"]
 
 REQUEST, RESPONSE = "request", "response"
 _i32 = struct.Struct(">i")
 _req_head = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
+_client_head = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_head3 = struct.Struct(">hhi")
 _MIN_REQUEST = 8  # api key, version, correlation id (header v0)
 _MIN_RESPONSE = 4  # correlation id
 MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
@@ -79,27 +82,47 @@ class Connection:
         self.client = client
         self.server = server
         self.first_ts = first_ts
-        # correlation id -> (api key, api version, request time); insertion ordered
-        self.outstanding: Dict[int, Tuple[int, int, Optional[int]]] = {}
+        # correlation id -> the request waiting for its response; insertion ordered
+        self.outstanding: Dict[int, "RequestInfo"] = {}
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.client} -> {self.server})"
 
 
+class RequestInfo:
+    """What a response needs of its request, kept while it waits (a few fields,
+    never the request's bytes: a Produce request may be megabytes)."""
+
+    __slots__ = ("api_key", "api_version", "ts", "client_id", "seq")
+
+    def __init__(self, api_key, api_version, ts, client_id=None) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.ts = ts
+        self.client_id = client_id
+        #: the request frame's number in the capture (set as it is read)
+        self.seq: Optional[int] = None
+
+    def __repr__(self) -> str:
+        return f"RequestInfo(api={self.api_key} v{self.api_version}, client_id={self.client_id!r}, seq={self.seq})"
+
+
 class CapturedFrame:
     """One Kafka frame (size prefix removed) with where and when it was seen.
 
-    ``api_key``/``api_version`` come from the request header for requests and
-    from the paired request for responses (None when unpaired);
-    ``request_ts`` is the paired request's time (responses only).  Times are
+    This is where requests and responses are paired, once: a response carries
+    its request's :class:`RequestInfo` (``request``), hence ``api_key``,
+    ``api_version`` (None when unpaired), ``request_ts`` and the request's
+    ``client_id``; a request carries its own.  ``seq`` numbers the frames of a
+    capture in the order :func:`read_frames` yields them.  Times are
     nanoseconds since the epoch; ``status`` is ``framed`` or ``unpaired``.
     """
 
     __slots__ = ("ts", "conn", "direction", "offset", "frame", "api_key", "api_version", "correlation_id",
-                 "request_ts", "status")
+                 "request_ts", "status", "client_id", "request", "seq")
 
     def __init__(self, ts, conn, direction, offset, frame, api_key=None, api_version=None,
-                 correlation_id=None, request_ts=None, status="framed") -> None:
+                 correlation_id=None, request_ts=None, status="framed", client_id=None, request=None) -> None:
         self.ts = ts
         self.conn = conn
         self.direction = direction
@@ -110,6 +133,9 @@ class CapturedFrame:
         self.correlation_id = correlation_id
         self.request_ts = request_ts
         self.status = status
+        self.client_id = client_id
+        self.request = request
+        self.seq: Optional[int] = None
 
     @property
     def wire_size(self) -> int:
@@ -124,6 +150,50 @@ class CapturedFrame:
     def __repr__(self) -> str:
         return (f"CapturedFrame(conn={self.conn.id}, {self.direction}, api={self.api_key} "
                 f"v{self.api_version}, cid={self.correlation_id}, {len(self.frame)} bytes, {self.status})")
+
+
+_HEADERS = []  # the request header-version table, once loaded
+
+
+def request_client_id(frame) -> Optional[str]:
+    """The client id of a request frame (None: header v0, a header that does not
+    read, or a key or version without a schema), by protocol's header rule."""
+    if len(frame) < 10:
+        return None
+    if not _HEADERS:
+        _HEADERS.append(header_table(True))
+    table = _HEADERS[0]
+    key, version, _corr, n = _client_head.unpack_from(frame, 0)
+    if not (0 <= key < table.shape[0] and 0 <= version < 64) or table[key, version] < 1:
+        return None
+    if n < 0 or 10 + n > len(frame):
+        return None
+    try:
+        return bytes(frame[10:10 + n]).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def pair_request(conn: Connection, frame, ts, acc: Optional[Accounting]) -> Optional[RequestInfo]:
+    """Note a request frame as waiting for its response (correlation id) → its RequestInfo.
+    Past MAX_OUTSTANDING waiting, the oldest is dropped (counted in ``acc``)."""
+    if len(frame) < 8:
+        return None
+    key, version, corr = _head3.unpack_from(frame, 0)
+    info = RequestInfo(key, version, ts, request_client_id(frame))
+    out = conn.outstanding
+    out.pop(corr, None)
+    out[corr] = info
+    if len(out) > MAX_OUTSTANDING:
+        del out[next(iter(out))]
+        if acc is not None:
+            acc.unanswered_requests += 1
+    return info
+
+
+def pair_response(conn: Connection, corr: int) -> Optional[RequestInfo]:
+    """The request a response (its correlation id) answers, if still waiting."""
+    return conn.outstanding.pop(corr, None)
 
 
 def request_header_plausible(buf, p: int, max_frame_size: int) -> Optional[bool]:
@@ -281,7 +351,7 @@ class KafkaHalf:
         if status == FRAME_PARTIAL:
             return None
         try:
-            decode_response(memoryview(buf)[p + 4:p + 4 + size], pending[0], pending[1])
+            decode_response(memoryview(buf)[p + 4:p + 4 + size], pending.api_key, pending.api_version)
         except KafkaProtocolError:
             return False
         return True
@@ -291,25 +361,31 @@ class KafkaHalf:
         conn = st.conn
         offset = st.base + st.pos
         if st.is_request:
-            key = version = corr = None
-            if len(frame) >= 8:
-                key, version, corr = struct.unpack_from(">hhi", frame, 0)
-                out = st.outstanding
-                out.pop(corr, None)
-                out[corr] = (key, version, st.ts)
-                if len(out) > MAX_OUTSTANDING:
-                    del out[next(iter(out))]
-                    self.acc.unanswered_requests += 1
-            f = CapturedFrame(st.ts, conn, REQUEST, offset, frame, key, version, corr)
+            f = request_frame(conn, st.ts, offset, frame, self.acc)
         else:
-            corr = _i32.unpack_from(frame, 0)[0]
-            pending = st.outstanding.pop(corr, None)
-            if pending is None:
-                f = CapturedFrame(st.ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
-            else:
-                f = CapturedFrame(st.ts, conn, RESPONSE, offset, frame, pending[0], pending[1], corr, pending[2])
+            f = response_frame(conn, st.ts, offset, frame)
         self.acc.frame(f.status, len(frame) + 4)
         st.sink(f)
+
+
+def request_frame(conn: Connection, ts, offset: int, frame, acc: Optional[Accounting]) -> CapturedFrame:
+    """The CapturedFrame of a request, noted as waiting for its response."""
+    info = pair_request(conn, frame, ts, acc)
+    if info is None:
+        return CapturedFrame(ts, conn, REQUEST, offset, frame)
+    corr = _i32.unpack_from(frame, 4)[0]
+    return CapturedFrame(ts, conn, REQUEST, offset, frame, info.api_key, info.api_version, corr, None, "framed",
+                         info.client_id, info)
+
+
+def response_frame(conn: Connection, ts, offset: int, frame) -> CapturedFrame:
+    """The CapturedFrame of a response, paired with its request (or ``unpaired``)."""
+    corr = _i32.unpack_from(frame, 0)[0]
+    info = pair_response(conn, corr)
+    if info is None:
+        return CapturedFrame(ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
+    return CapturedFrame(ts, conn, RESPONSE, offset, frame, info.api_key, info.api_version, corr, info.ts, "framed",
+                         info.client_id, info)
 
 
 class _NotKafka:
@@ -567,7 +643,7 @@ class Extractor:
         that feeds this extractor: its packets come here, its frames land in
         :attr:`out` and its counts in :attr:`acc`."""
         return impl.CaptureScanner(self.packet, self.settled, self.acc, self.out, CapturedFrame, REQUEST, RESPONSE,
-                                   MAX_OUTSTANDING)
+                                   MAX_OUTSTANDING, RequestInfo, header_table(True))
 
     def settled(self, family: int, src: bytes, sport: int, dst: bytes, dport: int):
         """The state of direction src -> dst (addresses: 4 or 16 raw bytes) of

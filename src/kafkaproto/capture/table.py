@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional
 
 from .accounting import Accounting
-from .streams import RESPONSE, CapturedFrame, Connection
+from .streams import RESPONSE, CapturedFrame, Connection, pair_request, pair_response
 
 __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
            "table_files"]
@@ -234,10 +234,17 @@ def iter_table_frames(path, acc: Optional[Accounting] = None) -> Iterator[Captur
                 direction = cols["direction"][i]
                 frame = cols["frame"][i]
                 key_ = cols["api_key"][i]
+                corr = cols["correlation_id"][i]
+                # the tap paired them when it recorded them (api key and version of a
+                # response are its request's); the RequestInfo links them again here
+                if direction == RESPONSE:
+                    info = pair_response(conn, corr) if key_ is not None and corr is not None else None
+                else:
+                    info = pair_request(conn, frame, ts_ns, acc)
                 f = CapturedFrame(ts_ns, conn, direction, cols["offset"][i], frame, key_, cols["api_version"][i],
-                                  cols["correlation_id"][i],
-                                  None if lat is None or ts_ns is None else ts_ns - lat * 1000,
-                                  "unpaired" if direction == RESPONSE and key_ is None else "framed")
+                                  corr, None if lat is None or ts_ns is None else ts_ns - lat * 1000,
+                                  "unpaired" if direction == RESPONSE and key_ is None else "framed",
+                                  None if info is None else info.client_id, info)
                 acc.payload_bytes_total += len(frame) + 4
                 acc.frame(f.status, len(frame) + 4)
                 yield f

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import struct
 import sys
 import threading
 import time
@@ -32,14 +31,13 @@ from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, frame_at
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
 from ..protocol import decode_response, encode_response
-from .streams import REQUEST, RESPONSE, CapturedFrame, Connection
+from .streams import CapturedFrame, Connection, request_frame, response_frame
 from .table import FrameTableWriter
 
 __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 
 METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
 REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
-_i32 = struct.Struct(">i")
 _READ = 1 << 16
 
 
@@ -298,9 +296,7 @@ class Tap:
                         break
                     frame = bytes(buf[pos + 4:pos + 4 + size])
                     if requests:
-                        key, version, corr = struct.unpack_from(">hhi", frame, 0)
-                        conn.outstanding[corr] = (key, version, now)
-                        self._record(CapturedFrame(now, conn, REQUEST, offset + pos, frame, key, version, corr))
+                        self._record(request_frame(conn, now, offset + pos, frame, None))
                     else:
                         out = await self._response(conn, frame, offset + pos, now)
                         writer.write(buf[pos:pos + 4 + size] if out is None else out)
@@ -317,17 +313,14 @@ class Tap:
 
     async def _response(self, conn: Connection, frame: bytes, offset: int, now: int) -> Optional[bytes]:
         """Record one response; the bytes to forward instead, if rewritten."""
-        (corr,) = _i32.unpack_from(frame, 0)
-        pending = conn.outstanding.pop(corr, None)
-        if pending is None:
-            self._record(CapturedFrame(now, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired"))
+        f = response_frame(conn, now, offset, frame)
+        if f.request is None:
+            self._record(f)
             return None
-        key, version, req_ts = pending
         new = None
-        if self.rewrite and key in REWRITTEN_APIS:
-            new = await self._rewrite(frame, key, version, corr)
-        self._record(CapturedFrame(now, conn, RESPONSE, offset, frame, key, version, corr, req_ts),
-                     None if new is None else new[4:])
+        if self.rewrite and f.api_key in REWRITTEN_APIS:
+            new = await self._rewrite(frame, f.api_key, f.api_version, f.correlation_id)
+        self._record(f, None if new is None else new[4:])
         return new
 
     async def _rewrite(self, frame: bytes, key: int, version: int, corr: int) -> Optional[bytes]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -38,16 +37,19 @@ from .. import arrow as karrow
 from ..records._compression import CODEC_NAMES
 from ..capture import Accounting, read_frames
 from ..capture.dissect import removed_in_kafka4
-from ..capture.streams import REQUEST
+from ..capture.streams import REQUEST, RESPONSE
 from ..capture.table import _append as _append_frame, _columns as _frame_columns
 from ..errors import KafkaProtocolError
 from ..messages import api_name
 
-__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_codecs", "record_set_summary",
+__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_summary",
            "table_schema", "write_tables"]
 
 TS = pa.timestamp("us", tz="UTC")
-HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
+# The records columns keep the types kafkaproto.arrow.records gives them (64-bit
+# offsets): a cast to binary/string would copy every value once more.  Parquet
+# stores both alike (BYTE_ARRAY), so Spark reads them as binary and string.
+HEADER = pa.struct([("key", pa.large_string()), ("value", pa.large_binary())])
 
 #: Every column of every table, in output order.
 ROW_SCHEMA = pa.schema([
@@ -72,14 +74,14 @@ ROW_SCHEMA = pa.schema([
     ("latency_us", pa.int64()),
     ("error_codes", pa.list_(pa.int16())),
     ("source", pa.string()),  # produce / fetch
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("topic", pa.string()),
+    ("key", pa.large_binary()),
+    ("value", pa.large_binary()),
+    ("topic", pa.large_string()),
     ("partition", pa.int32()),
     ("offset", pa.int64()),
     ("timestamp", TS),
     ("timestampType", pa.int32()),
-    ("headers", pa.list_(HEADER)),
+    ("headers", pa.large_list(HEADER)),
     ("codec", pa.string()),
     ("batches", pa.int32()),
     ("records", pa.int64()),
@@ -88,7 +90,7 @@ ROW_SCHEMA = pa.schema([
     ("count", pa.int64()),
     ("bytes", pa.int64()),
     ("info", pa.string()),
-    ("error", pa.string()),
+    ("error", pa.large_string()),
 ])
 
 _FRAME = ("capture", "conn", "seq", "ts", "client", "server", "api_key", "api", "api_version", "correlation_id",
@@ -106,7 +108,6 @@ TABLE_COLUMNS: Dict[str, Tuple[str, ...]] = {
 }
 CHUNK_FRAMES = 4096
 CHUNK_BYTES = 32 << 20
-_PENDING_MAX = 1 << 20  # requests waiting for a response, over all connections
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 
@@ -249,140 +250,54 @@ def _name_or_id(names, ids, topic_ids: Dict[bytes, str]) -> pa.Array:
 # record sets
 
 
-def record_set_codecs(blob) -> Dict[str, List[int]]:
-    """``{codec: [batches, bytes, records]}`` of a records blob, from the batch
-    headers alone (no decompression); ``records`` counts v2 batches only
-    (a legacy compressed message hides its count inside).
-
-    One blob at a time; :func:`record_set_summary` walks all blobs of a chunk
-    at once and is tested against this.  A small header walk kept here rather
-    than in :mod:`kafkaproto.arrow` (which returns records, not batches): v2
-    batches carry the codec in the attributes at byte 21 and the record count
-    at byte 57, legacy messages their attributes at byte 17.  A partial batch at the end (normal in a
-    Fetch response) is not counted.
-    """
-    out: Dict[str, List[int]] = {}
-    pos = 0
-    end = len(blob)
-    while pos + 18 <= end:
-        size = struct.unpack_from(">i", blob, pos + 8)[0]
-        if size < 6 or pos + 12 + size > end:
-            break
-        magic = blob[pos + 16]
-        if magic >= 2:
-            if size < 49:
-                break
-            attrs = struct.unpack_from(">h", blob, pos + 21)[0]
-            count = struct.unpack_from(">i", blob, pos + 57)[0]
-        else:
-            attrs = blob[pos + 17]
-            count = 0
-        c = attrs & 0x07
-        got = out.setdefault(CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"codec{c}", [0, 0, 0])
-        got[0] += 1
-        got[1] += 12 + size
-        got[2] += max(count, 0)
-        pos += 12 + size
-    return out
-
-
-# codec names by attribute value (0-7), then 8: a blob without one complete batch
+# codec names by attribute value (0-7), then 8: a blob without one whole batch
 _CODEC_LABELS = np.array(list(CODEC_NAMES) + [f"codec{c}" for c in range(len(CODEC_NAMES), 8)] + ["-"],
                          dtype=object)
 
 
-def _be(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
-    """Big-endian signed integers of ``width`` bytes read at each of ``at``."""
-    v = np.zeros(len(at), dtype=np.int64)
-    for k in range(width):
-        v = (v << 8) | data[at + k]
-    top = np.int64(1) << (8 * width - 1)
-    return (v ^ top) - top
+def record_set_summary(walked: pa.Table, lengths: np.ndarray):
+    """Record sets by codec, from the batches the records walk went through
+    (:func:`kafkaproto.arrow.records` with ``batches=True``): no second walk.
 
-
-def record_set_summary(blobs: pa.Array, decoded: np.ndarray):
-    """:func:`record_set_codecs` for every blob of a binary array at once,
-    plus the per-set record counts and the bytes of a partial last batch.
-
-    ``decoded``: the records decoded from each blob (legacy counts come from
-    decoding).  Returns ``(blob, codec, batches, records, bytes)`` arrays, one
-    row per (blob, codec) in the order the codecs first appear in the blob; a
-    blob without one complete batch gets a row with codec ``-``.  Record
-    counts: a blob with one codec takes its decoded count; otherwise each
-    codec its v2 header counts, the first also what only decoding counted.
-    The first codec's bytes include a partial batch at the end.  Walks all
-    blobs' batch headers in step with NumPy (one step per batch of the
-    longest blob) instead of one Python loop per blob.
+    ``lengths``: each blob's bytes.  Returns ``(blob, codec, batches, records,
+    bytes)`` arrays, one row per (blob, codec) in the order the codecs first
+    appear in the blob; a blob without one whole batch gets a row with codec
+    ``-``.  ``records`` are those the walk gave the records table (none for a
+    blob with an error); the first codec's bytes include what is not in a
+    whole batch (a partial last batch, or what an error left unread).
     """
-    m = len(blobs)
-    if pa.types.is_large_binary(blobs.type):
-        offsets = np.frombuffer(blobs.buffers()[1], dtype=np.int64)[blobs.offset:blobs.offset + m + 1]
-    else:
-        offsets = np.frombuffer(blobs.buffers()[1], dtype=np.int32)[blobs.offset:blobs.offset + m + 1]
-        offsets = offsets.astype(np.int64)
-    data = blobs.buffers()[2]
-    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    pos = offsets[:-1].copy()
-    end = offsets[1:]
-    idx = np.arange(m, dtype=np.int64)
-    found_blob, found_codec, found_size, found_count, found_step = [], [], [], [], []
-    step = 0
-    active = idx[pos + 18 <= end]
-    while len(active):
-        p = pos[active]
-        size = _be(data, p + 8, 4)
-        magic = data[p + 16].astype(np.int64)
-        ok = (size >= 6) & (p + 12 + size <= end[active]) & ((magic < 2) | (size >= 49))
-        active, p, size, magic = active[ok], p[ok], size[ok], magic[ok]
-        v2 = magic >= 2
-        codec = data[np.where(v2, p + 22, p + 17)].astype(np.int64) & 0x07  # low byte of the attributes
-        count = np.zeros(len(p), dtype=np.int64)
-        if v2.any():
-            count[v2] = np.maximum(_be(data, p[v2] + 57, 4), 0)
-        found_blob.append(active)
-        found_codec.append(codec)
-        found_size.append(12 + size)
-        found_count.append(count)
-        found_step.append(np.full(len(active), step, dtype=np.int64))
-        pos[active] = p + 12 + size
-        active = active[pos[active] + 18 <= end[active]]
-        step += 1
-    if found_blob:
-        fb, fc, fs, fn, ft = (np.concatenate(x) for x in (found_blob, found_codec, found_size, found_count,
-                                                          found_step))
-    else:
-        fb = fc = fs = fn = ft = np.zeros(0, np.int64)
-    # blobs with no complete batch: one "-" group of nothing
-    none = np.setdiff1d(idx, fb, assume_unique=False)
+    m = len(lengths)
+    whole = pc.invert(walked.column("truncated")).to_numpy(zero_copy_only=False)
+    fb = walked.column("row").to_numpy()[whole]
+    fc = walked.column("codec").to_numpy()[whole].astype(np.int64)
+    fs = walked.column("bytes").to_numpy()[whole]
+    fn = walked.column("records").to_numpy()[whole]
+    order_in_blob = np.arange(len(fb), dtype=np.int64)
+    # blobs with no whole batch: one "-" group of nothing
+    none = np.setdiff1d(np.arange(m, dtype=np.int64), fb)
     fb = np.concatenate([fb, none])
     fc = np.concatenate([fc, np.full(len(none), 8, np.int64)])  # 8: the "-" label
     fs, fn = (np.concatenate([x, np.zeros(len(none), np.int64)]) for x in (fs, fn))
-    ft = np.concatenate([ft, np.zeros(len(none), np.int64)])
+    order_in_blob = np.concatenate([order_in_blob, np.zeros(len(none), np.int64)])
     batches = np.concatenate([np.ones(len(fb) - len(none), np.int64), np.zeros(len(none), np.int64)])
     # groups (blob, codec), in the order of their first batch within the blob
     key = fb * 9 + fc
     uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
     g_blob = uniq // 9
     g_codec = uniq % 9
-    g_first = ft[first]
+    g_first = order_in_blob[first]
     g_batches = np.bincount(inv, weights=batches, minlength=len(uniq)).astype(np.int64)
     g_bytes = np.bincount(inv, weights=fs, minlength=len(uniq)).astype(np.int64)
     g_records = np.bincount(inv, weights=fn, minlength=len(uniq)).astype(np.int64)
     order = np.lexsort((g_first, g_blob))
     g_blob, g_codec, g_batches, g_bytes, g_records = (x[order] for x in (g_blob, g_codec, g_batches, g_bytes,
                                                                          g_records))
-    groups = np.bincount(g_blob, minlength=m)
     lead = np.ones(len(g_blob), dtype=bool)
     lead[1:] = g_blob[1:] != g_blob[:-1]
-    set_records = np.bincount(g_blob, weights=g_records, minlength=m).astype(np.int64)
     set_bytes = np.bincount(g_blob, weights=g_bytes, minlength=m).astype(np.int64)
-    decoded = np.asarray(decoded, dtype=np.int64)
-    left = np.maximum(decoded - set_records, 0)
-    tail = (end - offsets[:-1]) - set_bytes
-    records = np.where(groups[g_blob] == 1, decoded[g_blob], g_records + np.where(lead, left[g_blob], 0))
-    nbytes = g_bytes + np.where(lead, tail[g_blob], 0)
-    labels = _CODEC_LABELS[g_codec]
-    return g_blob, labels, g_batches, records, nbytes
+    rest = np.asarray(lengths, dtype=np.int64) - set_bytes
+    nbytes = g_bytes + np.where(lead, rest[g_blob], 0)
+    return g_blob, _CODEC_LABELS[g_codec], g_batches, g_records, nbytes
 
 
 # ---------------------------------------------------------------------------
@@ -391,18 +306,23 @@ def record_set_summary(blobs: pa.Array, decoded: np.ndarray):
 
 class _Chunk:
     """The frames of one chunk, as columns: the capture layer's frame-table
-    columns (:mod:`kafkaproto.capture.table`), plus seq and status."""
+    columns (:mod:`kafkaproto.capture.table`), plus what its pairing gives
+    (seq, the request's seq and client id) and status."""
 
     def __init__(self) -> None:
         self.cols: Dict[str, list] = _frame_columns()
-        self.cols["seq"] = []
-        self.cols["status"] = []
+        for extra in ("seq", "status", "request_seq", "paired_client_id"):
+            self.cols[extra] = []
         self.nbytes = 0
 
-    def add(self, seq: int, f) -> None:
+    def add(self, f) -> None:
         _append_frame(self.cols, f)
-        self.cols["seq"].append(seq)
-        self.cols["status"].append(f.status)
+        c = self.cols
+        c["seq"].append(f.seq)
+        c["status"].append(f.status)
+        req = f.request if f.direction == RESPONSE else None
+        c["request_seq"].append(None if req is None else req.seq)
+        c["paired_client_id"].append(f.client_id)
         self.nbytes += len(f.frame)
 
     def __len__(self) -> int:
@@ -411,12 +331,11 @@ class _Chunk:
 
 class CaptureDecoder:
     """Decodes the frames of one capture chunk by chunk; keeps what spans
-    chunks (requests waiting for their response, topic ids)."""
+    chunks (the topic ids Metadata responses named)."""
 
     def __init__(self, capture: str, acc: Accounting) -> None:
         self.capture = capture
         self.acc = acc
-        self.pending: Dict[Tuple[int, int], Tuple[int, Optional[str]]] = {}  # (conn, corr) -> (seq, client id)
         self.topic_ids: Dict[bytes, str] = {}
         self._names: Dict[int, str] = {}
         self._removed: Dict[Tuple[int, int], bool] = {}
@@ -485,22 +404,10 @@ class CaptureDecoder:
                         error[i] = str(exc)
                     continue
                 self._bodies(int(key), msgs, rows, error, topics, None, blobs, "produce", software)
-        # pairing: the request each response answers (its client id and seq)
-        pending = self.pending
-        request_seq: List[Optional[int]] = [None] * n
-        for i in range(n):
-            key = (c["conn"][i], c["correlation_id"][i])
-            if is_req[i]:
-                if key[1] is None:
-                    continue
-                pending.pop(key, None)
-                pending[key] = (c["seq"][i], client_id[i])
-                if len(pending) > _PENDING_MAX:
-                    pending.pop(next(iter(pending)))
-            elif c["api_key"][i] is not None:
-                got = pending.pop(key, None)
-                if got is not None:
-                    request_seq[i], client_id[i] = got
+        # responses: their request's seq and client id, as the capture layer paired them
+        request_seq = c["request_seq"]
+        for i in resp_idx:
+            client_id[i] = c["paired_client_id"][i]
         # responses of each (api key), with their request's version
         if len(resp_idx):
             keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
@@ -545,7 +452,7 @@ class CaptureDecoder:
             "size": pa.array(sizes, pa.int64()),
             "removed_in_kafka4": pa.array(removed, pa.bool_()),
             "status": pa.array(status, pa.string()),
-            "error": pa.array(error, pa.string()),
+            "error": pa.array(error, pa.large_string()),
         }
         out = []
         if len(req_idx):
@@ -622,10 +529,8 @@ class CaptureDecoder:
             m = len(blob)
             if not m:
                 continue
-            recs = karrow.records(blob, topic=topic, partition=part)
+            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True)
             rec_row = recs.column("row").to_numpy()
-            counts = np.bincount(rec_row[recs.column("error").is_null().to_numpy(zero_copy_only=False)],
-                                 minlength=m) if len(rec_row) else np.zeros(m, np.int64)
             set_err = [None] * m
             if recs.column("error").null_count != len(rec_row):
                 for r, e in zip(rec_row.tolist(), recs.column("error").to_pylist()):
@@ -643,7 +548,8 @@ class CaptureDecoder:
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
             out.append(("records", _batch("records", rcols, k)))
-            srow, codecs, nb, nrec, nbytes = record_set_summary(blob, counts)
+            lengths = pc.binary_length(blob).to_numpy(zero_copy_only=False)
+            srow, codecs, nb, nrec, nbytes = record_set_summary(walked, lengths)
             errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
             st = pa.array(srow)
             take = pa.array(rows[srow])
@@ -655,14 +561,15 @@ class CaptureDecoder:
                 "topic": topic.take(st), "partition": part.take(st), "codec": pa.array(codecs, pa.string()),
                 "batches": pa.array(nb, pa.int32()), "records": pa.array(nrec, pa.int64()),
                 "bytes": pa.array(nbytes, pa.int64()),
-                "error": pa.array(errs, pa.string()) if errs is not None else None,
+                "error": pa.array(errs, pa.large_string()) if errs is not None else None,
             }
             out.append(("record_sets", _batch("record_sets", scols, ms)))
         return out
 
 
 def _batch(table: str, cols: Dict[str, object], n: int) -> pa.RecordBatch:
-    """A record batch of one table (:func:`table_schema`; missing columns null)."""
+    """A record batch of one table (:func:`table_schema`; missing columns null).
+    Columns come in their table's types: nothing is converted twice."""
     schema = _SCHEMAS[table]
     arrays = []
     for f in schema:
@@ -673,7 +580,7 @@ def _batch(table: str, cols: Dict[str, object], n: int) -> pa.RecordBatch:
         if isinstance(v, pa.ChunkedArray):
             v = v.chunk(0) if v.num_chunks == 1 else v.combine_chunks()
         if v.type != f.type:
-            v = v.cast(f.type)
+            raise TypeError(f"{table}.{f.name}: built as {v.type}, the table holds {f.type}")
         arrays.append(v)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -707,11 +614,9 @@ def decode_capture(path, *, capture: Optional[str] = None, ports=None,
     acc = Accounting()
     dec = CaptureDecoder(capture, acc)
     ch = _Chunk()
-    seq = 0
     try:
         for f in read_frames(path, ports=ports, acc=acc):
-            ch.add(seq, f)
-            seq += 1
+            ch.add(f)
             if len(ch) >= chunk_frames or ch.nbytes >= chunk_bytes:
                 yield from dec.chunk(ch)
                 ch = _Chunk()
