@@ -9,7 +9,7 @@ Integers are read with byte loads + shifts (compilers turn them into a load
 and a byte swap), never through unaligned pointer casts.
 """
 
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
@@ -286,42 +286,251 @@ cdef int64_t I64_MIN = -I64_MAX - 1
 cdef int64_t U16_MAX = 0xFFFF, U32_MAX = 0xFFFFFFFF
 
 
-cdef bytes _utf8(str what, object value):
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+
+cdef const char* _utf8(str what, object value, Py_ssize_t* n) except NULL:
+    """The UTF-8 bytes of a str, without a copy: CPython keeps them with the
+    string (ASCII strings are their own UTF-8), so a sizing pass and the
+    write pass that follows encode each string once."""
     if not isinstance(value, str):
         raise EncodeError(f"expected a str, got {type(value).__name__}", what)
-    cdef bytes data
+    cdef const char* p
     try:
-        data = (<str>value).encode("utf-8")
+        p = PyUnicode_AsUTF8AndSize(value, n)
     except UnicodeEncodeError as exc:
         raise EncodeError(f"cannot encode as UTF-8 ({exc.reason})", what) from None
-    if len(data) > MAX_STRING_LENGTH:
-        raise EncodeError(f"length {len(data)} above the {MAX_STRING_LENGTH} limit", what)
-    return data
+    if n[0] > MAX_STRING_LENGTH:
+        raise EncodeError(f"length {n[0]} above the {MAX_STRING_LENGTH} limit", what)
+    return p
 
 
 cdef class Writer:
-    """A growable output buffer with typed append methods."""
+    """An output buffer with typed append methods, in one of three modes.
 
-    def __cinit__(self, Py_ssize_t capacity=0):
+    - ``Writer()``: growable; ``getvalue()`` copies the bytes out.
+    - ``Writer.counting()``: writes nothing, counts (the sizing pass): ``len()``
+      is the size an encoding will have, ``external`` the part of it that
+      blobs (records, zero-copy bytes) take.
+    - ``Writer.sized(n)`` over a new ``bytes`` of exactly ``n`` bytes, and
+      ``Writer.into(buffer, offset)`` over a caller's writable buffer: a write
+      past the end raises :class:`EncodeError` (the sizing pass says how much
+      room to give).
+
+    With ``keep_blobs``, :meth:`write_blob` writes a blob's length but not its
+    bytes: it notes the caller's object, and :meth:`parts` returns the bytes
+    written, cut around those objects (k blobs: at most 2k+1 parts).
+    """
+
+    def __cinit__(self, Py_ssize_t capacity=0, bint keep_blobs=False):
         self.cap = capacity if capacity > 64 else 64
         self.buf = <unsigned char*>PyMem_Malloc(self.cap)
         if self.buf == NULL:
             raise MemoryError()
         self.length = 0
+        self.mode = WM_GROW
+        self.keep_blobs = keep_blobs
+        self.cuts = None
+        self.n_external = 0
+        self.target = None
+        self.has_tview = False
 
     def __dealloc__(self):
-        if self.buf != NULL:
+        if self.mode != WM_FIXED and self.buf != NULL:
             PyMem_Free(self.buf)
+        self.buf = NULL
+        if self.has_tview:
+            PyBuffer_Release(&self.tview)
+            self.has_tview = False
+
+    @staticmethod
+    def counting():
+        """A writer that only counts (the sizing pass)."""
+        cdef Writer w = Writer()
+        w.mode = WM_COUNT
+        w.scap = w.cap
+        w.cap = -1  # every _reserve takes the slow path, which counts
+        return w
+
+    @staticmethod
+    def sized(Py_ssize_t n, bint keep_blobs=False):
+        """A writer over a new ``bytes`` object of exactly ``n`` bytes."""
+        if n < 0:
+            raise ValueError(f"size {n} is negative")
+        cdef Writer w = Writer()
+        PyMem_Free(w.buf)
+        w.target = PyBytes_FromStringAndSize(NULL, n)
+        w.buf = <unsigned char*>PyBytes_AS_STRING(w.target)
+        w.cap = n
+        w.mode = WM_FIXED
+        w.keep_blobs = keep_blobs
+        return w
+
+    @staticmethod
+    def into(buffer, Py_ssize_t offset=0, bint keep_blobs=False):
+        """A writer over a caller's writable buffer, from ``offset`` on."""
+        cdef Writer w = Writer()
+        try:
+            PyObject_GetBuffer(buffer, &w.tview, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS)
+        except (TypeError, BufferError):
+            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}") from None
+        w.has_tview = True
+        if offset < 0 or offset > w.tview.len:
+            raise ValueError(f"offset {offset} outside the buffer (0..{w.tview.len})")
+        PyMem_Free(w.buf)
+        w.buf = <unsigned char*>w.tview.buf + offset
+        w.cap = w.tview.len - offset
+        w.mode = WM_FIXED
+        w.keep_blobs = keep_blobs
+        w.target = buffer
+        return w
+
+    def release(self):
+        """Let go of the caller's buffer (``into``): a bytearray can be resized again."""
+        if self.has_tview:
+            PyBuffer_Release(&self.tview)
+            self.has_tview = False
             self.buf = NULL
+            self.cap = 0
 
     def __len__(self):
-        return self.length
+        """Bytes written (or counted), blobs kept by reference included."""
+        if self.mode == WM_COUNT or not self.keep_blobs:
+            return self.length
+        return self.length + self.n_external
+
+    @property
+    def external(self):
+        """Bytes of blobs kept by reference (counting: blob bytes counted)."""
+        return self.n_external
+
+    @property
+    def blobs(self):
+        """The blobs kept by reference, as (offset in the written bytes, object)."""
+        return list(self.cuts) if self.cuts is not None else []
+
+    cdef unsigned char* _slow(self, Py_ssize_t n) except NULL:
+        cdef Py_ssize_t need = self.length + n
+        cdef Py_ssize_t cap
+        cdef unsigned char* nb
+        if self.mode == WM_COUNT:
+            if n > self.scap:
+                nb = <unsigned char*>PyMem_Realloc(self.buf, n)
+                if nb == NULL:
+                    raise MemoryError()
+                self.buf = nb
+                self.scap = n
+            self.length = need
+            return self.buf
+        if self.mode == WM_FIXED:
+            if self.buf == NULL:
+                raise ValueError("the writer has released its buffer")
+            raise EncodeError(f"the encoding needs more than the {self.cap} bytes the buffer has room for",
+                              "buffer")
+        cap = self.cap * 2
+        if cap < need:
+            cap = need
+        nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
+        if nb == NULL:
+            raise MemoryError()
+        self.buf = nb
+        self.cap = cap
+        nb = self.buf + self.length
+        self.length = need
+        return nb
 
     cpdef bytes getvalue(self):
+        if self.mode == WM_COUNT:
+            raise ValueError("a counting writer holds no bytes")
+        if self.keep_blobs and self.cuts:
+            raise ValueError("blobs are kept by reference: use parts()")
+        if type(self.target) is bytes and self.length == self.cap:
+            return <bytes>self.target  # sized() and filled: the bytes themselves, no copy
         return PyBytes_FromStringAndSize(<const char*>self.buf, self.length)
+
+    cpdef list parts(self):
+        """The bytes written, cut around the blobs kept by reference → list of
+        buffers (memoryviews of the written bytes, and the blobs themselves)."""
+        if self.mode == WM_COUNT:
+            raise ValueError("a counting writer holds no bytes")
+        cdef object data
+        cdef Py_ssize_t at
+        if type(self.target) is bytes and self.length == self.cap:
+            data = self.target
+        elif self.mode == WM_FIXED:
+            if not self.has_tview:
+                raise ValueError("the writer has released its buffer")
+            at = self.buf - <unsigned char*>self.tview.buf
+            data = memoryview(self.target).cast("B")[at:at + self.length]
+        else:
+            data = PyBytes_FromStringAndSize(<const char*>self.buf, self.length)
+        if not self.cuts:
+            return [data]
+        cdef list out = []
+        cdef object mv = memoryview(data)
+        cdef Py_ssize_t last = 0
+        for at, blob in self.cuts:
+            if at > last:
+                out.append(mv[last:at])
+            out.append(blob)
+            last = at
+        if self.length > last:
+            out.append(mv[last:self.length])
+        return out
 
     cpdef clear(self):
         self.length = 0
+        self.n_external = 0
+        self.cuts = None
+
+    cpdef set_int32(self, Py_ssize_t at, v):
+        """Overwrite 4 bytes already written at ``at`` (a size prefix written before its size was known)."""
+        if self.mode == WM_COUNT:
+            return
+        if at < 0 or at + 4 > self.length:
+            raise ValueError(f"offset {at} is not inside the {self.length} bytes written")
+        kp_st32(self.buf + at, <uint32_t><int32_t>as_int(v, "int32", I32_MIN, I32_MAX))
+
+    cpdef write_blob(self, v, bint compact, bint nullable=True):
+        """A bytes or records field (length, then bytes): kept by reference with
+        ``keep_blobs``, counted as external when counting, else copied."""
+        if v is None:
+            if not nullable:
+                raise EncodeError("null in a non-nullable field", "compact bytes" if compact else "bytes")
+            if compact:
+                self._reserve(1)[0] = 0
+            else:
+                kp_st32(self._reserve(4), 0xFFFFFFFF)
+            return
+        cdef Py_buffer view
+        try:
+            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
+        except TypeError:
+            raise EncodeError(f"expected bytes, got {type(v).__name__}", "compact bytes" if compact else "bytes") \
+                from None
+        cdef Py_ssize_t n = view.len
+        try:
+            if compact:
+                if n >= 0xFFFFFFFF:
+                    raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
+                self._put_uv(<uint64_t>(n + 1))
+            else:
+                if n > 0x7FFFFFFF:
+                    raise EncodeError(f"length {n} does not fit in an int32", "bytes")
+                kp_st32(self._reserve(4), <uint32_t>n)
+            if self.mode == WM_COUNT:
+                self.length += n
+                self.n_external += n
+            elif self.keep_blobs and n > 0:
+                if self.cuts is None:
+                    self.cuts = []
+                self.cuts.append((self.length, v))
+                self.n_external += n
+            else:
+                self._put(view.buf, n)
+        finally:
+            PyBuffer_Release(&view)
 
     # _reserve, _put_uv and _put are inline, in _codec.pxd (every module that writes uses them)
 
@@ -386,20 +595,20 @@ cdef class Writer:
         if v is None:
             kp_st16(self._reserve(2), 0xFFFF)
             return
-        cdef bytes data = _utf8("string", v)
-        cdef Py_ssize_t n = len(data)
+        cdef Py_ssize_t n
+        cdef const char* data = _utf8("string", v, &n)
         kp_st16(self._reserve(2), <uint16_t>n)
-        self._put(PyBytes_AS_STRING(data), n)
+        self._put(data, n)
 
     cpdef write_compact_string(self, v):
         """unsigned varint length+1 + UTF-8; None is written as 0."""
         if v is None:
             self._reserve(1)[0] = 0
             return
-        cdef bytes data = _utf8("compact string", v)
-        cdef Py_ssize_t n = len(data)
+        cdef Py_ssize_t n
+        cdef const char* data = _utf8("compact string", v, &n)
         self._put_uv(<uint64_t>(n + 1))
-        self._put(PyBytes_AS_STRING(data), n)
+        self._put(data, n)
 
     cpdef write_bytes(self, v):
         if v is None:
@@ -766,7 +975,10 @@ cdef class FrameReader:
 
     A negative size or one above ``max_frame_size`` raises :class:`FrameSizeError`
     as soon as the 4 size bytes have arrived (before buffering the body), and
-    the reader stays failed: the stream cannot be resynchronised.
+    the reader stays failed: the stream cannot be resynchronised.  The
+    exception's ``frames`` are the frames the same feed completed before the
+    bad size, and :meth:`unframed` hands over the bytes from it on, so that a
+    proxy can forward every byte it was given.
     """
 
     cdef unsigned char* buf
@@ -846,8 +1058,8 @@ cdef class FrameReader:
                     return out
                 st = _frame_at(self.buf, 0, self.length, 0, self._max, &size)
                 if st == FRAME_BAD_SIZE:
-                    self._error = frame_size_error(size, self._max, self._consumed)
-                    raise self._error
+                    self._append(d, n)
+                    raise self._fail(size, out)
                 need = 4 + <Py_ssize_t>size - self.length
                 if need > n:
                     self._append(d, n)
@@ -867,13 +1079,29 @@ cdef class FrameReader:
             self._consumed += pos
             self._append(d + pos, n - pos)
             if st == FRAME_BAD_SIZE:
-                self._error = frame_size_error(size, self._max, self._consumed)
-                raise self._error
+                raise self._fail(size, out)
             if self.cap > 1048576 and self.length < self.cap // 4:
                 self._shrink()
             return out
         finally:
             PyBuffer_Release(&view)
+
+    cdef object _fail(self, int32_t size, list frames):
+        # the exception raised now carries the frames completed before the bad
+        # size; the one kept for later feeds carries none (they were handed out)
+        self._error = frame_size_error(size, self._max, self._consumed)
+        self._error.frames = []
+        exc = frame_size_error(size, self._max, self._consumed)
+        exc.frames = frames
+        return exc
+
+    def unframed(self):
+        """The bytes received but not returned as frames (after a FrameSizeError:
+        everything from the bad size prefix on), handed over once."""
+        out = PyBytes_FromStringAndSize(<const char*>self.buf, self.length)
+        self._consumed += self.length
+        self.length = 0
+        return out
 
     cdef _shrink(self):
         cdef Py_ssize_t cap = self.length if self.length > 256 else 256

@@ -2,7 +2,6 @@
 # modules: the Reader and Writer classes, the CRC-32 of legacy messages, the
 # exception of a cursor's failure record, UUID construction.
 
-from cpython.mem cimport PyMem_Realloc
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from kafkaproto._wire cimport Cur, _uvsize
@@ -45,25 +44,35 @@ cdef class Reader:
     cpdef skip(self, Py_ssize_t n)
 
 
+# Writer modes (see the class): growable, counting (the sizing pass), fixed
+# (over a sized bytes object or a caller's buffer).
+cdef enum:
+    WM_GROW = 0
+    WM_COUNT = 1
+    WM_FIXED = 2
+
+
 cdef class Writer:
     cdef unsigned char* buf
-    cdef Py_ssize_t length
-    cdef Py_ssize_t cap
+    cdef Py_ssize_t length      # bytes written into buf (counting: bytes counted)
+    cdef Py_ssize_t cap         # room in buf; -1 while counting, so every write takes _slow
+    cdef Py_ssize_t scap        # counting: size of the scratch buffer buf
+    cdef int mode
+    cdef bint keep_blobs
+    cdef list cuts              # keep_blobs: [(offset in buf, blob)]
+    cdef Py_ssize_t n_external  # bytes of blobs kept by reference (counting: blob bytes counted)
+    cdef object target          # fixed: the bytes object or caller's buffer written into
+    cdef Py_buffer tview
+    cdef bint has_tview
+
+    cdef unsigned char* _slow(self, Py_ssize_t n) except NULL
 
     cdef inline unsigned char* _reserve(self, Py_ssize_t n) except NULL:
-        """Room for ``n`` more bytes → where they go."""
+        """Room for ``n`` more bytes → where they go (growth, counting and
+        the end of a fixed buffer are handled out of line, in _slow)."""
         cdef Py_ssize_t need = self.length + n
-        cdef Py_ssize_t cap
-        cdef unsigned char* nb
         if need > self.cap:
-            cap = self.cap * 2
-            if cap < need:
-                cap = need
-            nb = <unsigned char*>PyMem_Realloc(self.buf, cap)
-            if nb == NULL:
-                raise MemoryError()
-            self.buf = nb
-            self.cap = cap
+            return self._slow(n)
         cdef unsigned char* p = self.buf + self.length
         self.length = need
         return p
@@ -78,13 +87,19 @@ cdef class Writer:
         return 0
 
     cdef inline int _put(self, const void* data, Py_ssize_t n) except -1:
+        if self.cap < 0:  # counting
+            self.length += n
+            return 0
         cdef unsigned char* p = self._reserve(n)
         memcpy(p, data, n)
         return 0
 
     cdef int _put_buffer(self, object data, str what) except -1
     cpdef bytes getvalue(self)
+    cpdef list parts(self)
     cpdef clear(self)
+    cpdef set_int32(self, Py_ssize_t at, v)
+    cpdef write_blob(self, v, bint compact, bint nullable=*)
     cpdef write_int8(self, v)
     cpdef write_int16(self, v)
     cpdef write_int32(self, v)

@@ -328,22 +328,205 @@ class Reader:
         self._take(n, "raw bytes")
 
 
-class Writer:
-    """A growable output buffer with typed append methods."""
+class _Bounded(bytearray):
+    """The buffer of a fixed writer: a write past ``cap`` raises, as the compiled writer's does."""
 
-    __slots__ = ("_buf",)
+    __slots__ = ("cap",)
 
-    def __init__(self, capacity: int = 0):
-        self._buf = bytearray()
+    def _check(self, more):
+        if len(self) + more > self.cap:
+            raise EncodeError(f"the encoding needs more than the {self.cap} bytes the buffer has room for", "buffer")
+
+    def __iadd__(self, other):
+        self._check(len(other))
+        return super().__iadd__(other)
+
+    def append(self, v):
+        self._check(1)
+        super().append(v)
+
+
+class _Tally:
+    """The buffer of a counting writer: keeps the count, not the bytes."""
+
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
+
+    def __iadd__(self, other):
+        self.n += memoryview(other).nbytes
+        return self
+
+    def append(self, v):
+        self.n += 1
 
     def __len__(self):
-        return len(self._buf)
+        return self.n
+
+    def __delitem__(self, key):
+        self.n = 0
+
+
+_GROW, _COUNT, _FIXED = 0, 1, 2
+
+
+class Writer:
+    """An output buffer with typed append methods, in one of three modes.
+
+    - ``Writer()``: growable; ``getvalue()`` copies the bytes out.
+    - ``Writer.counting()``: counts (the sizing pass): ``len()`` is the size
+      an encoding will have, ``external`` the part of it that blobs take.
+    - ``Writer.sized(n)`` (a new ``bytes`` of exactly ``n`` bytes) and
+      ``Writer.into(buffer, offset)`` (a caller's writable buffer; the bytes
+      are there once :meth:`release` is called): a write past the end raises.
+
+    With ``keep_blobs``, :meth:`write_blob` writes a blob's length but not its
+    bytes: it notes the caller's object, and :meth:`parts` returns the bytes
+    written, cut around those objects (k blobs: at most 2k+1 parts).
+    """
+
+    __slots__ = ("_buf", "_mode", "_keep", "_cuts", "_external", "_target", "_offset")
+
+    def __init__(self, capacity: int = 0, keep_blobs: bool = False):
+        self._buf = bytearray()
+        self._mode = _GROW
+        self._keep = keep_blobs
+        self._cuts = []
+        self._external = 0
+        self._target = None
+        self._offset = 0
+
+    @staticmethod
+    def counting():
+        """A writer that only counts (the sizing pass)."""
+        w = Writer()
+        w._buf = _Tally()
+        w._mode = _COUNT
+        return w
+
+    @staticmethod
+    def sized(n: int, keep_blobs: bool = False):
+        """A writer over a new ``bytes`` object of exactly ``n`` bytes."""
+        if n < 0:
+            raise ValueError(f"size {n} is negative")
+        w = Writer(keep_blobs=keep_blobs)
+        w._buf = _Bounded()
+        w._buf.cap = n
+        w._mode = _FIXED
+        return w
+
+    @staticmethod
+    def into(buffer, offset: int = 0, keep_blobs: bool = False):
+        """A writer over a caller's writable buffer, from ``offset`` on."""
+        try:
+            mv = memoryview(buffer)
+        except TypeError:
+            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}") from None
+        if mv.readonly:
+            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}")
+        mv = mv.cast("B")
+        if offset < 0 or offset > len(mv):
+            raise ValueError(f"offset {offset} outside the buffer (0..{len(mv)})")
+        w = Writer(keep_blobs=keep_blobs)
+        w._buf = _Bounded()
+        w._buf.cap = len(mv) - offset
+        w._mode = _FIXED
+        w._target = mv
+        w._offset = offset
+        return w
+
+    def release(self):
+        """Let go of the caller's buffer (``into``), the bytes written now in it."""
+        if self._target is not None:
+            self._target[self._offset:self._offset + len(self._buf)] = self._buf
+            self._target.release()
+            self._target = None
+
+    def __len__(self):
+        """Bytes written (or counted), blobs kept by reference included."""
+        if self._mode == _COUNT or not self._keep:
+            return len(self._buf)
+        return len(self._buf) + self._external
+
+    @property
+    def external(self):
+        """Bytes of blobs kept by reference (counting: blob bytes counted)."""
+        return self._external
+
+    @property
+    def blobs(self):
+        """The blobs kept by reference, as (offset in the written bytes, object)."""
+        return list(self._cuts)
 
     def getvalue(self) -> bytes:
+        if self._mode == _COUNT:
+            raise ValueError("a counting writer holds no bytes")
+        if self._keep and self._cuts:
+            raise ValueError("blobs are kept by reference: use parts()")
         return bytes(self._buf)
+
+    def parts(self) -> list:
+        """The bytes written, cut around the blobs kept by reference."""
+        if self._mode == _COUNT:
+            raise ValueError("a counting writer holds no bytes")
+        data = bytes(self._buf)
+        if not self._cuts:
+            return [data]
+        mv = memoryview(data)
+        out, last = [], 0
+        for at, blob in self._cuts:
+            if at > last:
+                out.append(mv[last:at])
+            out.append(blob)
+            last = at
+        if len(data) > last:
+            out.append(mv[last:])
+        return out
 
     def clear(self):
         del self._buf[:]
+        self._external = 0
+        self._cuts = []
+
+    def set_int32(self, at, v):
+        """Overwrite 4 bytes already written at ``at``."""
+        if self._mode == _COUNT:
+            return
+        if at < 0 or at + 4 > len(self._buf):
+            raise ValueError(f"offset {at} is not inside the {len(self._buf)} bytes written")
+        self._buf[at:at + 4] = _i32.pack(_check_int("int32", v))
+
+    def write_blob(self, v, compact, nullable=True):
+        """A bytes or records field: kept by reference with ``keep_blobs``,
+        counted as external when counting, else copied."""
+        if v is None:
+            if not nullable:
+                raise EncodeError("null in a non-nullable field", "compact bytes" if compact else "bytes")
+            if compact:
+                self._buf.append(0)
+            else:
+                self._buf += b"\xff\xff\xff\xff"
+            return
+        what = "compact bytes" if compact else "bytes"
+        data = _as_bytes(what, v)
+        n = len(memoryview(data).cast("B"))
+        if compact:
+            if n >= 0xFFFFFFFF:
+                raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
+            self._put_uvarint(n + 1)
+        else:
+            if n > 0x7FFFFFFF:
+                raise EncodeError(f"length {n} does not fit in an int32", "bytes")
+            self._buf += _i32.pack(n)
+        if self._mode == _COUNT:
+            self._buf.n += n
+            self._external += n
+        elif self._keep and n > 0:
+            self._cuts.append((len(self._buf), v))
+            self._external += n
+        else:
+            self._buf += data
 
     def write_int8(self, v):
         self._buf += _i8.pack(_check_int("int8", v))
@@ -626,7 +809,10 @@ class FrameReader:
 
     A negative size or one above ``max_frame_size`` raises :class:`FrameSizeError`
     as soon as the 4 size bytes have arrived (before buffering the body), and
-    the reader stays failed: the stream cannot be resynchronised.
+    the reader stays failed: the stream cannot be resynchronised.  The
+    exception's ``frames`` are the frames the same feed completed before the
+    bad size, and :meth:`unframed` hands over the bytes from it on, so that a
+    proxy can forward every byte it was given.
     """
 
     __slots__ = ("_buf", "_max", "_consumed", "_error")
@@ -662,10 +848,15 @@ class FrameReader:
         while True:
             st, size = frame_at(buf, pos, n, self._max)
             if st == FRAME_BAD_SIZE:
-                self._error = frame_size_error(size, self._max, self._consumed + pos)
                 del buf[:pos]
                 self._consumed += pos
-                raise self._error
+                # the exception raised now carries the frames completed before the bad
+                # size; the one kept for later feeds carries none (they were handed out)
+                self._error = frame_size_error(size, self._max, self._consumed)
+                self._error.frames = []
+                exc = frame_size_error(size, self._max, self._consumed)
+                exc.frames = out
+                raise exc
             if st != FRAME_COMPLETE:
                 break
             out.append(bytes(buf[pos + 4 : pos + 4 + size]))
@@ -673,6 +864,14 @@ class FrameReader:
         if pos:
             del buf[:pos]
             self._consumed += pos
+        return out
+
+    def unframed(self) -> bytes:
+        """The bytes received but not returned as frames (after a FrameSizeError:
+        everything from the bad size prefix on), handed over once."""
+        out = bytes(self._buf)
+        self._consumed += len(out)
+        del self._buf[:]
         return out
 
 

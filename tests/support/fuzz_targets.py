@@ -270,8 +270,9 @@ def check_request(data: bytes) -> None:
         return
     header, msg, end = decode_request(data, with_end=True)
     what = f"{type(msg).NAME} v{header.api_version}"
+    # canonical: Kafka's form (the faithful form keeps trailing bytes, which this length check excludes)
     frame = encode_request(msg, header.api_version, header.correlation_id, header.client_id,
-                           header.unknown_tagged_fields)
+                           header.unknown_tagged_fields, canonical=True)
     header2, msg2, end2 = decode_request(frame[4:], with_end=True)
     same(end2, len(frame) - 4, f"{what}: re-encoded frame length")
     same(canon((header2, msg2)), canon((header, msg)), f"{what}: round trip")
@@ -296,7 +297,7 @@ def check_response(data: bytes) -> None:
     if public[0] != "ok":
         return
     header, msg, end = decode_response(frame, key, version, with_end=True)
-    again = encode_response(msg, version, header.correlation_id, header.unknown_tagged_fields)
+    again = encode_response(msg, version, header.correlation_id, header.unknown_tagged_fields, canonical=True)
     header2, msg2, end2 = decode_response(again[4:], key, version, with_end=True)
     same(end2, len(again) - 4, f"{what}: re-encoded frame length")
     same(canon((header2, msg2)), canon((header, msg)), f"{what}: round trip")

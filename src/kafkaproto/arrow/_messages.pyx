@@ -121,7 +121,11 @@ cdef inline int sk_unknown_tag(Cur* c, Dst me, void** unknown, uint32_t tag, con
     return 0  # checked and skipped
 
 
-cdef inline int sk_struct_end(Cur* c, Dst d, Dst me, Node* nd, void* unknown) noexcept nogil:
+cdef inline int sk_wire_tag(Cur* c, Dst me, void** wire, uint32_t i, uint32_t count, uint32_t tag) noexcept nogil:
+    return 0  # the order of tags is not a column
+
+
+cdef inline int sk_struct_end(Cur* c, Dst d, Dst me, Node* nd, void* unknown, void* wire) noexcept nogil:
     if col_reserve(d, 1):
         return _oom(c)
     col_mark_valid(d)
@@ -129,7 +133,7 @@ cdef inline int sk_struct_end(Cur* c, Dst d, Dst me, Node* nd, void* unknown) no
     return 0
 
 
-cdef inline void sk_struct_fail(Dst me, void* unknown) noexcept nogil:
+cdef inline void sk_struct_fail(Dst me, void* unknown, void* wire) noexcept nogil:
     pass  # the whole row is rolled back
 
 

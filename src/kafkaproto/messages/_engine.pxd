@@ -55,6 +55,7 @@ cdef struct Op:
 cdef struct Node:
     PyObject* cls
     Py_ssize_t unknown_slot
+    Py_ssize_t wire_slot    # where a decoded struct keeps its tags' wire order
     int nf              # fields on the wire, in order
     Op* f
     int nt              # tagged fields, ascending tags
@@ -93,6 +94,7 @@ cdef class Plan:
     cdef readonly object context
     cdef readonly dict tag_map
     cdef Py_ssize_t unknown_off
+    cdef Py_ssize_t wire_off
     cdef Node* _node
     cdef list _keep
 

@@ -24,7 +24,7 @@ from kafkaproto._wire cimport (
     W_TAGGED_FIELD,
 )
 from kafkaproto._codec cimport Writer
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, slot_offset
+from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset
 
 import uuid as _uuid
 
@@ -142,6 +142,9 @@ cdef extern from *:
     void PyList_SET_ITEM(PyObject* lst, Py_ssize_t i, PyObject* v) nogil
     PyObject* PyObject_CallNoArgs(PyObject* f) nogil
     PyObject* PyList_AsTuple(PyObject* lst) nogil
+    PyObject* PyTuple_New(Py_ssize_t n) nogil
+    void PyTuple_SET_ITEM(PyObject* t, Py_ssize_t i, PyObject* v) nogil
+    PyObject* PyLong_FromUnsignedLong(unsigned long v) nogil
     void Py_XDECREF(PyObject* o) nogil
     void Py_DECREF(PyObject* o) nogil
     PyObject* Py_None
@@ -216,13 +219,29 @@ cdef inline int sk_unknown_tag(Cur* c, Dst me, void** unknown, uint32_t tag, con
     return 0
 
 
-cdef inline int sk_struct_end(Cur* c, Dst d, Dst me, Node* nd, void* unknown) noexcept nogil:
+cdef inline int sk_wire_tag(Cur* c, Dst me, void** wire, uint32_t i, uint32_t count, uint32_t tag) noexcept nogil:
+    # The tags in wire order, known or not: re-encoding writes them back in
+    # this order, and writes a known tag the wire carried even at its default.
+    if wire[0] == NULL:
+        wire[0] = PyTuple_New(count)
+        if wire[0] == NULL:
+            return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
+    cdef PyObject* v = PyLong_FromUnsignedLong(tag)
+    if v == NULL:
+        return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
+    PyTuple_SET_ITEM(<PyObject*>wire[0], i, v)
+    return 0
+
+
+cdef inline int sk_struct_end(Cur* c, Dst d, Dst me, Node* nd, void* unknown, void* wire) noexcept nogil:
     cdef Dst u
     cdef PyObject* tags
     u.obj = me.obj
     u.where = nd.unknown_slot
     u.attr = NULL
     u.mode = KP_SLOT
+    if wire != NULL:
+        kp_slot_put(me.obj, nd.wire_slot, <PyObject*>wire)
     if unknown == NULL:
         tags = kp_new_ref((<kp_octx*>c.ctx).empty_tuple)
     else:
@@ -231,8 +250,9 @@ cdef inline int sk_struct_end(Cur* c, Dst d, Dst me, Node* nd, void* unknown) no
     return _stored(c, u, tags)
 
 
-cdef inline void sk_struct_fail(Dst me, void* unknown) noexcept nogil:
+cdef inline void sk_struct_fail(Dst me, void* unknown, void* wire) noexcept nogil:
     Py_XDECREF(<PyObject*>unknown)
+    Py_XDECREF(<PyObject*>wire)
 
 
 cdef inline int sk_array_begin(Cur* c, Dst d, Op* op, int64_t n, Dst* arr) noexcept nogil:
@@ -346,6 +366,7 @@ cdef class Plan:
         for f in fields + absent:
             (<FieldPlan>f).off = slot_offset(cls, (<FieldPlan>f).attr)
         self.unknown_off = slot_offset(cls, "unknown_tagged_fields")
+        self.wire_off = slot_offset(cls, "_wire")
         self._node = NULL
         self._keep = []
 
@@ -410,6 +431,7 @@ cdef class Plan:
             raise ValueError(f"{self.name}: more than 64 tagged fields")
         nd.cls = <PyObject*>self.cls
         nd.unknown_slot = self.unknown_off
+        nd.wire_slot = self.wire_off
         nd.flexible = self.flexible
         nd.nf = len(self.fields)
         nd.nt = len(self.tagged)
@@ -420,8 +442,8 @@ cdef class Plan:
         self._node = nd
         if nd.f == NULL or nd.t == NULL or nd.a == NULL:
             raise MemoryError()
-        if self.unknown_off < 0:
-            raise TypeError(f"{self.name}: unknown_tagged_fields is not a plain slot")
+        if self.unknown_off < 0 or self.wire_off < 0:
+            raise TypeError(f"{self.name}: unknown_tagged_fields or _wire is not a plain slot")
         for k, fp in enumerate(self.fields):
             self._fill(&nd.f[k], fp, attrs)
         for k, fp in enumerate(self.tagged):
@@ -520,7 +542,8 @@ cdef inline object _get(object obj, str attr, Py_ssize_t off):
     return getattr(obj, attr)
 
 
-cdef int _write_value(int kind, Writer w, object v, bint compact, bint nullable, object sub, bint tagged) except -1:
+cdef int _write_value(int kind, Writer w, object v, bint compact, bint nullable, object sub, bint tagged,
+                      bint blob, bint canonical) except -1:
     if kind == K_INT32:
         w.write_int32(v)
     elif kind == K_INT16:
@@ -541,6 +564,10 @@ cdef int _write_value(int kind, Writer w, object v, bint compact, bint nullable,
     elif kind == K_UUID:
         w.write_uuid(v)
     elif kind == K_BYTES or kind == K_RECORDS:
+        if blob:
+            # records and zeroCopy bytes: the writer may keep the caller's object (parts)
+            w.write_blob(v, compact, nullable)
+            return 0
         if v is None and not nullable:
             raise EncodeError("null in a non-nullable field", "bytes")
         if compact:
@@ -567,15 +594,16 @@ cdef int _write_value(int kind, Writer w, object v, bint compact, bint nullable,
                 w.write_uvarint(1)
             else:
                 w.write_int8(1)
-        _encode(<Plan>sub, v, w)
+        _encode(<Plan>sub, v, w, canonical)
     else:
         raise AssertionError(kind)
     return 0
 
 
-cdef int _write_field(FieldPlan f, Writer w, object v) except -1:
+cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical) except -1:
     if f.kind != K_ARRAY:
-        return _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged)
+        return _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged, f.zero_copy and not f.tagged,
+                            canonical)
     if v is None:
         if not f.nullable:
             raise EncodeError("null in a non-nullable field", "array")
@@ -596,22 +624,29 @@ cdef int _write_field(FieldPlan f, Writer w, object v) except -1:
     cdef Py_ssize_t i = 0
     try:
         for i, x in enumerate(v):
-            _write_value(elem, w, x, compact, False, sub, False)
+            _write_value(elem, w, x, compact, False, sub, False, False, canonical)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
         raise
     return 0
 
 
-cdef int _encode(Plan plan, object obj, Writer w) except -1:
+cdef inline object _wire_of(object obj, Py_ssize_t off):
+    """The tags' wire order a decoded struct kept (None: built, not decoded, or no tags)."""
+    cdef PyObject* p = kp_slot_get(<PyObject*>obj, off)
+    return <object>p if p != NULL else None
+
+
+cdef int _encode(Plan plan, object obj, Writer w, bint canonical) except -1:
     if not isinstance(obj, plan.cls):
         raise EncodeError(f"expected {plan.name}, got {type(obj).__name__}", plan.name)
     cdef FieldPlan f = None
     cdef list entries
     cdef Writer sub
+    cdef object wire
     try:
         for f in plan.fields:
-            _write_field(f, w, _get(obj, f.attr, f.off))
+            _write_field(f, w, _get(obj, f.attr, f.off), canonical)
         for f in plan.absent:
             if not f.tagged and not f.ignorable:
                 v = getattr(obj, f.attr)
@@ -621,12 +656,15 @@ cdef int _encode(Plan plan, object obj, Writer w) except -1:
         f = None
         unknown = obj.unknown_tagged_fields
         if plan.flexible:
+            wire = None if canonical else _wire_of(obj, plan.wire_off)
             entries = []
             for f in plan.tagged:
                 v = getattr(obj, f.attr)
-                if not f.is_default(v):
+                # canonical (Kafka's form): a tag only for a value other than the
+                # default; faithful: also for every known tag the wire carried
+                if not f.is_default(v) or (wire is not None and f.tag in wire):
                     sub = Writer()
-                    _write_field(f, sub, v)
+                    _write_field(f, sub, v, canonical)
                     entries.append((f.tag, sub.getvalue()))
             f = None
             if unknown:
@@ -635,6 +673,8 @@ cdef int _encode(Plan plan, object obj, Writer w) except -1:
                     if t in known:
                         raise EncodeError(f"unknown tagged field {t} has the tag of a known field", "tagged fields")
                 entries = sorted(entries + list(unknown), key=_first)
+            if wire is not None and len(entries) > 1:
+                entries = _wire_order(entries, wire)
             w.write_tagged_fields(entries)
         elif unknown:
             raise EncodeError(f"{len(unknown)} tagged fields set, but this version is not flexible", "tagged fields")
@@ -649,5 +689,18 @@ def _first(item):
     return item[0]
 
 
-def encode_struct(Plan plan, obj, Writer writer):
-    _encode(plan, obj, writer)
+def _wire_order(list entries, tuple wire):
+    """Tagged fields (ascending) in the order the wire had them: tags the wire
+    did not carry go where ascending order puts them if the wire was
+    ascending, else after the others."""
+    if all(wire[k] < wire[k + 1] for k in range(len(wire) - 1)):
+        return entries
+    rank = {t: k for k, t in enumerate(wire)}
+    return sorted(entries, key=lambda e: (0, rank[e[0]]) if e[0] in rank else (1, e[0]))
+
+
+def encode_struct(Plan plan, obj, Writer writer, bint canonical=False):
+    """Encode ``obj`` with ``plan`` into ``writer``.  Unless ``canonical``, a
+    decoded struct is written back as the wire had it (its tags' order, known
+    tags at their defaults); a changed field is written as changed."""
+    _encode(plan, obj, writer, canonical)

@@ -18,9 +18,10 @@ __all__ = ["FieldPlan", "Plan", "Writer", "decode_struct", "encode_struct"]
 
 class FieldPlan:
     __slots__ = ("attr", "kind", "elem", "nullable", "compact", "sub", "default", "default_kind", "ignorable", "tag",
-                 "tagged")
+                 "tagged", "zero_copy")
 
-    def __init__(self, attr, kind, elem, nullable, compact, sub, default, default_kind, ignorable, tag, tagged):
+    def __init__(self, attr, kind, elem, nullable, compact, sub, default, default_kind, ignorable, tag, tagged,
+                 zero_copy=False):
         self.attr = attr
         self.kind = kind
         self.elem = elem
@@ -32,6 +33,7 @@ class FieldPlan:
         self.ignorable = ignorable
         self.tag = tag
         self.tagged = tagged
+        self.zero_copy = zero_copy
 
     def make_default(self):
         k = self.default_kind
@@ -65,7 +67,21 @@ class Plan:
         self.tag_map = {f.tag: f for f in tagged}
 
 
-def _read_value(kind, r, compact, nullable, sub, tagged):
+class _Views(Reader):
+    """A reader whose records and zeroCopy bytes fields come out as views of the input."""
+
+    __slots__ = ()
+
+
+def _read_blob(r, compact, nullable):
+    v = r.read_compact_bytes(nullable) if compact else r.read_bytes(nullable)
+    if v is None or type(r) is not _Views:
+        return v
+    end = r.offset
+    return r._buf[end - len(v):end]
+
+
+def _read_value(kind, r, compact, nullable, sub, tagged, blob=False):
     if kind == K.INT32:
         return r.read_int32()
     if kind == K.INT16:
@@ -81,6 +97,8 @@ def _read_value(kind, r, compact, nullable, sub, tagged):
     if kind == K.UUID:
         return r.read_uuid()
     if kind == K.BYTES or kind == K.RECORDS:
+        if blob:
+            return _read_blob(r, compact, nullable)
         return r.read_compact_bytes(nullable) if compact else r.read_bytes(nullable)
     if kind == K.UINT16:
         return r.read_uint16()
@@ -102,7 +120,7 @@ def _read_value(kind, r, compact, nullable, sub, tagged):
 
 def _read_field(f, r):
     if f.kind != K.ARRAY:
-        return _read_value(f.kind, r, f.compact, f.nullable, f.sub, f.tagged)
+        return _read_value(f.kind, r, f.compact, f.nullable, f.sub, f.tagged, f.zero_copy)
     n = r.read_compact_array_length(f.nullable) if f.compact else r.read_array_length(f.nullable)
     if n < 0:
         return None
@@ -135,10 +153,12 @@ def _decode(plan, r):
                 raise InvalidValueError(f"count {count} larger than the {r.remaining} bytes left", "tagged fields",
                                         start)
             tag_map = plan.tag_map
+            wire = []
             for _ in range(count):
                 at = r.offset
                 tag = r._uvarint("tag", 5, 32)
                 size = r._uvarint("tagged field size", 5, 32)
+                wire.append(tag)
                 if size > r.remaining:
                     raise TruncatedError(f"need {size} bytes, {r.remaining} left", "tagged field", at)
                 f = tag_map.get(tag)
@@ -157,6 +177,8 @@ def _decode(plan, r):
                                             f"{size - (end - r.offset)}", "tagged field", at)
                 setattr(obj, f.attr, value)
                 f = None
+            if wire:
+                obj._wire = tuple(wire)  # the tags in wire order: re-encoding follows it
         if len(unknown) > 1:
             # Kafka reads tags in any order but writes them ascending: keep them in
             # the order they will be written, so that decode(encode(x)) == x
@@ -169,9 +191,13 @@ def _decode(plan, r):
     return obj
 
 
-def decode_struct(plan, data, offset=0):
-    """Decode one struct/message with ``plan`` → (object, end offset)."""
-    r = Reader(data, offset)
+def decode_struct(plan, data, offset=0, views=None):
+    """Decode one struct/message with ``plan`` → (object, end offset).
+
+    ``views``: a memoryview over ``data`` to slice zero-copy fields from
+    (None: they are copied into ``bytes``).
+    """
+    r = Reader(data, offset) if views is None else _Views(views, offset)
     obj = _decode(plan, r)
     return obj, r.offset
 
@@ -180,7 +206,7 @@ def decode_struct(plan, data, offset=0):
 # encode
 
 
-def _write_value(kind, w, v, compact, nullable, sub, tagged):
+def _write_value(kind, w, v, compact, nullable, sub, tagged, blob, canonical):
     if kind == K.INT32:
         w.write_int32(v)
     elif kind == K.INT16:
@@ -198,6 +224,10 @@ def _write_value(kind, w, v, compact, nullable, sub, tagged):
     elif kind == K.UUID:
         w.write_uuid(v)
     elif kind == K.BYTES or kind == K.RECORDS:
+        if blob:
+            # records and zeroCopy bytes: the writer may keep the caller's object (parts)
+            w.write_blob(v, compact, nullable)
+            return
         if v is None and not nullable:
             raise EncodeError("null in a non-nullable field", "bytes")
         w.write_compact_bytes(v) if compact else w.write_bytes(v)
@@ -221,14 +251,14 @@ def _write_value(kind, w, v, compact, nullable, sub, tagged):
                 w.write_uvarint(1)
             else:
                 w.write_int8(1)
-        _encode(sub, v, w)
+        _encode(sub, v, w, canonical)
     else:  # pragma: no cover
         raise AssertionError(kind)
 
 
-def _write_field(f, w, v):
+def _write_field(f, w, v, canonical):
     if f.kind != K.ARRAY:
-        _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged)
+        _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged, f.zero_copy and not f.tagged, canonical)
         return
     if v is None:
         if not f.nullable:
@@ -242,19 +272,19 @@ def _write_field(f, w, v):
     i = 0
     try:
         for i, x in enumerate(v):
-            _write_value(elem, w, x, compact, False, sub, False)
+            _write_value(elem, w, x, compact, False, sub, False, False, canonical)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
         raise
 
 
-def _encode(plan, obj, w):
+def _encode(plan, obj, w, canonical):
     if not isinstance(obj, plan.cls):
         raise EncodeError(f"expected {plan.name}, got {type(obj).__name__}", plan.name)
     f = None
     try:
         for f in plan.fields:
-            _write_field(f, w, getattr(obj, f.attr))
+            _write_field(f, w, getattr(obj, f.attr), canonical)
         for f in plan.absent:
             if not f.tagged and not f.ignorable:
                 v = getattr(obj, f.attr)
@@ -264,12 +294,15 @@ def _encode(plan, obj, w):
         f = None
         unknown = obj.unknown_tagged_fields
         if plan.flexible:
+            wire = None if canonical else getattr(obj, "_wire", None)
             entries = []
             for f in plan.tagged:
                 v = getattr(obj, f.attr)
-                if not f.is_default(v):
+                # canonical (Kafka's form): a tag only for a value other than the
+                # default; faithful: also for every known tag the wire carried
+                if not f.is_default(v) or (wire is not None and f.tag in wire):
                     sub = Writer()
-                    _write_field(f, sub, v)
+                    _write_field(f, sub, v, canonical)
                     entries.append((f.tag, sub.getvalue()))
             f = None
             if unknown:
@@ -278,6 +311,8 @@ def _encode(plan, obj, w):
                     if t in known:
                         raise EncodeError(f"unknown tagged field {t} has the tag of a known field", "tagged fields")
                 entries = sorted(entries + list(unknown), key=itemgetter(0))
+            if wire is not None and len(entries) > 1:
+                entries = _wire_order(entries, wire)
             w.write_tagged_fields(entries)
         elif unknown:
             raise EncodeError(f"{len(unknown)} tagged fields set, but this version is not flexible", "tagged fields")
@@ -287,5 +322,18 @@ def _encode(plan, obj, w):
         raise
 
 
-def encode_struct(plan, obj, writer):
-    _encode(plan, obj, writer)
+def _wire_order(entries, wire):
+    """Tagged fields (ascending) in the order the wire had them: tags the wire
+    did not carry go where ascending order puts them if the wire was
+    ascending, else after the others."""
+    if all(wire[k] < wire[k + 1] for k in range(len(wire) - 1)):
+        return entries
+    rank = {t: k for k, t in enumerate(wire)}
+    return sorted(entries, key=lambda e: (0, rank[e[0]]) if e[0] in rank else (1, e[0]))
+
+
+def encode_struct(plan, obj, writer, canonical=False):
+    """Encode ``obj`` with ``plan`` into ``writer``.  Unless ``canonical``, a
+    decoded struct is written back as the wire had it (its tags' order, known
+    tags at their defaults); a changed field is written as changed."""
+    _encode(plan, obj, writer, canonical)

@@ -127,9 +127,14 @@ def _plain(v):
 
 
 class Struct:
-    """Base of every generated struct: keyword construction, equality, repr, to_dict()."""
+    """Base of every generated struct: keyword construction, equality, repr, to_dict().
 
-    __slots__ = ("unknown_tagged_fields",)
+    A decoded struct also keeps, out of sight (``_wire``), the order its tags
+    had on the wire, so that re-encoding it gives back the bytes it came from
+    (see :func:`kafkaproto.protocol.encode_request`'s ``canonical``).
+    """
+
+    __slots__ = ("unknown_tagged_fields", "_wire")
     _FIELDS: tuple = ()
 
     def __init_subclass__(cls, **kw):
@@ -169,6 +174,11 @@ class Struct:
         return out
 
 
+def _views(data):
+    mv = data if type(data) is memoryview else memoryview(data)
+    return mv if mv.ndim == 1 and mv.itemsize == 1 else mv.cast("B")
+
+
 def build_plan(cls, version: int, flexible: bool, context: str, eng=None, cache=None):
     """The plan of ``cls`` at ``version`` for an engine (default: the active one).
 
@@ -193,7 +203,8 @@ def build_plan(cls, version: int, flexible: bool, context: str, eng=None, cache=
         if default_kind == 2:
             default = f.struct
         fp = eng.FieldPlan(f.attr, f.kind, f.elem, bool(f.nullable >> version & 1), bool(flexible and f.compact),
-                           sub, default, default_kind, f.ignorable, -1 if f.tag is None else f.tag, is_tagged)
+                           sub, default, default_kind, f.ignorable, -1 if f.tag is None else f.tag, is_tagged,
+                           f.zero_copy or f.kind == K.RECORDS)
         if not present:
             absent.append(fp)
         elif is_tagged:
@@ -208,9 +219,13 @@ def build_plan(cls, version: int, flexible: bool, context: str, eng=None, cache=
 
 
 class Message(Struct):
-    """Base of every top-level generated message (request, response, header, data)."""
+    """Base of every top-level generated message (request, response, header, data).
 
-    __slots__ = ()
+    A message decoded from a frame also keeps, out of sight (``_trailing``),
+    bytes the frame had after its body, written back unless ``canonical``.
+    """
+
+    __slots__ = ("_trailing",)
     NAME = ""
     KIND = ""
     API_KEY = None
@@ -269,8 +284,15 @@ class Message(Struct):
         return plan
 
     @classmethod
-    def decode(cls, data, version: int, offset: int = 0, *, with_end: bool = False):
-        """Decode a body at ``offset``; bytes left after it are ignored (``with_end=True`` returns the end offset)."""
+    def decode(cls, data, version: int, offset: int = 0, *, with_end: bool = False, zero_copy: bool = False):
+        """Decode a body at ``offset``; bytes left after it are ignored (``with_end=True`` returns the end offset).
+
+        ``zero_copy=True``: ``records`` fields and ``zeroCopy`` bytes fields are
+        memoryviews of ``data`` instead of copies.  Each view keeps the whole
+        of ``data`` alive (a receive buffer stays in memory as long as any
+        view of it does), and sees any later change to it: hand in bytes, or a
+        buffer that is not reused while the message is in use.
+        """
         plan = cls.plan(version)
         # A decoded message is a tree with no cycles: pausing the collector
         # keeps it from scanning the half-built tree over and over (3-4x
@@ -279,7 +301,7 @@ class Message(Struct):
         if paused:
             gc.disable()
         try:
-            obj, end = engine.decode_struct(plan, data, offset)
+            obj, end = engine.decode_struct(plan, data, offset, _views(data) if zero_copy else None)
         except KafkaProtocolError as exc:
             exc.set_context(plan.context)
             raise
@@ -288,15 +310,23 @@ class Message(Struct):
                 gc.enable()
         return (obj, end) if with_end else obj
 
-    def encode(self, version: int) -> bytes:
+    def encode(self, version: int, *, canonical: bool = False) -> bytes:
+        """The body at ``version`` (no header, no size prefix).
+
+        A decoded message is written back as the wire had it: tagged fields
+        in their wire order, known tags the wire carried at their default
+        values.  ``canonical=True`` writes Kafka's own form instead (tags
+        ascending, a tag only for a value other than its default).
+        """
         w = codec.Writer()
-        self.encode_into(w, version)
+        self.encode_into(w, version, canonical=canonical)
         return w.getvalue()
 
-    def encode_into(self, writer, version: int) -> None:
+    def encode_into(self, writer, version: int, *, canonical: bool = False) -> None:
+        """Append the body to a :class:`~kafkaproto.primitives.Writer` (any mode)."""
         plan = type(self).plan(version)
         try:
-            engine.encode_struct(plan, self, writer)
+            engine.encode_struct(plan, self, writer, canonical)
         except KafkaProtocolError as exc:
             exc.set_context(plan.context)
             raise

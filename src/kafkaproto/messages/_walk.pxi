@@ -17,7 +17,7 @@
 #   sk_str(c, d, p, n)        checked UTF-8
 #   sk_bytes(c, d, op, p, n)  bytes and records (op: the field or array, for zero-copy)
 #   sk_null(c, d)
-#   sk_struct_begin(c, d, nd, &me) / sk_struct_end(c, d, me, nd, unknown) / sk_struct_fail(me, unknown)
+#   sk_struct_begin(c, d, nd, &me) / sk_struct_end(c, d, me, nd, unknown) / sk_struct_fail(me, unknown, wire)
 #   sk_unknown_tag(c, me, &unknown, tag, p, n)          a tag the schema does not name
 #   sk_array_begin(c, d, op, n, &arr) / sk_array_end(c, d, arr, n) / sk_array_fail(arr, i, n)
 #   sk_int32s(c, arr, p, n)   a whole []int32 at once (n * 4 bytes are there)
@@ -170,6 +170,7 @@ cdef int _w_struct(Cur* c, Node* nd, Dst d) noexcept nogil:
     cdef Op* op
     cdef Dst me
     cdef void* unknown = NULL
+    cdef void* wire = NULL
     cdef Py_ssize_t p
     cdef int r
     if sk_struct_begin(c, d, nd, &me):
@@ -189,19 +190,19 @@ cdef int _w_struct(Cur* c, Node* nd, Dst d) noexcept nogil:
         else:
             r = _w_field(c, op, sk_field(me, op))
         if r:
-            sk_struct_fail(me, unknown)
+            sk_struct_fail(me, unknown, wire)
             return cur_step(c, P_FIELD, op.col, nd)
     for k in range(nd.na):
         if sk_absent(c, me, &nd.a[k]):
-            sk_struct_fail(me, unknown)
+            sk_struct_fail(me, unknown, wire)
             return -1
     if nd.flexible:
         if cur_tags_begin(c, &count):
-            sk_struct_fail(me, unknown)
+            sk_struct_fail(me, unknown, wire)
             return -1
         for t in range(count):
-            if cur_tag_next(c, &tag, &at, &size):
-                sk_struct_fail(me, unknown)
+            if cur_tag_next(c, &tag, &at, &size) or sk_wire_tag(c, me, &wire, t, count, tag):
+                sk_struct_fail(me, unknown, wire)
                 return -1
             j = -1
             for k in range(nd.nt):
@@ -210,13 +211,13 @@ cdef int _w_struct(Cur* c, Node* nd, Dst d) noexcept nogil:
                     break
             if j < 0:
                 if sk_unknown_tag(c, me, &unknown, tag, c.b + c.pos, size):
-                    sk_struct_fail(me, unknown)
+                    sk_struct_fail(me, unknown, wire)
                     return -1
                 c.pos += size
                 continue
             op = &nd.t[j]
             if seen >> j & 1 and sk_retag(c, me, op):
-                sk_struct_fail(me, unknown)
+                sk_struct_fail(me, unknown, wire)
                 return -1
             seen |= (<uint64_t>1) << j
             stop = c.pos + size
@@ -224,16 +225,16 @@ cdef int _w_struct(Cur* c, Node* nd, Dst d) noexcept nogil:
             c.end = stop
             if _w_field(c, op, sk_field(me, op)):
                 c.end = saved
-                sk_struct_fail(me, unknown)
+                sk_struct_fail(me, unknown, wire)
                 return cur_step(c, P_FIELD, op.col, nd)
             c.end = saved
             if c.pos != stop:
                 cur_fail(c, F_TAG_SIZE, W_TAGGED_FIELD, at, tag, size)
                 c.z = size - (stop - c.pos)
-                sk_struct_fail(me, unknown)
+                sk_struct_fail(me, unknown, wire)
                 return cur_step(c, P_FIELD, op.col, nd)
         for k in range(nd.nt):
             if not (seen >> k & 1) and sk_default(c, me, &nd.t[k]):
-                sk_struct_fail(me, unknown)
+                sk_struct_fail(me, unknown, wire)
                 return -1
-    return sk_struct_end(c, d, me, nd, unknown)
+    return sk_struct_end(c, d, me, nd, unknown, wire)
