@@ -27,8 +27,8 @@ def test_negotiation_takes_the_highest_common_version():
 
 def test_connection_round_trip():
     conn = Connection(client_id="tool")
-    a = conn.send(ApiVersionsRequest(), version=3)
-    b = conn.send(MetadataRequest(topics=None), version=12)
+    a = b"".join(conn.send(ApiVersionsRequest(), version=3))  # buffers to write: joined here
+    b = b"".join(conn.send(MetadataRequest(topics=None), version=12))
     assert conn.pending == 2
     assert a[8:12] == b"\x00\x00\x00\x01" and b[8:12] == b"\x00\x00\x00\x02"  # increasing correlation ids
     reply1 = encode_response(ApiVersionsResponse(error_code=0), 3, 1)

@@ -83,7 +83,7 @@ class LiveConnection:
 
     def pipeline(self, requests) -> list:
         """Send ``[(msg, version), ...]`` back to back; return ``[(frame, response), ...]``."""
-        data = b"".join(self.conn.send(msg, version) for msg, version in requests)
+        data = b"".join(part for msg, version in requests for part in self.conn.send(msg, version))
         self.sock.sendall(data)
         got, frames = self._receive(len(requests))
         assert len(frames) == len(got)
