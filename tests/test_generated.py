@@ -1,10 +1,10 @@
 """The committed generated code is what the generator makes from the schemas today."""
 
 import pathlib
-
-import pytest
 import subprocess
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

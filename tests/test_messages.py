@@ -33,7 +33,7 @@ PAIRS = [(name, v) for name in ALL for v in range(get(name).LOWEST_VERSION, get(
 
 def test_every_api_key_0_to_94_has_both_halves():
     assert sorted(APIS) == list(range(95))
-    for key, (req, resp) in APIS.items():
+    for key, (_req, _resp) in APIS.items():
         assert request_class(key).API_KEY == key == response_class(key).API_KEY
         assert request_class(key).VALID_VERSIONS == response_class(key).VALID_VERSIONS
 
@@ -254,9 +254,10 @@ def test_error_message_shape():
         try:
             cls.decode(data[:cut], 12)
         except KafkaProtocolError as exc:
-            if exc.path == ["topics", "[3]", "partitions", "[7]", "leader_epoch"] and "need 4 bytes, 2 left" in str(exc):
-                assert str(exc) == f"MetadataResponse v12 .topics[3].partitions[7].leader_epoch at byte {exc.offset}: " \
-                                   "need 4 bytes, 2 left"
+            path = ["topics", "[3]", "partitions", "[7]", "leader_epoch"]
+            if exc.path == path and "need 4 bytes, 2 left" in str(exc):
+                assert str(exc) == (f"MetadataResponse v12 .topics[3].partitions[7].leader_epoch at byte {exc.offset}: "
+                                    "need 4 bytes, 2 left")
                 break
     else:
         pytest.fail("no truncation inside leader_epoch")

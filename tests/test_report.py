@@ -15,14 +15,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from kafkaproto import records as krecords
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.report import run_report
 from kafkaproto.report.decode import TABLE_COLUMNS, record_set_codecs
-from kafkaproto import records as krecords
-
 from kafkaproto.report.render import PALETTE, REMOVED, VERSION_SHADES
-
 from support.report_helpers import SAMPLE, damaged_captures, run_chromium, spark_session, stop_session
 
 MANIFEST = json.loads((SAMPLE / "produced.json").read_text())

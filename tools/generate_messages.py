@@ -176,7 +176,7 @@ class Field:
         elif "fields" in raw and raw["fields"]:
             raise SchemaError(f"{where}.{self.wire}: a primitive with fields")
 
-    def merge(self, other: "Field", where: str):
+    def merge(self, other: Field, where: str):
         if other.type != self.type:
             raise SchemaError(f"{where}.{self.wire}: type {self.type} vs {other.type} across layers")
         if self.tagged and other.tagged and other.tag != self.tag:
@@ -205,7 +205,7 @@ class Struct:
                 raise SchemaError(f"{where}: two fields named {f.attr}")
             seen.add(f.attr)
 
-    def merge(self, other: "Struct", where: str):
+    def merge(self, other: Struct, where: str):
         """Merge an older layer's struct: same-named fields join, new ones keep their place."""
         by_name = {f.wire: f for f in self.fields}
         insert_at = 0
@@ -483,7 +483,8 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
     registry = []
     for mod, items in sorted(modules.items()):
         items.sort(key=lambda s: ("request", "response", "header", "data").index(s.kind))
-        body = [HEADER, "# fmt: off\n", "from .._runtime import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n"]
+        body = [HEADER, "# fmt: off\n",
+                "from .._runtime import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n"]
         for s in items:
             body.append("\n\n")
             body.append(emit_schema(s))

@@ -8,8 +8,8 @@ install time, or when ``KAFKAPROTO_PURE=1`` is set.
 from __future__ import annotations
 
 import struct
-from operator import index as _index
 import uuid as _uuid
+from operator import index as _index
 
 import numpy as np
 
