@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import uuid as _uuid
+import zlib
 from operator import index as _index
 
 import numpy as np
@@ -550,6 +551,11 @@ def encode_varlongs(values) -> bytes:
     for v in values:
         w.write_varlong(int(v))
     return w.getvalue()
+
+
+def crc32(data) -> int:
+    """CRC-32 of a buffer, as zlib.crc32 computes it (the legacy messages' checksum)."""
+    return zlib.crc32(data)
 
 
 # ---------------------------------------------------------------------------
