@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import gc
 import uuid
+from typing import TYPE_CHECKING
 
 from .. import _kinds as K
 from .._impl import codec, engine
 from ..errors import KafkaProtocolError, UnsupportedVersionError
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -131,6 +135,7 @@ class Struct:
 
     __slots__ = ("unknown_tagged_fields",)
     _FIELDS: tuple = ()
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -213,7 +218,7 @@ class Message(Struct):
     __slots__ = ()
     NAME = ""
     KIND = ""
-    API_KEY = None
+    API_KEY: int | None = None
     VALID_VERSIONS = ""
     FLEXIBLE_VERSIONS = ""
     NEWEST_VERSIONS = ""
@@ -223,6 +228,9 @@ class Message(Struct):
     DEPRECATED_VERSIONS = ""
     #: requests only: the roles that accept it ("broker", "controller", "zkBroker")
     LISTENERS: tuple = ()
+    #: the lowest and highest valid versions (set for each class)
+    LOWEST_VERSION: int | None
+    HIGHEST_VERSION: int | None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -269,7 +277,7 @@ class Message(Struct):
         return plan
 
     @classmethod
-    def decode(cls, data, version: int, offset: int = 0, *, with_end: bool = False):
+    def decode(cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False):
         """Decode a body at ``offset``; bytes left after it are ignored (``with_end=True`` returns the end offset)."""
         plan = cls.plan(version)
         # A decoded message is a tree with no cycles: pausing the collector
