@@ -429,3 +429,24 @@ def test_hypothesis_round_trip_every_class_and_version(name, version):
         assert back == obj and back.encode(version) == data
 
     check()
+
+
+def test_signature_lists_the_fields_with_their_defaults():
+    import inspect
+    import pydoc
+
+    request = get("MetadataRequest")
+    for cls in (request, get("MetadataResponse").MetadataResponseTopic, get("FetchResponse").PartitionData):
+        sig = inspect.signature(cls)
+        names = [f.attr for f in cls._FIELDS] + ["unknown_tagged_fields"]
+        assert list(sig.parameters) == names, cls
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in sig.parameters.values())
+        plain = cls()
+        for f in cls._FIELDS:
+            assert sig.parameters[f.attr].default == getattr(plain, f.attr), (cls, f.attr)
+        assert sig.parameters["unknown_tagged_fields"].default == ()
+        sig.bind(**{f.attr: getattr(plain, f.attr) for f in cls._FIELDS})
+    # help() heads the class with its signature (it was "MetadataRequest(**kwargs)")
+    text = pydoc.render_doc(request, renderer=pydoc.plaintext)
+    head = next(line for line in text.splitlines() if "MetadataRequest(" in line and "class" not in line)
+    assert "MetadataRequest(*, topics=[], allow_auto_topic_creation=True," in head, head

@@ -9,6 +9,7 @@ encoding, which are tagged) and handed to the engine: the compiled one in
 from __future__ import annotations
 
 import gc
+import inspect
 import uuid
 from typing import TYPE_CHECKING
 
@@ -130,12 +131,30 @@ def _plain(v):
     return v
 
 
+class _FieldsSignature:
+    """``Struct.__signature__``: what ``inspect.signature(cls)`` and ``help(cls)``
+    show, the fields as keyword-only parameters with their defaults (a fresh
+    list or struct where the field defaults to one), then ``unknown_tagged_fields``.
+    Built on first use, once nested struct classes are resolved."""
+
+    def __get__(self, obj, cls) -> inspect.Signature:
+        sig = cls.__dict__.get("_SIGNATURE")
+        if sig is None:
+            kw = inspect.Parameter.KEYWORD_ONLY
+            params = [inspect.Parameter(f.attr, kw, default=f.make_default()) for f in cls._FIELDS]
+            params.append(inspect.Parameter("unknown_tagged_fields", kw, default=()))
+            sig = inspect.Signature(params)
+            cls._SIGNATURE = sig
+        return sig
+
+
 class Struct:
     """Base of every generated struct: keyword construction, equality, repr, to_dict()."""
 
     __slots__ = ("unknown_tagged_fields",)
     _FIELDS: tuple = ()
     unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+    __signature__ = _FieldsSignature()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
