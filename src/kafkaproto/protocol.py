@@ -16,6 +16,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections import deque
+from typing import TYPE_CHECKING
 
 from ._impl import codec
 from .error_codes import ErrorCode
@@ -23,6 +24,9 @@ from .errors import KafkaProtocolError, TruncatedError, UnknownApiError, Unsuppo
 from .frames import FrameReader
 from .headers import _by_tag, decode_request_header, decode_response_header
 from .messages import APIS, request_class, response_class
+
+if TYPE_CHECKING:
+    from .messages._runtime import Message
 
 __all__ = [
     "Connection",
@@ -76,7 +80,7 @@ def _check_kind(msg, kind):
         raise TypeError(f"expected a {kind} message, got {type(msg).__name__}")
 
 
-def encode_request(msg, version: int, correlation_id: int, client_id: str | None = None,
+def encode_request(msg: Message, version: int, correlation_id: int, client_id: str | None = None,
                    header_tagged_fields=None) -> bytes:
     """A complete size-prefixed request frame."""
     _check_kind(msg, "request")
@@ -92,7 +96,7 @@ def encode_request(msg, version: int, correlation_id: int, client_id: str | None
     return _i32.pack(len(data) - 4) + data[4:]
 
 
-def encode_response(msg, version: int, correlation_id: int, header_tagged_fields=None) -> bytes:
+def encode_response(msg: Message, version: int, correlation_id: int, header_tagged_fields=None) -> bytes:
     """A complete size-prefixed response frame."""
     _check_kind(msg, "response")
     w = codec.Writer()
