@@ -10,12 +10,11 @@ import random
 import pyarrow as pa
 import pytest
 
+from bench_messages import _kio, metadata_v12
 from kafkaproto import arrow, encode_request, encode_response
 from kafkaproto.headers import decode_request_header
 from kafkaproto.messages import MetadataResponse, request_class
 from kafkaproto.protocol import request_header_version
-
-from bench_messages import _kio, metadata_v12
 
 N_FRAMES = 1_000_000
 
@@ -98,8 +97,8 @@ import subprocess  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from kafkaproto.records import _compression  # noqa: E402
 from kafkaproto import records as R  # noqa: E402
+from kafkaproto.records import _compression  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 

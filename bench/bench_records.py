@@ -52,7 +52,7 @@ def _walk(records, touch):
             r.timestamp
             r.key
             r.value
-            for k, v in r.headers:
+            for _k, _v in r.headers:
                 pass
         n += 1
     return n

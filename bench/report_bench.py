@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -113,7 +112,8 @@ def main(argv=None) -> int:
     print(f"  session start {started:.1f}s; on {args.master} ({cores} cores)")
     for k, job in enumerate(runs):
         what = "first run (cold session)" if k == 0 else f"run {k + 1} (warm session)"
-        print(f"  {what:26s} {job:6.1f}s: {total / 1e6 / job:7.1f} MB/s = {total / 1e6 / job / cores:6.1f} MB/s per core")
+        rate = total / 1e6 / job
+        print(f"  {what:26s} {job:6.1f}s: {rate:7.1f} MB/s = {rate / cores:6.1f} MB/s per core")
     wall = started + runs[0]
     print(f"  {'first run + session start':26s} {wall:6.1f}s: {total / 1e6 / wall:7.1f} MB/s = "
           f"{total / 1e6 / wall / cores:6.1f} MB/s per core")

@@ -23,17 +23,25 @@ import run  # noqa: F401 - the fuzz scripts' one path set-up (tests/ on sys.path
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-from support.message_values import random_message  # noqa: E402
-
-from kafkaproto import RequestHeader, ResponseHeader, encode_request_header, encode_response_header  # noqa: E402
-from kafkaproto import decode_request, decode_response, encode_request, encode_response, records  # noqa: E402
-from kafkaproto import split_frames  # noqa: E402
+from kafkaproto import (  # noqa: E402
+    RequestHeader,
+    ResponseHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_request_header,
+    encode_response,
+    encode_response_header,
+    records,
+    split_frames,
+)
 from kafkaproto.capture import REQUEST, read_frames  # noqa: E402
 from kafkaproto.capture import pcap as P  # noqa: E402
 from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation  # noqa: E402
 from kafkaproto.frames import DEFAULT_MAX_FRAME_SIZE  # noqa: E402
 from kafkaproto.messages import APIS, get, request_class, response_class  # noqa: E402
 from support.fuzz_targets import API_KEYS, DATA_CLASSES, FRAME_LIMITS, RECORD_LIMITS  # noqa: E402
+from support.message_values import random_message  # noqa: E402
 
 CORPUS = os.path.join(HERE, "corpus")
 # Bigger seeds make every pure-Python execution slower without adding layouts.

@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kafkaproto import arrow, encode_request, encode_response, frames as kframes
-from kafkaproto import request_header_version, response_header_version
+from kafkaproto import arrow, encode_request, encode_response, request_header_version, response_header_version
+from kafkaproto import frames as kframes
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import decode_response_header
 from kafkaproto.messages import APIS, request_class, response_class
@@ -105,7 +105,7 @@ def test_split_feeds_the_decoders():
 def test_request_headers_every_key_and_version():
     rng = random.Random(11)
     frames = []
-    for key, (rq, _) in sorted(APIS.items()):
+    for key, (_rq, _) in sorted(APIS.items()):
         cls = request_class(key)
         for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
             if not cls.supports(v):
@@ -129,7 +129,7 @@ def test_request_headers_every_key_and_version():
 def test_response_headers_every_key_and_version():
     rng = random.Random(12)
     frames, keys, vers = [], [], []
-    for key, (_, rs) in sorted(APIS.items()):
+    for key, (_, _rs) in sorted(APIS.items()):
         cls = response_class(key)
         for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
             if cls.supports(v):

@@ -13,8 +13,17 @@ import pytest
 
 import kafkaproto
 from kafkaproto import arrow
-from support.legacy_sets import ALL, damaged_versions, inner_set, legacy_sets, message, objects_agree, small_sets
-from support.legacy_sets import twins_agree, wrapper
+from support.legacy_sets import (
+    ALL,
+    damaged_versions,
+    inner_set,
+    legacy_sets,
+    message,
+    objects_agree,
+    small_sets,
+    twins_agree,
+    wrapper,
+)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -13,7 +13,8 @@ import struct
 import pyarrow as pa
 import pytest
 
-from kafkaproto import arrow, frames as kframes
+from kafkaproto import arrow
+from kafkaproto import frames as kframes
 from kafkaproto import records as R
 from kafkaproto.messages import request_class, response_class
 from peers import clients

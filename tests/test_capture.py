@@ -249,7 +249,8 @@ def test_snap_length_cuts_frames_and_counts_gaps(tmp_path):
 
 def test_non_kafka_traffic_is_counted_not_decoded(tmp_path):
     c = TcpConversation(("10.0.0.9", 50000), ("10.0.0.8", 80))
-    http = c.handshake() + c.send(True, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") + c.send(False, b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000) + c.close()
+    http = (c.handshake() + c.send(True, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            + c.send(False, b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000) + c.close())
     s = TcpConversation(("10.0.0.9", 50001), ("10.0.0.8", 22))
     ssh = s.handshake() + s.send(False, b"SSH-2.0-OpenSSH_9\r\n") + s.send(True, b"\x00\x00\x00\x10" + b"\x05" * 16)
     kafka = conversation_packets(exchange(1))
@@ -313,7 +314,7 @@ def test_random_damage_keeps_the_books_balanced(tmp_path):
     packets = conversation_packets(exchange(4, big=1500), mss=500)
     good = bytearray(write_pcap(tmp_path / "g.pcap", packets).read_bytes())
     rng = random.Random(2024)
-    for i in range(60):
+    for _i in range(60):
         data = bytearray(good)
         for _ in range(rng.randint(1, 20)):
             pos = rng.randrange(24, len(data))

@@ -20,8 +20,8 @@ API_VERSIONS_V3 = bytes.fromhex(
     "00000007"          # correlation id
     "00026331"          # client id: int16 length, even in header v2
     "00"                # header tagged fields
-    "12" + "apache-kafka-java".encode().hex() +
-    "06" + "3.9.1".encode().hex() +
+    "12" + b"apache-kafka-java".hex() +
+    "06" + b"3.9.1".hex() +
     "00"
 )
 

@@ -14,13 +14,18 @@ import uuid
 
 import pytest
 
-from kafkaproto import CorruptRecordError, FrameSizeError, InvalidValueError, KafkaProtocolError, TruncatedError
-from kafkaproto import records
-from kafkaproto.capture import Accounting, read_frames
+from kafkaproto import (
+    CorruptRecordError,
+    FrameSizeError,
+    InvalidValueError,
+    KafkaProtocolError,
+    TruncatedError,
+    records,
+)
 from kafkaproto import _kinds as K
-from kafkaproto.messages._runtime import build_plan
+from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import CLASSES, get
-
+from kafkaproto.messages._runtime import build_plan
 from support.fuzz_targets import IMPLS
 from support.records_util import fix_crc
 
@@ -103,7 +108,7 @@ def test_every_message_and_version_rejects_huge_counts_without_allocating():
     for name, version in PAIRS:
         cls = get(name)
         for data in HOSTILE:
-            for impl, result, peak, seconds in decode_all(cls, data, version):
+            for impl, _result, peak, seconds in decode_all(cls, data, version):
                 assert peak < SMALL, (name, version, impl, data[:5], peak)
                 assert seconds < 5
                 worst = max(worst, (peak, f"{name} v{version} {impl}"))
@@ -366,6 +371,7 @@ def test_every_top_level_array_of_defaults_stays_in_proportion():
             base = {impl: peak for impl, _, peak, _ in decode_all(cls, empty, version)}
             for impl, result, peak, _ in decode_all(cls, data, version):
                 assert result[0] == "ok", (name, f.attr, impl)
-                worst = max(worst, ((peak - base[impl]) / (len(data) - len(empty)), f"{name} v{version} .{f.attr} {impl}"))
+                ratio = (peak - base[impl]) / (len(data) - len(empty))
+                worst = max(worst, (ratio, f"{name} v{version} .{f.attr} {impl}"))
     assert worst[0] < FACTOR, worst
     print(f"\nworst allocation per input byte, arrays of defaults: {worst[0]:.1f} ({worst[1]})")

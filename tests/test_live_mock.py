@@ -34,9 +34,9 @@ from kafkaproto.protocol import (
     send_request,
     supported_versions,
 )
-from support.live_helpers import LiveConnection, decode_recorded
 from oracle.java_oracle import OracleError
 from peers.brokers import RecordingProxy
+from support.live_helpers import LiveConnection, decode_recorded
 
 pytestmark = pytest.mark.peers
 

@@ -40,10 +40,10 @@ from kafkaproto.messages import (
     api_name,
 )
 from kafkaproto.protocol import api_versions_handshake, negotiate_versions, supported_versions
-from support.live_helpers import LiveConnection, consume_aiokafka_group, decode_recorded, read_batch_headers, settled
 from oracle.java_oracle import OracleError
 from peers import clients
 from peers.brokers import PeerUnavailable, Tansu
+from support.live_helpers import LiveConnection, consume_aiokafka_group, decode_recorded, read_batch_headers, settled
 
 pytestmark = [
     pytest.mark.peers,

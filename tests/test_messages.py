@@ -33,7 +33,7 @@ PAIRS = [(name, v) for name in ALL for v in range(get(name).LOWEST_VERSION, get(
 
 def test_every_api_key_0_to_94_has_both_halves():
     assert sorted(APIS) == list(range(95))
-    for key, (req, resp) in APIS.items():
+    for key, (_req, _resp) in APIS.items():
         assert request_class(key).API_KEY == key == response_class(key).API_KEY
         assert request_class(key).VALID_VERSIONS == response_class(key).VALID_VERSIONS
 
@@ -254,9 +254,10 @@ def test_error_message_shape():
         try:
             cls.decode(data[:cut], 12)
         except KafkaProtocolError as exc:
-            if exc.path == ["topics", "[3]", "partitions", "[7]", "leader_epoch"] and "need 4 bytes, 2 left" in str(exc):
-                assert str(exc) == f"MetadataResponse v12 .topics[3].partitions[7].leader_epoch at byte {exc.offset}: " \
-                                   "need 4 bytes, 2 left"
+            path = ["topics", "[3]", "partitions", "[7]", "leader_epoch"]
+            if exc.path == path and "need 4 bytes, 2 left" in str(exc):
+                assert str(exc) == (f"MetadataResponse v12 .topics[3].partitions[7].leader_epoch at byte {exc.offset}: "
+                                    "need 4 bytes, 2 left")
                 break
     else:
         pytest.fail("no truncation inside leader_epoch")
@@ -428,3 +429,24 @@ def test_hypothesis_round_trip_every_class_and_version(name, version):
         assert back == obj and back.encode(version) == data
 
     check()
+
+
+def test_signature_lists_the_fields_with_their_defaults():
+    import inspect
+    import pydoc
+
+    request = get("MetadataRequest")
+    for cls in (request, get("MetadataResponse").MetadataResponseTopic, get("FetchResponse").PartitionData):
+        sig = inspect.signature(cls)
+        names = [f.attr for f in cls._FIELDS] + ["unknown_tagged_fields"]
+        assert list(sig.parameters) == names, cls
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in sig.parameters.values())
+        plain = cls()
+        for f in cls._FIELDS:
+            assert sig.parameters[f.attr].default == getattr(plain, f.attr), (cls, f.attr)
+        assert sig.parameters["unknown_tagged_fields"].default == ()
+        sig.bind(**{f.attr: getattr(plain, f.attr) for f in cls._FIELDS})
+    # help() heads the class with its signature (it was "MetadataRequest(**kwargs)")
+    text = pydoc.render_doc(request, renderer=pydoc.plaintext)
+    head = next(line for line in text.splitlines() if "MetadataRequest(" in line and "class" not in line)
+    assert "MetadataRequest(*, topics=[], allow_auto_topic_creation=True," in head, head

@@ -29,7 +29,7 @@ import random
 import types
 import typing
 import uuid
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -99,7 +99,7 @@ def _our_class(kio_name):
     return get(kio_name) if kio_name in CLASSES else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kio_class(module, name):
     return getattr(importlib.import_module(module), name)
 
@@ -175,7 +175,7 @@ class FieldMap:
             raise AssertionError(f"{ours.__name__} v{version}: kio has fields we lack: {sorted(unmatched)}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_map(ours, version, module, name):
     return FieldMap(ours, _kio_class(module, name), version)
 
@@ -327,7 +327,7 @@ def plain_ours(obj, fmap):
 # one case
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kio_codec(module, name):
     cls = _kio_class(module, name)
     return entity_reader(cls), entity_writer(cls)
@@ -361,7 +361,8 @@ def check_case(cls, version, module, name, obj):
     if size != len(data):
         problems.append(f"{where}: kio read {size} of our {len(data)} bytes")
     if plain_kio(kobj, fmap) != plain_ours(expected, fmap):
-        problems.append(f"{where}: kio read other values\n ours {plain_ours(expected, fmap)}\n kio  {plain_kio(kobj, fmap)}")
+        problems.append(f"{where}: kio read other values\n"
+                        f" ours {plain_ours(expected, fmap)}\n kio  {plain_kio(kobj, fmap)}")
     # 2. kio writes back what it read, byte for byte (without the unknown tags it skipped)
     back = _kio_write(writer, kobj)
     if back != clean:
@@ -455,7 +456,7 @@ def test_every_pair_round_trips_through_kio(request):
         # Kafka's own classes decide who is wrong (the JVM is only started when needed).
         java_oracle = request.getfixturevalue("java_oracle")
         report = []
-        for (name, version), found in sorted(problems.items())[:10]:
+        for (_name, version), found in sorted(problems.items())[:10]:
             obj, lines = found[0]
             report.append("\n".join(lines[:2]) + "\n => " + _java_verdict(java_oracle, type(obj), version, obj))
         pytest.fail(f"{len(problems)} of {len(PAIRS)} pairs disagree with kio:\n" + "\n\n".join(report))
@@ -464,8 +465,8 @@ def test_every_pair_round_trips_through_kio(request):
 def test_kio_limits_decided_by_java(java_oracle):
     """What kio 0.6.5 cannot read, although Kafka's own classes read and rewrite it unchanged:
     unknown tagged fields (kio raises KeyError instead of skipping them), error codes it has
-    no enum member for, negative or far-future timestamps, durations beyond a timedelta.  These are kio's limits, not ours;
-    the values of the round-trip tests above are mapped into kio's domain because of them."""
+    no enum member for, negative or far-future timestamps, durations beyond a timedelta.  These are kio's limits,
+    not ours; the values of the round-trip tests above are mapped into kio's domain because of them."""
     from kafkaproto.messages import (
         ApiVersionsResponse,
         CreateDelegationTokenRequest,

@@ -18,7 +18,8 @@ must also give the same bytes one version down.
 """
 
 import uuid
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import pytest
 

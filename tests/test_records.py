@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaproto import records as R
-from kafkaproto.records._compression import _lz4_hc, xxh32
 from kafkaproto.errors import CorruptRecordError, EncodeError, KafkaProtocolError
+from kafkaproto.records._compression import _lz4_hc, xxh32
 from support.records_util import fix_crc, rec_tuple
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

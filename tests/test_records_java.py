@@ -20,7 +20,7 @@ MAGIC_CODECS = [(m, c) for m in (0, 1, 2) for c in CODECS if m == 2 or c != "zst
 def make_records(seed, n=25, headers=True):
     rnd = random.Random(seed)
     out = []
-    for i in range(n):
+    for _i in range(n):
         key = None if rnd.random() < 0.2 else rnd.randbytes(rnd.randrange(0, 20))
         value = None if rnd.random() < 0.1 else rnd.randbytes(rnd.randrange(0, 300)) * rnd.randrange(1, 4)
         hs = [(rnd.choice(["a", "trace", "é", ""]), None if rnd.random() < 0.2 else rnd.randbytes(rnd.randrange(8)))

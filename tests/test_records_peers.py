@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from kafkaproto import decode_request, decode_response, encode_request, records as R
+from kafkaproto import decode_request, decode_response, encode_request
+from kafkaproto import records as R
 from kafkaproto.consumer import consume
 from kafkaproto.messages import request_class
 from peers import clients

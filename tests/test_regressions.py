@@ -13,9 +13,16 @@ import tracemalloc
 import pyarrow as pa
 import pytest
 
-from kafkaproto import arrow
-from kafkaproto import CorruptRecordError, EncodeError, RequestHeader, ResponseHeader, decode_request, encode_request
-from kafkaproto import records
+from kafkaproto import (
+    CorruptRecordError,
+    EncodeError,
+    RequestHeader,
+    ResponseHeader,
+    arrow,
+    decode_request,
+    encode_request,
+    records,
+)
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.headers import decode_request_header, decode_response_header, encode_request_header
 from kafkaproto.messages import get

@@ -15,15 +15,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from kafkaproto import arrow as karrow
+from kafkaproto import records as krecords
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.capture.dissect import dissect
+from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.report import run_report
 from kafkaproto.report.decode import TABLE_COLUMNS
-from kafkaproto import arrow as karrow, records as krecords
-from kafkaproto.errors import KafkaProtocolError
-
 from kafkaproto.report.render import PALETTE, REMOVED, VERSION_SHADES
-
 from support.report_helpers import SAMPLE, damaged_captures, run_chromium, spark_session, stop_session
 
 MANIFEST = json.loads((SAMPLE / "produced.json").read_text())

@@ -116,7 +116,7 @@ class ScriptedBroker:
         while not self.stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
 
@@ -127,7 +127,7 @@ class ScriptedBroker:
             while not self.stop.is_set():
                 try:
                     data = conn.recv(65536)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 if not data:
                     return
@@ -169,9 +169,9 @@ def test_rewrites_only_address_responses_and_passes_the_rest_byte_for_byte(tmp_p
             return encode_response(FindCoordinatorResponse(node_id=2, host="127.0.0.1", port=1), version, corr)
         if key == 10:
             C = FindCoordinatorResponse.Coordinator
-            return encode_response(FindCoordinatorResponse(coordinators=[C(key="g", node_id=2, host="127.0.0.1", port=1),
-                                                                         C(key="h", error_code=15, host="", port=-1)]),
-                                   version, corr)
+            coordinators = [C(key="g", node_id=2, host="127.0.0.1", port=1),
+                            C(key="h", error_code=15, host="", port=-1)]
+            return encode_response(FindCoordinatorResponse(coordinators=coordinators), version, corr)
         if key == 60:
             D = DescribeClusterResponse.DescribeClusterBroker
             return encode_response(DescribeClusterResponse(brokers=[D(broker_id=2, host="127.0.0.1", port=1)]),

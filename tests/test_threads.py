@@ -12,11 +12,18 @@ import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from kafkaproto import decode_request, decode_response, encode_request, encode_response, frame_offsets, records
-from kafkaproto import split_frames
+from kafkaproto import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    frame_offsets,
+    records,
+    split_frames,
+)
 from kafkaproto.messages import APIS, request_class, response_class
-from support.message_values import random_message
 from support.fuzz_targets import IMPLS, Impl, outcome
+from support.message_values import random_message
 from support.outcomes import canon
 from support.records_util import batch_tuple
 

@@ -30,6 +30,9 @@ def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert any(n.startswith("kafkaproto/_codec") and n.endswith((".so", ".pyd")) for n in names)
     assert "kafkaproto/messages/_gen/metadata.py" in names
+    # type information: the marker, the compiled modules' stubs, the generated messages' stubs
+    assert {"kafkaproto/py.typed", "kafkaproto/_codec.pyi", "kafkaproto/arrow/_records.pyi",
+            "kafkaproto/messages/_gen/metadata.pyi", "kafkaproto/messages/_gen/__init__.pyi"} <= set(names)
     assert not any(n.endswith(".json") for n in names)  # no schema file is shipped
     assert not any(n.startswith("kafkaproto/report/synthetic") for n in names)  # test support (tests/support/)
     venv = tmp_path / "venv"

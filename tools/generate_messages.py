@@ -5,7 +5,9 @@ Reads the schema layers (``newest/`` first, then ``snapshot-2024-10/`` for the
 versions ``newest/`` dropped, e.g. Produce v0-2) and writes Python modules into
 ``src/kafkaproto/messages/_gen/``.  The JSON files and their ``about`` texts
 are not copied: only the facts (names, types, versions, tags, defaults) go
-into the generated code, in the project's own form.
+into the generated code, in the project's own form.  Beside each module it
+writes a type stub (``.pyi``): the classes with their fields as typed
+attributes, a keyword-only ``__init__`` and the methods of ``Message``.
 
     python tools/generate_messages.py                 # (re)write the package
     python tools/generate_messages.py --check         # exit 1 if the committed output differs
@@ -176,7 +178,7 @@ class Field:
         elif "fields" in raw and raw["fields"]:
             raise SchemaError(f"{where}.{self.wire}: a primitive with fields")
 
-    def merge(self, other: "Field", where: str):
+    def merge(self, other: Field, where: str):
         if other.type != self.type:
             raise SchemaError(f"{where}.{self.wire}: type {self.type} vs {other.type} across layers")
         if self.tagged and other.tagged and other.tag != self.tag:
@@ -205,7 +207,7 @@ class Struct:
                 raise SchemaError(f"{where}: two fields named {f.attr}")
             seen.add(f.attr)
 
-    def merge(self, other: "Struct", where: str):
+    def merge(self, other: Struct, where: str):
         """Merge an older layer's struct: same-named fields join, new ones keep their place."""
         by_name = {f.wire: f for f in self.fields}
         insert_at = 0
@@ -467,6 +469,108 @@ def emit_schema(s: Schema) -> str:
     return "".join(lines)
 
 
+# ---------------------------------------------------------------------------
+# type stubs (.pyi beside each module)
+
+#: Python type of each schema type, as read from a decoded message and as
+#: accepted by the encoder.
+STUB_TYPES = {
+    "bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int64": "int", "uint16": "int",
+    "uint32": "int", "float64": "float", "string": "str", "bytes": "bytes | memoryview",
+    "records": "bytes | memoryview", "uuid": "uuid.UUID",
+}
+#: What every struct's __init__ also takes.
+UNKNOWN_TAGS_PARAM = "unknown_tagged_fields: Iterable[tuple[int, bytes]] | None = ..."
+
+
+def stub_type(f: Field, top: str) -> str:
+    """The field's type in the stub; nested structs are named through their message class."""
+    elem = f.type[2:] if f.type.startswith("[]") else f.type
+    if f.struct is not None:
+        t = top if f.struct.name == top else f"{top}.{f.struct.name}"
+    else:
+        t = STUB_TYPES[elem]
+    if f.type.startswith("[]"):
+        t = f"list[{t}]"
+    if f.nullable or f.type == "records" or py_default(f) == "None":
+        t = f"{t} | None"
+    return t
+
+
+def stub_init(fields: list, top: str, indent: str) -> list[str]:
+    lines = [f"{indent}def __init__(\n", f"{indent}    self,\n", f"{indent}    *,\n"]
+    lines += [f"{indent}    {f.attr}: {stub_type(f, top)} = ...,\n" for f in fields]
+    lines += [f"{indent}    {UNKNOWN_TAGS_PARAM},\n", f"{indent}) -> None: ...\n"]
+    return lines
+
+
+def stub_struct(st: Struct, top: str, indent: str, done: set, lines: list):
+    for f in st.fields:
+        if f.struct is not None and f.struct.name not in done:
+            stub_struct(f.struct, top, indent, done, lines)
+    if st.name in done:
+        return
+    done.add(st.name)
+    lines.append(f"{indent}class {st.name}(Struct):\n")
+    lines += [f"{indent}    {f.attr}: {stub_type(f, top)}\n" for f in st.fields]
+    lines += stub_init(st.fields, top, indent + "    ")
+    lines.append("\n")
+
+
+def stub_schema(s: Schema) -> str:
+    name = s.name
+    lines = [f"class {name}(Message):\n"]
+    done = {name}
+    for f in s.root.fields:
+        if f.struct is not None:
+            stub_struct(f.struct, name, "    ", done, lines)
+    lines += [f"    API_KEY: {'int' if s.api_key is not None else 'None'}\n", "    LOWEST_VERSION: int\n",
+              "    HIGHEST_VERSION: int\n"]
+    lines += [f"    {f.attr}: {stub_type(f, name)}\n" for f in s.root.fields]
+    lines += stub_init(s.root.fields, name, "    ")
+    decode = "    def decode(\n        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal"
+    lines += [
+        "    @overload\n", "    @classmethod\n", f"{decode}[False] = False\n    ) -> {name}: ...\n",
+        "    @overload\n", "    @classmethod\n", f"{decode}[True]\n    ) -> tuple[{name}, int]: ...\n",
+        "    @overload\n", "    @classmethod\n",
+        "    def decode(\n        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False\n"
+        f"    ) -> {name} | tuple[{name}, int]: ...\n",
+        "    def encode(self, version: int) -> bytes: ...\n",
+        "    def encode_into(self, writer: Writer, version: int) -> None: ...\n",
+        "    @classmethod\n", "    def plan(cls, version: int) -> Plan: ...\n",
+        "    @classmethod\n", "    def supports(cls, version: int) -> bool: ...\n",
+        "    @classmethod\n", "    def is_flexible(cls, version: int) -> bool: ...\n",
+    ]
+    return "".join(lines)
+
+
+def stub_module(items: list) -> str:
+    body = "".join("\n" + stub_schema(s) + "".join(f"\n{alias} = {s.name}\n" for alias in s.aliases)
+                   for s in items)
+    imports = ["import uuid\n"] if "uuid.UUID" in body else []
+    imports += ["from collections.abc import Iterable\n", "from typing import Literal, overload\n", "\n",
+                "from _typeshed import ReadableBuffer\n", "\n",
+                "from ..._codec import Writer\n", "from .._engine import Plan\n",
+                f"from .._runtime import {'Message, Struct' if '(Struct):' in body else 'Message'}\n"]
+    return HEADER + "".join(imports) + body
+
+
+def stub_registry(registry: list) -> str:
+    """_gen/__init__.pyi: the registry, and every class, so that type checkers find
+    them in kafkaproto.messages (which loads them on first use at run time)."""
+    names = sorted([(s.name, mod) for s, mod in registry] + [(a, mod) for s, mod in registry for a in s.aliases])
+    lines = [HEADER]
+    for name, mod in sorted(names, key=lambda x: (x[1], x[0])):
+        line = f"from .{mod} import {name} as {name}\n"
+        lines.append(line if len(line) <= 121 else f"from .{mod} import (\n    {name} as {name},\n)\n")
+    lines += ["\n", "# name -> (module, kind, api_key)\n", "CLASSES: dict[str, tuple[str, str, int | None]]\n",
+              "# api_key -> (request class, response class)\n", "APIS: dict[int, tuple[str | None, str | None]]\n",
+              "\n", "__all__ = [\n", '    "APIS",\n', '    "CLASSES",\n']
+    lines += [f'    "{name}",\n' for name, _ in names]
+    lines.append("]\n")
+    return "".join(lines)
+
+
 def module_name(s: Schema) -> str:
     base = re.sub(r"(Request|Response)$", "", s.name) if s.kind in ("request", "response") else s.name
     return snake(base).rstrip("_")
@@ -478,12 +582,13 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
     for s in schemas:
         modules.setdefault(module_name(s), []).append(s)
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.py"):
+    for old in [*out.glob("*.py"), *out.glob("*.pyi")]:
         old.unlink()
     registry = []
     for mod, items in sorted(modules.items()):
         items.sort(key=lambda s: ("request", "response", "header", "data").index(s.kind))
-        body = [HEADER, "# fmt: off\n", "from .._runtime import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n"]
+        body = [HEADER, "# fmt: off\n",
+                "from .._runtime import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n"]
         for s in items:
             body.append("\n\n")
             body.append(emit_schema(s))
@@ -491,6 +596,7 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
                 body.append(f"\n\n{alias} = {s.name}\n")
             registry.append((s, mod))
         (out / f"{mod}.py").write_text("".join(body))
+        (out / f"{mod}.pyi").write_text(stub_module(items))
     lines = [HEADER, "# fmt: off\n",
              "# name -> (module, kind, api_key)\n", "CLASSES = {\n"]
     for s, mod in sorted(registry, key=lambda x: x[0].name):
@@ -506,7 +612,10 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
         lines.append(f"    {key}: ({by_key[key].get('request')!r}, {by_key[key].get('response')!r}),\n")
     lines.append("}\n")
     (out / "__init__.py").write_text("".join(lines))
+    (out / "__init__.pyi").write_text(stub_registry(registry))
     write_error_codes(schemas_dir / "errors.tsv", out / "error_codes.py")
+    (out / "error_codes.pyi").write_text(HEADER + "# (code, name, retriable)\n"
+                                         "ERRORS: tuple[tuple[int, str, bool], ...]\n")
     return len(registry)
 
 
@@ -538,7 +647,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             generate(args.schemas, pathlib.Path(tmp))
             cmp = filecmp.dircmp(tmp, args.out)
-            files = {p.name for p in pathlib.Path(tmp).glob("*.py")} | {p.name for p in args.out.glob("*.py")}
+            files = {p.name for d in (pathlib.Path(tmp), args.out) for p in [*d.glob("*.py"), *d.glob("*.pyi")]}
             diff = sorted(n for n in files if not (args.out / n).exists() or not (pathlib.Path(tmp) / n).exists()
                           or (pathlib.Path(tmp) / n).read_bytes() != (args.out / n).read_bytes())
             del cmp

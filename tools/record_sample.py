@@ -37,10 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "src"))
 
+from kafkaproto.capture.tap import Tap  # noqa: E402
 from peers import clients  # noqa: E402
 from peers.brokers import MockCluster, Tansu  # noqa: E402
-
-from kafkaproto.capture.tap import Tap  # noqa: E402
 
 T0 = 1_700_000_000_000
 CODECS = clients.CODECS
@@ -152,7 +151,8 @@ def start_tcpdump(path: Path, ports, log):
         if "listening on" in line or proc.poll() is not None:
             break
     if proc.poll() is not None or "listening on" not in line:
-        raise SystemExit(f"tcpdump did not start: {line.strip()} {proc.stderr.read() if proc.poll() is not None else ''}")
+        err = proc.stderr.read() if proc.poll() is not None else ""
+        raise SystemExit(f"tcpdump did not start: {line.strip()} {err}")
     log(f"tcpdump: {line.strip()}")
     return proc
 
@@ -210,15 +210,16 @@ def main(argv=None) -> int:
                                              "records": [_jsonable(r) for r in sent]})
                             log(f"  produce {client} {codec}: {len(sent)} records")
                             if codec == "none":
-                                got = consume_group(tap.bootstrap, topic, len(sent), f"sample-group-{uuid.uuid4().hex[:6]}")
+                                group = f"sample-group-{uuid.uuid4().hex[:6]}"
+                                got = consume_group(tap.bootstrap, topic, len(sent), group)
                             else:
                                 got = clients.consume_confluent(tap.bootstrap, topic, len(sent), timeout=20)
                             consumed.append({"broker": broker, "topic": topic,
                                              "records": [_jsonable(r) for r in got]})
                     if broker == "tansu":
-                        got = clients.consume_kafka_python(tap.bootstrap, f"sample-tansu-aiokafka-lz4", 3, timeout=20)
-                        consumed.append({"broker": broker, "topic": "sample-tansu-aiokafka-lz4", "client": "kafka_python",
-                                         "records": [_jsonable(r) for r in got]})
+                        got = clients.consume_kafka_python(tap.bootstrap, "sample-tansu-aiokafka-lz4", 3, timeout=20)
+                        consumed.append({"broker": broker, "topic": "sample-tansu-aiokafka-lz4",
+                                         "client": "kafka_python", "records": [_jsonable(r) for r in got]})
                     admin_calls(tap.bootstrap, log, mock=broker == "mock")
                 log(f"tap tansu: {tap_t.stats}")
                 log(f"tap mock: {tap_m.stats}")

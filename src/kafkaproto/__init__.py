@@ -7,6 +7,7 @@ pure-Python twin (``KAFKAPROTO_PURE=1`` forces it).
 """
 
 from ._impl import COMPILED
+from .error_codes import ErrorCode
 from .errors import (
     CorruptRecordError,
     EncodeError,
@@ -38,7 +39,6 @@ from .protocol import (
     request_header_version,
     response_header_version,
 )
-from .error_codes import ErrorCode
 
 __version__ = "0.1.0"
 

@@ -8,8 +8,9 @@ install time, or when ``KAFKAPROTO_PURE=1`` is set.
 from __future__ import annotations
 
 import struct
-from operator import index as _index
 import uuid as _uuid
+import zlib
+from operator import index as _index
 
 import numpy as np
 
@@ -733,6 +734,11 @@ def encode_varlongs(values) -> bytes:
     for v in values:
         w.write_varlong(int(v))
     return w.getvalue()
+
+
+def crc32(data) -> int:
+    """CRC-32 of a buffer, as zlib.crc32 computes it (the legacy messages' checksum)."""
+    return zlib.crc32(data)
 
 
 # ---------------------------------------------------------------------------

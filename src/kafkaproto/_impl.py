@@ -11,6 +11,8 @@ layers ask :func:`load` for their implementation instead of importing one.
 
 import importlib
 import os
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 _FORCE_PURE = os.environ.get("KAFKAPROTO_PURE", "") not in ("", "0")
 
@@ -29,14 +31,17 @@ def _compiled_core_present() -> bool:
 COMPILED = _compiled_core_present()
 
 
-def load(name: str):
+def load(name: str) -> ModuleType:
     """The implementation of compiled module ``name`` (e.g. ``"records._batches"``): the
     module itself, or its twin ``name + "_py"`` when the twins are in use."""
     return importlib.import_module(f"{__package__}.{name}" if COMPILED else f"{__package__}.{name}_py")
 
 
 #: The wire primitives, frames and headers.
-codec = load("_codec")
+if TYPE_CHECKING:  # type checkers read the compiled module's stub (_codec.pyi), which the twin matches
+    from . import _codec as codec
+else:
+    codec = load("_codec")
 #: The message engine.
 engine = load("messages._engine")
 

@@ -18,7 +18,7 @@ ABORT marker has not been passed yet.
 from __future__ import annotations
 
 import heapq
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from . import records as _records
 from .records._common import ControlType

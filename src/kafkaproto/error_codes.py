@@ -20,7 +20,7 @@ ErrorCode = enum.IntEnum("ErrorCode", [(name, code) for code, name, _ in ERRORS]
 ErrorCode.__doc__ = "A Kafka protocol error code."
 
 
-def _of(cls, code: int) -> "ErrorCode":
+def _of(cls, code: int) -> ErrorCode:
     """The member for ``code``; codes this table does not know map to UNKNOWN_SERVER_ERROR (never raises)."""
     try:
         return cls(code)

@@ -55,13 +55,13 @@ class KafkaProtocolError(ValueError):
             head = f"{head} at byte {self.offset}" if head else f"at byte {self.offset}"
         return f"{head}: {self.detail}" if head else self.detail
 
-    def add_path(self, segment: str) -> "KafkaProtocolError":
+    def add_path(self, segment: str) -> KafkaProtocolError:
         """Prepend a path segment (called while the error unwinds out of nested structs)."""
         self.path.insert(0, segment)
         self.args = (self._render(),)
         return self
 
-    def set_context(self, context: str) -> "KafkaProtocolError":
+    def set_context(self, context: str) -> KafkaProtocolError:
         """Name the message being decoded (``"MetadataResponse v12"``)."""
         if not self.context:
             self.context = context

@@ -16,6 +16,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections import deque
+from typing import TYPE_CHECKING
 
 from ._impl import codec
 from .error_codes import ErrorCode
@@ -24,6 +25,9 @@ from .frames import FrameReader
 from .headers import _by_tag, decode_request_header, decode_response_header
 from .messages import APIS, request_class, response_class
 from .net import send_parts
+
+if TYPE_CHECKING:
+    from .messages._runtime import Message
 
 __all__ = [
     "Connection",
@@ -175,7 +179,7 @@ def _to_buffer(write, args, buffer, offset) -> int:
         w.release()
 
 
-def encode_request(msg, version: int, correlation_id: int, client_id: str | None = None,
+def encode_request(msg: Message, version: int, correlation_id: int, client_id: str | None = None,
                    header_tagged_fields=None, *, canonical: bool = False) -> bytes:
     """A complete size-prefixed request frame.
 
@@ -186,13 +190,13 @@ def encode_request(msg, version: int, correlation_id: int, client_id: str | None
     return _to_bytes(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical))
 
 
-def encode_response(msg, version: int, correlation_id: int, header_tagged_fields=None, *,
+def encode_response(msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
                     canonical: bool = False) -> bytes:
     """A complete size-prefixed response frame (see :func:`encode_request`)."""
     return _to_bytes(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical))
 
 
-def encode_request_parts(msg, version: int, correlation_id: int, client_id: str | None = None,
+def encode_request_parts(msg: Message, version: int, correlation_id: int, client_id: str | None = None,
                          header_tagged_fields=None, *, canonical: bool = False) -> list:
     """A request frame as a list of buffers to send with one gathering write
     (:func:`kafkaproto.net.send_parts`, ``socket.sendmsg``, ``transport.writelines``).
@@ -205,13 +209,13 @@ def encode_request_parts(msg, version: int, correlation_id: int, client_id: str 
     return _to_parts(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical))
 
 
-def encode_response_parts(msg, version: int, correlation_id: int, header_tagged_fields=None, *,
+def encode_response_parts(msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
                           canonical: bool = False) -> list:
     """A response frame as a list of buffers (see :func:`encode_request_parts`)."""
     return _to_parts(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical))
 
 
-def encode_request_into(buffer, msg, version: int, correlation_id: int, client_id: str | None = None,
+def encode_request_into(buffer, msg: Message, version: int, correlation_id: int, client_id: str | None = None,
                         header_tagged_fields=None, *, offset: int = 0, canonical: bool = False) -> int:
     """Write a request frame into ``buffer`` at ``offset`` → the offset just past it.
 
@@ -224,14 +228,14 @@ def encode_request_into(buffer, msg, version: int, correlation_id: int, client_i
                       buffer, offset)
 
 
-def encode_response_into(buffer, msg, version: int, correlation_id: int, header_tagged_fields=None, *,
+def encode_response_into(buffer, msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
                          offset: int = 0, canonical: bool = False) -> int:
     """Write a response frame into ``buffer`` at ``offset`` (see :func:`encode_request_into`)."""
     return _to_buffer(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical),
                       buffer, offset)
 
 
-def request_size(msg, version: int, client_id: str | None = None, header_tagged_fields=None, *,
+def request_size(msg: Message, version: int, client_id: str | None = None, header_tagged_fields=None, *,
                  canonical: bool = False) -> int:
     """The size of the request frame :func:`encode_request` would write, size prefix included (a sizing pass)."""
     w = codec.Writer.counting()
@@ -239,7 +243,7 @@ def request_size(msg, version: int, client_id: str | None = None, header_tagged_
     return len(w)
 
 
-def response_size(msg, version: int, header_tagged_fields=None, *, canonical: bool = False) -> int:
+def response_size(msg: Message, version: int, header_tagged_fields=None, *, canonical: bool = False) -> int:
     """The size of the response frame :func:`encode_response` would write, size prefix included."""
     w = codec.Writer.counting()
     _response_writer(w, msg, version, 0, header_tagged_fields, canonical)
@@ -373,7 +377,7 @@ def request_expects_response(frame) -> bool:
     return produce_acks(frame) != 0
 
 
-def expects_response(msg) -> bool:
+def expects_response(msg: Message) -> bool:
     """The same rule for a request message: False only for Produce with ``acks=0``."""
     return not (msg.API_KEY == PRODUCE and getattr(msg, "acks", None) == 0)
 

@@ -30,6 +30,6 @@ def java_oracle() -> JavaOracle:
         oracle = shared_oracle()
     except OracleUnavailable as e:
         if _oracle_required():
-            pytest.fail("Java oracle unavailable: %s" % e, pytrace=False)
-        pytest.skip("Java oracle unavailable: %s" % e)
+            pytest.fail(f"Java oracle unavailable: {e}", pytrace=False)
+        pytest.skip(f"Java oracle unavailable: {e}")
     return oracle

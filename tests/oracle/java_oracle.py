@@ -22,6 +22,7 @@ which this module runs when needed).
 from __future__ import annotations
 
 import atexit
+import json as _json
 import os
 import select
 import shutil
@@ -30,9 +31,9 @@ import sys
 import tempfile
 import threading
 import types
-import json as _json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any
 
 __all__ = [
     "JavaOracle",
@@ -61,7 +62,7 @@ DEFAULT_JVM_ARGS = (
 class OracleError(RuntimeError):
     """The oracle answered a request with an error reply."""
 
-    def __init__(self, message: str, reply: Optional[dict] = None, request: Optional[dict] = None):
+    def __init__(self, message: str, reply: dict | None = None, request: dict | None = None):
         super().__init__(message)
         self.reply = reply or {}
         self.request = request
@@ -75,7 +76,7 @@ class OracleUnavailable(RuntimeError):
     """The oracle cannot be built or started here (no Java, no network...)."""
 
 
-def _find_java() -> Optional[str]:
+def _find_java() -> str | None:
     explicit = os.environ.get("JAVA")
     if explicit:
         return explicit
@@ -87,13 +88,13 @@ def _find_java() -> Optional[str]:
     return shutil.which("java")
 
 
-def ensure_built(quiet: bool = True) -> List[Path]:
+def ensure_built(quiet: bool = True) -> list[Path]:
     """Runs the setup script (fast when everything is built) and returns the classpath."""
     if not SETUP_SCRIPT.exists():
-        raise OracleUnavailable("missing %s" % SETUP_SCRIPT)
+        raise OracleUnavailable(f"missing {SETUP_SCRIPT}")
     bash = shutil.which("bash")
     if bash is None:
-        raise OracleUnavailable("bash is needed to run %s" % SETUP_SCRIPT.name)
+        raise OracleUnavailable(f"bash is needed to run {SETUP_SCRIPT.name}")
     proc = subprocess.run(
         [bash, str(SETUP_SCRIPT)],
         cwd=str(REPO_ROOT),
@@ -103,19 +104,19 @@ def ensure_built(quiet: bool = True) -> List[Path]:
     )
     output = proc.stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
-        raise OracleUnavailable("%s failed (exit %d):\n%s" % (SETUP_SCRIPT.name, proc.returncode, output))
+        raise OracleUnavailable(f"{SETUP_SCRIPT.name} failed (exit {proc.returncode}):\n{output}")
     if not quiet and output:
         sys.stderr.write(output)
     return _read_classpath()
 
 
-def _read_classpath() -> List[Path]:
+def _read_classpath() -> list[Path]:
     if not CLASSPATH_FILE.exists():
-        raise OracleUnavailable("oracle is not built: %s is missing" % CLASSPATH_FILE)
+        raise OracleUnavailable(f"oracle is not built: {CLASSPATH_FILE} is missing")
     entries = [PEERS_DIR / line.strip() for line in CLASSPATH_FILE.read_text().splitlines() if line.strip()]
     missing = [str(p) for p in entries if not p.exists()]
     if missing:
-        raise OracleUnavailable("oracle build is incomplete, missing: %s" % ", ".join(missing))
+        raise OracleUnavailable("oracle build is incomplete, missing: {}".format(", ".join(missing)))
     return entries
 
 
@@ -125,7 +126,7 @@ def _hex(data: Any) -> str:
     return bytes(data).hex()
 
 
-def _maybe_hex(data: Any) -> Optional[str]:
+def _maybe_hex(data: Any) -> str | None:
     return None if data is None else _hex(data)
 
 
@@ -136,15 +137,15 @@ class JavaOracle:
         self,
         *,
         setup: bool = True,
-        java: Optional[str] = None,
+        java: str | None = None,
         jvm_args: Sequence[str] = DEFAULT_JVM_ARGS,
         timeout: float = 120.0,
     ):
         self.timeout = timeout
         self._lock = threading.Lock()
         self._buffer = b""
-        self._versions: Optional[List[dict]] = None
-        self._proc: Optional[subprocess.Popen] = None
+        self._versions: list[dict] | None = None
+        self._proc: subprocess.Popen | None = None
         java = java or _find_java()
         if java is None:
             raise OracleUnavailable("no java executable found (set JAVA or JAVA_HOME, or put java on PATH)")
@@ -162,17 +163,17 @@ class JavaOracle:
             )
         except OSError as e:
             self._stderr.close()
-            raise OracleUnavailable("cannot start %s: %s" % (java, e)) from e
+            raise OracleUnavailable(f"cannot start {java}: {e}") from e
         try:
             info = self.request({"op": "ping"})
         except (OracleDied, OracleError, ValueError) as e:
             self.close()
-            raise OracleUnavailable("the oracle JVM did not start properly: %s" % e) from e
+            raise OracleUnavailable(f"the oracle JVM did not start properly: {e}") from e
         self.kafka_version: str = info["kafka_version"]
 
     # ------------------------------------------------------------ plumbing
 
-    def __enter__(self) -> "JavaOracle":
+    def __enter__(self) -> JavaOracle:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -228,15 +229,15 @@ class JavaOracle:
         while b"\n" not in self._buffer:
             ready, _, _ = select.select([fd], [], [], self.timeout)
             if not ready:
-                raise OracleDied("oracle did not answer within %.0f s" % self.timeout)
+                raise OracleDied(f"oracle did not answer within {self.timeout:.0f} s")
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                raise OracleDied("oracle exited (code %s); stderr:\n%s" % (proc.poll(), self._stderr_tail()))
+                raise OracleDied(f"oracle exited (code {proc.poll()}); stderr:\n{self._stderr_tail()}")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
-    def request(self, req: Dict[str, Any], check: bool = True) -> Dict[str, Any]:
+    def request(self, req: dict[str, Any], check: bool = True) -> dict[str, Any]:
         """Sends one request dict and returns the reply dict.
 
         With check=True an error reply raises OracleError.
@@ -247,7 +248,7 @@ class JavaOracle:
             raise OracleError(reply["error"], reply, req)
         return reply
 
-    def request_raw(self, line: bytes) -> Dict[str, Any]:
+    def request_raw(self, line: bytes) -> dict[str, Any]:
         """Sends one line exactly as given (it must not contain a newline) and returns the reply."""
         if b"\n" in line:
             raise ValueError("a request line must not contain a newline")
@@ -259,21 +260,21 @@ class JavaOracle:
                 self._proc.stdin.write(line)
                 self._proc.stdin.flush()
             except OSError as e:
-                raise OracleDied("cannot write to oracle: %s; stderr:\n%s" % (e, self._stderr_tail())) from e
+                raise OracleDied(f"cannot write to oracle: {e}; stderr:\n{self._stderr_tail()}") from e
             return _json.loads(self._read_line().decode("utf-8"))
 
-    def request_many(self, reqs: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    def request_many(self, reqs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Sends many requests in one round trip; returns the replies (errors are not raised)."""
         return self.request({"op": "batch", "requests": list(reqs)})["replies"]
 
     # ---------------------------------------------------------- operations
 
-    def ping(self) -> Dict[str, Any]:
+    def ping(self) -> dict[str, Any]:
         return self.request({"op": "ping"})
 
     def encode_full(
-        self, api_key: int, kind: str, version: int, json: Dict[str, Any], *, fill_defaults: bool = True
-    ) -> Dict[str, Any]:
+        self, api_key: int, kind: str, version: int, json: dict[str, Any], *, fill_defaults: bool = True
+    ) -> dict[str, Any]:
         """Like encode() but returns the whole reply (hex, unknown_keys)."""
         return self.request(
             {
@@ -287,18 +288,18 @@ class JavaOracle:
         )
 
     def encode(
-        self, api_key: int, kind: str, version: int, json: Dict[str, Any], *, fill_defaults: bool = True
+        self, api_key: int, kind: str, version: int, json: dict[str, Any], *, fill_defaults: bool = True
     ) -> bytes:
         """Message body (no header, no size prefix) as Kafka serializes it."""
         return bytes.fromhex(self.encode_full(api_key, kind, version, json, fill_defaults=fill_defaults)["hex"])
 
     @staticmethod
-    def _decoded(reply: Dict[str, Any]) -> Dict[str, Any]:
+    def _decoded(reply: dict[str, Any]) -> dict[str, Any]:
         reply["reencoded"] = bytes.fromhex(reply["hex"])
         reply["trailing_bytes"] = bytes.fromhex(reply["trailing_hex"])
         return reply
 
-    def decode(self, api_key: int, kind: str, version: int, data: Any) -> Dict[str, Any]:
+    def decode(self, api_key: int, kind: str, version: int, data: Any) -> dict[str, Any]:
         """Reads a message body with Kafka.
 
         Returns {"json": Kafka's JSON of the message, "hex": re-serialized
@@ -309,7 +310,9 @@ class JavaOracle:
             self.request({"op": "decode", "api_key": api_key, "kind": kind, "version": version, "hex": _hex(data)})
         )
 
-    def encode_header(self, kind: str, header_version: int, json: Dict[str, Any], *, fill_defaults: bool = True) -> bytes:
+    def encode_header(
+        self, kind: str, header_version: int, json: dict[str, Any], *, fill_defaults: bool = True
+    ) -> bytes:
         reply = self.request(
             {
                 "op": "encode_header",
@@ -321,18 +324,18 @@ class JavaOracle:
         )
         return bytes.fromhex(reply["hex"])
 
-    def decode_header(self, kind: str, header_version: int, data: Any) -> Dict[str, Any]:
+    def decode_header(self, kind: str, header_version: int, data: Any) -> dict[str, Any]:
         return self._decoded(
             self.request({"op": "decode_header", "kind": kind, "header_version": header_version, "hex": _hex(data)})
         )
 
-    def header_versions(self, api_key: int, version: int) -> Dict[str, Any]:
+    def header_versions(self, api_key: int, version: int) -> dict[str, Any]:
         """{"request": request header version, "response": response header version, "supported": bool}."""
         return self.request({"op": "header_versions", "api_key": api_key, "version": version})
 
     @staticmethod
     def _batch_spec(
-        records: Sequence[Dict[str, Any]],
+        records: Sequence[dict[str, Any]],
         magic: int = 2,
         codec: str = "none",
         base_offset: int = 0,
@@ -340,15 +343,15 @@ class JavaOracle:
         producer_epoch: int = -1,
         base_sequence: int = -1,
         transactional: bool = False,
-        timestamp_type: Optional[str] = None,
+        timestamp_type: str | None = None,
         control: bool = False,
         partition_leader_epoch: int = -1,
-        log_append_time: Optional[int] = None,
-        level: Optional[int] = None,
-    ) -> Dict[str, Any]:
+        log_append_time: int | None = None,
+        level: int | None = None,
+    ) -> dict[str, Any]:
         out_records = []
         for r in records:
-            rec: Dict[str, Any] = {}
+            rec: dict[str, Any] = {}
             if r.get("offset_delta") is not None:
                 rec["offset_delta"] = r["offset_delta"]
             if r.get("timestamp") is not None:
@@ -359,7 +362,7 @@ class JavaOracle:
             headers = r.get("headers") or []
             rec["headers"] = [[k, _maybe_hex(v)] for k, v in headers]
             out_records.append(rec)
-        spec: Dict[str, Any] = {
+        spec: dict[str, Any] = {
             "magic": magic,
             "codec": codec,
             "base_offset": base_offset,
@@ -379,7 +382,7 @@ class JavaOracle:
             spec["level"] = level
         return spec
 
-    def records_encode(self, records: Optional[Sequence[Dict[str, Any]]] = None, *, batches=None, **batch) -> bytes:
+    def records_encode(self, records: Sequence[dict[str, Any]] | None = None, *, batches=None, **batch) -> bytes:
         """Builds record bytes with Kafka's MemoryRecordsBuilder.
 
         Either one batch: ``records_encode(records, magic=2, codec="zstd", ...)``
@@ -401,15 +404,15 @@ class JavaOracle:
             req = {"op": "records_encode", **self._batch_spec(records, **batch)}
         return bytes.fromhex(self.request(req)["hex"])
 
-    def records_decode_full(self, data: Any) -> Dict[str, Any]:
+    def records_decode_full(self, data: Any) -> dict[str, Any]:
         """The whole reply: {"batches": [...], "size_in_bytes": n, "trailing": bytes after the last whole batch}."""
         return self.request({"op": "records_decode", "hex": _hex(data)})
 
-    def records_decode(self, data: Any) -> List[Dict[str, Any]]:
+    def records_decode(self, data: Any) -> list[dict[str, Any]]:
         """Every batch Kafka reads from the bytes, each with its "records" list."""
         return self.records_decode_full(data)["batches"]
 
-    def versions(self) -> List[Dict[str, Any]]:
+    def versions(self) -> list[dict[str, Any]]:
         """One dict per ApiKeys entry (api_key, name, oldest_version, latest_version,
         latest_version_unstable, versions: [{version, flexible, request_header_version,
         response_header_version, deprecated}])."""

@@ -174,9 +174,8 @@ def test_request_header_v2_client_id_keeps_int16_length(java_oracle):
 
     assert java_oracle.encode_header("request", 1, header) == h("0003 000c 00000007 0002 6331")
     assert java_oracle.encode_header("request", 1, dict(header, clientId=None)) == h("0003 000c 00000007 ffff")
-    assert java_oracle.encode_header("request", 0, {"requestApiKey": 3, "requestApiVersion": 0, "correlationId": 7}) == h(
-        "0003 0000 00000007"
-    )
+    v0 = {"requestApiKey": 3, "requestApiVersion": 0, "correlationId": 7}
+    assert java_oracle.encode_header("request", 0, v0) == h("0003 0000 00000007")
 
 
 def test_response_headers(java_oracle):
@@ -259,7 +258,7 @@ def test_records_round_trip(java_oracle, magic, codec):
     offsets = [40, 41, 45] if magic == 2 else [40, 41, 42]
     assert [r["offset"] for r in got] == offsets
     assert [r["key_hex"] for r in got] == ["6b31", None, "6b33"]
-    assert [r["value_hex"] for r in got] == ["hello".encode().hex(), ("x" * 300).encode().hex(), None]
+    assert [r["value_hex"] for r in got] == [b"hello".hex(), ("x" * 300).encode().hex(), None]
     if magic == 0:
         assert [r["timestamp"] for r in got] == [-1, -1, -1]
     else:
@@ -380,9 +379,10 @@ def test_produce_request_with_records_field(java_oracle):
 
 
 def test_bad_input_gets_error_replies_and_oracle_keeps_answering(java_oracle):
-    reply = java_oracle.request({"op": "decode", "api_key": 18, "kind": "request", "version": 3, "hex": "zz"}, check=False)
+    bad = {"op": "decode", "api_key": 18, "kind": "request", "version": 3}
+    reply = java_oracle.request(dict(bad, hex="zz"), check=False)
     assert "hex" in reply["error"]
-    reply = java_oracle.request({"op": "decode", "api_key": 18, "kind": "request", "version": 3, "hex": "123"}, check=False)
+    reply = java_oracle.request(dict(bad, hex="123"), check=False)
     assert "odd" in reply["error"]
     # truncated body: Kafka's reader fails, the oracle reports it
     reply = java_oracle.request(
@@ -403,15 +403,15 @@ def test_bad_input_gets_error_replies_and_oracle_keeps_answering(java_oracle):
         "java_version": java_oracle.ping()["java_version"],
         "id": 42,
     }
-    assert java_oracle.encode(API_VERSIONS, "request", 3, {"clientSoftwareName": "apache-kafka-java", "clientSoftwareVersion": "3.9.1"}) == h(
-        APIVERSIONS_V3_HEX
-    )
+    software = {"clientSoftwareName": "apache-kafka-java", "clientSoftwareVersion": "3.9.1"}
+    assert java_oracle.encode(API_VERSIONS, "request", 3, software) == h(APIVERSIONS_V3_HEX)
 
 
 def test_batch_requests(java_oracle):
     replies = java_oracle.request_many(
         [
-            {"op": "encode", "api_key": METADATA, "kind": "request", "version": 0, "json": {"topics": [{"name": "t%d" % i}]}}
+            {"op": "encode", "api_key": METADATA, "kind": "request", "version": 0,
+             "json": {"topics": [{"name": f"t{i}"}]}}
             for i in range(50)
         ]
         + [{"op": "decode", "api_key": 18, "kind": "request", "version": 3, "hex": "zz"}]

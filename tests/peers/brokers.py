@@ -25,9 +25,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent.parent
@@ -82,7 +82,7 @@ def free_port(host: str = LOOPBACK) -> int:
 def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
     """Wait until a TCP connect to ``host:port`` succeeds; raise TimeoutError."""
     deadline = time.monotonic() + timeout
-    last: Optional[BaseException] = None
+    last: BaseException | None = None
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -125,20 +125,20 @@ def _request_v0_header(host: str, port: int, api_key: int, api_version: int, bod
     return payload[4:]
 
 
-def api_versions(host: str, port: int, timeout: float = 5.0) -> Dict[int, Tuple[int, int]]:
+def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
     """Ask a broker for ApiVersions (v0) and return ``{api_key: (min, max)}``."""
     body = _request_v0_header(host, port, 18, 0, b"", timeout)
     error_code, count = struct.unpack_from(">hi", body, 0)
     if error_code != 0:
         raise PeerError(f"ApiVersions error_code={error_code} from {host}:{port}")
-    out: Dict[int, Tuple[int, int]] = {}
+    out: dict[int, tuple[int, int]] = {}
     for i in range(count):
         key, lo, hi = struct.unpack_from(">hhh", body, 6 + 6 * i)
         out[key] = (lo, hi)
     return out
 
 
-def metadata_brokers(host: str, port: int, timeout: float = 5.0) -> List[Tuple[int, str, int]]:
+def metadata_brokers(host: str, port: int, timeout: float = 5.0) -> list[tuple[int, str, int]]:
     """Ask a broker for Metadata (v0, no topics) and return its broker list as
     ``[(node_id, host, port)]``."""
     body = _request_v0_header(host, port, 3, 0, struct.pack(">i", 0), timeout)
@@ -156,7 +156,7 @@ def metadata_brokers(host: str, port: int, timeout: float = 5.0) -> List[Tuple[i
     return brokers
 
 
-def split_frames(stream: bytes) -> List[bytes]:
+def split_frames(stream: bytes) -> list[bytes]:
     """Split a recorded Kafka byte stream into frame payloads (size prefix
     removed).  An incomplete trailing frame is left out."""
     frames = []
@@ -175,7 +175,7 @@ def split_frames(stream: bytes) -> List[bytes]:
 # --------------------------------------------------------------------------
 
 
-def _new_log_path(kind: str, port: Optional[int] = None) -> Path:
+def _new_log_path(kind: str, port: int | None = None) -> Path:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     old = sorted(LOG_DIR.glob(f"{kind}-*.log"), key=lambda p: p.stat().st_mtime)
     for stale in old[:-_KEEP_LOGS] if len(old) > _KEEP_LOGS else []:
@@ -186,7 +186,7 @@ def _new_log_path(kind: str, port: Optional[int] = None) -> Path:
     return LOG_DIR / f"{kind}-{stamp}-{os.getpid()}{suffix}-{time.monotonic_ns() % 100000}.log"
 
 
-def _log_tail(path: Optional[Path], lines: int = 40) -> str:
+def _log_tail(path: Path | None, lines: int = 40) -> str:
     if path is None:
         return "(no log)"
     try:
@@ -218,7 +218,7 @@ def _popen_kwargs() -> dict:
     return {}
 
 
-def _stop_process(proc: Optional[subprocess.Popen], grace: float = 5.0) -> None:
+def _stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
     if proc is None or proc.poll() is not None:
         return
     proc.terminate()
@@ -235,7 +235,7 @@ def _stop_process(proc: Optional[subprocess.Popen], grace: float = 5.0) -> None:
 # --------------------------------------------------------------------------
 
 
-def tansu_version(binary: Optional[os.PathLike] = None, timeout: float = 10.0) -> str:
+def tansu_version(binary: os.PathLike | None = None, timeout: float = 10.0) -> str:
     """``tansu --version`` output, e.g. ``"tansu 0.6.0"``."""
     out = subprocess.run([str(binary or TANSU_BIN), "--version"], capture_output=True,
                          timeout=timeout, check=True, text=True)
@@ -251,24 +251,24 @@ class Tansu:
     of it (see :meth:`behind_proxy`).
     """
 
-    def __init__(self, *, port: Optional[int] = None, advertised_host: str = LOOPBACK,
-                 advertised_port: Optional[int] = None, cluster_id: str = "kafkaproto-peers",
-                 binary: Optional[os.PathLike] = None, start_timeout: float = 20.0,
+    def __init__(self, *, port: int | None = None, advertised_host: str = LOOPBACK,
+                 advertised_port: int | None = None, cluster_id: str = "kafkaproto-peers",
+                 binary: os.PathLike | None = None, start_timeout: float = 20.0,
                  extra_args: Sequence[str] = ()) -> None:
         self.host = LOOPBACK
         self._requested_port = port
-        self.port: Optional[int] = port
+        self.port: int | None = port
         self.advertised_host = advertised_host
         self._requested_advertised_port = advertised_port
-        self.advertised_port: Optional[int] = advertised_port
+        self.advertised_port: int | None = advertised_port
         self.cluster_id = cluster_id
         self.binary = Path(binary) if binary else TANSU_BIN
         self.start_timeout = start_timeout
         self.extra_args = list(extra_args)
-        self.proc: Optional[subprocess.Popen] = None
-        self.log_path: Optional[Path] = None
-        self.startup_seconds: Optional[float] = None
-        self.node_id: Optional[int] = None
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self.startup_seconds: float | None = None
+        self.node_id: int | None = None
         self._log_file = None
 
     # -- public -----------------------------------------------------------
@@ -287,7 +287,7 @@ class Tansu:
     def log_tail(self, lines: int = 40) -> str:
         return _log_tail(self.log_path, lines)
 
-    def start(self) -> "Tansu":
+    def start(self) -> Tansu:
         if self.running:
             return self
         if not (self.binary.is_file() and os.access(self.binary, os.X_OK)):
@@ -295,7 +295,7 @@ class Tansu:
         # An automatically chosen port can be taken between free_port() and
         # tansu's bind; try a few ports before giving up.
         attempts = 1 if self._requested_port else 3
-        last_error: Optional[PeerError] = None
+        last_error: PeerError | None = None
         for _ in range(attempts):
             try:
                 self._start_once()
@@ -312,7 +312,7 @@ class Tansu:
             self._log_file.close()
             self._log_file = None
 
-    def __enter__(self) -> "Tansu":
+    def __enter__(self) -> Tansu:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -320,7 +320,7 @@ class Tansu:
 
     @classmethod
     @contextlib.contextmanager
-    def behind_proxy(cls, **kwargs) -> Iterator["ProxiedBroker"]:
+    def behind_proxy(cls, **kwargs) -> Iterator[ProxiedBroker]:
         """Start a :class:`RecordingProxy`, then tansu advertising the proxy's
         port, so every client connection (bootstrap and the broker address
         learnt from Metadata) goes through the proxy.  Yields a
@@ -361,7 +361,7 @@ class Tansu:
 
     def _wait_ready(self, t0: float) -> None:
         deadline = t0 + self.start_timeout
-        last: Optional[BaseException] = None
+        last: BaseException | None = None
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise PeerError(f"tansu exited with code {self.proc.returncode} during start-up\n"
@@ -403,18 +403,18 @@ class MockCluster:
     Produce), and only the API versions librdkafka itself uses.
     """
 
-    def __init__(self, *, num_brokers: int = 1, python: Optional[str] = None,
-                 start_timeout: float = 30.0, config: Optional[Dict[str, str]] = None,
+    def __init__(self, *, num_brokers: int = 1, python: str | None = None,
+                 start_timeout: float = 30.0, config: dict[str, str] | None = None,
                  max_seconds: float = 3600.0) -> None:
         self.num_brokers = num_brokers
         self.python = python or sys.executable
         self.start_timeout = start_timeout
         self.config = dict(config or {})
         self.max_seconds = max_seconds
-        self.proc: Optional[subprocess.Popen] = None
-        self.log_path: Optional[Path] = None
-        self.brokers: List[Tuple[str, int]] = []
-        self.startup_seconds: Optional[float] = None
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self.brokers: list[tuple[str, int]] = []
+        self.startup_seconds: float | None = None
         self._log_file = None
 
     @property
@@ -436,7 +436,7 @@ class MockCluster:
     def log_tail(self, lines: int = 40) -> str:
         return _log_tail(self.log_path, lines)
 
-    def start(self) -> "MockCluster":
+    def start(self) -> MockCluster:
         if self.running:
             return self
         self.log_path = _new_log_path("mock")
@@ -504,7 +504,7 @@ class MockCluster:
             self._log_file.close()
             self._log_file = None
 
-    def __enter__(self) -> "MockCluster":
+    def __enter__(self) -> MockCluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -519,10 +519,10 @@ class MockCluster:
 class RecordedConnection:
     """The two raw byte streams of one proxied connection."""
 
-    def __init__(self, index: int, client_address: Tuple[str, int]) -> None:
+    def __init__(self, index: int, client_address: tuple[str, int]) -> None:
         self.index = index
         self.client_address = client_address
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.closed = threading.Event()
         self._c2s = bytearray()
         self._s2c = bytearray()
@@ -538,15 +538,15 @@ class RecordedConnection:
         with self._lock:
             return bytes(self._s2c)
 
-    def client_frames(self) -> List[bytes]:
+    def client_frames(self) -> list[bytes]:
         """Complete request frames (without the 4-byte size)."""
         return split_frames(self.client_to_server)
 
-    def server_frames(self) -> List[bytes]:
+    def server_frames(self) -> list[bytes]:
         """Complete response frames (without the 4-byte size)."""
         return split_frames(self.server_to_client)
 
-    def request_api_keys(self) -> List[int]:
+    def request_api_keys(self) -> list[int]:
         return [struct.unpack_from(">h", f, 0)[0] for f in self.client_frames() if len(f) >= 2]
 
     def wait_closed(self, timeout: float = 5.0) -> bool:
@@ -572,27 +572,27 @@ class RecordingProxy:
 
     POLL = 0.1  # seconds between checks of the stop flag
 
-    def __init__(self, upstream_host: Optional[str] = None, upstream_port: Optional[int] = None,
+    def __init__(self, upstream_host: str | None = None, upstream_port: int | None = None,
                  *, host: str = LOOPBACK, port: int = 0, connect_timeout: float = 5.0) -> None:
         self.host = host
         self._bind_port = port
-        self.port: Optional[int] = None
-        self.upstream: Optional[Tuple[str, int]] = (
+        self.port: int | None = None
+        self.upstream: tuple[str, int] | None = (
             (upstream_host, int(upstream_port)) if upstream_host and upstream_port else None)
         self.connect_timeout = connect_timeout
-        self._connections: List[RecordedConnection] = []
+        self._connections: list[RecordedConnection] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._listener: Optional[socket.socket] = None
-        self._threads: List[threading.Thread] = []
-        self._sockets: List[socket.socket] = []
+        self._listener: socket.socket | None = None
+        self._threads: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
     @property
-    def connections(self) -> List[RecordedConnection]:
+    def connections(self) -> list[RecordedConnection]:
         with self._lock:
             return list(self._connections)
 
@@ -620,13 +620,13 @@ class RecordingProxy:
     def set_upstream(self, host: str, port: int) -> None:
         self.upstream = (host, int(port))
 
-    def wait_for_connections(self, n: int, timeout: float = 5.0) -> List[RecordedConnection]:
+    def wait_for_connections(self, n: int, timeout: float = 5.0) -> list[RecordedConnection]:
         deadline = time.monotonic() + timeout
         while len(self.connections) < n and time.monotonic() < deadline:
             time.sleep(0.02)
         return self.connections
 
-    def start(self) -> "RecordingProxy":
+    def start(self) -> RecordingProxy:
         if self._listener is not None:
             return self
         self._stop.clear()
@@ -659,7 +659,7 @@ class RecordingProxy:
         self._listener = None
         self._threads = []
 
-    def __enter__(self) -> "RecordingProxy":
+    def __enter__(self) -> RecordingProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -676,7 +676,7 @@ class RecordingProxy:
         while not self._stop.is_set():
             try:
                 client, addr = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -755,5 +755,5 @@ class ProxiedBroker:
         return self.proxy.port  # type: ignore[return-value]
 
     @property
-    def connections(self) -> List[RecordedConnection]:
+    def connections(self) -> list[RecordedConnection]:
         return self.proxy.connections

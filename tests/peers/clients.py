@@ -32,32 +32,33 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any
 
 from .brokers import BUILD_DIR, LOOPBACK, PeerUnavailable, api_versions
 
-CODECS: Tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
-PRODUCERS: Tuple[str, ...] = ("confluent", "kafka_python", "aiokafka", "kcat")
+CODECS: tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
+PRODUCERS: tuple[str, ...] = ("confluent", "kafka_python", "aiokafka", "kcat")
 
 #: What each producer cannot express.  Keys: ``null_header_value`` (a header
 #: whose value is None), ``timestamp`` (an explicit record timestamp),
 #: ``null_key_empty_value`` (a record with key None and an empty/None value),
 #: ``empty_key_null_value`` (key b"" together with value None).
-LIMITS: Dict[str, Dict[str, bool]] = {
+LIMITS: dict[str, dict[str, bool]] = {
     "confluent": {},
     "kafka_python": {"null_header_value": True},
     "aiokafka": {},
     "kcat": {"timestamp": True, "null_key_empty_value": True, "empty_key_null_value": True},
 }
 
-Record = Dict[str, Any]
+Record = dict[str, Any]
 
 #: kafka-python settings for librdkafka's mock cluster.  Unpinned, kafka-python
 #: opens with ApiVersions v4; the mock supports only v0-v2 and answers
 #: UNSUPPORTED_VERSION in a body kafka-python cannot decode, so it never
 #: bootstraps.  Pinning api_version=(2, 3, 0) makes it ask with ApiVersions v2.
-KAFKA_PYTHON_MOCK_CONFIG: Dict[str, Any] = {"api_version": (2, 3, 0)}
+KAFKA_PYTHON_MOCK_CONFIG: dict[str, Any] = {"api_version": (2, 3, 0)}
 
 
 class ClientError(RuntimeError):
@@ -86,14 +87,14 @@ def _norm(rec: Record) -> Record:
     }
 
 
-def _check_codec(compression: Optional[str]) -> str:
+def _check_codec(compression: str | None) -> str:
     codec = (compression or "none").lower()
     if codec not in CODECS:
         raise ValueError(f"compression must be one of {CODECS}, not {compression!r}")
     return codec
 
 
-def _host_port(bootstrap: str) -> Tuple[str, int]:
+def _host_port(bootstrap: str) -> tuple[str, int]:
     first = bootstrap.split(",")[0].strip()
     host, _, port = first.rpartition(":")
     return host or LOOPBACK, int(port)
@@ -103,7 +104,7 @@ def _remaining(deadline: float) -> float:
     return max(0.0, deadline - time.monotonic())
 
 
-def _sorted(records: List[Record]) -> List[Record]:
+def _sorted(records: list[Record]) -> list[Record]:
     return sorted(records, key=lambda r: (r["partition"], r["offset"]))
 
 
@@ -164,8 +165,8 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, *, timeout: fl
 
 
 def produce_confluent(bootstrap: str, topic: str, records: Sequence[Record],
-                      compression: str = "none", *, partition: Optional[int] = 0,
-                      timeout: float = 15.0, config: Optional[Dict[str, Any]] = None) -> List[Record]:
+                      compression: str = "none", *, partition: int | None = 0,
+                      timeout: float = 15.0, config: dict[str, Any] | None = None) -> list[Record]:
     """Produce with confluent-kafka (librdkafka).  ``partition=None`` lets the
     client's partitioner choose."""
     from confluent_kafka import Producer
@@ -181,7 +182,7 @@ def produce_confluent(bootstrap: str, topic: str, records: Sequence[Record],
         **(config or {}),
     }
     producer = Producer(conf)
-    reports: Dict[int, Tuple[Any, Any]] = {}
+    reports: dict[int, tuple[Any, Any]] = {}
 
     def on_delivery(i: int):
         def cb(err, msg):
@@ -189,7 +190,7 @@ def produce_confluent(bootstrap: str, topic: str, records: Sequence[Record],
         return cb
 
     for i, rec in enumerate(sent):
-        kwargs: Dict[str, Any] = {"key": rec["key"], "value": rec["value"],
+        kwargs: dict[str, Any] = {"key": rec["key"], "value": rec["value"],
                                   "headers": rec["headers"], "on_delivery": on_delivery(i)}
         if partition is not None:
             kwargs["partition"] = partition
@@ -208,8 +209,8 @@ def produce_confluent(bootstrap: str, topic: str, records: Sequence[Record],
 
 
 def produce_kafka_python(bootstrap: str, topic: str, records: Sequence[Record],
-                         compression: str = "none", *, partition: Optional[int] = 0,
-                         timeout: float = 15.0, config: Optional[Dict[str, Any]] = None) -> List[Record]:
+                         compression: str = "none", *, partition: int | None = 0,
+                         timeout: float = 15.0, config: dict[str, Any] | None = None) -> list[Record]:
     """Produce with kafka-python (pure Python; needs python-snappy, lz4 and
     zstandard for those codecs).  Header values must not be None."""
     from kafka import KafkaProducer
@@ -248,9 +249,9 @@ def produce_kafka_python(bootstrap: str, topic: str, records: Sequence[Record],
 
 
 async def produce_aiokafka_async(bootstrap: str, topic: str, records: Sequence[Record],
-                                 compression: str = "none", *, partition: Optional[int] = 0,
+                                 compression: str = "none", *, partition: int | None = 0,
                                  timeout: float = 15.0,
-                                 config: Optional[Dict[str, Any]] = None) -> List[Record]:
+                                 config: dict[str, Any] | None = None) -> list[Record]:
     """Produce with aiokafka (asyncio; needs cramjam for snappy/lz4/zstd)."""
     from aiokafka import AIOKafkaProducer
 
@@ -287,7 +288,7 @@ async def produce_aiokafka_async(bootstrap: str, topic: str, records: Sequence[R
 
 
 def produce_aiokafka(bootstrap: str, topic: str, records: Sequence[Record],
-                     compression: str = "none", **kwargs) -> List[Record]:
+                     compression: str = "none", **kwargs) -> list[Record]:
     """Blocking wrapper around :func:`produce_aiokafka_async` (runs its own
     event loop; call the async version from inside a running loop)."""
     return asyncio.run(produce_aiokafka_async(bootstrap, topic, records, compression, **kwargs))
@@ -305,7 +306,7 @@ def kcat_path() -> str:
     return path
 
 
-def kcat_bundled_librdkafka_env() -> Dict[str, str]:
+def kcat_bundled_librdkafka_env() -> dict[str, str]:
     """Environment that makes kcat load the librdkafka shipped inside the
     confluent-kafka wheel instead of the system one (Debian 12's librdkafka
     2.0.2 cannot parse tansu's ApiVersions response: before librdkafka 2.2 it
@@ -349,8 +350,8 @@ def _pick_delim(tag: bytes, taken: Iterable[bytes]) -> bytes:
 
 
 def produce_kcat(bootstrap: str, topic: str, records: Sequence[Record], compression: str = "none",
-                 *, partition: Optional[int] = 0, timeout: float = 15.0,
-                 librdkafka: str = "system", extra_args: Sequence[str] = ()) -> List[Record]:
+                 *, partition: int | None = 0, timeout: float = 15.0,
+                 librdkafka: str = "system", extra_args: Sequence[str] = ()) -> list[Record]:
     """Produce with the ``kcat`` command-line tool (``kcat -P``).
 
     Keys travel through a ``-K`` delimiter and messages through a ``-D``
@@ -385,7 +386,7 @@ def produce_kcat(bootstrap: str, topic: str, records: Sequence[Record], compress
     msg_delim = _pick_delim(b"D", data_parts + [key_delim])
 
     # Group consecutive records that share headers and null-value handling.
-    groups: List[List[Record]] = []
+    groups: list[list[Record]] = []
     for rec in sent:
         sig = (tuple(rec["headers"]), rec["value"] is None)
         if groups and (tuple(groups[-1][0]["headers"]), groups[-1][0]["value"] is None) == sig:
@@ -398,7 +399,7 @@ def produce_kcat(bootstrap: str, topic: str, records: Sequence[Record], compress
         remaining = _remaining(deadline)
         if remaining <= 0:
             raise TimeoutError(f"kcat: produce to {bootstrap} not done within {timeout}s")
-        argv: List[bytes] = [exe.encode(), b"-P", b"-q", b"-b", bootstrap.encode(), b"-t", topic.encode(),
+        argv: list[bytes] = [exe.encode(), b"-P", b"-q", b"-b", bootstrap.encode(), b"-t", topic.encode(),
                              b"-D", msg_delim, b"-K", key_delim,
                              b"-m", str(max(1, int(remaining))).encode(),
                              b"-X", f"message.timeout.ms={max(1000, int(remaining * 1000))}".encode(),
@@ -428,7 +429,7 @@ def produce_kcat(bootstrap: str, topic: str, records: Sequence[Record], compress
 
 
 def produce(client: str, bootstrap: str, topic: str, records: Sequence[Record],
-            compression: str = "none", **kwargs) -> List[Record]:
+            compression: str = "none", **kwargs) -> list[Record]:
     """Dispatch to ``produce_<client>`` (client in :data:`PRODUCERS`)."""
     funcs = {"confluent": produce_confluent, "kafka_python": produce_kafka_python,
              "aiokafka": produce_aiokafka, "kcat": produce_kcat}
@@ -441,8 +442,8 @@ def produce(client: str, bootstrap: str, topic: str, records: Sequence[Record],
 
 
 def consume_confluent(bootstrap: str, topic: str, n: int, timeout: float = 15.0, *,
-                      partitions: Optional[Sequence[int]] = None,
-                      config: Optional[Dict[str, Any]] = None) -> List[Record]:
+                      partitions: Sequence[int] | None = None,
+                      config: dict[str, Any] | None = None) -> list[Record]:
     """Read the first ``n`` records of ``topic`` (all partitions unless
     ``partitions`` is given, from the beginning, no consumer group) with
     confluent-kafka.  Raises TimeoutError if fewer than ``n`` arrive."""
@@ -458,7 +459,7 @@ def consume_confluent(bootstrap: str, topic: str, n: int, timeout: float = 15.0,
         "fetch.wait.max.ms": 100,
         **(config or {}),
     })
-    out: List[Record] = []
+    out: list[Record] = []
     try:
         if partitions is None:
             md = consumer.list_topics(topic=topic, timeout=max(0.5, min(10.0, _remaining(deadline))))
@@ -491,8 +492,8 @@ def consume_confluent(bootstrap: str, topic: str, n: int, timeout: float = 15.0,
 
 
 def consume_kafka_python(bootstrap: str, topic: str, n: int, timeout: float = 15.0, *,
-                         partitions: Optional[Sequence[int]] = None,
-                         config: Optional[Dict[str, Any]] = None) -> List[Record]:
+                         partitions: Sequence[int] | None = None,
+                         config: dict[str, Any] | None = None) -> list[Record]:
     """Like :func:`consume_confluent`, with kafka-python."""
     from kafka import KafkaConsumer, TopicPartition
 
@@ -508,7 +509,7 @@ def consume_kafka_python(bootstrap: str, topic: str, n: int, timeout: float = 15
         bootstrap_timeout_ms=ms,
         **(config or {}),
     )
-    out: List[Record] = []
+    out: list[Record] = []
     try:
         if partitions is None:
             parts = None
@@ -548,7 +549,7 @@ def consume_kafka_python(bootstrap: str, topic: str, n: int, timeout: float = 15
 
 
 def assert_same_records(sent: Sequence[Record], received: Sequence[Record], *,
-                        sent_between: Optional[Tuple[int, int]] = None,
+                        sent_between: tuple[int, int] | None = None,
                         compare_offsets: bool = True) -> None:
     """Assert ``received`` (from a ``consume_*``) carries exactly ``sent`` (from a
     ``produce_*``), in order.  A sent ``timestamp_ms`` of None must have come

@@ -17,7 +17,7 @@ CI) to make that a failure instead.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator, List, Optional
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -92,9 +92,9 @@ def recording_proxy() -> Iterator[Callable[..., RecordingProxy]]:
     started :class:`RecordingProxy`; all are stopped after the test.  Called
     with no upstream, the proxy listens at once and takes its upstream later
     via ``set_upstream`` (start a broker advertising ``proxy.port`` first)."""
-    proxies: List[RecordingProxy] = []
+    proxies: list[RecordingProxy] = []
 
-    def make(upstream_host: Optional[str] = None, upstream_port: Optional[int] = None) -> RecordingProxy:
+    def make(upstream_host: str | None = None, upstream_port: int | None = None) -> RecordingProxy:
         proxy = RecordingProxy(upstream_host, upstream_port).start()
         proxies.append(proxy)
         return proxy

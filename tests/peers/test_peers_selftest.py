@@ -9,7 +9,7 @@ import pytest
 
 from . import clients
 from .brokers import api_versions, metadata_brokers, split_frames
-from .clients import CODECS, PRODUCERS, LIMITS
+from .clients import CODECS, LIMITS, PRODUCERS
 from .conftest_peers import mock_cluster, recording_proxy, tansu, tansu_behind_proxy  # noqa: F401
 
 pytestmark = [

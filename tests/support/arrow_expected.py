@@ -13,9 +13,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kafkaproto import _kinds as K
-from kafkaproto import decode_request, decode_response
+from kafkaproto import decode_request, decode_response, request_header_version
 from kafkaproto import records as R
-from kafkaproto import request_header_version
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import decode_request_header
 from kafkaproto.messages import APIS, request_class

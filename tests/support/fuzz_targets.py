@@ -29,16 +29,17 @@ import numpy as np
 import pyarrow as pa
 
 import kafkaproto
-from kafkaproto import arrow, frames, headers, records
 import kafkaproto.capture as _capture
 import kafkaproto.capture._scan_py as _scan_twin
+from kafkaproto import arrow, frames, headers, records
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
-from kafkaproto.messages._runtime import build_plan
+from kafkaproto.error_codes import ErrorCode
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import RequestHeader, ResponseHeader
 from kafkaproto.messages import APIS, CLASSES, get, request_class, response_class
+from kafkaproto.messages._runtime import build_plan
 from kafkaproto.protocol import (
     API_VERSIONS,
     decode_request,
@@ -48,10 +49,10 @@ from kafkaproto.protocol import (
     request_header_version,
     response_header_version,
 )
-from kafkaproto.error_codes import ErrorCode
 
 from .arrow_expected import as_rows, expected_records, expected_request, expected_request_header, expected_response
-from .outcomes import canon, failure, outcome as outcome_of
+from .outcomes import canon, failure
+from .outcomes import outcome as outcome_of
 from .records_util import batch_tuple
 from .twins import compiled_impl, pure_impl
 
@@ -329,7 +330,9 @@ RECORD_LIMITS = (1 << 12, 1 << 16, 1 << 20, records.DEFAULT_MAX_DECOMPRESSED_SIZ
 
 def _record(r):
     """What survives an encode: offset, timestamp, key, value, headers (attributes are always written 0)."""
-    plain = (lambda v: None if v is None else bytes(v))
+    def plain(v):
+        return None if v is None else bytes(v)
+
     return r.offset, r.timestamp, plain(r.key), plain(r.value), tuple((k, plain(v)) for k, v in r.headers)
 
 
@@ -498,9 +501,9 @@ def check_arrow(data: bytes) -> None:
         version = (sel >> 7) * 16 + (aux >> 4) if kind == "response" else None
         vers = np.full(len(rows), version or 0, np.int32)
         ok = np.full(len(rows), cls.supports(version) if version is not None else 1, np.uint8)
+        rvers, rok = (vers, ok) if kind == "response" else (None, None)
         out = _arrow_agree(f"messages {cls.NAME}", lambda impl: arrow._per_chunk(
-            arr, lambda a, k: arrow._message_column(impl.arrow_messages, a, k, cls, vers if kind == "response" else None,
-                                              ok if kind == "response" else None)))
+            arr, lambda a, k: arrow._message_column(impl.arrow_messages, a, k, cls, rvers, rok)))
         for frame, row in zip(rows, out.to_pylist()):
             if kind == "request":
                 want = expected_request(cls, frame)
@@ -518,9 +521,9 @@ def check_arrow(data: bytes) -> None:
             same(canon(row), canon(want), f"arrow messages {cls.NAME} vs objects")
     else:
         check_crc, limit = bool(aux & 1), RECORD_LIMITS[(aux >> 1) & 3]
-        out = _arrow_agree("records", lambda impl: arrow._records_table(impl.arrow_records, arr, arrow._IN_KIND[typ], None, None,
-                                                                  frozenset(arrow.RECORDS_SCHEMA.names), check_crc,
-                                                                  limit))
+        columns = frozenset(arrow.RECORDS_SCHEMA.names)
+        out = _arrow_agree("records", lambda impl: arrow._records_table(impl.arrow_records, arr, arrow._IN_KIND[typ],
+                                                                        None, None, columns, check_crc, limit))
         if limit == records.DEFAULT_MAX_DECOMPRESSED_SIZE:
             same(as_rows(out), expected_records(rows, check_crc), "arrow records vs objects")
 

@@ -61,7 +61,7 @@ def legacy_sets(rng):
     """Valid and invalid legacy sets of every shape the walker distinguishes."""
     out = []
     for magic in (0, 1):
-        for name, codec in CODECS.items():
+        for _name, codec in CODECS.items():
             for attrs in (0, 0x08):  # log-append time (magic 0 ignores the bit)
                 n = rng.randint(1, 5)
                 if codec == 0:
@@ -178,7 +178,7 @@ def small_sets():
     out = [message(5, 0, key=None, value=b"abc") + message(6, 0, key=b"k", value=None),
            message(5, 1, 0x08, key=b"", value=b"xy")]
     for magic in (0, 1):
-        for name, codec in CODECS.items():
+        for _name, codec in CODECS.items():
             if codec:
                 out.append(wrapper(2 if magic else 1, magic, codec, inner_set(magic, 2, rng, relative=magic == 1),
                                    0x08 if magic else 0))

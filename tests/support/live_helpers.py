@@ -22,7 +22,7 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from kafkaproto import Connection, decode_request, decode_response, split_frames
 
@@ -49,7 +49,7 @@ class LiveConnection:
     ``pipeline`` writes several requests before reading any answer.
     """
 
-    def __init__(self, host: str, port: int, client_id: Optional[str] = "kafkaproto-live", timeout: float = 10.0):
+    def __init__(self, host: str, port: int, client_id: str | None = "kafkaproto-live", timeout: float = 10.0):
         self.timeout = timeout
         self.conn = Connection(client_id)
         self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -58,7 +58,7 @@ class LiveConnection:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "LiveConnection":
+    def __enter__(self) -> LiveConnection:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -164,10 +164,10 @@ class Exchange:
     request_header: Any
     request: Any
     request_end: int
-    response_frame: Optional[bytes] = None
+    response_frame: bytes | None = None
     response_header: Any = None
     response: Any = None
-    response_end: Optional[int] = None
+    response_end: int | None = None
 
     @property
     def api_key(self) -> int:
@@ -221,7 +221,7 @@ def decode_recorded(conn) -> tuple:
 
 
 def consume_aiokafka_group(bootstrap: str, topic: str, n: int, timeout: float = 15.0,
-                           group_id: Optional[str] = None) -> list:
+                           group_id: str | None = None) -> list:
     """Read the first ``n`` records of ``topic`` as a consumer-group member, commit
     the offsets, leave the group.  Returns ``[(partition, offset, key, value)]``."""
     from aiokafka import AIOKafkaConsumer

@@ -13,7 +13,9 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 def rec_tuple(r):
     """A record as plain data (memoryviews → bytes) for comparisons."""
-    plain = (lambda v: None if v is None else bytes(v))
+    def plain(v):
+        return None if v is None else bytes(v)
+
     return (r.offset, r.timestamp, r.timestamp_type, r.attributes, plain(r.key), plain(r.value),
             [(k, plain(v)) for k, v in r.headers], r.control)
 

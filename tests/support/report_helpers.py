@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 import struct
+import subprocess
 from pathlib import Path
 
 from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
 from kafkaproto.capture.writer import PcapWriter, TcpConversation
+
 from .synthetic import write_capture
 
 ROOT = Path(__file__).resolve().parents[2]

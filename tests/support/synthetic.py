@@ -35,7 +35,6 @@ import struct
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from kafkaproto import records as _records
 from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
@@ -69,9 +68,9 @@ class Manifest:
     #: (api key, error name) -> occurrences in responses
     errors: Counter = field(default_factory=Counter)
     #: client id -> (software name, software version) or None
-    software: Dict[str, Optional[Tuple[str, str]]] = field(default_factory=dict)
+    software: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     #: the produced records of each (topic, partition), in offset order: (offset, key, value, headers, ts ms)
-    produced: Dict[Tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
+    produced: dict[tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
 
 
 def _msg(cls_name: str, /, **kw):
@@ -92,7 +91,7 @@ class _Batches:
         self.n = records_per_batch
         self.value_size = value_size
         self.keep = keep_records
-        self.cache: Dict[tuple, Tuple[bytes, list]] = {}
+        self.cache: dict[tuple, tuple[bytes, list]] = {}
 
     def _make(self, topic: str, codec: str, magic: int, variant: int):
         words = [b"order", b"paid", b"click", b"user", b"cart", b"eu-west", b"mobile", b"42", b"ok", b"retry"]
@@ -135,7 +134,7 @@ class _Writer:
 
 
 class _Client:
-    def __init__(self, gen: "_Generator", n: int, client_id: str, software, kind: str) -> None:
+    def __init__(self, gen: _Generator, n: int, client_id: str, software, kind: str) -> None:
         self.gen = gen
         self.client_id = client_id
         self.software = software
@@ -144,7 +143,7 @@ class _Client:
         self.conv = TcpConversation((f"10.0.1.{n % 250 + 1}", port), BROKER, linktype=gen.linktype,
                                     isn=(gen.rng.randrange(1 << 32), gen.rng.randrange(1 << 32)), ts=gen.clock)
         self.corr = 0
-        self.offsets: Dict[Tuple[str, int], int] = defaultdict(int)
+        self.offsets: dict[tuple[str, int], int] = defaultdict(int)
 
     def exchange(self, api_key: int, version: int, request, response_fn, latency_ms: float) -> None:
         """One request and its response, with ``latency_ms`` between them."""

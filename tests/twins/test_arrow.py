@@ -10,15 +10,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from kafkaproto import arrow, encode_request, encode_response, frames as kframes
+from kafkaproto import arrow, encode_request, encode_response
+from kafkaproto import frames as kframes
+from kafkaproto.messages import APIS, request_class, response_class
+from support.legacy_sets import (
+    ALL,
+    damaged_versions,
+    inner_set,
+    legacy_sets,
+    objects_agree,
+    refix_crcs,
+    small_sets,
+    twins_agree,
+    wrapper,
+)
+from support.message_values import random_message
+from support.records_util import blobs_for, damaged
 from support.twins import compiled_impl, plain_tree, pure_impl
 
 C, P = compiled_impl(), pure_impl()
-from kafkaproto.messages import APIS, request_class, response_class
-from support.message_values import random_message
-from support.legacy_sets import ALL, damaged_versions, inner_set, legacy_sets, objects_agree, refix_crcs
-from support.legacy_sets import small_sets, twins_agree, wrapper
-from support.records_util import blobs_for, damaged
 
 pytestmark = pytest.mark.compiled_only
 
@@ -37,7 +47,7 @@ def garble(frames, rng):
 @pytest.mark.parametrize("kind", ["request", "response"])
 def test_messages_twins(kind):
     rng = random.Random(kind)
-    for key, (rq, rs) in sorted(APIS.items()):
+    for key, (_rq, _rs) in sorted(APIS.items()):
         cls = request_class(key) if kind == "request" else response_class(key)
         vs = [v for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1) if cls.supports(v)]
         frames, vers = [], []
@@ -64,12 +74,13 @@ def test_messages_twins(kind):
 def test_headers_twins():
     rng = random.Random(5)
     frames = []
-    for key, (rq, _) in sorted(APIS.items()):
+    for key, (_rq, _) in sorted(APIS.items()):
         cls = request_class(key)
         frames.append(encode_request(cls(), cls.HIGHEST_VERSION, rng.randint(0, 99), "id")[4:])
     frames = garble(frames, rng)
     arr = pa.array(frames)
-    assert arrow._request_headers(C.module("arrow._headers"), arr, 0).equals(arrow._request_headers(P.module("arrow._headers"), arr, 0))
+    heads = [arrow._request_headers(impl.module("arrow._headers"), arr, 0) for impl in (C, P)]
+    assert heads[0].equals(heads[1])
     keys = np.array([rng.choice(list(APIS)) for _ in frames], dtype=np.int32)
     vers = np.array([rng.randint(0, 5) for _ in frames], dtype=np.int32)
     ok = np.ones(len(frames), dtype=np.uint8)

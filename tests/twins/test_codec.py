@@ -68,8 +68,8 @@ def test_batch_decoders_agree(compiled, pure, data, count):
         assert a == b, (name, data.hex(), count)
 
 
-values = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.text(max_size=5),
-                   st.binary(max_size=5), st.uuids())
+values = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+                   st.text(max_size=5), st.binary(max_size=5), st.uuids())
 WRITES = ["write_int8", "write_int16", "write_int32", "write_int64", "write_uint16", "write_uint32", "write_float64",
           "write_bool", "write_uuid", "write_uvarint", "write_varint", "write_varlong", "write_string",
           "write_compact_string", "write_bytes", "write_compact_bytes", "write_array_length",

@@ -5,9 +5,8 @@ import random
 
 import pytest
 
-from kafkaproto.messages import _engine, _engine_py
+from kafkaproto.messages import CLASSES, _engine, _engine_py, get
 from kafkaproto.messages._runtime import build_plan
-from kafkaproto.messages import CLASSES, get
 from support.message_values import random_message
 from support.outcomes import outcome
 

@@ -36,7 +36,8 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _kinds as K
-from .._impl import engine as _engine, load
+from .._impl import engine as _engine
+from .._impl import load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import FrameSizeError
 from ..messages import request_class, response_class

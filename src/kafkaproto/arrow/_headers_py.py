@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _kinds as K
-from ..errors import KafkaProtocolError
 from ..headers import decode_request_header, decode_response_header
 from . import _common
 from ._columns_py import Col, rows

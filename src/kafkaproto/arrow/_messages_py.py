@@ -10,7 +10,8 @@ import numpy as np
 
 from ..errors import KafkaProtocolError, UnsupportedVersionError
 from ..headers import decode_request_header, decode_response_header
-from ..messages import _engine_py as ENGINE, request_class
+from ..messages import _engine_py as ENGINE  # noqa: F401  (arrow reads lib.ENGINE: the engine of these loops)
+from ..messages import request_class
 from . import _common
 from ._columns_py import put_struct, rows, struct_cols
 

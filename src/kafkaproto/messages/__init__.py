@@ -8,14 +8,21 @@ imports only the module that holds it.  :func:`request_class` and
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ..errors import UnknownApiError
 from ._gen import APIS, CLASSES
 
+if TYPE_CHECKING:
+    # Type checkers see every class here (from _gen/__init__.pyi); at run time
+    # a class's module is imported when the class is first asked for.
+    from ._gen import *  # noqa: F403
+    from ._runtime import Message
+
 __all__ = ["APIS", "CLASSES", "api_name", "get", "request_class", "response_class"]
 
 
-def get(name: str):
+def get(name: str) -> type[Message]:
     """The class named ``name`` (``"MetadataResponse"``, ``"ConsumerProtocolSubscription"``...)."""
     try:
         module, _, _ = CLASSES[name]
@@ -43,11 +50,11 @@ def _api(api_key: int):
         raise UnknownApiError(f"api key {api_key} is not known", "api key") from None
 
 
-def request_class(api_key: int):
+def request_class(api_key: int) -> type[Message]:
     return get(_api(api_key)[0])
 
 
-def response_class(api_key: int):
+def response_class(api_key: int) -> type[Message]:
     return get(_api(api_key)[1])
 
 

@@ -128,7 +128,7 @@ def _read_field(f, r):
     out = []
     i = 0
     try:
-        for i in range(n):
+        for i in range(n):  # noqa: B007 - the index names the element in an error
             out.append(_read_value(elem, r, compact, False, sub, False))
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
@@ -271,7 +271,7 @@ def _write_field(f, w, v, canonical):
     elem, compact, sub = f.elem, f.compact, f.sub
     i = 0
     try:
-        for i, x in enumerate(v):
+        for i, x in enumerate(v):  # noqa: B007 - the index names the element in an error
             _write_value(elem, w, x, compact, False, sub, False, False, canonical)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")

@@ -9,11 +9,16 @@ encoding, which are tagged) and handed to the engine: the compiled one in
 from __future__ import annotations
 
 import gc
+import inspect
 import uuid
+from typing import TYPE_CHECKING
 
 from .. import _kinds as K
 from .._impl import codec, engine
 from ..errors import KafkaProtocolError, UnsupportedVersionError
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -126,6 +131,23 @@ def _plain(v):
     return v
 
 
+class _FieldsSignature:
+    """``Struct.__signature__``: what ``inspect.signature(cls)`` and ``help(cls)``
+    show, the fields as keyword-only parameters with their defaults (a fresh
+    list or struct where the field defaults to one), then ``unknown_tagged_fields``.
+    Built on first use, once nested struct classes are resolved."""
+
+    def __get__(self, obj, cls) -> inspect.Signature:
+        sig = cls.__dict__.get("_SIGNATURE")
+        if sig is None:
+            kw = inspect.Parameter.KEYWORD_ONLY
+            params = [inspect.Parameter(f.attr, kw, default=f.make_default()) for f in cls._FIELDS]
+            params.append(inspect.Parameter("unknown_tagged_fields", kw, default=()))
+            sig = inspect.Signature(params)
+            cls._SIGNATURE = sig
+        return sig
+
+
 class Struct:
     """Base of every generated struct: keyword construction, equality, repr, to_dict().
 
@@ -136,6 +158,8 @@ class Struct:
 
     __slots__ = ("unknown_tagged_fields", "_wire")
     _FIELDS: tuple = ()
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+    __signature__ = _FieldsSignature()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -228,7 +252,7 @@ class Message(Struct):
     __slots__ = ("_trailing",)
     NAME = ""
     KIND = ""
-    API_KEY = None
+    API_KEY: int | None = None
     VALID_VERSIONS = ""
     FLEXIBLE_VERSIONS = ""
     NEWEST_VERSIONS = ""
@@ -238,6 +262,9 @@ class Message(Struct):
     DEPRECATED_VERSIONS = ""
     #: requests only: the roles that accept it ("broker", "controller", "zkBroker")
     LISTENERS: tuple = ()
+    #: the lowest and highest valid versions (set for each class)
+    LOWEST_VERSION: int | None
+    HIGHEST_VERSION: int | None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -284,7 +311,7 @@ class Message(Struct):
         return plan
 
     @classmethod
-    def decode(cls, data, version: int, offset: int = 0, *, with_end: bool = False, zero_copy: bool = False):
+    def decode(cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False, zero_copy: bool = False):
         """Decode a body at ``offset``; bytes left after it are ignored (``with_end=True`` returns the end offset).
 
         ``zero_copy=True``: ``records`` fields and ``zeroCopy`` bytes fields are

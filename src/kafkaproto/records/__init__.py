@@ -27,6 +27,9 @@ is built; ``KAFKAPROTO_PURE=1`` selects the pure-Python twin (``_batches_py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from .._impl import COMPILED, load
 from ._common import (
     Codec,
@@ -39,7 +42,10 @@ from ._common import (
 )
 from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 
-_impl = load("records._batches")
+if TYPE_CHECKING:  # type checkers read the compiled module's stub (_batches.pyi), which the twin matches
+    from . import _batches as _impl
+else:
+    _impl = load("records._batches")
 
 #: One record (the implementation's class: compiled or pure).
 Record = _impl.Record
@@ -61,7 +67,8 @@ __all__ = [
 ]
 
 
-def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True):
+def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE,
+           copy=True) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob (any bytes-like object).
 
     Args:

@@ -11,6 +11,8 @@ import time
 
 import crc32c as _crc32c
 
+from .._codec_py import _check_int, uvarint_status
+from ..errors import EncodeError
 from . import _compression
 from ._common import (
     ATTR_CODEC,
@@ -29,22 +31,20 @@ from ._common import (
     V2_HEADER_STRUCT,
     V2_MIN_SIZE,
     VARINT_PROBLEMS,
-    as_blob,
     Record,
-    header_pair,
-    unpack_record,
     RecordBatch,
     TruncatedBatch,
+    as_blob,
     batch_error,
     codec_number,
     control_record,
     crc_error,
+    header_pair,
     record_error,
+    unpack_record,
     wrap64,
 )
-from .._codec_py import _check_int, uvarint_status
 from ._legacy import decode_legacy, encode_legacy
-from ..errors import EncodeError
 
 COMPILED = False
 

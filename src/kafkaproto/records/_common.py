@@ -12,8 +12,8 @@ import enum
 import struct
 from typing import NamedTuple
 
-from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 from ..errors import CorruptRecordError, EncodeError
+from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 
 __all__ = [
     "Codec",

@@ -17,6 +17,7 @@ import struct
 import time
 import zlib
 
+from ..errors import EncodeError
 from . import _compression
 from ._common import (
     ATTR_CODEC,
@@ -31,7 +32,6 @@ from ._common import (
     unpack_record,
     wrap64,
 )
-from ..errors import EncodeError
 
 _i32 = struct.Struct(">i")
 _i64 = struct.Struct(">q")

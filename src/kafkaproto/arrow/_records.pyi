@@ -1,0 +1,21 @@
+"""Types of kafkaproto.arrow._records (_records.pyx), the compiled records loop
+behind kafkaproto.arrow.records, and of its twin _records_py."""
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from kafkaproto.arrow._columns import _Column, _Errors
+
+COMPILED: bool
+
+def arrow_records(
+    arr: pa.Array, kind: int, check_crc: bool, max_decompressed_size: int, want: Sequence[bool]
+) -> tuple[npt.NDArray[np.uint8], _Column, _Errors]:
+    """Decode every records blob of ``arr`` into the Spark-shaped columns.
+
+    ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
+    row) telling which columns to fill; the tree's children are those columns.
+    """
