@@ -84,6 +84,14 @@ BENCH_REPORT_ARGS ?= --size 1G --files 8 --master local[2]
 bench-report: build
 	$(PY) bench/report_bench.py $(BENCH_REPORT_ARGS)
 
+# The message classes and their stubs from Kafka's schemas (../shared/kafka-schemas);
+# the test suite fails if the committed output differs from a fresh run.
+regen: $(STAMP)
+	$(PY) tools/generate_messages.py
+
+check-generated: $(STAMP)
+	$(PY) tools/generate_messages.py --check
+
 wheel: $(STAMP)
 	$(PY) -m pip install -q build
 	$(PY) -m build --outdir dist .

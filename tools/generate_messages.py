@@ -530,13 +530,16 @@ def stub_schema(s: Schema) -> str:
     lines += stub_init(s.root.fields, name, "    ")
     decode = "    def decode(\n        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal"
     lines += [
-        "    @overload\n", "    @classmethod\n", f"{decode}[False] = False\n    ) -> {name}: ...\n",
-        "    @overload\n", "    @classmethod\n", f"{decode}[True]\n    ) -> tuple[{name}, int]: ...\n",
         "    @overload\n", "    @classmethod\n",
-        "    def decode(\n        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False\n"
-        f"    ) -> {name} | tuple[{name}, int]: ...\n",
-        "    def encode(self, version: int) -> bytes: ...\n",
-        "    def encode_into(self, writer: Writer, version: int) -> None: ...\n",
+        f"{decode}[False] = False,\n        zero_copy: bool = False\n    ) -> {name}: ...\n",
+        "    @overload\n", "    @classmethod\n",
+        f"{decode}[True],\n        zero_copy: bool = False\n    ) -> tuple[{name}, int]: ...\n",
+        "    @overload\n", "    @classmethod\n",
+        "    def decode(\n        cls, data: ReadableBuffer, version: int, offset: int = 0, *,"
+        " with_end: bool = False,\n"
+        f"        zero_copy: bool = False\n    ) -> {name} | tuple[{name}, int]: ...\n",
+        "    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...\n",
+        "    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...\n",
         "    @classmethod\n", "    def plan(cls, version: int) -> Plan: ...\n",
         "    @classmethod\n", "    def supports(cls, version: int) -> bool: ...\n",
         "    @classmethod\n", "    def is_flexible(cls, version: int) -> bool: ...\n",

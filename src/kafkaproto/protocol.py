@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections import deque
 from typing import TYPE_CHECKING
 
 from ._impl import codec
 from .error_codes import ErrorCode
-from .errors import EncodeError, KafkaProtocolError, TruncatedError, UnknownApiError, UnsupportedVersionError
+from .errors import KafkaProtocolError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .frames import FrameReader
 from .headers import _by_tag, decode_request_header, decode_response_header
 from .messages import APIS, request_class, response_class

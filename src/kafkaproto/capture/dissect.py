@@ -10,7 +10,7 @@ make the text ``kafkaproto inspect`` prints.
 from __future__ import annotations
 
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..error_codes import error_name
 from ..messages._runtime import MAX_MASK_VERSION, versions_mask

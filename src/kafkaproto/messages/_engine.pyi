@@ -1,10 +1,6 @@
 """Types of kafkaproto.messages._engine (_engine.pyx), the compiled message
 engine, and of its twin _engine_py: the per-version plans the runtime
 (messages/_runtime.py) builds, and the two entry points that run them.
-
-The compiled engine takes two more arguments the twin does not, for zero-copy
-bytes fields (``FieldPlan(..., zero_copy=False)``, ``decode_struct(...,
-views=None)``); nothing passes them yet, so they are left out here.
 """
 
 from typing import Any
@@ -32,6 +28,7 @@ class FieldPlan:
         ignorable: bool,
         tag: int,
         tagged: bool,
+        zero_copy: bool = False,
     ) -> None: ...
     @property
     def attr(self) -> str: ...
@@ -56,6 +53,9 @@ class FieldPlan:
     def tag(self) -> int: ...
     @property
     def tagged(self) -> bool: ...
+    @property
+    def zero_copy(self) -> bool:
+        """A records or zeroCopy bytes field: a view on decode with views, a blob on encode."""
 
 class Plan:
     """A struct's fields at one version."""
@@ -87,7 +87,9 @@ class Plan:
     @property
     def tag_map(self) -> dict[int, FieldPlan]: ...
 
-def decode_struct(plan: Plan, data: ReadableBuffer, offset: int = 0) -> tuple[Any, int]:
+def decode_struct(
+    plan: Plan, data: ReadableBuffer, offset: int = 0, views: memoryview | None = None
+) -> tuple[Any, int]:
     """Decode one struct/message with ``plan`` → (object, end offset)."""
 
-def encode_struct(plan: Plan, obj: Struct, writer: Writer) -> None: ...
+def encode_struct(plan: Plan, obj: Struct, writer: Writer, canonical: bool = False) -> None: ...

@@ -311,7 +311,8 @@ class Message(Struct):
         return plan
 
     @classmethod
-    def decode(cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False, zero_copy: bool = False):
+    def decode(cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+               zero_copy: bool = False):
         """Decode a body at ``offset``; bytes left after it are ignored (``with_end=True`` returns the end offset).
 
         ``zero_copy=True``: ``records`` fields and ``zeroCopy`` bytes fields are

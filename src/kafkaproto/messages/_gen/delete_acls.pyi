@@ -43,20 +43,23 @@ class DeleteAclsRequest(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> DeleteAclsRequest: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[DeleteAclsRequest, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> DeleteAclsRequest | tuple[DeleteAclsRequest, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod
@@ -118,20 +121,23 @@ class DeleteAclsResponse(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> DeleteAclsResponse: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[DeleteAclsResponse, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> DeleteAclsResponse | tuple[DeleteAclsResponse, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod

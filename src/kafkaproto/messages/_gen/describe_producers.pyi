@@ -33,20 +33,23 @@ class DescribeProducersRequest(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> DescribeProducersRequest: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[DescribeProducersRequest, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> DescribeProducersRequest | tuple[DescribeProducersRequest, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod
@@ -115,20 +118,23 @@ class DescribeProducersResponse(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> DescribeProducersResponse: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[DescribeProducersResponse, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> DescribeProducersResponse | tuple[DescribeProducersResponse, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod

@@ -22,20 +22,23 @@ class ListConfigResourcesRequest(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> ListConfigResourcesRequest: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[ListConfigResourcesRequest, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> ListConfigResourcesRequest | tuple[ListConfigResourcesRequest, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod
@@ -74,20 +77,23 @@ class ListConfigResourcesResponse(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> ListConfigResourcesResponse: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[ListConfigResourcesResponse, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> ListConfigResourcesResponse | tuple[ListConfigResourcesResponse, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod

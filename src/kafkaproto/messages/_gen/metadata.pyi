@@ -40,20 +40,23 @@ class MetadataRequest(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> MetadataRequest: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[MetadataRequest, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> MetadataRequest | tuple[MetadataRequest, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod
@@ -142,20 +145,23 @@ class MetadataResponse(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> MetadataResponse: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[MetadataResponse, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> MetadataResponse | tuple[MetadataResponse, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod

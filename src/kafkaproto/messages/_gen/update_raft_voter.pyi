@@ -57,20 +57,23 @@ class UpdateRaftVoterRequest(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> UpdateRaftVoterRequest: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[UpdateRaftVoterRequest, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> UpdateRaftVoterRequest | tuple[UpdateRaftVoterRequest, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod
@@ -111,20 +114,23 @@ class UpdateRaftVoterResponse(Message):
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[False] = False,
+        zero_copy: bool = False
     ) -> UpdateRaftVoterResponse: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True]
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: Literal[True],
+        zero_copy: bool = False
     ) -> tuple[UpdateRaftVoterResponse, int]: ...
     @overload
     @classmethod
     def decode(
-        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False
+        cls, data: ReadableBuffer, version: int, offset: int = 0, *, with_end: bool = False,
+        zero_copy: bool = False
     ) -> UpdateRaftVoterResponse | tuple[UpdateRaftVoterResponse, int]: ...
-    def encode(self, version: int) -> bytes: ...
-    def encode_into(self, writer: Writer, version: int) -> None: ...
+    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...
+    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...
     @classmethod
     def plan(cls, version: int) -> Plan: ...
     @classmethod
