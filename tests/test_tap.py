@@ -12,13 +12,14 @@ import sys
 import threading
 import time
 
+import pyarrow.compute as pc
 import pytest
 
 from kafkaproto import decode_response, encode_request, encode_response, split_frames
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.streams import CapturedFrame, Connection
-from kafkaproto.capture.table import FrameTableWriter, iter_table_frames
+from kafkaproto.capture.table import FrameTableWriter, iter_table_frames, table_files
 from kafkaproto.capture.tap import Tap
 from kafkaproto.messages import (
     ApiVersionsRequest,
@@ -42,6 +43,34 @@ def recorded(out_dir):
     return items, acc
 
 
+def address_holders(msg):
+    return list(getattr(msg, "brokers", None) or ()) + list(getattr(msg, "coordinators", None) or ()) + [msg]
+
+
+def assert_only_addresses_differ(out_dir) -> int:
+    """Every rewritten response the tap recorded differs from the broker's frame
+    in its broker addresses only: put the broker's hosts and ports back into the
+    rewrite, re-encode it, and the broker's bytes come back → how many were checked."""
+    import pyarrow as pa
+
+    checked = 0
+    for path in table_files(out_dir):
+        with pa.ipc.open_stream(pa.OSFile(str(path))) as stream:
+            table = stream.read_all()
+        for row in table.filter(pc.is_valid(table["rewritten"])).to_pylist():
+            key, version, original, rewritten = row["api_key"], row["api_version"], row["frame"], row["rewritten"]
+            assert rewritten != original
+            _, theirs = decode_response(original, key, version)
+            header, ours = decode_response(rewritten, key, version)
+            for mine, broker in zip(address_holders(ours), address_holders(theirs)):
+                if hasattr(broker, "host"):
+                    mine.host, mine.port = broker.host, broker.port
+            again = encode_response(ours, version, header.correlation_id, header.unknown_tagged_fields or None)
+            assert again[4:] == original, (key, version)
+            checked += 1
+    return checked
+
+
 # --------------------------------------------------------------------------
 # real clients
 # --------------------------------------------------------------------------
@@ -62,6 +91,7 @@ def test_real_clients_through_the_tap_to_tansu(tansu, tmp_path, client, codec):
         clients.assert_same_records(sent, got)
     stats = dict(tap.stats)  # after stop: connections still open a moment ago are recorded too
     assert stats["rewritten"] > 0 and stats["rewrite_failed"] == 0
+    assert assert_only_addresses_differ(tmp_path / "tap") == stats["rewritten"]
     items, acc = recorded(tmp_path / "tap")
     assert all(d.error is None for d in items), [d.error for d in items if d.error]
     apis = {d.frame.api_key for d in items}
@@ -89,6 +119,7 @@ def test_mock_cluster_with_three_brokers(tmp_path):
         routes = dict(tap.routes)
     # one listener per broker
     assert {(h, p) for h, p in mock.brokers} <= set(routes)
+    assert assert_only_addresses_differ(tmp_path / "tap") > 0
     items, acc = recorded(tmp_path / "tap")
     produced_to = {d.frame.conn.server for d in items if d.frame.api_key == 0}
     assert produced_to == {address[leader] for leader in leaders.values()}
@@ -209,6 +240,7 @@ def test_rewrites_only_address_responses_and_passes_the_rest_byte_for_byte(tmp_p
     assert [(c.host, c.port) for c in fc4.coordinators] == [("127.0.0.1", other), ("", -1)]
     _, dc = decode_response(got[4], 60, 0)
     assert [(b.host, b.port) for b in dc.brokers] == [("127.0.0.1", other)]
+    assert assert_only_addresses_differ(tmp_path / "tap") == 4
     items, acc = recorded(tmp_path / "tap")
     assert [(d.frame.direction, d.frame.correlation_id) for d in items] == [
         (dirn, c) for c in range(1, 6) for dirn in ("request", "response")]

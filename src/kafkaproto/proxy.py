@@ -24,16 +24,19 @@ that direction.
 from __future__ import annotations
 
 import struct
+from collections.abc import Collection
 
 from ._limits import DEFAULT_MAX_FRAME_SIZE
 from .errors import FrameSizeError, KafkaProtocolError
 from .frames import FrameReader
+from .headers import decode_request_header
 from .protocol import (
     PendingRequests,
     decode_request,
     decode_response,
     encode_response_parts,
     produce_acks,
+    request_header_version,
 )
 
 __all__ = ["ProxyConnection", "ProxyRequest", "ProxyResponse", "Unframed", "rewrite_addresses"]
@@ -55,12 +58,14 @@ class ProxyRequest:
     ``acks=0``.
     """
 
-    __slots__ = ("frame", "api_key", "api_version", "correlation_id", "header", "message", "error",
-                 "expects_response")
+    __slots__ = ("frame", "offset", "api_key", "api_version", "correlation_id", "header", "message", "error",
+                 "expects_response", "user")
 
-    def __init__(self, frame, api_key, api_version, correlation_id, header=None, message=None, error=None,
+    def __init__(self, frame, offset, api_key, api_version, correlation_id, header=None, message=None, error=None,
                  expects_response=True):
         self.frame = frame
+        #: where the frame's size prefix starts in the client's byte stream
+        self.offset = offset
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
@@ -68,6 +73,8 @@ class ProxyRequest:
         self.message = message
         self.error = error
         self.expects_response = expects_response
+        #: anything the owner attaches (a timestamp, a record id): it comes back as the response's ``request.user``
+        self.user = None
 
     @property
     def client_id(self):
@@ -86,10 +93,12 @@ class ProxyResponse:
     """A response frame seen on its way to the client, with the request it
     answers (``request``: None when no request waits for its correlation id)."""
 
-    __slots__ = ("frame", "correlation_id", "request", "header", "message", "error")
+    __slots__ = ("frame", "offset", "correlation_id", "request", "header", "message", "error")
 
-    def __init__(self, frame, correlation_id, request=None, header=None, message=None, error=None):
+    def __init__(self, frame, offset, correlation_id, request=None, header=None, message=None, error=None):
         self.frame = frame
+        #: where the frame's size prefix starts in the broker's byte stream
+        self.offset = offset
         self.correlation_id = correlation_id
         self.request = request
         self.header = header
@@ -127,10 +136,12 @@ class ProxyResponse:
 class Unframed:
     """Bytes of a direction that no longer frames, to forward as they are."""
 
-    __slots__ = ("data", "error")
+    __slots__ = ("data", "offset", "error")
 
-    def __init__(self, data, error=None):
+    def __init__(self, data, offset, error=None):
         self.data = data
+        #: where the bytes start in the direction's byte stream
+        self.offset = offset
         #: the FrameSizeError that ended framing (on the first Unframed of a direction)
         self.error = error
 
@@ -144,20 +155,26 @@ class Unframed:
 class ProxyConnection:
     """One client↔broker connection seen from the middle (sans-IO).
 
-    ``decode``: decode requests and responses (False: frame and pair only,
-    the fast path for forwarding).  ``zero_copy``: records fields of decoded
-    messages are views of the frame.  ``max_outstanding`` bounds the
-    requests waiting for a response (the oldest is dropped past it, counted
-    in ``pending.dropped``).
+    ``decode``: decode requests and responses (True), only those of some
+    api keys (a collection of them), or none (False: frame, read request
+    headers and pair only, the fast path for forwarding).  ``zero_copy``:
+    records fields of decoded messages are views of the frame.
+    ``max_outstanding`` bounds the requests waiting for a response (the
+    oldest is dropped past it, counted in ``pending.dropped``).
     """
 
-    def __init__(self, *, decode: bool = True, zero_copy: bool = True,
+    def __init__(self, *, decode: bool | Collection[int] = True, zero_copy: bool = True,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_outstanding: int = 10_000):
         self.decode = decode
         self.zero_copy = zero_copy
         self.pending = PendingRequests(max_outstanding)
         self._readers = (FrameReader(max_frame_size), FrameReader(max_frame_size))
         self._framing = [True, True]
+        self._offsets = [0, 0]
+
+    def _decodes(self, api_key) -> bool:
+        d = self.decode
+        return d is True or (d is not False and api_key in d)
 
     def from_client(self, data) -> list:
         """Bytes from the client → ProxyRequest (and Unframed) events, in order."""
@@ -169,28 +186,40 @@ class ProxyConnection:
 
     def _feed(self, side, data, make):
         if not self._framing[side]:
-            return [Unframed(bytes(data))] if len(data) else []
+            return [self._unframed(side, bytes(data))] if len(data) else []
         reader = self._readers[side]
         try:
             frames = reader.feed(data)
         except FrameSizeError as exc:
             self._framing[side] = False
-            out = [make(f) for f in getattr(exc, "frames", ())]
-            out.append(Unframed(reader.unframed(), exc))
+            out = [self._framed(side, f, make) for f in getattr(exc, "frames", ())]
+            out.append(self._unframed(side, reader.unframed(), exc))
             return out
-        return [make(f) for f in frames]
+        return [self._framed(side, f, make) for f in frames]
 
-    def _request(self, frame) -> ProxyRequest:
+    def _framed(self, side, frame, make):
+        at = self._offsets[side]
+        self._offsets[side] = at + 4 + len(frame)
+        return make(frame, at)
+
+    def _unframed(self, side, data, exc=None):
+        at = self._offsets[side]
+        self._offsets[side] = at + len(data)
+        return Unframed(data, at, exc)
+
+    def _request(self, frame, at) -> ProxyRequest:
         if len(frame) < 8:
-            return ProxyRequest(frame, None, None, None, error=KafkaProtocolError(
+            return ProxyRequest(frame, at, None, None, None, error=KafkaProtocolError(
                 f"a request frame of {len(frame)} bytes has no room for a header", "request header", 0))
         key, version, cid = _head.unpack_from(frame, 0)
-        ev = ProxyRequest(frame, key, version, cid)
-        if self.decode:
-            try:
+        ev = ProxyRequest(frame, at, key, version, cid)
+        try:
+            if self._decodes(key):
                 ev.header, ev.message = decode_request(frame, zero_copy=self.zero_copy)
-            except KafkaProtocolError as exc:
-                ev.error = exc
+            else:
+                ev.header = decode_request_header(frame, request_header_version(key, version))[0]
+        except KafkaProtocolError as exc:
+            ev.error = exc
         if ev.message is not None:
             ev.expects_response = not (key == 0 and ev.message.acks == 0)
         else:
@@ -199,14 +228,14 @@ class ProxyConnection:
             self.pending.add(cid, ev)
         return ev
 
-    def _response(self, frame) -> ProxyResponse:
+    def _response(self, frame, at) -> ProxyResponse:
         if len(frame) < 4:
-            return ProxyResponse(frame, None, error=KafkaProtocolError(
+            return ProxyResponse(frame, at, None, error=KafkaProtocolError(
                 f"a response frame of {len(frame)} bytes has no room for a correlation id", "response header", 0))
         cid = _cid.unpack_from(frame, 0)[0]
         req = self.pending.pop(cid)
-        ev = ProxyResponse(frame, cid, req)
-        if self.decode and req is not None and req.api_key is not None:
+        ev = ProxyResponse(frame, at, cid, req)
+        if req is not None and req.api_key is not None and self._decodes(req.api_key):
             try:
                 ev.header, ev.message = decode_response(frame, req.api_key, req.api_version,
                                                         zero_copy=self.zero_copy)

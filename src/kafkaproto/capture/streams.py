@@ -370,7 +370,17 @@ class KafkaHalf:
 
 def request_frame(conn: Connection, ts, offset: int, frame, acc: Optional[Accounting]) -> CapturedFrame:
     """The CapturedFrame of a request, noted as waiting for its response."""
-    info = pair_request(conn, frame, ts, acc)
+    return paired_request(conn, ts, offset, frame, pair_request(conn, frame, ts, acc))
+
+
+def response_frame(conn: Connection, ts, offset: int, frame) -> CapturedFrame:
+    """The CapturedFrame of a response, paired with its request (or ``unpaired``)."""
+    corr = _i32.unpack_from(frame, 0)[0]
+    return paired_response(conn, ts, offset, frame, corr, pair_response(conn, corr))
+
+
+def paired_request(conn: Connection, ts, offset: int, frame, info: Optional[RequestInfo]) -> CapturedFrame:
+    """The CapturedFrame of a request whose pairing is done (``info`` None: no header to pair by)."""
     if info is None:
         return CapturedFrame(ts, conn, REQUEST, offset, frame)
     corr = _i32.unpack_from(frame, 4)[0]
@@ -378,10 +388,8 @@ def request_frame(conn: Connection, ts, offset: int, frame, acc: Optional[Accoun
                          info.client_id, info)
 
 
-def response_frame(conn: Connection, ts, offset: int, frame) -> CapturedFrame:
-    """The CapturedFrame of a response, paired with its request (or ``unpaired``)."""
-    corr = _i32.unpack_from(frame, 0)[0]
-    info = pair_response(conn, corr)
+def paired_response(conn: Connection, ts, offset: int, frame, corr, info: Optional[RequestInfo]) -> CapturedFrame:
+    """The CapturedFrame of a response whose pairing is done (``info`` None: ``unpaired``)."""
     if info is None:
         return CapturedFrame(ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
     return CapturedFrame(ts, conn, RESPONSE, offset, frame, info.api_key, info.api_version, corr, info.ts, "framed",

@@ -4,13 +4,17 @@ Clients connect to the tap; it connects to the upstream broker, forwards the
 bytes and records every frame (connection, direction, time, api key and
 version, correlation id, latency) with a :class:`~.table.FrameTableWriter`.
 
-Requests are forwarded as they arrive, byte for byte.  Responses are
-forwarded frame by frame: Metadata, FindCoordinator and DescribeCluster
-responses are decoded, each broker address in them is replaced by a port of
-the tap (one listener per broker, opened the first time a broker is named),
-and re-encoded, so clients keep talking through the tap to every broker of
-a cluster.  Every other frame passes unchanged.  The table keeps the frame
-as the broker sent it, and the rewritten bytes in ``rewritten``.
+Each connection runs through a :class:`~kafkaproto.proxy.ProxyConnection`,
+which frames both directions and pairs responses with requests.  Requests are
+forwarded as they arrive, byte for byte.  Responses are forwarded frame by
+frame: Metadata, FindCoordinator and DescribeCluster responses are decoded,
+each broker address in them is replaced by a port of the tap (one listener
+per broker, opened the first time a broker is named,
+:func:`~kafkaproto.proxy.rewrite_addresses`), and re-encoded faithfully, so
+that only the addresses differ from the broker's bytes and clients keep
+talking through the tap to every broker of a cluster.  Every other frame
+passes unchanged.  The table keeps the frame as the broker sent it, and the
+rewritten bytes in ``rewritten``.
 
 A direction whose bytes stop framing (a size prefix that is negative or too
 large: not Kafka, or TLS) is forwarded raw from then on and no longer
@@ -27,45 +31,25 @@ import threading
 import time
 from typing import Dict, Optional, Tuple
 
-from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, frame_at
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
-from ..protocol import decode_response, encode_response
-from .streams import CapturedFrame, Connection, request_frame, response_frame
+from ..proxy import (
+    DESCRIBE_CLUSTER,
+    FIND_COORDINATOR,
+    METADATA,
+    ProxyConnection,
+    ProxyRequest,
+    ProxyResponse,
+    Unframed,
+    rewrite_addresses,
+)
+from .streams import CapturedFrame, Connection, RequestInfo, paired_request, paired_response
 from .table import FrameTableWriter
 
 __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 
-METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
 REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
 _READ = 1 << 16
-
-
-def rewrite_addresses(msg, api_key: int, mapper) -> bool:
-    """Replace each broker (host, port) of a Metadata, FindCoordinator or
-    DescribeCluster response by ``mapper(host, port)``; True if any changed."""
-    changed = False
-
-    def fix(obj) -> None:
-        nonlocal changed
-        host, port = getattr(obj, "host", ""), getattr(obj, "port", -1)
-        if not host or port is None or port < 0:
-            return  # an error reply (FindCoordinator gives host "" and port -1)
-        new = mapper(host, port)
-        if new is not None and new != (host, port):
-            obj.host, obj.port = new
-            changed = True
-
-    if api_key in (METADATA, DESCRIBE_CLUSTER):
-        for b in msg.brokers or ():
-            fix(b)
-    elif api_key == FIND_COORDINATOR:
-        if msg.coordinators:
-            for c in msg.coordinators:
-                fix(c)
-        else:
-            fix(msg)
-    return changed
 
 
 class Tap:
@@ -246,8 +230,12 @@ class Tap:
         self.stats["connections"] += 1
         client = f"[{peer[0]}]:{peer[1]}" if ":" in str(peer[0]) else f"{peer[0]}:{peer[1]}"
         conn = Connection(self._next_conn, client, f"{upstream[0]}:{upstream[1]}", time.time_ns())
-        up = asyncio.ensure_future(self._pump(creader, swriter, conn, True))
-        down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, False))
+        # frames, pairs, and decodes what may be rewritten; requests are forwarded
+        # as they arrive (before they are whole), responses frame by frame
+        middle = ProxyConnection(decode=REWRITTEN_APIS if self.rewrite else False, zero_copy=False,
+                                 max_frame_size=self.max_frame_size)
+        up = asyncio.ensure_future(self._pump(creader, swriter, conn, middle, True))
+        down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, middle, False))
         try:
             await asyncio.gather(up, down)
         finally:
@@ -260,13 +248,10 @@ class Tap:
         self.stats["frames"] += 1
         self.writer.write(frame, rewritten)
 
-    async def _pump(self, reader, writer, conn: Connection, requests: bool) -> None:
-        """One direction.  Requests are forwarded as they arrive, before they
-        are parsed; responses once a whole frame is there (it may be rewritten)."""
-        buf = bytearray()
-        offset = 0
-        framing = True
-        minimum = 8 if requests else 4  # api key, version, correlation id / correlation id
+    async def _pump(self, reader, writer, conn: Connection, middle: ProxyConnection, requests: bool) -> None:
+        """One direction: every chunk goes through ``middle``; requests are
+        forwarded as read, responses as ``middle`` hands them back (or rewritten)."""
+        feed = middle.from_client if requests else middle.from_broker
         try:
             while True:
                 chunk = await reader.read(_READ)
@@ -274,35 +259,16 @@ class Tap:
                     break
                 if requests:
                     writer.write(chunk)
-                if not framing:
-                    self.stats["raw_bytes"] += len(chunk)
-                    if not requests:
-                        writer.write(chunk)
-                    await writer.drain()
-                    continue
-                buf += chunk
                 now = time.time_ns()
-                pos = 0
-                while True:
-                    status, size = frame_at(buf, pos, len(buf), self.max_frame_size, minimum)
-                    if status == FRAME_BAD_SIZE:
-                        framing = False
-                        self.stats["raw_bytes"] += len(buf) - pos
+                for ev in feed(chunk):
+                    if isinstance(ev, Unframed):
+                        self.stats["raw_bytes"] += len(ev.data)
                         if not requests:
-                            writer.write(bytes(buf[pos:]))
-                        pos = len(buf)
-                        break
-                    if status != FRAME_COMPLETE:
-                        break
-                    frame = bytes(buf[pos + 4:pos + 4 + size])
-                    if requests:
-                        self._record(request_frame(conn, now, offset + pos, frame, None))
+                            writer.write(ev.data)
+                    elif requests:
+                        self._request(conn, ev, now)
                     else:
-                        out = await self._response(conn, frame, offset + pos, now)
-                        writer.write(buf[pos:pos + 4 + size] if out is None else out)
-                    pos += 4 + size
-                del buf[:pos]
-                offset += pos
+                        writer.writelines(await self._response(conn, ev, now))
                 await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass
@@ -311,25 +277,29 @@ class Tap:
                 if writer.can_write_eof():
                     writer.write_eof()
 
-    async def _response(self, conn: Connection, frame: bytes, offset: int, now: int) -> Optional[bytes]:
-        """Record one response; the bytes to forward instead, if rewritten."""
-        f = response_frame(conn, now, offset, frame)
-        if f.request is None:
-            self._record(f)
-            return None
-        new = None
-        if self.rewrite and f.api_key in REWRITTEN_APIS:
-            new = await self._rewrite(frame, f.api_key, f.api_version, f.correlation_id)
-        self._record(f, None if new is None else new[4:])
-        return new
+    def _request(self, conn: Connection, ev: ProxyRequest, now: int) -> None:
+        info = None
+        if ev.api_key is not None:
+            info = ev.user = RequestInfo(ev.api_key, ev.api_version, now, ev.client_id)
+        self._record(paired_request(conn, now, ev.offset, ev.frame, info))
 
-    async def _rewrite(self, frame: bytes, key: int, version: int, corr: int) -> Optional[bytes]:
-        try:
-            header, msg = decode_response(frame, key, version)
-        except KafkaProtocolError as exc:
+    async def _response(self, conn: Connection, ev: ProxyResponse, now: int) -> list:
+        """Record one response → the buffers to forward: its own, or its rewrite."""
+        info = ev.request.user if ev.request is not None else None
+        f = paired_response(conn, now, ev.offset, ev.frame, ev.correlation_id, info)
+        parts = None
+        if self.rewrite and info is not None and info.api_key in REWRITTEN_APIS:
+            parts = await self._rewrite(ev)
+        self._record(f, None if parts is None else b"".join(parts)[4:])
+        return ev.parts() if parts is None else parts
+
+    async def _rewrite(self, ev: ProxyResponse) -> Optional[list]:
+        key, version = ev.api_key, ev.api_version
+        if ev.message is None:
             self.stats["rewrite_failed"] += 1
-            self._say(f"tap: cannot decode api {key} v{version} response to rewrite it: {exc}")
+            self._say(f"tap: cannot decode api {key} v{version} response to rewrite it: {ev.error}")
             return None
+        msg = ev.message
         wanted = {}
         for obj in list(getattr(msg, "brokers", None) or ()) + list(getattr(msg, "coordinators", None) or ()) + [msg]:
             host, port = getattr(obj, "host", ""), getattr(obj, "port", -1)
@@ -338,7 +308,8 @@ class Tap:
         if not rewrite_addresses(msg, key, lambda h, p: wanted.get((h, p))):
             return None
         try:
-            out = encode_response(msg, version, corr, header_tagged_fields=header.unknown_tagged_fields or None)
+            # faithful: every byte but the rewritten addresses stays the broker's
+            out = ev.encode(msg)
         except KafkaProtocolError as exc:
             self.stats["rewrite_failed"] += 1
             self._say(f"tap: cannot re-encode api {key} v{version} response: {exc}")
