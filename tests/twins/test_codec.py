@@ -124,3 +124,75 @@ def test_headers_agree(compiled, pure, data, version):
         a = outcome(lambda: compiled.decode_response_header(data, version))
         b = outcome(lambda: pure.decode_response_header(data, version))
         assert a == b
+
+
+# --------------------------------------------------------------------------
+# writer modes: growable, counting, sized, into a buffer; blobs by reference
+
+def _write_all(w, blob):
+    w.write_int32(0)
+    w.write_compact_string("héllo")
+    w.write_blob(blob, True)
+    w.write_string("x" * 300)
+    w.write_blob(None, False)
+    w.write_blob(blob, False)
+    w.write_blob(b"", True)
+    w.write_uvarint(300)
+    w.set_int32(0, len(w) - 4)
+
+
+def _summary(w, blob):
+    parts = w.parts()
+    return (len(w), w.external, b"".join(bytes(p) for p in parts), [p is blob for p in parts],
+            [at for at, _ in w.blobs])
+
+
+def test_writer_modes_agree(compiled, pure):
+    blob = b"b" * 1000
+    got = {}
+    for name, mod in (("compiled", compiled), ("pure", pure)):
+        count = mod.Writer.counting()
+        _write_all(count, blob)
+        kept = mod.Writer(keep_blobs=True)
+        _write_all(kept, blob)
+        sized = mod.Writer.sized(len(kept) - kept.external, keep_blobs=True)
+        _write_all(sized, blob)
+        copied = mod.Writer()
+        _write_all(copied, blob)
+        target = bytearray(len(copied) + 3)
+        into = mod.Writer.into(target, 3)
+        _write_all(into, blob)
+        into.release()
+        got[name] = ((len(count), count.external), _summary(kept, blob), _summary(sized, blob),
+                     copied.getvalue(), bytes(target))
+        assert got[name][1][2] == got[name][3] == got[name][4][3:] and got[name][0][0] == len(copied)
+    assert got["compiled"] == got["pure"]
+
+
+def test_writer_mode_errors_agree(compiled, pure):
+    def overflow(mod):
+        w = mod.Writer.sized(5)
+        w.write_int32(1)
+        w.write_int16(2)
+
+    def readonly(mod):
+        mod.Writer.into(b"abc")
+
+    def counting_value(mod):
+        mod.Writer.counting().getvalue()
+
+    def kept_value(mod):
+        w = mod.Writer(keep_blobs=True)
+        w.write_blob(b"x", True)
+        w.getvalue()
+
+    def bad_blob(mod):
+        mod.Writer().write_blob(3, False)
+
+    def null_blob(mod):
+        mod.Writer().write_blob(None, True, False)
+
+    for case in (overflow, readonly, counting_value, kept_value, bad_blob, null_blob):
+        a, b = outcome(lambda: case(compiled)), outcome(lambda: case(pure))
+        assert a == b, (case.__name__, a, b)
+        assert a[0] == "err", case.__name__
