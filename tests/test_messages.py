@@ -413,6 +413,9 @@ def test_api_versions_error_reply_in_v0_layout():
 def test_error_codes():
     assert ErrorCode.of(3) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and ErrorCode.of(3).retriable
     assert ErrorCode.of(12345) is ErrorCode.UNKNOWN_SERVER_ERROR
+    assert ErrorCode(12345) is ErrorCode.UNKNOWN_SERVER_ERROR and ErrorCode(-20000) is ErrorCode.UNKNOWN_SERVER_ERROR
+    with pytest.raises(ValueError):
+        ErrorCode("3")  # not a code at all
     assert error_name(35) == "UNSUPPORTED_VERSION" and not is_retriable(35)
     assert len(ErrorCode) > 130
 

@@ -44,7 +44,7 @@ def test_decodes_kafkas_own_lz4_batch():
         "offset": 0, "base_offset": 5, "batch_length": 77, "partition_leader_epoch": -1, "magic": 2,
         "crc": 0x8D022F8F, "attributes": 3, "last_offset_delta": 0, "base_timestamp": TS, "max_timestamp": TS,
         "producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "record_count": 1}
-    assert batch.compression == "lz4" and batch.codec == R.Codec.LZ4
+    assert batch.compression == "lz4" and batch.codec is R.Codec.LZ4 and repr(batch.codec) == "<Codec.LZ4: 3>"
     assert batch.last_offset == 5 and batch.next_offset == 6 and batch.size == len(JAVA_LZ4)
     assert [rec_tuple(r) for r in batch.records] == [(5, TS, 0, 0, b"k", b"v", [("h", b"x")], None)]
 

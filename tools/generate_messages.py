@@ -616,13 +616,31 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
     lines.append("}\n")
     (out / "__init__.py").write_text("".join(lines))
     (out / "__init__.pyi").write_text(stub_registry(registry))
-    write_error_codes(schemas_dir / "errors.tsv", out / "error_codes.py")
-    (out / "error_codes.pyi").write_text(HEADER + "# (code, name, retriable)\n"
-                                         "ERRORS: tuple[tuple[int, str, bool], ...]\n")
+    write_error_codes(schemas_dir / "errors.tsv", out / "error_codes.py", out / "error_codes.pyi")
     return len(registry)
 
 
-def write_error_codes(tsv: pathlib.Path, dest: pathlib.Path) -> None:
+_ERROR_CODE_METHODS = '''
+    @classmethod
+    def _missing_(cls, value):
+        # a code this table does not know (a newer broker's) is UNKNOWN_SERVER_ERROR, as in Kafka's clients
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls.UNKNOWN_SERVER_ERROR
+        return None
+
+    @classmethod
+    def of(cls, code: int) -> "ErrorCode":
+        """The member for ``code`` (UNKNOWN_SERVER_ERROR for a code this table does not know)."""
+        return cls(code)
+
+    @property
+    def retriable(self) -> bool:
+        return int(self) in _RETRIABLE
+'''
+
+
+def write_error_codes(tsv: pathlib.Path, dest: pathlib.Path, stub: pathlib.Path) -> None:
+    """Kafka's error table as data (ERRORS) and as an IntEnum with a member per code."""
     rows = []
     for line in tsv.read_text().splitlines()[1:]:
         if not line.strip():
@@ -631,10 +649,21 @@ def write_error_codes(tsv: pathlib.Path, dest: pathlib.Path) -> None:
         if retriable not in ("true", "false"):
             raise SchemaError(f"errors.tsv: retriable {retriable!r} for {name}")
         rows.append((int(code), name, retriable == "true"))
-    body = [HEADER, "# fmt: off\n", "# (code, name, retriable)\n", "ERRORS = (\n"]
-    body += [f"    ({code}, {name!r}, {retriable}),\n" for code, name, retriable in sorted(rows)]
+    rows.sort()
+    body = [HEADER, "# fmt: off\n", "import enum\n\n", "# (code, name, retriable)\n", "ERRORS = (\n"]
+    body += [f"    ({code}, {name!r}, {retriable}),\n" for code, name, retriable in rows]
     body.append(")\n")
+    body.append("_RETRIABLE = frozenset(code for code, _, retriable in ERRORS if retriable)\n\n\n")
+    body.append("class ErrorCode(enum.IntEnum):\n    \"\"\"A Kafka protocol error code.\"\"\"\n\n")
+    body += [f"    {name} = {code}\n" for code, name, _ in rows]
+    body.append(_ERROR_CODE_METHODS)
     dest.write_text("".join(body))
+    lines = [HEADER, "import enum\n\n", "# (code, name, retriable)\n", "ERRORS: tuple[tuple[int, str, bool], ...]\n\n",
+             "class ErrorCode(enum.IntEnum):\n"]
+    lines += [f"    {name} = {code}\n" for code, name, _ in rows]
+    lines += ["    @classmethod\n", "    def of(cls, code: int) -> ErrorCode: ...\n",
+              "    @property\n", "    def retriable(self) -> bool: ...\n"]
+    stub.write_text("".join(lines))
 
 
 def main(argv=None) -> int:

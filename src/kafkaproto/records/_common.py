@@ -61,6 +61,9 @@ class Codec(enum.IntEnum):
     ZSTD = 4
 
 
+_CODECS = tuple(Codec)
+
+
 class TimestampType(enum.IntEnum):
     CREATE_TIME = 0
     LOG_APPEND_TIME = 1
@@ -105,9 +108,10 @@ class _BatchBase:
     __slots__ = ()
 
     @property
-    def codec(self) -> int:
-        """Compression codec number (``Codec``)."""
-        return self.attributes & ATTR_CODEC
+    def codec(self) -> Codec:
+        """The compression codec, a :class:`Codec` (an int: ``batch.codec == 1`` holds for gzip)."""
+        x = self.attributes & ATTR_CODEC
+        return _CODECS[x] if x < len(_CODECS) else x
 
     @property
     def compression(self) -> str:
