@@ -538,9 +538,11 @@ def stub_schema(s: Schema) -> str:
         "    def decode(\n        cls, data: ReadableBuffer, version: int, offset: int = 0, *,"
         " with_end: bool = False,\n"
         f"        zero_copy: bool = False\n    ) -> {name} | tuple[{name}, int]: ...\n",
-        "    def encode(self, version: int, *, canonical: bool = False) -> bytes: ...\n",
-        "    def encode_into(self, writer: Writer, version: int, *, canonical: bool = False) -> None: ...\n",
+        "    def encode(self, version: int, *, canonical: bool = False, lenient: bool = False) -> bytes: ...\n",
+        "    def encode_into(\n        self, writer: Writer, version: int, *, canonical: bool = False,"
+        " lenient: bool = False\n    ) -> None: ...\n",
         "    @classmethod\n", "    def plan(cls, version: int) -> Plan: ...\n",
+        "    @classmethod\n", "    def fields(cls, version: int) -> tuple[FieldInfo, ...]: ...\n",
         "    @classmethod\n", "    def supports(cls, version: int) -> bool: ...\n",
         "    @classmethod\n", "    def is_flexible(cls, version: int) -> bool: ...\n",
     ]
@@ -554,7 +556,7 @@ def stub_module(items: list) -> str:
     imports += ["from collections.abc import Iterable\n", "from typing import Literal, overload\n", "\n",
                 "from _typeshed import ReadableBuffer\n", "\n",
                 "from ..._codec import Writer\n", "from .._engine import Plan\n",
-                f"from .._runtime import {'Message, Struct' if '(Struct):' in body else 'Message'}\n"]
+                f"from .._runtime import FieldInfo, Message{', Struct' if '(Struct):' in body else ''}\n"]
     return HEADER + "".join(imports) + body
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "KafkaProtocolError",
     "TruncatedError",
     "InvalidValueError",
+    "TrailingBytesError",
     "FrameSizeError",
     "EncodeError",
     "UnsupportedVersionError",
@@ -85,6 +86,10 @@ class TruncatedError(KafkaProtocolError):
 
 class InvalidValueError(KafkaProtocolError):
     """A value that no valid encoder produces (overlong varint, bad length, bad UTF-8...)."""
+
+
+class TrailingBytesError(InvalidValueError):
+    """Bytes left in a frame after its message body (``strict=True`` decoding)."""
 
 
 class FrameSizeError(KafkaProtocolError):

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from ._impl import codec
 from .error_codes import ErrorCode
-from .errors import KafkaProtocolError, TruncatedError, UnknownApiError, UnsupportedVersionError
+from .errors import KafkaProtocolError, TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .frames import FrameReader
-from .headers import _by_tag, decode_request_header, decode_response_header
+from .headers import RequestHeader, _by_tag, decode_request_header, decode_response_header
 from .messages import APIS, request_class, response_class
 from .net import send_parts
 
@@ -32,6 +32,8 @@ __all__ = [
     "Connection",
     "CorrelationError",
     "PendingRequests",
+    "ReceivedRequest",
+    "ReceivedResponse",
     "api_versions_handshake",
     "decode_request",
     "decode_response",
@@ -44,11 +46,15 @@ __all__ = [
     "expects_response",
     "negotiate_versions",
     "produce_acks",
+    "read_request",
+    "read_response",
+    "request_header",
     "request_expects_response",
     "request_header_version",
     "request_size",
     "response_header_version",
     "response_size",
+    "trailing_bytes",
     "send_request",
     "supported_versions",
 ]
@@ -58,6 +64,8 @@ API_VERSIONS = 18
 CONTROLLED_SHUTDOWN = 7
 _i16x2 = struct.Struct(">hh")
 _i32 = struct.Struct(">i")
+_head = struct.Struct(">hhi")
+_size = struct.Struct(">i")
 
 
 class CorrelationError(KafkaProtocolError):
@@ -112,25 +120,25 @@ def _check_kind(msg, kind):
         raise TypeError(f"expected a {kind} message, got {type(msg).__name__}")
 
 
-def _request_writer(w, msg, version, correlation_id, client_id, header_tagged_fields, canonical, size=0):
+def _request_writer(w, msg, version, correlation_id, client_id, header_tagged_fields, canonical, lenient=False):
     """Write a request frame (size prefix ``size``, header, body, kept trailing bytes) into ``w``."""
     _check_kind(msg, "request")
     hv = request_header_version(msg.API_KEY, version)
     type(msg).plan(version)  # raises UnsupportedVersionError before writing the header
-    w.write_int32(size)
+    w.write_int32(0)  # the size, set once known
     codec.encode_request_header(w, hv, msg.API_KEY, version, correlation_id, client_id,
                                 _by_tag(header_tagged_fields))
-    msg.encode_into(w, version, canonical=canonical)
+    msg.encode_into(w, version, canonical=canonical, lenient=lenient)
     _write_trailing(w, msg, canonical)
 
 
-def _response_writer(w, msg, version, correlation_id, header_tagged_fields, canonical, size=0):
+def _response_writer(w, msg, version, correlation_id, header_tagged_fields, canonical, lenient=False):
     _check_kind(msg, "response")
     hv = response_header_version(msg.API_KEY, version)
     type(msg).plan(version)
-    w.write_int32(size)
+    w.write_int32(0)  # the size, set once known
     codec.encode_response_header(w, hv, correlation_id, _by_tag(header_tagged_fields))
-    msg.encode_into(w, version, canonical=canonical)
+    msg.encode_into(w, version, canonical=canonical, lenient=lenient)
     _write_trailing(w, msg, canonical)
 
 
@@ -190,9 +198,14 @@ def encode_request(msg: Message, version: int, correlation_id: int, client_id: s
 
 
 def encode_response(msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
-                    canonical: bool = False) -> bytes:
-    """A complete size-prefixed response frame (see :func:`encode_request`)."""
-    return _to_bytes(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical))
+                    canonical: bool = False, lenient: bool = False) -> bytes:
+    """A complete size-prefixed response frame (see :func:`encode_request`).
+
+    ``lenient=True`` drops the values of fields ``version`` lacks instead of
+    raising (see :meth:`Message.encode`): one response object, built with the
+    newest version's fields, answers a client of any version.
+    """
+    return _to_bytes(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical, lenient))
 
 
 def encode_request_parts(msg: Message, version: int, correlation_id: int, client_id: str | None = None,
@@ -209,9 +222,9 @@ def encode_request_parts(msg: Message, version: int, correlation_id: int, client
 
 
 def encode_response_parts(msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
-                          canonical: bool = False) -> list:
+                          canonical: bool = False, lenient: bool = False) -> list:
     """A response frame as a list of buffers (see :func:`encode_request_parts`)."""
-    return _to_parts(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical))
+    return _to_parts(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical, lenient))
 
 
 def encode_request_into(buffer, msg: Message, version: int, correlation_id: int, client_id: str | None = None,
@@ -228,9 +241,9 @@ def encode_request_into(buffer, msg: Message, version: int, correlation_id: int,
 
 
 def encode_response_into(buffer, msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
-                         offset: int = 0, canonical: bool = False) -> int:
+                         offset: int = 0, canonical: bool = False, lenient: bool = False) -> int:
     """Write a response frame into ``buffer`` at ``offset`` (see :func:`encode_request_into`)."""
-    return _to_buffer(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical),
+    return _to_buffer(_response_writer, (msg, version, correlation_id, header_tagged_fields, canonical, lenient),
                       buffer, offset)
 
 
@@ -242,26 +255,42 @@ def request_size(msg: Message, version: int, client_id: str | None = None, heade
     return len(w)
 
 
-def response_size(msg: Message, version: int, header_tagged_fields=None, *, canonical: bool = False) -> int:
+def response_size(msg: Message, version: int, header_tagged_fields=None, *, canonical: bool = False,
+                  lenient: bool = False) -> int:
     """The size of the response frame :func:`encode_response` would write, size prefix included."""
     w = codec.Writer.counting()
-    _response_writer(w, msg, version, 0, header_tagged_fields, canonical)
+    _response_writer(w, msg, version, 0, header_tagged_fields, canonical, lenient)
     return len(w)
 
 
-def _keep_trailing(msg, mv, end):
-    if end < len(mv):
+def _keep_trailing(msg, mv, end, strict):
+    left = len(mv) - end
+    if left > 0:
+        if strict:
+            raise TrailingBytesError(f"{left} bytes after the body", "trailing bytes", end)
         msg._trailing = bytes(mv[end:])
 
 
-def decode_request(frame, *, with_end: bool = False, zero_copy: bool = False):
+def trailing_bytes(msg) -> int:
+    """How many bytes the frame of a decoded message had after its body (0: none)."""
+    t = getattr(msg, "_trailing", None)
+    return len(t) if t else 0
+
+
+def decode_request(frame, *, with_end: bool = False, zero_copy: bool = False, strict: bool = False):
     """A request frame (without its size prefix, as split_frames yields it) → (header, message).
 
     Bytes left after the body are ignored, as Kafka's own parser does (some
-    clients send them), but kept with the message: encoding it again writes
-    them back.  ``with_end=True`` adds the offset where the body ended.
-    ``zero_copy=True``: records and ``zeroCopy`` bytes fields are views of
-    ``frame`` (see :meth:`Message.decode` for what a view keeps alive).
+    clients send them), but kept with the message (:func:`trailing_bytes`):
+    encoding it again writes them back.  ``strict=True`` raises
+    :class:`TrailingBytesError` instead.  ``with_end=True`` adds the offset
+    where the body ended.  ``zero_copy=True``: records and ``zeroCopy`` bytes
+    fields are views of ``frame`` (see :meth:`Message.decode` for what a
+    view keeps alive).
+
+    A body that fails part-way raises with ``exc.header`` (the decoded
+    header) and ``exc.partial`` (the message's top-level fields read before
+    the failure, None for the others).
     """
     mv = memoryview(frame)
     if len(mv) < 4:
@@ -274,18 +303,25 @@ def decode_request(frame, *, with_end: bool = False, zero_copy: bool = False):
         raise UnsupportedVersionError(f"{cls.NAME} v{api_version} is not supported (versions {cls.VALID_VERSIONS})",
                                       "request header", 2)
     header, offset = decode_request_header(mv, request_header_version(api_key, api_version))
-    msg, end = cls.decode(mv, api_version, offset, with_end=True, zero_copy=zero_copy)
-    _keep_trailing(msg, mv, end)
+    try:
+        msg, end = cls.decode(mv, api_version, offset, with_end=True, zero_copy=zero_copy)
+        _keep_trailing(msg, mv, end, strict)
+    except KafkaProtocolError as exc:
+        exc.header = header
+        exc.set_context(f"{cls.NAME} v{api_version}")
+        raise
     return (header, msg, end) if with_end else (header, msg)
 
 
-def decode_response(frame, api_key: int, version: int, *, with_end: bool = False, zero_copy: bool = False):
+def decode_response(frame, api_key: int, version: int, *, with_end: bool = False, zero_copy: bool = False,
+                    strict: bool = False):
     """A response frame (without its size prefix) → (header, message).
 
     The api key and version are those of the request it answers.  An
     ApiVersions response that does not fit the requested version is read in
     the v0 layout, which brokers use to answer UNSUPPORTED_VERSION (KIP-511).
-    Trailing bytes and ``zero_copy`` as in :func:`decode_request`.
+    Trailing bytes, ``strict``, ``zero_copy`` and the errors' ``header`` and
+    ``partial`` as in :func:`decode_request`.
     """
     mv = memoryview(frame)
     cls = response_class(api_key)
@@ -294,15 +330,29 @@ def decode_response(frame, api_key: int, version: int, *, with_end: bool = False
                                       cls.NAME)
     header, offset = decode_response_header(mv, response_header_version(api_key, version))
     try:
-        msg, end = cls.decode(mv, version, offset, with_end=True, zero_copy=zero_copy)
-    except KafkaProtocolError:
-        if api_key != API_VERSIONS or version == 0:
-            raise
-        msg, end = cls.decode(mv, 0, offset, with_end=True)
-        if msg.error_code != ErrorCode.UNSUPPORTED_VERSION:
-            raise
-    _keep_trailing(msg, mv, end)
+        try:
+            msg, end = cls.decode(mv, version, offset, with_end=True, zero_copy=zero_copy)
+        except KafkaProtocolError:
+            if api_key != API_VERSIONS or version == 0:
+                raise
+            msg, end = _kip511(mv, offset)
+            if msg is None:
+                raise
+        _keep_trailing(msg, mv, end, strict)
+    except KafkaProtocolError as exc:
+        exc.header = header
+        exc.set_context(f"{cls.NAME} v{version}")
+        raise
     return (header, msg, end) if with_end else (header, msg)
+
+
+def _kip511(mv, offset):
+    """An ApiVersions error reply in the v0 layout (KIP-511), or (None, None)."""
+    try:
+        msg, end = response_class(API_VERSIONS).decode(mv, 0, offset, with_end=True)
+    except KafkaProtocolError:
+        return None, None
+    return (msg, end) if msg.error_code == ErrorCode.UNSUPPORTED_VERSION else (None, None)
 
 
 # ---------------------------------------------------------------------------
@@ -341,6 +391,160 @@ def negotiate_versions(broker, ours: dict[int, tuple[int, int]] | None = None) -
             if a <= b:
                 out[key] = b
     return out
+
+
+# ---------------------------------------------------------------------------
+# received frames, for brokers and proxies
+
+
+class ReceivedRequest:
+    """A request frame as received (by a broker, or a proxy on its way to one).
+
+    ``api_key``, ``api_version`` and ``correlation_id`` come from the frame's
+    first 8 bytes (None if it is shorter); ``header`` and ``message`` are
+    the decoded request (None when not decoding, or when it does not decode:
+    ``error`` says why); ``expects_response`` is False for Produce with
+    ``acks=0``.
+    """
+
+    __slots__ = ("frame", "offset", "api_key", "api_version", "correlation_id", "header", "message", "error",
+                 "expects_response", "user")
+
+    def __init__(self, frame, offset, api_key, api_version, correlation_id, header=None, message=None, error=None,
+                 expects_response=True):
+        self.frame = frame
+        #: where the frame's size prefix starts in its byte stream
+        self.offset = offset
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.header = header
+        self.message = message
+        self.error = error
+        self.expects_response = expects_response
+        #: anything the owner attaches (a timestamp, a record id): it comes back as the response's ``request.user``
+        self.user = None
+
+    @property
+    def client_id(self):
+        return self.header.client_id if self.header is not None else None
+
+    def parts(self) -> list:
+        """The frame as it came, size prefix included, as buffers to send."""
+        return [_size.pack(len(self.frame)), self.frame]
+
+    def __repr__(self):
+        return (f"ReceivedRequest(api={self.api_key} v{self.api_version}, correlation_id={self.correlation_id}, "
+                f"{len(self.frame)} bytes{', error' if self.error is not None else ''})")
+
+
+class ReceivedResponse:
+    """A response frame as received, with the request it answers (``request``:
+    None when no request waits for its correlation id)."""
+
+    __slots__ = ("frame", "offset", "correlation_id", "request", "header", "message", "error")
+
+    def __init__(self, frame, offset, correlation_id, request=None, header=None, message=None, error=None):
+        self.frame = frame
+        #: where the frame's size prefix starts in its byte stream
+        self.offset = offset
+        self.correlation_id = correlation_id
+        self.request = request
+        self.header = header
+        self.message = message
+        self.error = error
+
+    @property
+    def api_key(self):
+        return self.request.api_key if self.request is not None else None
+
+    @property
+    def api_version(self):
+        return self.request.api_version if self.request is not None else None
+
+    def parts(self) -> list:
+        """The frame as it came, size prefix included, as buffers to send."""
+        return [_size.pack(len(self.frame)), self.frame]
+
+    def encode(self, message=None, *, canonical: bool = False) -> list:
+        """The response re-encoded (``message``, default the decoded one, changed
+        or not) with this frame's version, correlation id and header tags, as
+        buffers to send.  Unchanged fields keep their bytes (faithful
+        re-encoding), so a changed address is the only difference."""
+        msg = self.message if message is None else message
+        if msg is None or self.request is None:
+            raise ValueError("no decoded response to encode: decode=True, and a response to a known request")
+        tags = self.header.unknown_tagged_fields if self.header is not None else None
+        return encode_response_parts(msg, self.api_version, self.correlation_id, tags or None, canonical=canonical)
+
+    def __repr__(self):
+        return (f"ReceivedResponse(api={self.api_key} v{self.api_version}, correlation_id={self.correlation_id}, "
+                f"{len(self.frame)} bytes{', error' if self.error is not None else ''})")
+
+
+def read_request(frame, offset: int = 0, *, decode: bool = True, zero_copy: bool = False) -> ReceivedRequest:
+    """A request frame (size prefix removed) → :class:`ReceivedRequest`, never raising
+    on bad bytes: what does not decode is in ``error`` (with the header when it
+    read, and ``error.partial``).  ``decode=False`` reads the header only."""
+    if len(frame) < 8:
+        return ReceivedRequest(frame, offset, None, None, None, error=KafkaProtocolError(
+            f"a request frame of {len(frame)} bytes has no room for a header", "request header", 0))
+    key, version, cid = _head.unpack_from(frame, 0)
+    ev = ReceivedRequest(frame, offset, key, version, cid)
+    try:
+        if decode:
+            ev.header, ev.message = decode_request(frame, zero_copy=zero_copy)
+        else:
+            ev.header = request_header(frame)
+    except KafkaProtocolError as exc:
+        ev.error = exc
+        ev.header = getattr(exc, "header", None) or _header_or_none(frame)
+    if ev.message is not None:
+        ev.expects_response = expects_response(ev.message)
+    else:
+        ev.expects_response = produce_acks(frame) != 0
+    return ev
+
+
+def read_response(frame, offset: int, request: ReceivedRequest | None, *, decode: bool = True,
+                  zero_copy: bool = False) -> ReceivedResponse:
+    """A response frame (size prefix removed) answering ``request`` (None:
+    unpaired, not decoded) → :class:`ReceivedResponse`, never raising on bad bytes."""
+    if len(frame) < 4:
+        return ReceivedResponse(frame, offset, None, request, error=KafkaProtocolError(
+            f"a response frame of {len(frame)} bytes has no room for a correlation id", "response header", 0))
+    ev = ReceivedResponse(frame, offset, _i32.unpack_from(frame, 0)[0], request)
+    if decode and request is not None and request.api_key is not None:
+        try:
+            ev.header, ev.message = decode_response(frame, request.api_key, request.api_version, zero_copy=zero_copy)
+        except KafkaProtocolError as exc:
+            ev.error = exc
+            ev.header = getattr(exc, "header", None)
+    return ev
+
+
+def request_header(frame) -> RequestHeader:
+    """The header of a request frame (size prefix removed), whatever its api key
+    and version: a key or version this library cannot decode still gives its
+    api key, version, correlation id and client id (a broker answers such a
+    request from them).  Unknown keys are read in the v1 layout, which every
+    header version shares up to the client id.  Raises if even that does not read."""
+    mv = memoryview(frame)
+    if len(mv) < 8:
+        raise TruncatedError(f"need 8 bytes, {len(mv)} left", "request header", 0)
+    api_key, api_version = _i16x2.unpack_from(mv, 0)
+    try:
+        hv = request_header_version(api_key, api_version)
+    except UnknownApiError:
+        hv = 1
+    return decode_request_header(mv, hv)[0]
+
+
+def _header_or_none(frame):
+    try:
+        return request_header(frame)
+    except KafkaProtocolError:
+        return None
 
 
 # ---------------------------------------------------------------------------

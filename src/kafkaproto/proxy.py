@@ -27,110 +27,20 @@ import struct
 from collections.abc import Collection
 
 from ._limits import DEFAULT_MAX_FRAME_SIZE
-from .errors import FrameSizeError, KafkaProtocolError
+from .errors import FrameSizeError
 from .frames import FrameReader
-from .headers import decode_request_header
-from .protocol import (
-    PendingRequests,
-    decode_request,
-    decode_response,
-    encode_response_parts,
-    produce_acks,
-    request_header_version,
-)
+from .protocol import PendingRequests, ReceivedRequest, ReceivedResponse, read_request, read_response
 
 __all__ = ["ProxyConnection", "ProxyRequest", "ProxyResponse", "Unframed", "rewrite_addresses"]
 
-_size = struct.Struct(">i")
-_head = struct.Struct(">hhi")
 _cid = struct.Struct(">i")
+_key = struct.Struct(">h")
+
+#: the proxy's events: the library's received-frame types
+ProxyRequest = ReceivedRequest
+ProxyResponse = ReceivedResponse
 
 METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
-
-
-class ProxyRequest:
-    """A request frame seen on its way to the broker.
-
-    ``api_key``, ``api_version`` and ``correlation_id`` come from the frame's
-    first 8 bytes (None if it is shorter); ``header`` and ``message`` are
-    the decoded request (None when not decoding, or when it does not decode:
-    ``error`` says why); ``expects_response`` is False for Produce with
-    ``acks=0``.
-    """
-
-    __slots__ = ("frame", "offset", "api_key", "api_version", "correlation_id", "header", "message", "error",
-                 "expects_response", "user")
-
-    def __init__(self, frame, offset, api_key, api_version, correlation_id, header=None, message=None, error=None,
-                 expects_response=True):
-        self.frame = frame
-        #: where the frame's size prefix starts in the client's byte stream
-        self.offset = offset
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.header = header
-        self.message = message
-        self.error = error
-        self.expects_response = expects_response
-        #: anything the owner attaches (a timestamp, a record id): it comes back as the response's ``request.user``
-        self.user = None
-
-    @property
-    def client_id(self):
-        return self.header.client_id if self.header is not None else None
-
-    def parts(self) -> list:
-        """The frame as it came, size prefix included, as buffers to send."""
-        return [_size.pack(len(self.frame)), self.frame]
-
-    def __repr__(self):
-        return (f"ProxyRequest(api={self.api_key} v{self.api_version}, correlation_id={self.correlation_id}, "
-                f"{len(self.frame)} bytes{', error' if self.error is not None else ''})")
-
-
-class ProxyResponse:
-    """A response frame seen on its way to the client, with the request it
-    answers (``request``: None when no request waits for its correlation id)."""
-
-    __slots__ = ("frame", "offset", "correlation_id", "request", "header", "message", "error")
-
-    def __init__(self, frame, offset, correlation_id, request=None, header=None, message=None, error=None):
-        self.frame = frame
-        #: where the frame's size prefix starts in the broker's byte stream
-        self.offset = offset
-        self.correlation_id = correlation_id
-        self.request = request
-        self.header = header
-        self.message = message
-        self.error = error
-
-    @property
-    def api_key(self):
-        return self.request.api_key if self.request is not None else None
-
-    @property
-    def api_version(self):
-        return self.request.api_version if self.request is not None else None
-
-    def parts(self) -> list:
-        """The frame as it came, size prefix included, as buffers to send."""
-        return [_size.pack(len(self.frame)), self.frame]
-
-    def encode(self, message=None, *, canonical: bool = False) -> list:
-        """The response re-encoded (``message``, default the decoded one, changed
-        or not) with this frame's version, correlation id and header tags, as
-        buffers to send.  Unchanged fields keep their bytes (faithful
-        re-encoding), so a changed address is the only difference."""
-        msg = self.message if message is None else message
-        if msg is None or self.request is None:
-            raise ValueError("no decoded response to encode: decode=True, and a response to a known request")
-        tags = self.header.unknown_tagged_fields if self.header is not None else None
-        return encode_response_parts(msg, self.api_version, self.correlation_id, tags or None, canonical=canonical)
-
-    def __repr__(self):
-        return (f"ProxyResponse(api={self.api_key} v{self.api_version}, correlation_id={self.correlation_id}, "
-                f"{len(self.frame)} bytes{', error' if self.error is not None else ''})")
 
 
 class Unframed:
@@ -207,41 +117,17 @@ class ProxyConnection:
         self._offsets[side] = at + len(data)
         return Unframed(data, at, exc)
 
-    def _request(self, frame, at) -> ProxyRequest:
-        if len(frame) < 8:
-            return ProxyRequest(frame, at, None, None, None, error=KafkaProtocolError(
-                f"a request frame of {len(frame)} bytes has no room for a header", "request header", 0))
-        key, version, cid = _head.unpack_from(frame, 0)
-        ev = ProxyRequest(frame, at, key, version, cid)
-        try:
-            if self._decodes(key):
-                ev.header, ev.message = decode_request(frame, zero_copy=self.zero_copy)
-            else:
-                ev.header = decode_request_header(frame, request_header_version(key, version))[0]
-        except KafkaProtocolError as exc:
-            ev.error = exc
-        if ev.message is not None:
-            ev.expects_response = not (key == 0 and ev.message.acks == 0)
-        else:
-            ev.expects_response = produce_acks(frame) != 0
-        if ev.expects_response:
-            self.pending.add(cid, ev)
+    def _request(self, frame, at) -> ReceivedRequest:
+        decode = len(frame) >= 2 and self._decodes(_key.unpack_from(frame, 0)[0])
+        ev = read_request(frame, at, decode=decode, zero_copy=self.zero_copy)
+        if ev.expects_response and ev.correlation_id is not None:
+            self.pending.add(ev.correlation_id, ev)
         return ev
 
-    def _response(self, frame, at) -> ProxyResponse:
-        if len(frame) < 4:
-            return ProxyResponse(frame, at, None, error=KafkaProtocolError(
-                f"a response frame of {len(frame)} bytes has no room for a correlation id", "response header", 0))
-        cid = _cid.unpack_from(frame, 0)[0]
-        req = self.pending.pop(cid)
-        ev = ProxyResponse(frame, at, cid, req)
-        if req is not None and req.api_key is not None and self._decodes(req.api_key):
-            try:
-                ev.header, ev.message = decode_response(frame, req.api_key, req.api_version,
-                                                        zero_copy=self.zero_copy)
-            except KafkaProtocolError as exc:
-                ev.error = exc
-        return ev
+    def _response(self, frame, at) -> ReceivedResponse:
+        req = self.pending.pop(_cid.unpack_from(frame, 0)[0]) if len(frame) >= 4 else None
+        decode = req is not None and req.api_key is not None and self._decodes(req.api_key)
+        return read_response(frame, at, req, decode=decode, zero_copy=self.zero_copy)
 
 
 def rewrite_addresses(msg, api_key: int, mapper) -> bool:

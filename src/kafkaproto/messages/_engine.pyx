@@ -521,10 +521,13 @@ def decode_struct(Plan plan, data, Py_ssize_t offset=0, views=None):
     finally:
         PyBuffer_Release(&view)
     if rc:
-        Py_XDECREF(x.root)
+        partial = <object>x.root if x.root != NULL else None
+        Py_XDECREF(x.root)  # `partial` holds it now
         if c.fail == F_PYTHON:
             _reraise()
-        raise path_error(&c)
+        exc = path_error(&c)
+        exc.partial = partial  # the struct as far as it was read (see _runtime.partial_result)
+        raise exc
     obj = <object>x.root
     Py_DECREF(x.root)  # `obj` holds it now
     return obj, c.pos
@@ -543,7 +546,7 @@ cdef inline object _get(object obj, str attr, Py_ssize_t off):
 
 
 cdef int _write_value(int kind, Writer w, object v, bint compact, bint nullable, object sub, bint tagged,
-                      bint blob, bint canonical) except -1:
+                      bint blob, bint canonical, bint lenient) except -1:
     if kind == K_INT32:
         w.write_int32(v)
     elif kind == K_INT16:
@@ -594,16 +597,16 @@ cdef int _write_value(int kind, Writer w, object v, bint compact, bint nullable,
                 w.write_uvarint(1)
             else:
                 w.write_int8(1)
-        _encode(<Plan>sub, v, w, canonical)
+        _encode(<Plan>sub, v, w, canonical, lenient)
     else:
         raise AssertionError(kind)
     return 0
 
 
-cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical) except -1:
+cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical, bint lenient) except -1:
     if f.kind != K_ARRAY:
         return _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged, f.zero_copy and not f.tagged,
-                            canonical)
+                            canonical, lenient)
     if v is None:
         if not f.nullable:
             raise EncodeError("null in a non-nullable field", "array")
@@ -624,7 +627,7 @@ cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical) except -1
     cdef Py_ssize_t i = 0
     try:
         for i, x in enumerate(v):
-            _write_value(elem, w, x, compact, False, sub, False, False, canonical)
+            _write_value(elem, w, x, compact, False, sub, False, False, canonical, lenient)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
         raise
@@ -637,7 +640,7 @@ cdef inline object _wire_of(object obj, Py_ssize_t off):
     return <object>p if p != NULL else None
 
 
-cdef int _encode(Plan plan, object obj, Writer w, bint canonical) except -1:
+cdef int _encode(Plan plan, object obj, Writer w, bint canonical, bint lenient) except -1:
     if not isinstance(obj, plan.cls):
         raise EncodeError(f"expected {plan.name}, got {type(obj).__name__}", plan.name)
     cdef FieldPlan f = None
@@ -646,9 +649,9 @@ cdef int _encode(Plan plan, object obj, Writer w, bint canonical) except -1:
     cdef object wire
     try:
         for f in plan.fields:
-            _write_field(f, w, _get(obj, f.attr, f.off), canonical)
+            _write_field(f, w, _get(obj, f.attr, f.off), canonical, lenient)
         for f in plan.absent:
-            if not f.tagged and not f.ignorable:
+            if not f.tagged and not f.ignorable and not lenient:
                 v = getattr(obj, f.attr)
                 if not f.is_default(v):
                     raise EncodeError(f"{v!r} is not the default, and this version has no such field",
@@ -664,7 +667,7 @@ cdef int _encode(Plan plan, object obj, Writer w, bint canonical) except -1:
                 # default; faithful: also for every known tag the wire carried
                 if not f.is_default(v) or (wire is not None and f.tag in wire):
                     sub = Writer()
-                    _write_field(f, sub, v, canonical)
+                    _write_field(f, sub, v, canonical, lenient)
                     entries.append((f.tag, sub.getvalue()))
             f = None
             if unknown:
@@ -699,8 +702,10 @@ def _wire_order(list entries, tuple wire):
     return sorted(entries, key=lambda e: (0, rank[e[0]]) if e[0] in rank else (1, e[0]))
 
 
-def encode_struct(Plan plan, obj, Writer writer, bint canonical=False):
+def encode_struct(Plan plan, obj, Writer writer, bint canonical=False, bint lenient=False):
     """Encode ``obj`` with ``plan`` into ``writer``.  Unless ``canonical``, a
     decoded struct is written back as the wire had it (its tags' order, known
-    tags at their defaults); a changed field is written as changed."""
-    _encode(plan, obj, writer, canonical)
+    tags at their defaults); a changed field is written as changed.
+    ``lenient``: a field this version lacks is dropped even when Kafka marks
+    it not ignorable (one response object for many versions)."""
+    _encode(plan, obj, writer, canonical, lenient)

@@ -187,6 +187,7 @@ def _decode(plan, r):
     except KafkaProtocolError as exc:
         if f is not None:
             exc.add_path(f.attr)
+        exc.partial = obj  # the struct as far as it was read; the outermost level's stays
         raise
     return obj
 
@@ -206,7 +207,7 @@ def decode_struct(plan, data, offset=0, views=None):
 # encode
 
 
-def _write_value(kind, w, v, compact, nullable, sub, tagged, blob, canonical):
+def _write_value(kind, w, v, compact, nullable, sub, tagged, blob, canonical, lenient):
     if kind == K.INT32:
         w.write_int32(v)
     elif kind == K.INT16:
@@ -251,14 +252,15 @@ def _write_value(kind, w, v, compact, nullable, sub, tagged, blob, canonical):
                 w.write_uvarint(1)
             else:
                 w.write_int8(1)
-        _encode(sub, v, w, canonical)
+        _encode(sub, v, w, canonical, lenient)
     else:  # pragma: no cover
         raise AssertionError(kind)
 
 
-def _write_field(f, w, v, canonical):
+def _write_field(f, w, v, canonical, lenient):
     if f.kind != K.ARRAY:
-        _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged, f.zero_copy and not f.tagged, canonical)
+        _write_value(f.kind, w, v, f.compact, f.nullable, f.sub, f.tagged, f.zero_copy and not f.tagged, canonical,
+                     lenient)
         return
     if v is None:
         if not f.nullable:
@@ -272,21 +274,21 @@ def _write_field(f, w, v, canonical):
     i = 0
     try:
         for i, x in enumerate(v):  # noqa: B007 - the index names the element in an error
-            _write_value(elem, w, x, compact, False, sub, False, False, canonical)
+            _write_value(elem, w, x, compact, False, sub, False, False, canonical, lenient)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
         raise
 
 
-def _encode(plan, obj, w, canonical):
+def _encode(plan, obj, w, canonical, lenient):
     if not isinstance(obj, plan.cls):
         raise EncodeError(f"expected {plan.name}, got {type(obj).__name__}", plan.name)
     f = None
     try:
         for f in plan.fields:
-            _write_field(f, w, getattr(obj, f.attr), canonical)
+            _write_field(f, w, getattr(obj, f.attr), canonical, lenient)
         for f in plan.absent:
-            if not f.tagged and not f.ignorable:
+            if not f.tagged and not f.ignorable and not lenient:
                 v = getattr(obj, f.attr)
                 if not f.is_default(v):
                     raise EncodeError(f"{v!r} is not the default, and this version has no such field",
@@ -302,7 +304,7 @@ def _encode(plan, obj, w, canonical):
                 # default; faithful: also for every known tag the wire carried
                 if not f.is_default(v) or (wire is not None and f.tag in wire):
                     sub = Writer()
-                    _write_field(f, sub, v, canonical)
+                    _write_field(f, sub, v, canonical, lenient)
                     entries.append((f.tag, sub.getvalue()))
             f = None
             if unknown:
@@ -332,8 +334,10 @@ def _wire_order(entries, wire):
     return sorted(entries, key=lambda e: (0, rank[e[0]]) if e[0] in rank else (1, e[0]))
 
 
-def encode_struct(plan, obj, writer, canonical=False):
+def encode_struct(plan, obj, writer, canonical=False, lenient=False):
     """Encode ``obj`` with ``plan`` into ``writer``.  Unless ``canonical``, a
     decoded struct is written back as the wire had it (its tags' order, known
-    tags at their defaults); a changed field is written as changed."""
-    _encode(plan, obj, writer, canonical)
+    tags at their defaults); a changed field is written as changed.
+    ``lenient``: a field this version lacks is dropped even when Kafka marks
+    it not ignorable (one response object for many versions)."""
+    _encode(plan, obj, writer, canonical, lenient)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import inspect
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _kinds as K
 from .._impl import codec, engine
@@ -131,6 +131,35 @@ def _plain(v):
     return v
 
 
+class FieldInfo(NamedTuple):
+    """One field of a message at one version (:meth:`Message.fields`)."""
+
+    name: str                 # the attribute
+    kafka_name: str           # the schema's name
+    type: str                 # the schema's type: "int32", "string", "[]int32", "[]MetadataResponseTopic"...
+    versions: str             # the versions that have the field ("0+", "3-7")
+    nullable: bool            # at this version
+    tagged: bool              # a tagged field at this version
+    tag: int | None
+    ignorable: bool           # Kafka drops a non-default value where the version lacks the field
+    default: Any              # what a new instance holds
+    entity: str | None        # what the value names ("topicName", "brokerId"...)
+    zero_copy: bool           # records, and bytes Kafka keeps as a view of the receive buffer
+    fields: tuple             # the nested struct's fields (struct and struct-array fields)
+
+
+def _field_infos(cls, version: int, flexible: bool) -> tuple:
+    out = []
+    for f in cls._FIELDS:
+        if not f.versions >> version & 1:
+            continue
+        nested = _field_infos(f.struct, version, flexible) if f.struct is not None else ()
+        out.append(FieldInfo(f.attr, f.wire, f.type, f.versions_spec, bool(f.nullable >> version & 1),
+                             bool(flexible and f.tagged >> version & 1), f.tag, f.ignorable, f.make_default(),
+                             f.entity, bool(f.zero_copy or f.kind == K.RECORDS), nested))
+    return tuple(out)
+
+
 class _FieldsSignature:
     """``Struct.__signature__``: what ``inspect.signature(cls)`` and ``help(cls)``
     show, the fields as keyword-only parameters with their defaults (a fresh
@@ -196,6 +225,20 @@ class Struct:
         if self.unknown_tagged_fields:
             out["unknown_tagged_fields"] = list(self.unknown_tagged_fields)
         return out
+
+
+def partial_result(cls, obj, path):
+    """What a failed decode read before it failed: an instance of ``cls`` with the
+    top-level fields that were read, and None for the failing field and those
+    not reached (``exc.partial``; None when nothing was read)."""
+    if obj is None or not isinstance(obj, cls):
+        return None
+    failed = path[0] if path else None
+    out = cls.__new__(cls)
+    for a in cls._ATTRS:
+        setattr(out, a, None if a == failed else getattr(obj, a, None))
+    out.unknown_tagged_fields = ()
+    return out
 
 
 def _views(data):
@@ -293,6 +336,16 @@ class Message(Struct):
         return cls._FLEXIBLE_FROM is not None and version >= cls._FLEXIBLE_FROM
 
     @classmethod
+    def fields(cls, version: int) -> tuple[FieldInfo, ...]:
+        """The fields ``version`` has, in schema order (tagged ones included:
+        ``tagged`` says which), each a :class:`FieldInfo` with its type,
+        nullability, default, tag and nested fields."""
+        if not cls.supports(version):
+            raise UnsupportedVersionError(f"{cls.NAME} v{version} is not supported (versions {cls.VALID_VERSIONS})",
+                                          cls.NAME)
+        return _field_infos(cls, version, cls.is_flexible(version))
+
+    @classmethod
     def supports(cls, version: int) -> bool:
         return 0 <= version <= 63 and bool(cls._VALID >> version & 1)
 
@@ -332,29 +385,35 @@ class Message(Struct):
             obj, end = engine.decode_struct(plan, data, offset, _views(data) if zero_copy else None)
         except KafkaProtocolError as exc:
             exc.set_context(plan.context)
+            exc.partial = partial_result(cls, getattr(exc, "partial", None), exc.path)
             raise
         finally:
             if paused:
                 gc.enable()
         return (obj, end) if with_end else obj
 
-    def encode(self, version: int, *, canonical: bool = False) -> bytes:
+    def encode(self, version: int, *, canonical: bool = False, lenient: bool = False) -> bytes:
         """The body at ``version`` (no header, no size prefix).
 
         A decoded message is written back as the wire had it: tagged fields
         in their wire order, known tags the wire carried at their default
         values.  ``canonical=True`` writes Kafka's own form instead (tags
         ascending, a tag only for a value other than its default).
+
+        A non-default value in a field ``version`` lacks raises
+        :class:`EncodeError`, unless Kafka marks the field ignorable;
+        ``lenient=True`` drops such values too, so that one object can be
+        encoded at every version a client may ask for.
         """
         w = codec.Writer()
-        self.encode_into(w, version, canonical=canonical)
+        self.encode_into(w, version, canonical=canonical, lenient=lenient)
         return w.getvalue()
 
-    def encode_into(self, writer, version: int, *, canonical: bool = False) -> None:
+    def encode_into(self, writer, version: int, *, canonical: bool = False, lenient: bool = False) -> None:
         """Append the body to a :class:`~kafkaproto.primitives.Writer` (any mode)."""
         plan = type(self).plan(version)
         try:
-            engine.encode_struct(plan, self, writer, canonical)
+            engine.encode_struct(plan, self, writer, canonical, lenient)
         except KafkaProtocolError as exc:
             exc.set_context(plan.context)
             raise
