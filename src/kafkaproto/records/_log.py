@@ -1,0 +1,88 @@
+"""Appending produced batches to a log: what a broker does to a Produce
+request's records before it stores them (Kafka's ``LogValidator``, in its
+in-place cases).
+
+Offsets and the log-append time live in batch headers (v2) or in the
+message headers of a legacy set, so they are patched where they are, and
+the checksums that cover them are recomputed: records are neither decoded
+into objects nor re-encoded.  The one exception is a compressed magic-0
+set, whose inner messages carry absolute offsets: it is rebuilt, as Kafka
+rebuilds it.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import crc32c as _crc32c
+
+from ..errors import CorruptRecordError
+
+__all__ = ["assign_offsets"]
+
+_i16 = struct.Struct(">h")
+_i32 = struct.Struct(">i")
+_i64 = struct.Struct(">q")
+_u32 = struct.Struct(">I")
+
+V2_TIMESTAMP_TYPE = 0x08   # batch attributes bit: log-append time
+V1_TIMESTAMP_TYPE = 0x08   # message attributes bit (magic 1)
+
+
+def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None,
+                   check_crc: bool = True) -> tuple[bytes, int]:
+    """Give the batches of a records blob (as a Produce request carries them)
+    their log offsets from ``base_offset`` on → ``(new blob, next offset)``.
+
+    ``log_append_time`` (milliseconds): also mark the batches log-append time
+    with that timestamp (v2: the batch's max timestamp; magic 1: the
+    top-level messages' timestamps), as a topic with
+    ``message.timestamp.type=LogAppendTime`` does.  The batches are checked
+    first (CRCs, structure: :func:`kafkaproto.records.decode`); a blob that
+    ends inside a batch is refused, since a producer sends whole batches.
+    """
+    from . import decode, encode
+
+    out = bytearray(blob)
+    mv = memoryview(out)
+    nxt = int(base_offset)
+    pieces = []  # (start, end, replacement) for rebuilt magic-0 wrappers
+    for batch in decode(out, check_crc=check_crc):
+        if batch.truncated:
+            raise CorruptRecordError(f"the blob ends inside a batch ({batch.available} of its bytes are there)",
+                                     "record batch", batch.offset)
+        at = batch.offset
+        if batch.magic == 2:
+            _i64.pack_into(out, at, nxt)
+            nxt += _i32.unpack_from(out, at + 23)[0] + 1  # lastOffsetDelta
+            if log_append_time is not None:
+                attrs = _i16.unpack_from(out, at + 21)[0] | V2_TIMESTAMP_TYPE
+                _i16.pack_into(out, at + 21, attrs)
+                _i64.pack_into(out, at + 35, log_append_time)
+                _u32.pack_into(out, at + 17, _crc32c.crc32c(mv[at + 21:at + batch.size]))
+            continue
+        count = len(batch.records)
+        if batch.codec and batch.magic == 0:
+            # inner offsets are absolute: rebuild the set with its records' new offsets
+            recs = [(r.key, r.value) for r in batch.records]
+            pieces.append((at, at + batch.size, encode(recs, magic=0, codec=batch.codec, base_offset=nxt)))
+            nxt += count
+            continue
+        # one top-level message: a plain one, or a magic-1 wrapper (inner offsets relative)
+        _i64.pack_into(out, at, nxt + count - 1 if batch.codec else nxt)
+        nxt += count if batch.codec else 1
+        if log_append_time is not None and batch.magic == 1:
+            out[at + 17] |= V1_TIMESTAMP_TYPE
+            _i64.pack_into(out, at + 18, log_append_time)
+            _u32.pack_into(out, at + 12, zlib.crc32(mv[at + 16:at + batch.size]))
+    del mv
+    if pieces:
+        rebuilt, last = bytearray(), 0
+        for start, end, data in pieces:
+            rebuilt += out[last:start]
+            rebuilt += data
+            last = end
+        rebuilt += out[last:]
+        out = rebuilt
+    return bytes(out), nxt

@@ -1,0 +1,160 @@
+"""The broker side, without I/O: for test brokers, mocks and debuggers.
+
+A :class:`ServerConnection` is fed what one client sends and hands back the
+requests, decoded; responses given to it come back as the buffers to send,
+in the order the requests came (Kafka's rule on a connection), whatever
+order the handlers answer in::
+
+    conn = ServerConnection()
+    for req in conn.receive(chunk):              # ReceivedRequest objects
+        if req.error is not None:                # a version or key we cannot read: answer from the header
+            out = conn.respond(req, unsupported_version_response(req), version=0 if req.api_key == 18 else None)
+        elif req.expects_response:               # not for Produce with acks=0
+            out = conn.respond(req, handle(req.message))
+        send_parts(sock, out)                    # what is ready, in request order
+
+The helpers below answer what a broker must answer without knowing the
+request's schema (:func:`unsupported_version_response`, the KIP-511
+ApiVersions reply), advertise versions (:func:`api_versions_response`),
+store produced batches (:func:`kafkaproto.records.assign_offsets`) and serve
+them back (:func:`fetch_partition`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ._limits import DEFAULT_MAX_FRAME_SIZE
+from .error_codes import ErrorCode
+from .frames import FrameReader
+from .messages import response_class
+from .protocol import (
+    API_VERSIONS,
+    ReceivedRequest,
+    encode_response_parts,
+    read_request,
+    supported_versions,
+)
+from .records import assign_offsets
+
+__all__ = [
+    "ServerConnection",
+    "api_versions_response",
+    "assign_offsets",
+    "fetch_partition",
+    "unsupported_version_response",
+]
+
+
+class ServerConnection:
+    """One client connection seen from the broker (sans-IO).
+
+    ``receive(data)`` → the requests completed by ``data``, decoded
+    (:class:`~kafkaproto.protocol.ReceivedRequest`: ``header``, ``message``,
+    or ``error`` with the header when it read).  ``respond(request,
+    response)`` encodes the response at the request's version and
+    correlation id and returns the buffers that may be sent now: responses
+    leave in request order, so an answer to a later request waits for the
+    earlier ones.  A Produce request with ``acks=0`` expects no response and
+    is not waited for.  ``pending`` is how many requests await an answer (a
+    broker stops reading a client that has too many, as Kafka mutes a
+    channel).  ``zero_copy``: records fields are views of the request frame.
+    """
+
+    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = True):
+        self.zero_copy = zero_copy
+        self._reader = FrameReader(max_frame_size)
+        self._order: deque = deque()   # requests awaiting a response, in arrival order
+        self._ready: dict = {}         # request -> its encoded response
+        self._offset = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self._order)
+
+    def receive(self, data) -> list[ReceivedRequest]:
+        """Bytes from the client → the requests they complete (FrameSizeError on a bad size prefix)."""
+        out = []
+        for frame in self._reader.feed(data):
+            req = read_request(frame, self._offset, zero_copy=self.zero_copy)
+            self._offset += 4 + len(frame)
+            if req.expects_response and req.correlation_id is not None:
+                self._order.append(req)
+            out.append(req)
+        return out
+
+    def respond(self, request: ReceivedRequest, response, *, version: int | None = None,
+                header_tagged_fields=None, lenient: bool = False) -> list:
+        """Answer ``request`` with the response message → the buffers ready to send now.
+
+        ``version`` defaults to the request's; ``lenient=True`` drops fields
+        that version lacks (one response object for every version).
+        """
+        if not request.expects_response:
+            raise ValueError(f"{request!r} expects no response (a Produce request with acks=0)")
+        if request in self._ready or request not in self._order:
+            raise ValueError(f"{request!r} is not waiting for a response on this connection")
+        v = request.api_version if version is None else version
+        self._ready[request] = encode_response_parts(response, v, request.correlation_id, header_tagged_fields,
+                                                     lenient=lenient)
+        out: list = []
+        while self._order and self._order[0] in self._ready:
+            out += self._ready.pop(self._order.popleft())
+        return out
+
+
+def api_versions_response(versions: dict[int, tuple[int, int]] | None = None, *, error_code: int = 0,
+                          throttle_time_ms: int = 0):
+    """An ApiVersionsResponse advertising ``versions`` (api key → (min, max);
+    default: every version this library speaks, :func:`supported_versions`)."""
+    cls = response_class(API_VERSIONS)
+    versions = supported_versions() if versions is None else versions
+    return cls(error_code=error_code, throttle_time_ms=throttle_time_ms,
+               api_keys=[cls.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                         for k, (lo, hi) in sorted(versions.items())])
+
+
+def unsupported_version_response(request: ReceivedRequest, versions: dict[int, tuple[int, int]] | None = None):
+    """The answer to a request at a version the broker does not speak.
+
+    For ApiVersions this is KIP-511's reply, to encode at version 0 whatever
+    the request's version (``respond(req, ..., version=0)``): error
+    UNSUPPORTED_VERSION and the versions of ApiVersions the broker speaks, so
+    the client retries with one of them.  For any other api key it is that
+    key's response with its top-level ``error_code`` set to
+    UNSUPPORTED_VERSION (at the request's version when this library has it);
+    None when that response has no top-level error code at that version (Kafka
+    closes the connection then).
+    """
+    versions = supported_versions() if versions is None else versions
+    if request.api_key == API_VERSIONS:
+        lo, hi = versions[API_VERSIONS]
+        return api_versions_response({API_VERSIONS: (lo, hi)}, error_code=ErrorCode.UNSUPPORTED_VERSION)
+    try:
+        cls = response_class(request.api_key)
+    except Exception:
+        return None
+    version = request.api_version
+    if not cls.supports(version) or "error_code" not in {f.name for f in cls.fields(version)}:
+        return None
+    return cls(error_code=ErrorCode.UNSUPPORTED_VERSION)
+
+
+def fetch_partition(partition_index: int, records, *, high_watermark: int, last_stable_offset: int = -1,
+                    log_start_offset: int = -1, error_code: int = 0, aborted_transactions=None,
+                    preferred_read_replica: int = -1):
+    """A Fetch response partition serving stored batches.
+
+    ``records``: one buffer (a log segment's slice, kept as it is: encoded to
+    parts it is sent without a copy) or a list of stored batches (joined).
+    ``aborted_transactions``: (producer id, first offset) pairs, for
+    read-committed consumers.
+    """
+    cls = response_class(1)
+    if isinstance(records, (list, tuple)):
+        records = b"".join(records)
+    aborted = [cls.AbortedTransaction(producer_id=p, first_offset=o) for p, o in aborted_transactions or ()]
+    return cls.PartitionData(partition_index=partition_index, error_code=error_code, high_watermark=high_watermark,
+                             last_stable_offset=last_stable_offset, log_start_offset=log_start_offset,
+                             aborted_transactions=aborted, preferred_read_replica=preferred_read_replica,
+                             records=records)
