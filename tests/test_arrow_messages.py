@@ -186,3 +186,12 @@ def test_kafka_4_4_fields_in_a_column_that_mixes_versions():
     frame = encode_request(T(transactional_id="t", group_id="g", topics=[topic]), 6, 3, "c")[4:]
     row = arrow.messages(pa.array([frame], pa.large_binary()), 28).to_pylist()[0]
     assert row["topics"][0]["topic_id"] == (7).to_bytes(16, "big") and row["topics"][0]["name"] is None
+
+
+def test_trailing_bytes_are_a_column():
+    frame = encode_request(request_class(3)(topics=None), 12, 1, "c")[4:]
+    out = arrow.messages(pa.array([frame, frame + b"xyz", b"\x00\x03"]), 3).to_pylist()
+    assert [r["trailing_bytes"] for r in out] == [0, 3, None]
+    resp = encode_response(response_class(18)(), 3, 1)[4:] + b"\x00" * 5
+    (row,) = arrow.messages(pa.array([resp]), 18, "response", 3).to_pylist()
+    assert row["trailing_bytes"] == 5 and row["error"] is None

@@ -347,11 +347,10 @@ def decode_response(frame, api_key: int, version: int, *, with_end: bool = False
 
 
 def _kip511(mv, offset):
-    """An ApiVersions error reply in the v0 layout (KIP-511), or (None, None)."""
-    try:
-        msg, end = response_class(API_VERSIONS).decode(mv, 0, offset, with_end=True)
-    except KafkaProtocolError:
-        return None, None
+    """An ApiVersions error reply in the v0 layout (KIP-511) → (message, end), or
+    (None, None) when it reads in that layout but is not one; raises the v0
+    layout's own error when it does not read in it either."""
+    msg, end = response_class(API_VERSIONS).decode(mv, 0, offset, with_end=True)
     return (msg, end) if msg.error_code == ErrorCode.UNSUPPORTED_VERSION else (None, None)
 
 

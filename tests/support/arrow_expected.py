@@ -18,6 +18,7 @@ from kafkaproto import records as R
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import decode_request_header
 from kafkaproto.messages import APIS, request_class
+from kafkaproto.protocol import trailing_bytes
 
 # ---------------------------------------------------------------------------
 # request headers
@@ -79,6 +80,7 @@ def expected_struct(cls, obj, version):
 
 def null_row(cls, error):
     row = {f.attr: None for f in cls._FIELDS}
+    row["trailing_bytes"] = None
     row["error"] = error
     return row
 
@@ -93,6 +95,7 @@ def expected_request(cls, frame):
     except KafkaProtocolError as exc:
         return null_row(cls, str(exc))
     row = expected_struct(cls, msg, header.api_version)
+    row["trailing_bytes"] = trailing_bytes(msg)
     row["error"] = None
     return row
 
@@ -110,6 +113,7 @@ def expected_response(cls, frame, version):
         except KafkaProtocolError:
             used = 0
     row = expected_struct(cls, msg, used)
+    row["trailing_bytes"] = trailing_bytes(msg)
     row["error"] = None
     return row
 

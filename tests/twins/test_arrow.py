@@ -64,10 +64,11 @@ def test_messages_twins(kind):
         b = arrow._message_column(P.module("arrow._messages"), arr, 1, cls, v32, vv)
         assert a.equals(b), cls.NAME
         # the same buffers too, validity and null slots included
-        sa, ta, ea = C.arrow_messages(arr, 1, cls, v32, vv)
-        sb, tb, eb = P.arrow_messages(arr, 1, cls, v32, vv)
+        sa, ta, ea, tra = C.arrow_messages(arr, 1, cls, v32, vv)
+        sb, tb, eb, trb = P.arrow_messages(arr, 1, cls, v32, vv)
         assert ((sa == 0) == (sb == 0)).all()
         assert ea == eb, cls.NAME
+        assert (tra == trb).all(), cls.NAME
         assert plain_tree(ta) == plain_tree(tb), cls.NAME
 
 

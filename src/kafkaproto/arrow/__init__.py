@@ -69,6 +69,8 @@ _IN_KIND = {pa.binary(): 0, pa.large_binary(): 1, pa.binary_view(): 2}
 _AS_BINARY = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(), pa.string_view(): pa.binary_view()}
 
 _ERROR = pa.field("error", pa.large_string())
+#: bytes a frame had after its message body (Kafka ignores them; decode_request keeps them)
+_TRAILING = pa.field("trailing_bytes", pa.int32())
 
 REQUEST_HEADER_TYPE = pa.struct([
     ("api_key", pa.int16()), ("api_version", pa.int16()), ("correlation_id", pa.int32()),
@@ -119,7 +121,7 @@ _TYPES: dict = {}
 def _message_info(cls):
     got = _TYPES.get(cls)
     if got is None:
-        typ = pa.struct(list(_struct_type(cls)) + [_ERROR])
+        typ = pa.struct(list(_struct_type(cls)) + [_TRAILING, _ERROR])
         got = (typ, list(typ), _layout(typ)[2])
         _TYPES[cls] = got
     return got
@@ -127,7 +129,8 @@ def _message_info(cls):
 
 def message_type(api_key: int, kind: str = "request") -> pa.StructType:
     """The struct type :func:`messages` returns for ``api_key``: every field of
-    every version, plus ``error``."""
+    every version, plus ``trailing_bytes`` (bytes after the body; null for a
+    row that did not decode) and ``error``."""
     return _message_info(_message_class(api_key, kind))[0]
 
 
@@ -373,9 +376,10 @@ def _plans(cls, engine) -> tuple:
 
 def _message_column(lib, arr, kind, cls, vers=None, vvalid=None):
     typ, fields, layouts = _message_info(cls)
-    status, tree, errors = lib.arrow_messages(arr, kind, cls, _plans(cls, lib.ENGINE),
-                                              _common.header_table(cls.KIND == "request"), vers, vvalid)
+    status, tree, errors, trailing = lib.arrow_messages(arr, kind, cls, _plans(cls, lib.ENGINE),
+                                                        _common.header_table(cls.KIND == "request"), vers, vvalid)
     children = [_from_tree(lay, kid) for lay, kid in zip(layouts, tree[4])]
+    children.append(pa.array(trailing, mask=trailing < 0, type=pa.int32()))
     children.append(_errors(len(status), errors))
     return pa.StructArray.from_arrays(children, fields=fields)
 

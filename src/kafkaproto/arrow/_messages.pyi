@@ -25,10 +25,11 @@ def arrow_messages(
     hv_table: npt.NDArray[np.int8],
     versions: npt.NDArray[np.int32] | None = None,
     vvalid: npt.NDArray[np.uint8] | None = None,
-) -> tuple[npt.NDArray[np.uint8], _Column, _Errors]:
-    """Decode frames of one message class into the union column tree.
+) -> tuple[npt.NDArray[np.uint8], _Column, _Errors, npt.NDArray[np.int32]]:
+    """Decode frames of one message class into the union column tree (and each
+    row's bytes after its body, -1 for a failed row).
 
     ``plans``: the class's plan for each version 0..63 (None where it has
     none); ``versions`` (responses only) gives each row's version.  Returns
-    ``(status, tree, errors)``.
+    ``(status, tree, errors, trailing)``.
     """

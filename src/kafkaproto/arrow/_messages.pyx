@@ -406,8 +406,8 @@ cdef void _rollback(Col* root, int64_t i) noexcept nogil:
 
 
 cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* versions, const uint8_t* vvalid,
-                   const int8_t* table, int nkeys, Node** roots, Col* root, uint8_t* status, int ec_col,
-                   Fails* fails) noexcept nogil:
+                   const int8_t* table, int nkeys, Node** roots, Col* root, uint8_t* status, int32_t* trailing,
+                   int ec_col, Fails* fails) noexcept nogil:
     # versions == NULL: request frames (the version is in the header); else response frames.
     cdef int64_t i, n
     cdef const uint8_t* p
@@ -473,6 +473,7 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
                         v = 0  # the v0 reading's failure
         if c.fail == F_MEMORY:
             kind = R_MEMORY
+        trailing[i] = -1 if kind else <int32_t>(n - c.pos)
         if kind:
             status[i] = 1
             col_truncate(root, i)
@@ -510,8 +511,10 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
     none); ``hv_table``: header versions, int8[api keys, 64] (-1: unsupported
     version, -2: unknown key; see arrow._common.header_table).  ``versions``
     (int32 ndarray, responses only) gives each row's version; request frames
-    carry theirs.  Returns ``(status uint8 ndarray, tree, errors)``: ``errors``
-    maps each failed row to the text the object decoders raise for it.
+    carry theirs.  Returns ``(status uint8 ndarray, tree, errors, trailing)``:
+    ``errors`` maps each failed row to the text the object decoders raise for
+    it; ``trailing`` (int32) is each row's bytes after its body, -1 for a
+    failed row.
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n
@@ -537,6 +540,9 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
     status = np.empty(n, dtype=np.uint8)
     cdef uint8_t[::1] st = status
     cdef uint8_t* stp = &st[0] if n else _ZERO16
+    trailing = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] tr = trailing
+    cdef int32_t* trp = &tr[0] if n else <int32_t*>_ZERO16
     cdef int64_t nbytes = arr.nbytes
     cdef Col* root = _struct_cols(cls, n, min(max(nbytes // 32, 64), 1 << 16))
     cdef const int8_t* hvp = &hv[0, 0]
@@ -548,7 +554,7 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
     fails.n = fails.cap = 0
     try:
         with nogil:
-            rc = _msg_loop(&rin.r, api_key, request, vp, vv, hvp, nkeys, roots, root, stp, ec, &fails)
+            rc = _msg_loop(&rin.r, api_key, request, vp, vv, hvp, nkeys, roots, root, stp, trp, ec, &fails)
         if rc:
             raise MemoryError()
         errors = {fails.items[k].row: _row_error(&fails.items[k], cls) for k in range(fails.n)}
@@ -556,4 +562,4 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
     finally:
         col_free(root)
         free(fails.items)
-    return status, tree, errors
+    return status, tree, errors, trailing

@@ -32,7 +32,8 @@ def _decode_request(frame, cls, table):
         other = request_class(api_key).NAME
         raise _RowError(f"a {other} (api key {api_key}) in a column of {cls.NAME} (api key {cls.API_KEY})")
     _, body = decode_request_header(frame, int(table[api_key, version]))
-    return cls.decode(frame, version, body), version
+    obj, end = cls.decode(frame, version, body, with_end=True)
+    return obj, version, len(frame) - end
 
 
 def _decode_response(frame, cls, version, table):
@@ -43,21 +44,23 @@ def _decode_response(frame, cls, version, table):
                                       cls.NAME)
     _, body = decode_response_header(frame, int(table[cls.API_KEY, version]))
     try:
-        return cls.decode(frame, version, body), version
+        obj, end = cls.decode(frame, version, body, with_end=True)
+        return obj, version, len(frame) - end
     except KafkaProtocolError:
         # KIP-511: an unknown ApiVersions version is answered with a v0 body and error 35
         if cls.API_KEY != 18 or version == 0:
             raise
-        msg = cls.decode(frame, 0, body)
+        msg, end = cls.decode(frame, 0, body, with_end=True)
         if msg.error_code != 35:
             raise
-        return msg, 0
+        return msg, 0, len(frame) - end
 
 
 def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None):
     frames = rows(arr)
     n = len(frames)
     status = np.zeros(n, dtype=np.uint8)
+    trailing = np.full(n, -1, dtype=np.int32)
     errors = {}
     root = struct_cols(cls)
     for i, frame in enumerate(frames):
@@ -65,10 +68,10 @@ def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None):
             if frame is None:
                 raise _RowError("null frame")
             if cls.KIND == "request":
-                obj, v = _decode_request(frame, cls, hv_table)
+                obj, v, trailing[i] = _decode_request(frame, cls, hv_table)
             else:
                 ver = None if vvalid is not None and not vvalid[i] else int(versions[i])
-                obj, v = _decode_response(frame, cls, ver, hv_table)
+                obj, v, trailing[i] = _decode_response(frame, cls, ver, hv_table)
         except (KafkaProtocolError, _RowError) as exc:
             status[i] = 1
             errors[i] = str(exc)
@@ -77,4 +80,4 @@ def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None):
             root.valid.append(1)
             continue
         put_struct(root, cls, obj, v)
-    return status, root.export(), errors
+    return status, root.export(), errors, trailing
