@@ -15,7 +15,7 @@ import time
 import pyarrow.compute as pc
 import pytest
 
-from kafkaproto import decode_response, encode_request, encode_response, split_frames
+from kafkaproto import FrameReader, decode_response, encode_request, encode_response, split_frames
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.streams import CapturedFrame, Connection
@@ -311,3 +311,47 @@ def test_tap_command_line(tmp_path):
     items, _ = recorded(tmp_path / "t")
     assert [(d.frame.api_key, d.frame.api_version, d.frame.correlation_id, d.client_id) for d in items] == [
         (3, 9, 42, "cli"), (3, 9, 42, "cli")]
+
+
+def test_a_killed_tap_recorded_everything_it_forwarded(tmp_path):
+    """SIGKILL under load: every response a client received, and every request
+    the broker received, is in the recording (rows are written out before their
+    frames are forwarded)."""
+    import signal
+
+    seen_by_broker = []
+
+    def reply(key, version, corr):
+        seen_by_broker.append(corr)
+        return encode_response(MetadataResponse(brokers=[], cluster_id="c" * 200), version, corr)
+
+    upstream = ScriptedBroker(reply)
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", "tap", "--listen", "127.0.0.1:0", "--upstream",
+                             f"127.0.0.1:{upstream.port}", "--out", str(tmp_path / "t"), "--no-rewrite"],
+                            stdout=subprocess.PIPE, text=True)
+    received = []
+    try:
+        line = proc.stdout.readline()
+        port = int(line.split()[3].rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            reader = FrameReader()
+            corr = 0
+            while len(received) < 400:
+                for _ in range(20):  # pipelined
+                    corr += 1
+                    s.sendall(encode_request(MetadataRequest(topics=[]), 9, corr, "load"))
+                while len(received) < corr - 5:
+                    received += [struct.unpack_from(">i", f, 0)[0] for f in reader.feed(s.recv(65536))]
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        upstream.close()
+    acc = Accounting()
+    frames = list(read_frames(tmp_path / "t", acc=acc))
+    recorded_responses = {f.correlation_id for f in frames if f.direction == "response"}
+    recorded_requests = {f.correlation_id for f in frames if f.direction == "request"}
+    assert set(received) <= recorded_responses, sorted(set(received) - recorded_responses)[:10]
+    assert set(seen_by_broker) <= recorded_requests
+    assert len(received) >= 400

@@ -5,9 +5,12 @@ bytes and records every frame (connection, direction, time, api key and
 version, correlation id, latency) with a :class:`~.table.FrameTableWriter`.
 
 Each connection runs through a :class:`~kafkaproto.proxy.ProxyConnection`,
-which frames both directions and pairs responses with requests.  Requests are
-forwarded as they arrive, byte for byte.  Responses are forwarded frame by
-frame: Metadata, FindCoordinator and DescribeCluster responses are decoded,
+which frames both directions and pairs responses with requests.  Frames are
+forwarded whole, each once it is recorded: with the arrow format, the rows
+of what was read are written to the file (handed to the operating system)
+before any of it is forwarded, so killing the tap (even with SIGKILL) never
+loses a frame it forwarded.  Requests pass byte for byte.  Responses too, but
+Metadata, FindCoordinator and DescribeCluster responses are decoded,
 each broker address in them is replaced by a port of the tap (one listener
 per broker, opened the first time a broker is named,
 :func:`~kafkaproto.proxy.rewrite_addresses`), and re-encoded faithfully, so
@@ -76,6 +79,9 @@ class Tap:
         self.max_frame_size = max_frame_size
         self.connect_timeout = connect_timeout
         self.log = log
+        #: arrow output: rows are written out before their frames are forwarded
+        #: (parquet files are readable only once closed, so they cannot promise that)
+        self.durable = fmt == "arrow"
         self.routes: Dict[Tuple[str, int], int] = {}  # upstream broker -> tap port
         self.stats = {"connections": 0, "frames": 0, "rewritten": 0, "rewrite_failed": 0, "raw_bytes": 0,
                       "upstream_errors": 0}
@@ -249,27 +255,32 @@ class Tap:
         self.writer.write(frame, rewritten)
 
     async def _pump(self, reader, writer, conn: Connection, middle: ProxyConnection, requests: bool) -> None:
-        """One direction: every chunk goes through ``middle``; requests are
-        forwarded as read, responses as ``middle`` hands them back (or rewritten)."""
+        """One direction: every chunk goes through ``middle``; each whole frame
+        is recorded, the recording handed to the operating system (arrow
+        format), and only then the frame forwarded, so a tap killed at any
+        moment has recorded every frame it forwarded."""
         feed = middle.from_client if requests else middle.from_broker
         try:
             while True:
                 chunk = await reader.read(_READ)
                 if not chunk:
                     break
-                if requests:
-                    writer.write(chunk)
                 now = time.time_ns()
+                out = []
                 for ev in feed(chunk):
                     if isinstance(ev, Unframed):
                         self.stats["raw_bytes"] += len(ev.data)
-                        if not requests:
-                            writer.write(ev.data)
+                        out.append(ev.data)
                     elif requests:
                         self._request(conn, ev, now)
+                        out += ev.parts()
                     else:
-                        writer.writelines(await self._response(conn, ev, now))
-                await writer.drain()
+                        out += await self._response(conn, ev, now)
+                if out:
+                    if self.durable:
+                        self.writer.flush()
+                    writer.writelines(out)
+                    await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
