@@ -160,9 +160,10 @@ def test_librdkafka_falls_back_to_v0_too(librdkafka_bootstrap):
 
 def test_librdkafka_traffic_decodes_and_reencodes(librdkafka_bootstrap, java_oracle):
     """Every frame of librdkafka's bootstrap connection decodes; requests re-encode to
-    their exact bytes up to the end of the body.  librdkafka writes 3 bytes (01 00 00)
-    after the body of its all-topics Metadata v13 request; Kafka's parser leaves the same
-    3 bytes unread, and so do we (reported through ``with_end``)."""
+    their exact bytes, and in canonical form up to the end of the body.  librdkafka
+    writes 3 bytes (01 00 00) after the body of its all-topics Metadata v13 request;
+    Kafka's parser leaves the same 3 bytes unread, and so do we (reported through
+    ``with_end``, kept with the message, dropped in canonical form)."""
     exchanges, _ = librdkafka_bootstrap
     trailing = {}
     for ex in exchanges:
@@ -170,6 +171,9 @@ def test_librdkafka_traffic_decodes_and_reencodes(librdkafka_bootstrap, java_ora
         h = ex.request_header
         again = encode_request(ex.request, ex.version, h.correlation_id, h.client_id,
                                header_tagged_fields=h.unknown_tagged_fields)[4:]
+        assert again == ex.request_frame, name
+        again = encode_request(ex.request, ex.version, h.correlation_id, h.client_id,
+                               header_tagged_fields=h.unknown_tagged_fields, canonical=True)[4:]
         assert again == ex.request_frame[:ex.request_end], name
         extra = len(ex.request_frame) - ex.request_end
         if extra:

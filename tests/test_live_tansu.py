@@ -170,15 +170,17 @@ def test_api_versions_raw_reply(tansu, java_oracle, version):
     """tansu's ApiVersions reply at every version decodes exactly; from v3 on tansu
     also writes all four tagged fields (SupportedFeatures, FinalizedFeaturesEpoch,
     FinalizedFeatures, ZkMigrationReady) holding their defaults - the bytes that
-    librdkafka before 2.2 mis-skipped.  We read them as the defaults and, like Kafka's
-    own classes, do not write them back (19 bytes fewer)."""
+    librdkafka before 2.2 mis-skipped.  We read them as the defaults and write
+    them back as they came; in canonical form, like Kafka's own classes, we do not
+    write them (19 bytes fewer)."""
     req = ApiVersionsRequest(client_software_name="kafkaproto", client_software_version="0.1.0")
     with LiveConnection(tansu.host, tansu.port, timeout=TIMEOUT) as c:
         frame, resp = c.request_raw(req, version)
     header, msg, end = decode_response(frame, 18, version, with_end=True)
     assert end == len(frame) and msg == resp and resp.error_code == 0
     assert len(resp.api_keys) >= 30
-    ours = encode_response(msg, version, header.correlation_id)[4:]
+    assert encode_response(msg, version, header.correlation_id)[4:] == frame  # faithful
+    ours = encode_response(msg, version, header.correlation_id, canonical=True)[4:]
     java = java_oracle.decode(18, "response", version, _body(frame, 18, version))
     assert java["trailing"] == 0
     if version < 3:
@@ -386,9 +388,10 @@ def test_real_clients_delivered(recorded):
 
 
 def test_recorded_traffic_decodes_and_reencodes(recorded, java_oracle):
-    """Every frame of every recorded connection decodes; every request re-encodes to
-    its exact bytes; every response too, except tagged fields tansu writes with their
-    default value - we drop them exactly as Kafka's own classes do (checked below)."""
+    """Every frame of every recorded connection decodes and re-encodes to its exact
+    bytes; in canonical form every response too, except tagged fields tansu writes
+    with their default value - dropped exactly as Kafka's own classes drop them
+    (checked below)."""
     summary = {}
     dropped = collections.Counter()
     for client, (_, _, conns) in recorded.items():
@@ -411,8 +414,11 @@ def test_recorded_traffic_decodes_and_reencodes(recorded, java_oracle):
                 frames += 1
                 assert ex.response_end == len(ex.response_frame), (client, name)
                 rh = ex.response_header
+                faithful = encode_response(ex.response, ex.version, rh.correlation_id,
+                                           header_tagged_fields=rh.unknown_tagged_fields)[4:]
+                assert faithful == ex.response_frame, (client, name)
                 ours = encode_response(ex.response, ex.version, rh.correlation_id,
-                                       header_tagged_fields=rh.unknown_tagged_fields)[4:]
+                                       header_tagged_fields=rh.unknown_tagged_fields, canonical=True)[4:]
                 if ours == ex.response_frame:
                     continue
                 # Not byte-identical: Kafka's classes must write exactly what we write.

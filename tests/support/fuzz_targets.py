@@ -50,7 +50,14 @@ from kafkaproto.protocol import (
     response_header_version,
 )
 
-from .arrow_expected import as_rows, expected_records, expected_request, expected_request_header, expected_response
+from .arrow_expected import (
+    as_rows,
+    expected_records,
+    expected_request,
+    expected_request_header,
+    expected_response,
+    null_row,
+)
 from .outcomes import canon, failure
 from .outcomes import outcome as outcome_of
 from .records_util import batch_tuple
@@ -508,13 +515,10 @@ def check_arrow(data: bytes) -> None:
             if kind == "request":
                 want = expected_request(cls, frame)
                 if want is None:  # a frame of another API: an error row
-                    want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+                    want = null_row(cls, row["error"])
                     assert row["error"], row
-            elif frame is None:
-                want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
-                assert row["error"], row
-            elif not cls.supports(version):
-                want = {**{f.attr: None for f in cls._FIELDS}, "error": row["error"]}
+            elif frame is None or not cls.supports(version):
+                want = null_row(cls, row["error"])
                 assert row["error"], row
             else:
                 want = expected_response(cls, frame, version)
