@@ -95,7 +95,7 @@ class LoggingProxy:
             try:
                 await self.connection(reader, writer, upstream)
             except asyncio.CancelledError:
-                pass  # stopping; asyncio before 3.12 reports a cancelled handler as an error
+                pass  # stopping; asyncio before 3.13 reports a cancelled handler as an error
             finally:
                 writer.close()
                 self.connections.discard(task)
