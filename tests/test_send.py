@@ -6,6 +6,7 @@ real sockets.  Runs against the compiled core and the twin alike."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import struct
@@ -459,6 +460,36 @@ def test_write_parts_to_an_asyncio_stream():
         return data
 
     assert asyncio.run(main()) == expected
+
+
+def test_write_parts_waits_while_the_peer_does_not_read():
+    # drain() must block once the transport holds more than its high-water mark
+    async def main():
+        loop = asyncio.get_running_loop()
+        release, served = asyncio.Event(), loop.create_future()
+
+        async def serve(reader, writer):
+            await release.wait()  # reads nothing
+            writer.close()
+            served.set_result(None)
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        _, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        part, written = bytes(1 << 20), 0
+        with contextlib.suppress(asyncio.TimeoutError):
+            while written < 256 << 20:
+                await asyncio.wait_for(write_parts(writer, [part]), 0.5)
+                written += len(part)
+        buffered = writer.transport.get_write_buffer_size()
+        release.set()
+        await served
+        writer.transport.abort()
+        server.close()
+        return written, buffered
+
+    written, buffered = asyncio.run(main())
+    # what the kernel's socket buffers took, plus one part past the high-water mark
+    assert written < 64 << 20 and buffered < 8 << 20, (written, buffered)
 
 
 def test_header_tags_and_parts_compose():

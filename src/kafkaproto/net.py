@@ -65,7 +65,25 @@ async def write_parts(writer, parts) -> None:
     ``writelines`` and ``drain``) and wait until it has room again.
 
     ``writelines`` hands the buffers to the transport as they are; since
-    Python 3.12 the selector transports send them with ``sendmsg``.
+    Python 3.12 the selector transports send them with ``sendmsg``, and keep
+    a reference to each until it is sent: do not change a buffer passed
+    here, even after this returns.
     """
     writer.writelines(_views(parts))
+    transport = getattr(writer, "transport", None)
+    if transport is not None:
+        _pause_if_full(transport)
     await writer.drain()
+
+
+def _pause_if_full(transport) -> None:
+    # The selector transport's writelines of Python 3.12 and 3.13 never paused
+    # the protocol (CPython gh-127655, fixed in later patch releases), so
+    # drain() did not wait however much was buffered.  Setting the same
+    # limits again runs the transport's own pause check.
+    try:
+        low, high = transport.get_write_buffer_limits()
+        if transport.get_write_buffer_size() > high:
+            transport.set_write_buffer_limits(high, low)
+    except (AttributeError, NotImplementedError):  # a transport without flow control
+        pass
