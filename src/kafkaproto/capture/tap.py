@@ -36,6 +36,7 @@ from typing import Dict, Optional, Tuple
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
+from ..net import write_parts
 from ..proxy import (
     DESCRIBE_CLUSTER,
     FIND_COORDINATOR,
@@ -279,8 +280,7 @@ class Tap:
                 if out:
                     if self.durable:
                         self.writer.flush()
-                    writer.writelines(out)
-                    await writer.drain()
+                    await write_parts(writer, out)
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
