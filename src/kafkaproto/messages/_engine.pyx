@@ -29,6 +29,7 @@ from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot
 import uuid as _uuid
 
 from kafkaproto.errors import EncodeError, KafkaProtocolError, failure
+from kafkaproto.messages._tags import tag_section
 
 COMPILED = True
 
@@ -670,15 +671,7 @@ cdef int _encode(Plan plan, object obj, Writer w, bint canonical, bint lenient) 
                     _write_field(f, sub, v, canonical, lenient)
                     entries.append((f.tag, sub.getvalue()))
             f = None
-            if unknown:
-                known = {t for t, _ in entries}
-                for t, _ in unknown:
-                    if t in known:
-                        raise EncodeError(f"unknown tagged field {t} has the tag of a known field", "tagged fields")
-                entries = sorted(entries + list(unknown), key=_first)
-            if wire is not None and len(entries) > 1:
-                entries = _wire_order(entries, wire)
-            w.write_tagged_fields(entries)
+            w.write_tagged_fields(tag_section(entries, unknown, wire) if unknown or wire is not None else entries)
         elif unknown:
             raise EncodeError(f"{len(unknown)} tagged fields set, but this version is not flexible", "tagged fields")
     except KafkaProtocolError as exc:
@@ -686,20 +679,6 @@ cdef int _encode(Plan plan, object obj, Writer w, bint canonical, bint lenient) 
             exc.add_path(f.attr)
         raise
     return 0
-
-
-def _first(item):
-    return item[0]
-
-
-def _wire_order(list entries, tuple wire):
-    """Tagged fields (ascending) in the order the wire had them: tags the wire
-    did not carry go where ascending order puts them if the wire was
-    ascending, else after the others."""
-    if all(wire[k] < wire[k + 1] for k in range(len(wire) - 1)):
-        return entries
-    rank = {t: k for k, t in enumerate(wire)}
-    return sorted(entries, key=lambda e: (0, rank[e[0]]) if e[0] in rank else (1, e[0]))
 
 
 def encode_struct(Plan plan, obj, Writer writer, bint canonical=False, bint lenient=False):

@@ -12,6 +12,7 @@ from operator import itemgetter
 from .. import _kinds as K
 from .._codec_py import Reader, Writer
 from ..errors import EncodeError, InvalidValueError, KafkaProtocolError, TruncatedError
+from ._tags import tag_section
 
 __all__ = ["FieldPlan", "Plan", "Writer", "decode_struct", "encode_struct"]
 
@@ -307,31 +308,13 @@ def _encode(plan, obj, w, canonical, lenient):
                     _write_field(f, sub, v, canonical, lenient)
                     entries.append((f.tag, sub.getvalue()))
             f = None
-            if unknown:
-                known = {t for t, _ in entries}
-                for t, _ in unknown:
-                    if t in known:
-                        raise EncodeError(f"unknown tagged field {t} has the tag of a known field", "tagged fields")
-                entries = sorted(entries + list(unknown), key=itemgetter(0))
-            if wire is not None and len(entries) > 1:
-                entries = _wire_order(entries, wire)
-            w.write_tagged_fields(entries)
+            w.write_tagged_fields(tag_section(entries, unknown, wire) if unknown or wire is not None else entries)
         elif unknown:
             raise EncodeError(f"{len(unknown)} tagged fields set, but this version is not flexible", "tagged fields")
     except KafkaProtocolError as exc:
         if f is not None:
             exc.add_path(f.attr)
         raise
-
-
-def _wire_order(entries, wire):
-    """Tagged fields (ascending) in the order the wire had them: tags the wire
-    did not carry go where ascending order puts them if the wire was
-    ascending, else after the others."""
-    if all(wire[k] < wire[k + 1] for k in range(len(wire) - 1)):
-        return entries
-    rank = {t: k for k, t in enumerate(wire)}
-    return sorted(entries, key=lambda e: (0, rank[e[0]]) if e[0] in rank else (1, e[0]))
 
 
 def encode_struct(plan, obj, writer, canonical=False, lenient=False):
