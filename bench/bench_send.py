@@ -183,7 +183,7 @@ def _client(sock, frames):
 
 def _sink(sock, got):
     buf = bytearray(MiB)
-    n = total = 0
+    total = 0
     while True:
         n = sock.recv_into(buf)
         if not n:
