@@ -3,6 +3,8 @@
 Every benchmark sets ``benchmark.group`` and ``benchmark.extra_info["impl"]``;
 the table compares each implementation with kafkaproto's compiled core in
 the same run (``ratio`` > 1 means kafkaproto is that many times faster).
+Other ``extra_info`` entries (throughput, bytes allocated) are printed under
+their row.
 """
 
 import ctypes
@@ -49,3 +51,6 @@ def pytest_terminal_summary(terminalreporter, config):
             med = b.stats.median
             ratio = f"{med / base:7.2f}x" if base else "      -"
             tr.write_line(f"    {b.extra_info.get('impl', b.name):<28} {med * 1e3:10.3f} ms   {ratio}")
+            extra = ", ".join(f"{k} {v}" for k, v in b.extra_info.items() if k != "impl")
+            if extra:
+                tr.write_line(f"        {extra}")

@@ -970,6 +970,11 @@ def split_frames(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t 
     return out, pos
 
 
+cdef inline bint _fill_now(int32_t size, Py_ssize_t have) noexcept:
+    # FrameReader: allocate a partial frame whole once a quarter of it is here
+    return <int64_t>size <= 4 * <int64_t>have
+
+
 cdef class FrameReader:
     """Incremental frame splitter: feed chunks of any size, get complete frames.
 
@@ -979,6 +984,12 @@ cdef class FrameReader:
     exception's ``frames`` are the frames the same feed completed before the
     bad size, and :meth:`unframed` hands over the bytes from it on, so that a
     proxy can forward every byte it was given.
+
+    A frame that spans feeds is buffered until a quarter of it has arrived;
+    then the ``bytes`` it will be returned as is allocated and the rest is
+    copied straight into it, once.  The memory a partial frame holds stays
+    within four times the bytes received of it (Kafka's own receive path
+    allocates the whole size as soon as it reads the prefix).
     """
 
     cdef unsigned char* buf
@@ -987,6 +998,11 @@ cdef class FrameReader:
     cdef int64_t _max
     cdef int64_t _consumed
     cdef object _error
+    # The frame being filled (a bytes object nobody else holds yet), its
+    # size and the body bytes in it; ``buf`` then holds its size prefix alone.
+    cdef object _frame
+    cdef Py_ssize_t _size
+    cdef Py_ssize_t _filled
 
     def __cinit__(self, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE):
         self.buf = NULL
@@ -995,6 +1011,9 @@ cdef class FrameReader:
         self._max = max_frame_size
         self._consumed = 0
         self._error = None
+        self._frame = None
+        self._size = 0
+        self._filled = 0
 
     def __dealloc__(self):
         PyMem_Free(self.buf)
@@ -1002,7 +1021,7 @@ cdef class FrameReader:
     @property
     def buffered(self):
         """Bytes received but not yet returned as part of a frame."""
-        return self.length
+        return self.length + self._filled
 
     @property
     def consumed(self):
@@ -1034,6 +1053,36 @@ cdef class FrameReader:
         self.length = need
         return 0
 
+    cdef int _begin(self, int32_t size) except -1:
+        # ``buf`` holds the size prefix and the first body bytes: they move into
+        # the bytes object the frame will be returned as, and ``buf`` keeps the prefix.
+        cdef Py_ssize_t held = self.length - 4
+        frame = PyBytes_FromStringAndSize(NULL, size)
+        if held:
+            memcpy(PyBytes_AS_STRING(frame), self.buf + 4, held)
+        self._frame = frame
+        self._size = size
+        self._filled = held
+        self.length = 4
+        return 0
+
+    cdef Py_ssize_t _fill(self, const unsigned char* d, Py_ssize_t n, list out) except -1:
+        # Copy what the frame being filled still needs from ``d[:n]`` → bytes taken;
+        # a frame completed goes to ``out``.
+        cdef Py_ssize_t take = self._size - self._filled
+        if take > n:
+            take = n
+        if take:
+            memcpy(<unsigned char*>PyBytes_AS_STRING(self._frame) + self._filled, d, take)
+        self._filled += take
+        if self._filled == self._size:
+            out.append(self._frame)
+            self._frame = None
+            self._consumed += 4 + self._size
+            self._filled = 0
+            self.length = 0
+        return take
+
     def feed(self, data):
         if self._error is not None:
             raise self._error
@@ -1046,9 +1095,9 @@ cdef class FrameReader:
         cdef const unsigned char* d = <const unsigned char*>view.buf
         cdef Py_ssize_t n = view.len
         try:
-            if self.length:
-                # Complete the pending frame first, copying only what it needs:
-                # its size prefix, then its body.
+            if self._frame is None and self.length:
+                # A frame begun in an earlier feed: complete its size prefix,
+                # then buffer its body until a quarter of it is here.
                 if self.length < 4:
                     need = min(4 - self.length, n)
                     self._append(d, need)
@@ -1060,16 +1109,16 @@ cdef class FrameReader:
                 if st == FRAME_BAD_SIZE:
                     self._append(d, n)
                     raise self._fail(size, out)
-                need = 4 + <Py_ssize_t>size - self.length
-                if need > n:
+                if not _fill_now(size, self.length - 4 + n):
                     self._append(d, n)
                     return out
-                self._append(d, need)
+                self._begin(size)
+            if self._frame is not None:
+                need = self._fill(d, n, out)
                 d += need
                 n -= need
-                out.append(PyBytes_FromStringAndSize(<const char*>(self.buf + 4), size))
-                self._consumed += self.length
-                self.length = 0
+                if self._frame is not None:
+                    return out
             while True:
                 st = _frame_at(d, pos, n, 0, self._max, &size)
                 if st != FRAME_COMPLETE:
@@ -1077,7 +1126,13 @@ cdef class FrameReader:
                 out.append(PyBytes_FromStringAndSize(<const char*>(d + pos + 4), size))
                 pos += 4 + size
             self._consumed += pos
-            self._append(d + pos, n - pos)
+            # ``size`` is the partial frame's once its 4 prefix bytes are here
+            if st == FRAME_PARTIAL and n - pos >= 4 and _fill_now(size, n - pos - 4):
+                self._append(d + pos, 4)
+                self._begin(size)
+                self._fill(d + pos + 4, n - pos - 4, out)
+            else:
+                self._append(d + pos, n - pos)
             if st == FRAME_BAD_SIZE:
                 raise self._fail(size, out)
             if self.cap > 1048576 and self.length < self.cap // 4:
@@ -1098,9 +1153,16 @@ cdef class FrameReader:
     def unframed(self):
         """The bytes received but not returned as frames (after a FrameSizeError:
         everything from the bad size prefix on), handed over once."""
-        out = PyBytes_FromStringAndSize(<const char*>self.buf, self.length)
-        self._consumed += self.length
+        out = PyBytes_FromStringAndSize(NULL, self.length + self._filled)
+        cdef unsigned char* o = <unsigned char*>PyBytes_AS_STRING(out)
+        if self.length:
+            memcpy(o, self.buf, self.length)
+        if self._filled:
+            memcpy(o + self.length, PyBytes_AS_STRING(self._frame), self._filled)
+        self._consumed += self.length + self._filled
         self.length = 0
+        self._frame = None
+        self._filled = 0
         return out
 
     cdef _shrink(self):

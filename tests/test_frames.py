@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkaproto import FrameReader, FrameSizeError, frame, frame_offsets, split_frames
@@ -91,6 +91,50 @@ def test_frame_reader_one_byte_at_a_time():
     for i in range(len(data)):
         out += fr.feed(data[i:i + 1])
     assert out == parts
+
+
+@settings(deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 3, 7, 100, 1000, 70_000]), max_size=6),
+       st.lists(st.integers(50, 30_000), min_size=1, max_size=40))
+def test_frame_reader_frames_across_feeds(sizes, chunks):
+    # large frames move from the reader's buffer into the bytes they are
+    # returned as (a quarter in): every byte comes out once, in order, and
+    # ``buffered`` counts what was fed and not returned at every step
+    parts = [bytes([i + 1]) * n for i, n in enumerate(sizes)]
+    data = stream_of(parts)
+    fr = FrameReader()
+    out, pos, i = [], 0, 0
+    scratch = bytearray(max(chunks))  # one receive buffer, reused as a proxy does
+    while pos < len(data):
+        step = chunks[i % len(chunks)]
+        piece = data[pos:pos + step]
+        scratch[:len(piece)] = piece
+        got = fr.feed(memoryview(scratch)[:len(piece)])
+        scratch[:] = b"\xee" * len(scratch)
+        out += got
+        pos += min(step, len(data) - pos)
+        i += 1
+        assert all(type(f) is bytes for f in got)
+        assert fr.consumed == sum(4 + len(f) for f in out)
+        assert fr.buffered == pos - fr.consumed
+    assert out == parts
+    assert fr.buffered == 0 and fr.unframed() == b""
+
+
+@pytest.mark.parametrize("cut", [4, 5, 300, 2_000, 9_999])
+def test_frame_reader_unframed_hands_over_a_partial_frame(cut):
+    # what a proxy forwards when the stream stops framing, or ends mid-frame
+    data = frame(b"a" * 7) + frame(bytes(range(256)) * 40)
+    fr = FrameReader()
+    assert fr.feed(data[:11]) == [b"a" * 7]
+    out = []
+    for i in range(11, 11 + cut, 997):
+        out += fr.feed(data[i:min(i + 997, 11 + cut)])
+    assert out == [] and fr.buffered == cut
+    assert fr.unframed() == data[11:11 + cut]
+    assert fr.buffered == 0 and fr.consumed == 11 + cut
+    # framing resumes after the bytes handed over
+    assert fr.feed(frame(b"next")) == [b"next"]
 
 
 def test_frame_reader_rejects_early_and_stays_failed():

@@ -819,20 +819,33 @@ class FrameReader:
     exception's ``frames`` are the frames the same feed completed before the
     bad size, and :meth:`unframed` hands over the bytes from it on, so that a
     proxy can forward every byte it was given.
+
+    A frame that spans feeds is buffered until a quarter of it has arrived;
+    then the rest is kept as it comes, in pieces joined once when the frame
+    is complete.  (The compiled reader allocates the ``bytes`` it will
+    return at that point and copies the rest straight into it; the memory a
+    partial frame holds there stays within four times the bytes received of
+    it.  The rule is the same here, so that both readers move at the same
+    steps; a ``bytes`` cannot be filled in place in Python.)
     """
 
-    __slots__ = ("_buf", "_max", "_consumed", "_error")
+    __slots__ = ("_buf", "_max", "_consumed", "_error", "_frame", "_size", "_filled")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE):
         self._buf = bytearray()
         self._max = max_frame_size
         self._consumed = 0
         self._error = None
+        # The frame being filled (here the list of its pieces), its size and
+        # the body bytes received; ``_buf`` then holds its size prefix alone.
+        self._frame = None
+        self._size = 0
+        self._filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as part of a frame."""
-        return len(self._buf)
+        return len(self._buf) + self._filled
 
     @property
     def consumed(self) -> int:
@@ -843,41 +856,106 @@ class FrameReader:
     def max_frame_size(self) -> int:
         return self._max
 
+    def _begin(self, size):
+        # ``_buf`` holds the size prefix and the first body bytes: they move to
+        # the frame's pieces, joined into one bytes object when it is complete
+        buf = self._buf
+        self._size = size
+        self._frame = [buf[4:]]
+        self._filled = len(buf) - 4
+        del buf[4:]
+
+    def _fill(self, mv, pos, out) -> int:
+        # Take what the frame being filled still needs from ``mv[pos:]`` → bytes taken;
+        # a frame completed goes to ``out``.  (Offsets, not slices, are passed
+        # around: a slice left in a traceback would pin the caller's buffer.)
+        take = min(self._size - self._filled, len(mv) - pos)
+        self._frame.append(bytes(mv[pos : pos + take]))
+        self._filled += take
+        if self._filled == self._size:
+            out.append(b"".join(self._frame))
+            self._frame = None
+            self._consumed += 4 + self._size
+            self._filled = 0
+            del self._buf[:]
+        return take
+
     def feed(self, data) -> list:
         if self._error is not None:
             raise self._error
+        mv = memoryview(data)
+        try:
+            if not mv.contiguous:  # as the compiled reader asks for the buffer
+                raise BufferError("memoryview: underlying buffer is not contiguous")
+            if mv.ndim != 1 or mv.itemsize != 1:
+                mv = mv.cast("B")
+            return self._feed(mv)
+        finally:
+            mv.release()
+
+    def _feed(self, mv) -> list:
         buf = self._buf
-        buf += data
         out = []
         pos = 0
-        n = len(buf)
-        while True:
-            st, size = frame_at(buf, pos, n, self._max)
+        n = len(mv)
+        if self._frame is None and buf:
+            # A frame begun in an earlier feed: complete its size prefix, then
+            # buffer its body until a quarter of it is here.
+            if len(buf) < 4:
+                pos = min(4 - len(buf), n)
+                buf += mv[:pos]
+                if len(buf) < 4:
+                    return out
+            st, size = frame_at(buf, 0, len(buf), self._max)
             if st == FRAME_BAD_SIZE:
-                del buf[:pos]
-                self._consumed += pos
-                # the exception raised now carries the frames completed before the bad
-                # size; the one kept for later feeds carries none (they were handed out)
-                self._error = frame_size_error(size, self._max, self._consumed)
-                self._error.frames = []
-                exc = frame_size_error(size, self._max, self._consumed)
-                exc.frames = out
-                raise exc
+                buf += mv[pos:]
+                raise self._fail(size, out)
+            if size > 4 * (len(buf) - 4 + n - pos):
+                buf += mv[pos:]
+                return out
+            self._begin(size)
+        if self._frame is not None:
+            pos += self._fill(mv, pos, out)
+            if self._frame is not None:
+                return out
+        start = pos
+        while True:
+            st, size = frame_at(mv, pos, n, self._max)
             if st != FRAME_COMPLETE:
                 break
-            out.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            out.append(bytes(mv[pos + 4 : pos + 4 + size]))
             pos += 4 + size
-        if pos:
-            del buf[:pos]
-            self._consumed += pos
+        self._consumed += pos - start
+        # ``size`` is the partial frame's once its 4 prefix bytes are here
+        if st == FRAME_PARTIAL and size is not None and size <= 4 * (n - pos - 4):
+            buf += mv[pos : pos + 4]
+            self._begin(size)
+            self._fill(mv, pos + 4, out)
+        else:
+            buf += mv[pos:]
+        if st == FRAME_BAD_SIZE:
+            raise self._fail(size, out)
         return out
+
+    def _fail(self, size, frames):
+        # the exception raised now carries the frames completed before the bad
+        # size; the one kept for later feeds carries none (they were handed out)
+        self._error = frame_size_error(size, self._max, self._consumed)
+        self._error.frames = []
+        exc = frame_size_error(size, self._max, self._consumed)
+        exc.frames = frames
+        return exc
 
     def unframed(self) -> bytes:
         """The bytes received but not returned as frames (after a FrameSizeError:
         everything from the bad size prefix on), handed over once."""
         out = bytes(self._buf)
+        if self._frame is not None:
+            out += b"".join(self._frame)
         self._consumed += len(out)
         del self._buf[:]
+        self._frame = None
+        self._filled = 0
         return out
 
 

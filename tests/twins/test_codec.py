@@ -115,6 +115,31 @@ def test_frames_agree(compiled, pure, stream, tail, limit):
 
 
 @settings(max_examples=200)
+@given(st.lists(st.integers(0, 3000), max_size=5), st.binary(max_size=12), st.integers(-1, 4000),
+       st.lists(st.integers(1, 2000), min_size=1, max_size=10), st.booleans())
+def test_frame_reader_agrees_on_any_chunking(compiled, pure, sizes, tail, limit, chunks, hand_over):
+    # frames larger than a feed (the compiled reader fills the returned bytes
+    # directly once a quarter has arrived), the state after every feed, and
+    # the bytes handed over at the end
+    data = b"".join(n.to_bytes(4, "big") + bytes([n % 251]) * n for n in sizes) + tail
+
+    def incremental(mod):
+        fr = mod.FrameReader(limit)
+        steps = []
+        pos = i = 0
+        while pos < len(data):
+            step = chunks[i % len(chunks)]
+            steps.append((outcome(lambda: fr.feed(data[pos:pos + step])), fr.buffered, fr.consumed))
+            pos += step
+            i += 1
+        if hand_over:
+            steps.append((fr.unframed(), fr.buffered, fr.consumed))
+        return steps
+
+    assert incremental(compiled) == incremental(pure)
+
+
+@settings(max_examples=200)
 @given(garbage, st.integers(0, 2))
 def test_headers_agree(compiled, pure, data, version):
     a = outcome(lambda: compiled.decode_request_header(data, version))
