@@ -42,7 +42,7 @@ from kafkaproto import UnknownApiError
 from kafkaproto.error_codes import error_name
 from kafkaproto.messages import api_name
 from kafkaproto.net import write_parts
-from kafkaproto.proxy import ProxyConnection, ProxyRequest, Unframed, rewrite_addresses
+from kafkaproto.proxy import ProxyConnection, Unframed, rewrite_addresses
 
 ADDRESS_APIS = (3, 10, 60)  # Metadata, FindCoordinator, DescribeCluster: their responses name brokers
 
@@ -67,7 +67,7 @@ def error_names(message) -> str:
     return ",".join(sorted(found)) or "-"
 
 
-def describe(req: ProxyRequest) -> str:
+def describe(req) -> str:
     try:
         name = api_name(req.api_key)
     except UnknownApiError:  # a key without a schema, or a frame too short to hold one

@@ -347,7 +347,8 @@ def test_the_proxy_pairs_decodes_and_gives_every_byte_back(chunk):
     assert req_events[1].message.acks == 0 and req_events[0].client_id == "c"
     assert [(ev.correlation_id, ev.api_key, ev.api_version) for ev in resp_events] == [(1, 18, 3), (3, 3, 12),
                                                                                       (4, 0, 9)]
-    assert all(ev.request is req for ev, req in zip(resp_events, [req_events[0], req_events[2], req_events[3]]))
+    assert all(ev.request is req.ref for ev, req in zip(resp_events, [req_events[0], req_events[2], req_events[3]]))
+    assert resp_events[0].request.client_id == "c"  # the request's fields, not its frame, wait for the answer
     assert resp_events[1].message.cluster_id == "cl" and len(proxy.pending) == 0
 
 

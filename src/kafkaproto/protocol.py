@@ -34,6 +34,7 @@ __all__ = [
     "PendingRequests",
     "ReceivedRequest",
     "ReceivedResponse",
+    "RequestRef",
     "api_versions_handshake",
     "decode_request",
     "decode_response",
@@ -396,6 +397,25 @@ def negotiate_versions(broker, ours: dict[int, tuple[int, int]] | None = None) -
 # received frames, for brokers and proxies
 
 
+class RequestRef:
+    """What a response needs of the request it answers, kept while it waits:
+    a few fields, never the request's bytes or message (a Produce request may
+    be megabytes).  ``user`` is whatever the owner attached to the request."""
+
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "user")
+
+    def __init__(self, api_key, api_version, correlation_id, client_id=None):
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.user = None
+
+    def __repr__(self):
+        return (f"RequestRef(api={self.api_key} v{self.api_version}, correlation_id={self.correlation_id}, "
+                f"client_id={self.client_id!r})")
+
+
 class ReceivedRequest:
     """A request frame as received (by a broker, or a proxy on its way to one).
 
@@ -403,11 +423,12 @@ class ReceivedRequest:
     first 8 bytes (None if it is shorter); ``header`` and ``message`` are
     the decoded request (None when not decoding, or when it does not decode:
     ``error`` says why); ``expects_response`` is False for Produce with
-    ``acks=0``.
+    ``acks=0``.  ``ref`` is the :class:`RequestRef` a response carries back
+    (its ``request``); ``user`` is stored there.
     """
 
     __slots__ = ("frame", "offset", "api_key", "api_version", "correlation_id", "header", "message", "error",
-                 "expects_response", "user")
+                 "expects_response", "ref")
 
     def __init__(self, frame, offset, api_key, api_version, correlation_id, header=None, message=None, error=None,
                  expects_response=True):
@@ -421,12 +442,20 @@ class ReceivedRequest:
         self.message = message
         self.error = error
         self.expects_response = expects_response
-        #: anything the owner attaches (a timestamp, a record id): it comes back as the response's ``request.user``
-        self.user = None
+        self.ref = RequestRef(api_key, api_version, correlation_id)
 
     @property
     def client_id(self):
         return self.header.client_id if self.header is not None else None
+
+    @property
+    def user(self):
+        """Anything the owner attaches (a timestamp, a record id): the response's ``request.user``."""
+        return self.ref.user
+
+    @user.setter
+    def user(self, value):
+        self.ref.user = value
 
     def parts(self) -> list:
         """The frame as it came, size prefix included, as buffers to send."""
@@ -438,8 +467,8 @@ class ReceivedRequest:
 
 
 class ReceivedResponse:
-    """A response frame as received, with the request it answers (``request``:
-    None when no request waits for its correlation id)."""
+    """A response frame as received, with the request it answers (``request``,
+    a :class:`RequestRef`: None when no request waits for its correlation id)."""
 
     __slots__ = ("frame", "offset", "correlation_id", "request", "header", "message", "error")
 
@@ -502,10 +531,11 @@ def read_request(frame, offset: int = 0, *, decode: bool = True, zero_copy: bool
         ev.expects_response = expects_response(ev.message)
     else:
         ev.expects_response = produce_acks(frame) != 0
+    ev.ref.client_id = ev.client_id
     return ev
 
 
-def read_response(frame, offset: int, request: ReceivedRequest | None, *, decode: bool = True,
+def read_response(frame, offset: int, request: RequestRef | None, *, decode: bool = True,
                   zero_copy: bool = False) -> ReceivedResponse:
     """A response frame (size prefix removed) answering ``request`` (None:
     unpaired, not decoded) → :class:`ReceivedResponse`, never raising on bad bytes."""

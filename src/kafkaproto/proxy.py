@@ -121,7 +121,7 @@ class ProxyConnection:
         decode = len(frame) >= 2 and self._decodes(_key.unpack_from(frame, 0)[0])
         ev = read_request(frame, at, decode=decode, zero_copy=self.zero_copy)
         if ev.expects_response and ev.correlation_id is not None:
-            self.pending.add(ev.correlation_id, ev)
+            self.pending.add(ev.correlation_id, ev.ref)  # a few fields, not the frame
         return ev
 
     def _response(self, frame, at) -> ReceivedResponse:
