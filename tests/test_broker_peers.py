@@ -243,3 +243,78 @@ def test_log_append_time(tmp_path):
     clients.assert_same_records(sent, got)
     assert {r["timestamp_type"] for r in got} == {1}
     assert all(before <= r["timestamp_ms"] <= after for r in got)
+
+
+# --------------------------------------------------------------------------
+# every version the broker advertises, with the library as the client
+
+
+def at_version(msg, version):
+    # encode_request has no lenient=True: a request object with fields a version
+    # lacks is made fit for it by a lenient body round trip
+    return type(msg).decode(msg.encode(version, lenient=True), version)
+
+
+def test_every_advertised_version_is_answered(broker):
+    from kafkaproto import messages as M
+    from kafkaproto import records
+
+    host, port = broker.rsplit(":", 1)
+    _, answer = api_versions_handshake(host, int(port))
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+
+    def call(msg, step):
+        lo, hi = advertised[msg.API_KEY]
+        version = min(lo + step, hi)
+        return send_request(host, int(port), at_version(msg, version), version)
+
+    steps = max(hi - lo for lo, hi in advertised.values()) + 1
+    for step in range(steps):
+        topic, group = clients.unique_topic("versions"), f"g-{uuid.uuid4().hex[:8]}"
+        created = call(M.CreateTopicsRequest(topics=[M.CreateTopicsRequest.CreatableTopic(
+            name=topic, num_partitions=2, replication_factor=1)]), step)
+        assert created.topics[0].error_code == 0
+        meta = call(M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(name=topic)]), step)
+        assert [len(t.partitions) for t in meta.topics] == [2] and meta.brokers[0].port == int(port)
+        P = M.ProduceRequest
+        blob = records.encode([(b"k", b"v%d" % step), (None, b"w")], codec="gzip")
+        produced = call(P(acks=-1, timeout_ms=1000, topic_data=[P.TopicProduceData(name=topic, partition_data=[
+            P.PartitionProduceData(index=1, records=blob)])]), step)
+        assert produced.responses[0].partition_responses[0].error_code == 0
+        F = M.FetchRequest
+        fetched = call(F(max_wait_ms=0, max_bytes=1 << 20, topics=[F.FetchTopic(topic=topic, partitions=[
+            F.FetchPartition(partition=1, fetch_offset=1, partition_max_bytes=1 << 20)])]), step)
+        part = fetched.responses[0].partitions[0]
+        assert part.high_watermark == 2 and [r.value for b in records.decode(part.records) for r in b] == [
+            b"v%d" % step, b"w"]
+        L = M.ListOffsetsRequest
+        listed = call(L(replica_id=-1, topics=[L.ListOffsetsTopic(name=topic, partitions=[
+            L.ListOffsetsPartition(partition_index=1, timestamp=-1)])]), step)
+        assert listed.topics[0].partitions[0].offset == 2
+        assert call(M.InitProducerIdRequest(transactional_id=None), step).producer_id >= 0
+        coordinator = call(M.FindCoordinatorRequest(key=group, coordinator_keys=[group]), step)
+        assert int(port) in (coordinator.port, *(c.port for c in coordinator.coordinators))
+        # a group of one, every api at this step's version
+        J = M.JoinGroupRequest
+        joined = call(J(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=1000, protocol_type="consumer",
+                        protocols=[J.JoinGroupRequestProtocol(name="range", metadata=b"meta")]), step)
+        me, generation = joined.member_id, joined.generation_id
+        assert joined.error_code == 0 and joined.leader == me and joined.members[0].metadata == b"meta"
+        S = M.SyncGroupRequest
+        synced = call(S(group_id=group, generation_id=generation, member_id=me, protocol_type="consumer",
+                        protocol_name="range", assignments=[S.SyncGroupRequestAssignment(member_id=me,
+                                                                                         assignment=b"mine")]), step)
+        assert (synced.error_code, synced.assignment) == (0, b"mine")
+        assert call(M.HeartbeatRequest(group_id=group, generation_id=generation, member_id=me), step).error_code == 0
+        C = M.OffsetCommitRequest
+        committed = call(C(group_id=group, generation_id_or_member_epoch=generation, member_id=me, topics=[
+            C.OffsetCommitRequestTopic(name=topic, partitions=[C.OffsetCommitRequestPartition(
+                partition_index=1, committed_offset=2, committed_metadata="m")])]), step)
+        assert committed.topics[0].partitions[0].error_code == 0
+        OF = M.OffsetFetchRequest
+        offsets = call(OF(group_id=group, topics=[OF.OffsetFetchRequestTopic(name=topic, partition_indexes=[0, 1])]),
+                       step)
+        assert [(p.committed_offset, p.metadata) for p in offsets.topics[0].partitions] == [(-1, ""), (2, "m")]
+        left = call(M.LeaveGroupRequest(group_id=group, member_id=me, members=[
+            M.LeaveGroupRequest.MemberIdentity(member_id=me)]), step)
+        assert left.error_code == 0
