@@ -33,7 +33,7 @@ import traceback
 import uuid
 
 from kafkaproto import ErrorCode as E
-from kafkaproto import KafkaProtocolError, UnsupportedVersionError, records
+from kafkaproto import KafkaProtocolError, records
 from kafkaproto import messages as M
 from kafkaproto.net import write_parts
 from kafkaproto.server import ServerConnection, api_versions_response, fetch_partition, unsupported_version_response
@@ -160,10 +160,9 @@ class Broker:
                         tasks.add(task := asyncio.create_task(self.answer(conn, writer, req)))
                         task.add_done_callback(tasks.discard)
                         continue
-                    reply = None  # a version we do not speak gets UNSUPPORTED_VERSION where it can
-                    if req.error is None or isinstance(req.error, UnsupportedVersionError):
-                        reply = unsupported_version_response(req, VERSIONS)
-                    if reply is None:  # nothing to answer with (or bytes that do not decode): Kafka hangs up
+                    # a version we do not speak: UNSUPPORTED_VERSION where the response can say it
+                    reply = unsupported_version_response(req, VERSIONS)
+                    if reply is None:  # it cannot, or the bytes do not decode: Kafka hangs up
                         return
                     # ApiVersions: KIP-511's reply, in the v0 layout whatever version was asked
                     await write_parts(writer, conn.respond(req, reply, version=0 if req.api_key == 18 else None))
