@@ -10,7 +10,8 @@ other request, yet the client reads its answers in the order it asked).  Each
 answer is one response object built with the newest fields and encoded
 ``lenient=True`` at whatever version the client speaks.  Produced batches get
 their offsets (``records.assign_offsets``) and are stored as the producer
-wrote them; Fetch sends them back by reference (``fetch_partition``).
+wrote them; Fetch sends them back as stored (``fetch_partition``: one stored
+blob goes out by reference, not copied into the frame).
 confluent-kafka, kafka-python and aiokafka produce to it with every codec
 (acks=0 and idempotent producers too) and consume through consumer groups.
 
@@ -176,13 +177,14 @@ class Broker:
     async def answer(self, conn, writer, req):
         try:
             response = await self.handlers[req.api_key](req.message, req.api_version)
+            if req.expects_response:  # all but Produce with acks=0
+                # write_parts hands the buffers to the transport before it first waits: they leave in respond() order
+                await write_parts(writer, conn.respond(req, response, lenient=True))
+        except ConnectionError:  # the client left
+            pass
         except Exception:  # a bug: the answers behind this one would wait for it forever
             traceback.print_exc()
             writer.close()
-            return
-        if req.expects_response:  # all but Produce with acks=0
-            # write_parts hands the buffers to the transport before it first waits: they leave in respond() order
-            await write_parts(writer, conn.respond(req, response, lenient=True))
 
     def partition(self, topic, index):
         parts = self.topics.get(topic, (None, ()))[1]
