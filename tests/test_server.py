@@ -148,6 +148,10 @@ def test_headers_of_keys_and_versions_we_do_not_know():
     assert isinstance(reply, JoinGroupResponse) and reply.error_code == ErrorCode.UNSUPPORTED_VERSION
     meta = read_request(encode_request(MetadataRequest(topics=None), 9, 1, "c")[4:])
     assert unsupported_version_response(meta) is None  # Metadata v9 responses have no top-level error code
+    # a version we read, a body cut short: the version is not what went wrong, Kafka hangs up
+    cut = read_request(encode_request(JoinGroupRequest(group_id="g"), 5, 9, "g")[4:-6])
+    assert isinstance(cut.error, TruncatedError) and unsupported_version_response(cut) is None
+    assert unsupported_version_response(read_request(_raw_request(999, 0, 1, "c"))) is None  # unknown key
 
 
 def test_api_versions_response_advertises_what_the_library_speaks():

@@ -8,7 +8,10 @@ order the handlers answer in::
     conn = ServerConnection()
     for req in conn.receive(chunk):              # ReceivedRequest objects
         if req.error is not None:                # a version or key we cannot read: answer from the header
-            out = conn.respond(req, unsupported_version_response(req), version=0 if req.api_key == 18 else None)
+            reply = unsupported_version_response(req)
+            if reply is None:                    # nothing Kafka would answer with: close the connection
+                return
+            out = conn.respond(req, reply, version=0 if req.api_key == 18 else None)
         elif req.expects_response:               # not for Produce with acks=0
             out = conn.respond(req, handle(req.message))
         send_parts(sock, out)                    # what is ready, in request order
@@ -26,6 +29,7 @@ from collections import deque
 
 from ._limits import DEFAULT_MAX_FRAME_SIZE
 from .error_codes import ErrorCode
+from .errors import UnsupportedVersionError
 from .frames import FrameReader
 from .messages import response_class
 from .protocol import (
@@ -123,9 +127,13 @@ def unsupported_version_response(request: ReceivedRequest, versions: dict[int, t
     the client retries with one of them.  For any other api key it is that
     key's response with its top-level ``error_code`` set to
     UNSUPPORTED_VERSION (at the request's version when this library has it);
-    None when that response has no top-level error code at that version (Kafka
-    closes the connection then).
+    None when that response has no top-level error code at that version, and
+    for a request that did not decode for another reason than its version (a
+    body cut short, a bad value: the version is not the problem), where Kafka
+    closes the connection.
     """
+    if request.error is not None and not isinstance(request.error, UnsupportedVersionError):
+        return None
     versions = supported_versions() if versions is None else versions
     if request.api_key == API_VERSIONS:
         lo, hi = versions[API_VERSIONS]

@@ -273,7 +273,10 @@ async def produce_aiokafka_async(bootstrap: str, topic: str, records: Sequence[R
                    for rec in sent]
         metas = await asyncio.gather(*futures)
         for rec, meta in zip(sent, metas):
-            rec["partition"], rec["offset"] = meta.partition, meta.offset
+            if meta is None:  # acks=0: aiokafka reports nothing
+                rec["partition"], rec["offset"] = partition, None
+            else:
+                rec["partition"], rec["offset"] = meta.partition, meta.offset
 
     try:
         await asyncio.wait_for(run(), timeout)
