@@ -37,7 +37,7 @@ from kafkaproto import ErrorCode as E
 from kafkaproto import KafkaProtocolError, records
 from kafkaproto import messages as M
 from kafkaproto.net import write_parts
-from kafkaproto.server import ServerConnection, api_versions_response, fetch_partition, unsupported_version_response
+from kafkaproto.server import ServerConnection, api_versions_response, fetch_partition
 
 #: api key -> (lowest, highest version) answered.  The floors are Kafka 4.0's;
 #: the ceilings stop before topic ids replace names (Produce 13, Fetch 13),
@@ -152,21 +152,20 @@ class Broker:
         self.handlers = {k: getattr(self, re.sub(r"(?<!^)([A-Z])", r"_\1", M.api_name(k)).lower()) for k in VERSIONS}
 
     async def serve(self, reader, writer):
-        conn, tasks = ServerConnection(), set()
+        conn, tasks = ServerConnection(versions=VERSIONS), set()
         try:
             while data := await reader.read(1 << 16):
                 for req in conn.receive(data):
-                    lo, hi = VERSIONS.get(req.api_key, (0, -1))
-                    if req.error is None and lo <= req.api_version <= hi:
+                    if conn.accepts(req):
                         tasks.add(task := asyncio.create_task(self.answer(conn, writer, req)))
                         task.add_done_callback(tasks.discard)
                         continue
                     # a version we do not speak: UNSUPPORTED_VERSION where the response can say it
-                    reply = unsupported_version_response(req, VERSIONS)
-                    if reply is None:  # it cannot, or the bytes do not decode: Kafka hangs up
+                    # (ApiVersions: KIP-511's reply, in the v0 layout whatever version was asked)
+                    out = conn.reject(req)
+                    if out is None:  # it cannot, or the bytes do not decode: Kafka hangs up
                         return
-                    # ApiVersions: KIP-511's reply, in the v0 layout whatever version was asked
-                    await write_parts(writer, conn.respond(req, reply, version=0 if req.api_key == 18 else None))
+                    await write_parts(writer, out)
         except (ConnectionError, KafkaProtocolError):  # a reset, or a size prefix that is not Kafka's
             pass
         finally:
@@ -182,9 +181,9 @@ class Broker:
                 await write_parts(writer, conn.respond(req, response, lenient=True))
         except ConnectionError:  # the client left
             pass
-        except Exception:  # a bug: the answers behind this one would wait for it forever
+        except Exception:  # a bug: give up on this request, so the answers behind it can go
             traceback.print_exc()
-            writer.close()
+            await write_parts(writer, conn.abandon(req))
 
     def partition(self, topic, index):
         parts = self.topics.get(topic, (None, ()))[1]

@@ -494,7 +494,12 @@ cdef class Writer:
 
     cpdef write_blob(self, v, bint compact, bint nullable=True):
         """A bytes or records field (length, then bytes): kept by reference with
-        ``keep_blobs``, counted as external when counting, else copied."""
+        ``keep_blobs``, counted as external when counting, else copied.  A list
+        or tuple of buffers is one field made of their bytes in order (stored
+        batches sent as they are): each is kept by reference."""
+        if isinstance(v, (list, tuple)):
+            self._write_pieces(v, compact)
+            return
         if v is None:
             if not nullable:
                 raise EncodeError("null in a non-nullable field", "compact bytes" if compact else "bytes")
@@ -531,6 +536,43 @@ cdef class Writer:
                 self._put(view.buf, n)
         finally:
             PyBuffer_Release(&view)
+
+    cdef int _write_pieces(self, list_or_tuple, bint compact) except -1:
+        cdef Py_buffer view
+        cdef Py_ssize_t total = 0, n
+        what = "compact bytes" if compact else "bytes"
+        for piece in list_or_tuple:
+            try:
+                PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
+            except TypeError:
+                raise EncodeError(f"expected bytes, got {type(piece).__name__} in a list of buffers", what) from None
+            total += view.len
+            PyBuffer_Release(&view)
+        if compact:
+            if total >= 0xFFFFFFFF:
+                raise EncodeError(f"length {total} does not fit in an unsigned varint", what)
+            self._put_uv(<uint64_t>(total + 1))
+        else:
+            if total > 0x7FFFFFFF:
+                raise EncodeError(f"length {total} does not fit in an int32", what)
+            kp_st32(self._reserve(4), <uint32_t>total)
+        for piece in list_or_tuple:
+            PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
+            n = view.len
+            try:
+                if self.mode == WM_COUNT:
+                    self.length += n
+                    self.n_external += n
+                elif self.keep_blobs and n > 0:
+                    if self.cuts is None:
+                        self.cuts = []
+                    self.cuts.append((self.length, piece))
+                    self.n_external += n
+                else:
+                    self._put(view.buf, n)
+            finally:
+                PyBuffer_Release(&view)
+        return 0
 
     # _reserve, _put_uv and _put are inline, in _codec.pxd (every module that writes uses them)
 

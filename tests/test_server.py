@@ -105,8 +105,15 @@ def test_zero_copy_records_in_requests_and_fetch_partitions_as_parts():
     _, back = decode_response(joined(parts)[4:], 1, 11)
     (b,) = R.decode(back.responses[0].partitions[0].records)
     assert [r.offset for r in b.records] == list(range(1000, 1010))
-    two = fetch_partition(3, [stored, stored], high_watermark=1, aborted_transactions=[(7, 1000)])
-    assert bytes(two.records) == stored * 2 and two.aborted_transactions[0].producer_id == 7
+    again, _ = R.assign_offsets(batch, next_offset)
+    two = fetch_partition(3, [stored, again], high_watermark=1, aborted_transactions=[(7, 1000)])
+    resp.responses[0].partitions = [two]
+    parts = encode_response_parts(resp, 11, 9)
+    assert any(p is stored for p in parts) and any(p is again for p in parts)  # each stored batch by reference
+    _, back = decode_response(joined(parts)[4:], 1, 11)
+    got = back.responses[0].partitions[0]
+    assert got.records == stored + again and got.aborted_transactions[0].producer_id == 7
+    assert [r.offset for b in R.decode(got.records) for r in b.records] == list(range(1000, 1020))
 
 
 # --------------------------------------------------------------------------
@@ -251,7 +258,51 @@ def test_assign_offsets_as_kafka_reads_them(java_oracle, magic, codec):
     assert again == out
 
 
+def test_assign_offsets_says_what_a_log_index_needs():
+    blob = R.encode([(b"k", b"v")] * 3, producer_id=9, producer_epoch=1, base_sequence=40, now=77) + \
+        R.encode([(b"k", b"v")], now=88)
+    out, nxt, batches = R.assign_offsets(blob, 10, batches=True)
+    assert nxt == 14 and [(b.position, b.base_offset, b.last_offset, b.max_timestamp, b.producer_id,
+                           b.base_sequence) for b in batches] == [(0, 10, 12, 77, 9, 40),
+                                                                  (batches[0].size, 13, 13, 88, -1, -1)]
+    assert R.assign_offsets(None, 5) == (None, 5)
+
+
 def test_assign_offsets_refuses_a_partial_batch():
     blob = R.encode([(b"k", b"v")])
     with pytest.raises(CorruptRecordError, match="ends inside a batch"):
         R.assign_offsets(blob[:-3], 0)
+
+
+def test_accepts_rejects_and_abandons():
+    conn = ServerConnection(versions={18: (0, 2), 3: (0, 12), 11: (0, 5)})
+    stream = (encode_request(MetadataRequest(topics=None), 12, 1, "c") + encode_request(ApiVersionsRequest(), 3, 2, "c")
+              + encode_request(MetadataRequest(topics=None), 4, 3, "c")
+              + encode_request(JoinGroupRequest(group_id="g"), 6, 4, "c"))
+    meta, av, meta4, join = conn.receive(stream)
+    assert conn.accepts(meta) and conn.accepts(meta4) and not conn.accepts(av) and not conn.accepts(join)
+    assert conn.reject(av) == []                        # waits behind Metadata
+    assert conn.abandon(meta) != []                     # a failed handler: the KIP-511 reply can go now
+    out = conn.reject(join)                             # JoinGroup v6 > 5: its top-level error code says so
+    assert out == []                                    # behind Metadata v4
+    done = conn.respond(meta4, MetadataResponse())
+    frames = joined(done)
+    _, reply = decode_response(frames[4:4 + struct.unpack(">i", frames[:4])[0]], 3, 4)
+    assert reply == MetadataResponse()
+    rest = frames[4 + struct.unpack(">i", frames[:4])[0]:]
+    _, jg = decode_response(rest[4:], 11, 6)
+    assert jg.error_code == ErrorCode.UNSUPPORTED_VERSION and conn.pending == 0
+    assert [k.api_key for k in conn.api_versions().api_keys] == [3, 11, 18]
+
+
+def test_one_request_object_for_every_version():
+    from kafkaproto.messages import OffsetFetchRequest
+
+    req = OffsetFetchRequest(group_id="g", topics=None, require_stable=True)
+    for v in range(OffsetFetchRequest.LOWEST_VERSION, 8):
+        if v < 2:
+            req.topics = []
+        frame = encode_request(req, v, 1, "c", lenient=True)
+        assert decode_request(frame[4:])[1].group_id == "g"
+    with pytest.raises(EncodeError):
+        encode_request(req, 6, 1, "c")  # require_stable: v7 on

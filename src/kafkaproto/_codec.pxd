@@ -66,6 +66,7 @@ cdef class Writer:
     cdef bint has_tview
 
     cdef unsigned char* _slow(self, Py_ssize_t n) except NULL
+    cdef int _write_pieces(self, list_or_tuple, bint compact) except -1
 
     cdef inline unsigned char* _reserve(self, Py_ssize_t n) except NULL:
         """Room for ``n`` more bytes → where they go (growth, counting and

@@ -485,6 +485,32 @@ class Writer:
             out.append(mv[last:])
         return out
 
+    def _write_pieces(self, pieces, compact):
+        what = "compact bytes" if compact else "bytes"
+        sizes = []
+        for piece in pieces:
+            if not isinstance(piece, (bytes, bytearray, memoryview)):
+                raise EncodeError(f"expected bytes, got {type(piece).__name__} in a list of buffers", what)
+            sizes.append(memoryview(piece).nbytes)
+        total = sum(sizes)
+        if compact:
+            if total >= 0xFFFFFFFF:
+                raise EncodeError(f"length {total} does not fit in an unsigned varint", what)
+            self._put_uvarint(total + 1)
+        else:
+            if total > 0x7FFFFFFF:
+                raise EncodeError(f"length {total} does not fit in an int32", what)
+            self._buf += _i32.pack(total)
+        for piece, n in zip(pieces, sizes):
+            if self._mode == _COUNT:
+                self._buf.n += n
+                self._external += n
+            elif self._keep and n > 0:
+                self._cuts.append((len(self._buf), piece))
+                self._external += n
+            else:
+                self._buf += piece
+
     def clear(self):
         del self._buf[:]
         self._external = 0
@@ -500,7 +526,11 @@ class Writer:
 
     def write_blob(self, v, compact, nullable=True):
         """A bytes or records field: kept by reference with ``keep_blobs``,
-        counted as external when counting, else copied."""
+        counted as external when counting, else copied.  A list or tuple of
+        buffers is one field made of their bytes in order: each is kept by reference."""
+        if isinstance(v, (list, tuple)):
+            self._write_pieces(v, compact)
+            return
         if v is None:
             if not nullable:
                 raise EncodeError("null in a non-nullable field", "compact bytes" if compact else "bytes")

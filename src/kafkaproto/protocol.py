@@ -188,14 +188,16 @@ def _to_buffer(write, args, buffer, offset) -> int:
 
 
 def encode_request(msg: Message, version: int, correlation_id: int, client_id: str | None = None,
-                   header_tagged_fields=None, *, canonical: bool = False) -> bytes:
+                   header_tagged_fields=None, *, canonical: bool = False, lenient: bool = False) -> bytes:
     """A complete size-prefixed request frame.
 
     A decoded message is written back as it came (see :meth:`Message.encode`),
     with any bytes its frame had after the body; ``canonical=True`` writes
-    Kafka's own form.
+    Kafka's own form.  ``lenient=True`` drops the values of fields
+    ``version`` lacks instead of raising (one message for every version).
     """
-    return _to_bytes(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical))
+    return _to_bytes(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical,
+                                       lenient))
 
 
 def encode_response(msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
@@ -210,7 +212,7 @@ def encode_response(msg: Message, version: int, correlation_id: int, header_tagg
 
 
 def encode_request_parts(msg: Message, version: int, correlation_id: int, client_id: str | None = None,
-                         header_tagged_fields=None, *, canonical: bool = False) -> list:
+                         header_tagged_fields=None, *, canonical: bool = False, lenient: bool = False) -> list:
     """A request frame as a list of buffers to send with one gathering write
     (:func:`kafkaproto.net.send_parts`, ``socket.sendmsg``, ``transport.writelines``).
 
@@ -219,7 +221,8 @@ def encode_request_parts(msg: Message, version: int, correlation_id: int, client
     give at most 2k+1 parts, and the memory this allocates is the size of
     those other bytes, whatever the size of the records.
     """
-    return _to_parts(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical))
+    return _to_parts(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical,
+                                       lenient))
 
 
 def encode_response_parts(msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
@@ -229,7 +232,8 @@ def encode_response_parts(msg: Message, version: int, correlation_id: int, heade
 
 
 def encode_request_into(buffer, msg: Message, version: int, correlation_id: int, client_id: str | None = None,
-                        header_tagged_fields=None, *, offset: int = 0, canonical: bool = False) -> int:
+                        header_tagged_fields=None, *, offset: int = 0, canonical: bool = False,
+                        lenient: bool = False) -> int:
     """Write a request frame into ``buffer`` at ``offset`` → the offset just past it.
 
     A ``bytearray`` is resized to end with the frame; any other writable
@@ -237,8 +241,8 @@ def encode_request_into(buffer, msg: Message, version: int, correlation_id: int,
     ``offset`` are then unspecified: :func:`request_size` says how much room
     a frame needs).
     """
-    return _to_buffer(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical),
-                      buffer, offset)
+    return _to_buffer(_request_writer, (msg, version, correlation_id, client_id, header_tagged_fields, canonical,
+                                        lenient), buffer, offset)
 
 
 def encode_response_into(buffer, msg: Message, version: int, correlation_id: int, header_tagged_fields=None, *,
@@ -249,10 +253,10 @@ def encode_response_into(buffer, msg: Message, version: int, correlation_id: int
 
 
 def request_size(msg: Message, version: int, client_id: str | None = None, header_tagged_fields=None, *,
-                 canonical: bool = False) -> int:
+                 canonical: bool = False, lenient: bool = False) -> int:
     """The size of the request frame :func:`encode_request` would write, size prefix included (a sizing pass)."""
     w = codec.Writer.counting()
-    _request_writer(w, msg, version, 0, client_id, header_tagged_fields, canonical)
+    _request_writer(w, msg, version, 0, client_id, header_tagged_fields, canonical, lenient)
     return len(w)
 
 

@@ -5,16 +5,19 @@ requests, decoded; responses given to it come back as the buffers to send,
 in the order the requests came (Kafka's rule on a connection), whatever
 order the handlers answer in::
 
-    conn = ServerConnection()
+    conn = ServerConnection(versions={18: (0, 3), 3: (0, 12), 0: (3, 11)})   # what this broker speaks
     for req in conn.receive(chunk):              # ReceivedRequest objects
-        if req.error is not None:                # a version or key we cannot read: answer from the header
-            reply = unsupported_version_response(req)
-            if reply is None:                    # nothing Kafka would answer with: close the connection
+        if not conn.accepts(req):                # a key or version it does not speak, or bytes that do not read
+            out = conn.reject(req)               # KIP-511 / UNSUPPORTED_VERSION; None: close the connection
+            if out is None:
                 return
-            out = conn.respond(req, reply, version=0 if req.api_key == 18 else None)
         elif req.expects_response:               # not for Produce with acks=0
             out = conn.respond(req, handle(req.message))
         send_parts(sock, out)                    # what is ready, in request order
+
+``respond``, ``reject`` and ``abandon`` return their buffers at once: write
+them before the next call on the connection (from one task, or before an
+``await``), so that they leave in the order given.
 
 The helpers below answer what a broker must answer without knowing the
 request's schema (:func:`unsupported_version_response`, the KIP-511
@@ -63,9 +66,14 @@ class ServerConnection:
     is not waited for.  ``pending`` is how many requests await an answer (a
     broker stops reading a client that has too many, as Kafka mutes a
     channel).  ``zero_copy``: records fields are views of the request frame.
+    ``versions`` (api key → (min, max)): what this broker speaks, for
+    :meth:`accepts`, :meth:`reject` and the ApiVersions answer (default:
+    every version of the library).
     """
 
-    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = True):
+    def __init__(self, *, versions: dict[int, tuple[int, int]] | None = None,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = True):
+        self.versions = supported_versions() if versions is None else dict(versions)
         self.zero_copy = zero_copy
         self._reader = FrameReader(max_frame_size)
         self._order: deque = deque()   # requests awaiting a response, in arrival order
@@ -101,6 +109,38 @@ class ServerConnection:
         v = request.api_version if version is None else version
         self._ready[request] = encode_response_parts(response, v, request.correlation_id, header_tagged_fields,
                                                      lenient=lenient)
+        return self._flush()
+
+    def accepts(self, request: ReceivedRequest) -> bool:
+        """Did ``request`` decode, at a key and version in ``versions``?"""
+        rng = self.versions.get(request.api_key)
+        return request.error is None and rng is not None and rng[0] <= request.api_version <= rng[1]
+
+    def reject(self, request: ReceivedRequest) -> list | None:
+        """Answer a request this broker does not speak (:func:`unsupported_version_response`:
+        KIP-511 for ApiVersions) → the buffers ready to send, or None when there
+        is nothing to answer with, as Kafka closes the connection then."""
+        reply = unsupported_version_response(request, self.versions)
+        if reply is None:
+            return None
+        if not request.expects_response:
+            return self._flush()
+        return self.respond(request, reply, version=0 if request.api_key == API_VERSIONS else None)
+
+    def abandon(self, request: ReceivedRequest) -> list:
+        """Give up answering ``request`` (a handler that failed) → the buffers of
+        later responses that were waiting for it.  The client never gets an
+        answer with its correlation id: Kafka's clients time such requests out."""
+        if request in self._order:
+            self._order.remove(request)
+            self._ready.pop(request, None)
+        return self._flush()
+
+    def api_versions(self, **kw):
+        """This broker's ApiVersionsResponse (its ``versions``)."""
+        return api_versions_response(self.versions, **kw)
+
+    def _flush(self) -> list:
         out: list = []
         while self._order and self._order[0] in self._ready:
             out += self._ready.pop(self._order.popleft())
@@ -153,14 +193,13 @@ def fetch_partition(partition_index: int, records, *, high_watermark: int, last_
                     preferred_read_replica: int = -1):
     """A Fetch response partition serving stored batches.
 
-    ``records``: one buffer (a log segment's slice, kept as it is: encoded to
-    parts it is sent without a copy) or a list of stored batches (joined).
-    ``aborted_transactions``: (producer id, first offset) pairs, for
-    read-committed consumers.
+    ``records``: one buffer (a log segment's slice) or a list of stored
+    batches; either way they are kept as they are, and encoded to parts each
+    is sent by reference, without a copy (a list is one records field made of
+    its buffers in order).  ``aborted_transactions``: (producer id, first
+    offset) pairs, for read-committed consumers.
     """
     cls = response_class(1)
-    if isinstance(records, (list, tuple)):
-        records = b"".join(records)
     aborted = [cls.AbortedTransaction(producer_id=p, first_offset=o) for p, o in aborted_transactions or ()]
     return cls.PartitionData(partition_index=partition_index, error_code=error_code, high_watermark=high_watermark,
                              last_stable_offset=last_stable_offset, log_start_offset=log_start_offset,

@@ -162,6 +162,7 @@ def _write_all(w, blob):
     w.write_blob(None, False)
     w.write_blob(blob, False)
     w.write_blob(b"", True)
+    w.write_blob([blob, b"xy", b""], False)  # one field made of several buffers
     w.write_uvarint(300)
     w.set_int32(0, len(w) - 4)
 
@@ -217,7 +218,10 @@ def test_writer_mode_errors_agree(compiled, pure):
     def null_blob(mod):
         mod.Writer().write_blob(None, True, False)
 
-    for case in (overflow, readonly, counting_value, kept_value, bad_blob, null_blob):
+    def bad_piece(mod):
+        mod.Writer().write_blob([b"x", 3], True)
+
+    for case in (overflow, readonly, counting_value, kept_value, bad_blob, null_blob, bad_piece):
         a, b = outcome(lambda: case(compiled)), outcome(lambda: case(pure))
         assert a == b, (case.__name__, a, b)
         assert a[0] == "err", case.__name__

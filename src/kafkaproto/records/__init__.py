@@ -41,7 +41,7 @@ from ._common import (
     control_key_value,
 )
 from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
-from ._log import assign_offsets
+from ._log import AppendedBatch, assign_offsets
 
 if TYPE_CHECKING:  # type checkers read the compiled module's stub (_batches.pyi), which the twin matches
     from . import _batches as _impl
@@ -59,6 +59,7 @@ __all__ = [
     "ControlType",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "Record",
+    "AppendedBatch",
     "assign_offsets",
     "RecordBatch",
     "TimestampType",

@@ -14,24 +14,38 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
 from ..errors import CorruptRecordError
 
-__all__ = ["assign_offsets"]
+__all__ = ["AppendedBatch", "assign_offsets"]
 
 _i16 = struct.Struct(">h")
 _i32 = struct.Struct(">i")
 _i64 = struct.Struct(">q")
 _u32 = struct.Struct(">I")
 
+class AppendedBatch(NamedTuple):
+    """One batch as it was stored: what a log's index keeps of it."""
+
+    position: int         # byte offset in the returned blob
+    size: int             # its bytes
+    base_offset: int
+    last_offset: int
+    max_timestamp: int    # -1 for magic 0
+    producer_id: int      # -1 without one (and for magic 0/1)
+    producer_epoch: int
+    base_sequence: int
+
+
 V2_TIMESTAMP_TYPE = 0x08   # batch attributes bit: log-append time
 V1_TIMESTAMP_TYPE = 0x08   # message attributes bit (magic 1)
 
 
-def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None,
-                   check_crc: bool = True) -> tuple[bytes, int]:
+def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None, check_crc: bool = True,
+                   batches: bool = False):
     """Give the batches of a records blob (as a Produce request carries them)
     their log offsets from ``base_offset`` on → ``(new blob, next offset)``.
 
@@ -41,8 +55,15 @@ def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None
     ``message.timestamp.type=LogAppendTime`` does.  The batches are checked
     first (CRCs, structure: :func:`kafkaproto.records.decode`); a blob that
     ends inside a batch is refused, since a producer sends whole batches.
+    A null records field (None) stores nothing: ``(None, base_offset)``.
+
+    ``batches=True`` adds a third item, the :class:`AppendedBatch` list (for
+    a log's index: offsets, max timestamps, producer ids and sequences).
     """
     from . import decode, encode
+
+    if blob is None:
+        return (None, int(base_offset), []) if batches else (None, int(base_offset))
 
     out = bytearray(blob)
     mv = memoryview(out)
@@ -85,4 +106,15 @@ def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None
             last = end
         rebuilt += out[last:]
         out = rebuilt
-    return bytes(out), nxt
+    result = bytes(out)
+    if not batches:
+        return result, nxt
+    infos = [AppendedBatch(b.offset, b.size, b.base_offset, b.last_offset,
+                           b.max_timestamp if b.magic == 2 else _legacy_max_ts(b), b.producer_id, b.producer_epoch,
+                           b.base_sequence)
+             for b in decode(result, check_crc=False)]
+    return result, nxt, infos
+
+
+def _legacy_max_ts(batch) -> int:
+    return max((r.timestamp for r in batch.records), default=-1) if batch.magic == 1 else -1
