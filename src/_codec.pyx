@@ -33,6 +33,7 @@ import numpy as np
 
 from kafkaproto._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
 from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, KafkaProtocolError, failure
+from kafkaproto.errors import frame_size_error as _frame_size_error
 
 COMPILED = True
 
@@ -962,9 +963,7 @@ cdef Py_ssize_t _frames_loop(const unsigned char* buf, Py_ssize_t pos, Py_ssize_
 
 
 cdef object frame_size_error(int32_t size, int64_t max_size, Py_ssize_t at):
-    if size < 0:
-        return FrameSizeError(f"negative frame size {size}", "frame size", at)
-    return FrameSizeError(f"frame size {size} above the limit {max_size}", "frame size", at)
+    return _frame_size_error(size, max_size, at)
 
 
 def frame_offsets(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t offset=0):

@@ -75,10 +75,10 @@ def test_split_bad_size_stops_with_an_error():
     got = arrow.split_frames(good + b"\xff\xff\xff\xff" + good)
     assert got.frames.to_pylist() == [b"abc"]
     assert got.tail == b"\xff\xff\xff\xff" + good
-    assert got.error == "frame size at byte 7: negative frame size -1"
+    assert got.error == "frame at byte 7: negative size -1"
     got = arrow.split_frames(pa.array([good + b"\x00\x00", b"\x10\x00" + good]), max_frame_size=1000)
     assert got.frames.to_pylist() == [b"abc"]
-    assert got.error == "frame size at byte 7: frame size 4096 above the limit 1000"
+    assert got.error == "frame at byte 7: size 4096 above the limit 1000"
     assert got.tail == b"\x00\x00\x10\x00" + good
 
 

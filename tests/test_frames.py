@@ -55,11 +55,11 @@ def test_offset_argument():
 
 @pytest.mark.parametrize("fn", [split_frames, frame_offsets])
 def test_bad_sizes(fn):
-    with pytest.raises(FrameSizeError, match="at byte 5: negative frame size -1"):
+    with pytest.raises(FrameSizeError, match="frame at byte 5: negative size -1"):
         fn(frame(b"a") + b"\xff\xff\xff\xff")
-    with pytest.raises(FrameSizeError, match="frame size 2147483647 above the limit 104857600"):
+    with pytest.raises(FrameSizeError, match="size 2147483647 above the limit 104857600"):
         fn(b"\x7f\xff\xff\xff")
-    with pytest.raises(FrameSizeError, match="frame size 11 above the limit 10"):
+    with pytest.raises(FrameSizeError, match="size 11 above the limit 10"):
         fn(frame(b"x" * 11), 10)
     assert fn(frame(b"x" * 11), -1)[-1] == 15  # -1: no limit
 
@@ -141,13 +141,13 @@ def test_frame_reader_rejects_early_and_stays_failed():
     fr = FrameReader(max_frame_size=100)
     assert fr.feed(frame(b"ok")) == [b"ok"]
     # the limit is checked as soon as the size arrives, before the body is buffered
-    with pytest.raises(FrameSizeError, match="at byte 6: frame size 1000 above the limit 100"):
+    with pytest.raises(FrameSizeError, match="frame at byte 6: size 1000 above the limit 100"):
         fr.feed(b"\x00\x00\x03\xe8")
     with pytest.raises(FrameSizeError):
         fr.feed(b"more")
     fr = FrameReader()
     fr.feed(b"\xff\xff")
-    with pytest.raises(FrameSizeError, match="negative frame size"):
+    with pytest.raises(FrameSizeError, match="negative size"):
         fr.feed(b"\xff\xfe")
     assert FrameReader().max_frame_size == DEFAULT_MAX_FRAME_SIZE
 

@@ -25,8 +25,8 @@ from .errors import (
     F_UTF8,
     F_WIDE,
     EncodeError,
-    FrameSizeError,
     failure,
+    frame_size_error,
 )
 
 COMPILED = False
@@ -789,12 +789,6 @@ def frame_at(buf, pos, n, max_frame_size, min_size=0):
     if size > n - pos - 4:
         return FRAME_PARTIAL, size
     return FRAME_COMPLETE, size
-
-
-def frame_size_error(size, max_frame_size, at):
-    if size < 0:
-        return FrameSizeError(f"negative frame size {size}", "frame size", at)
-    return FrameSizeError(f"frame size {size} above the limit {max_frame_size}", "frame size", at)
 
 
 def frame_offsets(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int = 0):

@@ -144,6 +144,13 @@ FAILURES = (
 F_NEED, F_LONG, F_WIDE, F_NULL, F_LENGTH, F_LIMIT, F_UTF8, F_COUNT, F_TAG_SIZE, F_MEMORY, F_PYTHON = range(1, 12)
 
 
+def frame_size_error(size: int, max_frame_size: int, at: int | None) -> FrameSizeError:
+    """The error for a frame size prefix that is negative or above the limit (every frame splitter's)."""
+    if size < 0:
+        return FrameSizeError(f"negative size {size}", "frame", at)
+    return FrameSizeError(f"size {size} above the limit {max_frame_size}", "frame", at)
+
+
 def failure(code: int, what, at: int | None, x: int = 0, y: int = 0, z: int = 0) -> Exception:
     """The exception for a failure record; ``what`` is a W_* number or the text itself."""
     if code == F_MEMORY:

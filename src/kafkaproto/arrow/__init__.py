@@ -39,7 +39,7 @@ from .. import _kinds as K
 from .._impl import engine as _engine
 from .._impl import load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
-from ..errors import FrameSizeError
+from ..errors import frame_size_error
 from ..messages import request_class, response_class
 from ..messages._runtime import build_plan
 from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -460,8 +460,7 @@ def _split(lib, stream, max_frame_size, zero_copy):
     error = None
     if got["bad_at"] >= 0:
         size, at = got["bad_size"], got["bad_at"]
-        detail = f"negative frame size {size}" if size < 0 else f"frame size {size} above the limit {max_frame_size}"
-        error = str(FrameSizeError(detail, "frame size", at))
+        error = str(frame_size_error(size, max_frame_size, at))
     return SplitFrames(frames, got["tail"], error)
 
 
