@@ -40,6 +40,7 @@ __all__ = [
     "TcpSegment",
     "capture_kind",
     "decode_tcp",
+    "numbered",
     "read_frames",
 ]
 
@@ -68,15 +69,27 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
     complete once the iterator is exhausted.  A damaged or cut file ends the
     iteration early with the reason in ``acc.errors``; a file that is no
     capture at all raises :class:`CaptureFormatError`.  Frames are numbered
-    (``seq``) in the order they come; a response's ``request.seq`` is its
-    request's.
+    (``seq``) within their connection, in the order they come; a response's
+    ``request.seq`` is its request's.  A connection counts as a Kafka
+    connection (``acc.kafka_connections``) once it has given a frame.
     """
-    seq = 0
-    for f in _frames(path, ports, acc if acc is not None else Accounting(), max_frame_size):
+    acc = acc if acc is not None else Accounting()
+    yield from numbered(_frames(path, ports, acc, max_frame_size), acc)
+
+
+def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[CapturedFrame]:
+    """Number ``frames`` within their connections (``seq``, and a request's
+    ``request.seq``) and count the connections that gave one as Kafka: the
+    one rule for every reader (whole files, byte ranges, tap tables)."""
+    for f in frames:
+        conn = f.conn
+        seq = conn.frames
+        if not seq:
+            acc.kafka_connections += 1
+        conn.frames = seq + 1
         f.seq = seq
         if f.direction == REQUEST and f.request is not None:
             f.request.seq = seq
-        seq += 1
         yield f
 
 
@@ -127,7 +140,6 @@ def _raw_frames(path, acc: Accounting, max_frame_size: int) -> Iterator[Captured
     out: list = []
     conn = Connection(1, "client", os.path.basename(os.fspath(path)))
     acc.connections += 1
-    acc.kafka_connections += 1
     half = KafkaHalf(conn, True, out.append, acc, synced=True, max_frame_size=max_frame_size)
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):

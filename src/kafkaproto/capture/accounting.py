@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List
 
-__all__ = ["Accounting", "BYTE_REASONS", "FRAME_REASONS", "PACKET_REASONS"]
+__all__ = ["Accounting", "connections_text", "BYTE_REASONS", "FRAME_REASONS", "PACKET_REASONS"]
 
 PACKET_REASONS = ("tcp", "not_tcp", "not_ip", "ip_fragment", "malformed", "unsupported_link")
 BYTE_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "gap", "not_kafka", "duplicate")
@@ -45,7 +45,8 @@ class Accounting:
         self.missing_bytes = 0
         self.gaps = 0
         self.connections = 0
-        self.kafka_connections = 0
+        self.kafka_connections = 0  # connections with at least one Kafka frame
+        self.syn_only = 0  # connection attempts that carried no payload byte (SYN, maybe SYN-ACK/RST/FIN)
         self.unanswered_requests = 0  # requests whose response never came (acks=0 Produce, cut captures)
         self.file_bytes = 0
         self.unread_bytes = 0  # file bytes after a damaged or cut record
@@ -70,7 +71,7 @@ class Accounting:
         for name in ("packets", "bytes", "frames"):
             getattr(self, name).update(getattr(other, name))
         for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
-                     "kafka_connections", "unanswered_requests", "file_bytes", "unread_bytes"):
+                     "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.errors += other.errors
         return self
@@ -119,7 +120,8 @@ class Accounting:
             "packets": dict(self.packets), "bytes": dict(self.bytes), "frames": dict(self.frames),
             "packets_total": self.packets_total, "payload_bytes_total": self.payload_bytes_total,
             "missing_bytes": self.missing_bytes, "gaps": self.gaps, "connections": self.connections,
-            "kafka_connections": self.kafka_connections, "unanswered_requests": self.unanswered_requests,
+            "kafka_connections": self.kafka_connections, "syn_only": self.syn_only,
+            "unanswered_requests": self.unanswered_requests,
             "file_bytes": self.file_bytes, "unread_bytes": self.unread_bytes, "errors": list(self.errors),
         }
 
@@ -131,7 +133,7 @@ class Accounting:
         lines.append(f"bytes: {self.payload_bytes_total} in TCP payloads (or frames): "
                      + _join(self.bytes, BYTE_REASONS))
         lines.append(f"frames: {self.frames_total}: " + _join(self.frames, FRAME_REASONS))
-        extra = [f"{self.connections} connections ({self.kafka_connections} Kafka)"]
+        extra = [connections_text(self)]
         if self.gaps:
             extra.append(f"{self.gaps} gaps, {self.missing_bytes} bytes missing")
         if self.unanswered_requests:
@@ -144,6 +146,18 @@ class Accounting:
 
     def __repr__(self) -> str:
         return f"Accounting({self.to_dict()!r})"
+
+
+def connections_text(acc: "Accounting") -> str:
+    """``N TCP connections: K Kafka, S SYN only, O other`` (the one wording
+    inspect, the summary and the page use)."""
+    other = acc.connections - acc.kafka_connections - acc.syn_only
+    parts = [f"{acc.kafka_connections} Kafka"]
+    if acc.syn_only:
+        parts.append(f"{acc.syn_only} SYN only (no data)")
+    if other > 0:
+        parts.append(f"{other} other")
+    return f"{acc.connections} TCP connections: " + ", ".join(parts)
 
 
 def _join(counter: Counter, order) -> str:

@@ -103,7 +103,7 @@ class CaptureFile:
     says what stopped the reader; ``unread_bytes`` counts the bytes left.
     """
 
-    def __init__(self, f: BinaryIO, size: Optional[int] = None) -> None:
+    def __init__(self, f: BinaryIO, size: Optional[int] = None, *, base: int = 0, read_rest: bool = True) -> None:
         self.f = f
         self.size = size
         self.format: Optional[str] = None
@@ -112,6 +112,15 @@ class CaptureFile:
         self.bytes_read = 0
         self.records = 0
         self._magic = b""
+        #: file offset of the record (pcap) or block (pcapng) being read; ``base``
+        #: is the offset the file object stands at when reading starts
+        self.base = base
+        self.at = base
+        #: a damaged file: read the rest to count it (False when reading a byte range)
+        self.read_rest = read_rest
+        # pcapng: the byte order and interfaces of the section being read
+        self.order = "<"
+        self.interfaces: list = []  # (linktype, ticks per second, offset seconds)
 
     def __iter__(self) -> Iterator[Tuple[Optional[int], int, bytes, int]]:
         self.open()
@@ -168,7 +177,7 @@ class CaptureFile:
     def _stop(self, why: str, partial: int) -> None:
         self.error = why
         rest = 0
-        while chunk := self.f.read(1 << 20):
+        while self.read_rest and (chunk := self.f.read(1 << 20)):
             rest += len(chunk)
         self.unread_bytes = partial + rest
         self.bytes_read += rest
@@ -179,6 +188,7 @@ class CaptureFile:
         scale = 1_000_000_000 // ticks
         read = self._read
         while True:
+            self.at = self.base + self.bytes_read
             rh = read(16)
             if not rh:
                 return
@@ -199,11 +209,15 @@ class CaptureFile:
 
     # -- pcapng ------------------------------------------------------------
     def _pcapng(self, first: bytes):
-        order = "<"
-        interfaces: list = []  # (linktype, ticks per second, offset seconds)
+        """Blocks from the file object's position; ``first``: bytes of the first
+        block already read.  The section's byte order and interfaces are
+        :attr:`order` and :attr:`interfaces` (preset them to start mid-section)."""
+        order = self.order
+        interfaces = self.interfaces
         pending = first
         read = self._read
         while True:
+            self.at = self.base + self.bytes_read - len(pending)
             head = pending + read(8 - len(pending))
             pending = b""
             if not head:
@@ -228,7 +242,8 @@ class CaptureFile:
                 if len(body) < length - 12:
                     self._stop("section header cut short", 12 + len(body))
                     return
-                interfaces = []
+                interfaces = self.interfaces = []
+                self.order = order
                 continue
             btype, length = struct.unpack(order + "II", head)
             if length < 12 or length % 4 or length > _MAX_RECORD:

@@ -24,6 +24,7 @@ from there on: it resynchronizes the same way, counting ``not_kafka``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import struct
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -75,7 +76,7 @@ def request_versions() -> Dict[int, Tuple[int, int]]:
 class Connection:
     """One TCP connection (or one tap connection): who is the client, who the broker."""
 
-    __slots__ = ("id", "client", "server", "outstanding", "first_ts", "__weakref__")
+    __slots__ = ("id", "client", "server", "outstanding", "first_ts", "frames", "_uid", "__weakref__")
 
     def __init__(self, id: int, client: str, server: str, first_ts: Optional[int] = None) -> None:
         self.id = id
@@ -84,6 +85,23 @@ class Connection:
         self.first_ts = first_ts
         # correlation id -> the request waiting for its response; insertion ordered
         self.outstanding: Dict[int, "RequestInfo"] = {}
+        #: frames read_frames has yielded for this connection so far
+        self.frames = 0
+        self._uid: Optional[int] = None
+
+    @property
+    def uid(self) -> int:
+        """A 63-bit id that depends only on the connection itself (client,
+        server, time of its first packet), not on what else the capture
+        holds or the order it is read in: the same connection gets the same
+        uid whether its capture is read whole, in byte ranges or rolled into
+        many files.  (``id`` numbers connections in the order one reader met
+        them.)  Without a first time stamp (tap tables, pcapng simple
+        packets) the reader's ``id`` takes its place."""
+        if self._uid is None:
+            text = f"{self.client}|{self.server}|{self.first_ts if self.first_ts is not None else '#%d' % self.id}"
+            self._uid = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+        return self._uid
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.client} -> {self.server})"
@@ -490,11 +508,9 @@ class _Flow:
                     self.client = b if a[1] in ext.ports and b[1] not in ext.ports else a
                 return self._settle(True)
             return self._settle(False)
-        for end in self.ends:
-            if end in ext.servers:
-                if self.client is None:
-                    self.client = self.other(end)
-                return self._settle(True)
+        # Each connection is judged on its own packets alone (no endpoint
+        # learnt from other connections): that is what lets connections be
+        # reassembled in parallel, in any grouping, with the same verdicts.
         if self.client is not None:
             server = self.other(self.client)
             if self.held[server].nbytes and not self.held[self.client].nbytes:
@@ -505,15 +521,12 @@ class _Flow:
             if verdict is None and (final or self.held[self.client].nbytes >= DETECT_BYTES):
                 verdict = False
             if verdict is not None:
-                if verdict:
-                    ext.servers.add(server)
                 self._settle(bool(verdict))
             return
         # caught mid-stream: whichever side carries decodable requests is the client
         for end in self.ends:
             if _scan_requests(self.held[end].buf, ext.max_frame_size):
                 self.client = end
-                ext.servers.add(self.other(end))
                 return self._settle(True)
         # give up once both sides sent enough, or one side alone a lot (bounded memory)
         if final or all(h.nbytes >= DETECT_BYTES for h in self.held.values()) or \
@@ -527,8 +540,8 @@ class _Flow:
             for held in self.held.values():
                 held.release(_NotKafka(ext.acc))
             return
+        # counted as a Kafka connection by read_frames once a frame of it is read
         self.state = "kafka"
-        ext.acc.kafka_connections += 1
         client, server = self.client, self.other(self.client)
         self.conn = Connection(self.conn_id, _endpoint(*client), _endpoint(*server), self.first_ts)
         for end, is_request in ((client, True), (server, False)):
@@ -546,6 +559,9 @@ class _Flow:
             half.close()
         if self.state == "undecided":
             self.decide(final=True)
+        halves = self.halves.values()
+        if any(h.from_start for h in halves) and not any(h.state.next or h.state.heap for h in halves):
+            self.ext.acc.syn_only += 1  # a connection attempt that carried no byte either way
         if self.conn is not None:
             self.ext.acc.unanswered_requests += len(self.conn.outstanding)
             self.conn.outstanding.clear()
@@ -580,8 +596,8 @@ class Extractor:
     """Packets in, :class:`CapturedFrame` objects out (in ``out``, drained by the caller).
 
     ``ports``: the brokers' ports; a connection is Kafka when either end uses
-    one.  None: detect Kafka connections from their first bytes (and learn
-    the broker endpoints, so later connections to them are Kafka at once).
+    one.  None: detect Kafka connections from their first bytes, each
+    connection on its own.
     """
 
     def __init__(self, ports: Optional[Iterable[int]] = None, acc: Optional[Accounting] = None,
@@ -590,7 +606,6 @@ class Extractor:
         self.acc = acc if acc is not None else Accounting()
         self.max_frame_size = max_frame_size
         self.flows: Dict[tuple, _Flow] = {}
-        self.servers: Set[Tuple[str, int]] = set()
         self.out: List[CapturedFrame] = []
         self._next_id = 0
 
@@ -601,6 +616,15 @@ class Extractor:
         if isinstance(seg, str):
             acc.packets[seg] += 1
             return
+        acc.packets["tcp"] += 1
+        acc.payload_bytes_total += len(seg.payload)
+        self.segment(ts, seg)
+
+    def tcp(self, ts: Optional[int], seg: TcpSegment) -> None:
+        """One TCP segment decoded elsewhere (the byte-range read stage): counted
+        as :meth:`packet` counts a packet that decodes to it, then :meth:`segment`."""
+        acc = self.acc
+        acc.packets_total += 1
         acc.packets["tcp"] += 1
         acc.payload_bytes_total += len(seg.payload)
         self.segment(ts, seg)
@@ -678,3 +702,9 @@ class Extractor:
     def finish(self) -> None:
         for flow in self.flows.values():
             flow.close()
+
+    def close_all(self) -> None:
+        """Close every connection and forget them (their frames land in ``out``):
+        the segment path calls it after the last segment of a 4-tuple."""
+        self.finish()
+        self.flows.clear()

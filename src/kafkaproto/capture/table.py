@@ -227,7 +227,6 @@ def iter_table_frames(path, acc: Optional[Accounting] = None) -> Iterator[Captur
                 if conn is None:
                     conn = conns[key] = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
                     acc.connections += 1
-                    acc.kafka_connections += 1
                 ts = cols["ts"][i]
                 ts_ns = None if ts is None else ts * 1000
                 lat = cols["latency_us"][i]
