@@ -61,7 +61,8 @@ def capture_kind(path) -> str:
 
 
 def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Accounting] = None,
-                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> Iterator[CapturedFrame]:
+                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, unanswered: Optional[list] = None
+                ) -> Iterator[CapturedFrame]:
     """Every Kafka frame of a capture, in capture order, paired.
 
     ``ports`` (pcap/pcapng): the brokers' ports; None detects Kafka
@@ -72,9 +73,12 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
     (``seq``) within their connection, in the order they come; a response's
     ``request.seq`` is its request's.  A connection counts as a Kafka
     connection (``acc.kafka_connections``) once it has given a frame.
+    ``unanswered``: a list that receives ``(connection, correlation id,
+    RequestInfo)`` for each request (of a pcap/pcapng capture) whose
+    response never came.
     """
     acc = acc if acc is not None else Accounting()
-    yield from numbered(_frames(path, ports, acc, max_frame_size), acc)
+    yield from numbered(_frames(path, ports, acc, max_frame_size, unanswered), acc)
 
 
 def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[CapturedFrame]:
@@ -93,7 +97,7 @@ def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[Captu
         yield f
 
 
-def _frames(path, ports, acc: Accounting, max_frame_size: int) -> Iterator[CapturedFrame]:
+def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None) -> Iterator[CapturedFrame]:
     kind = capture_kind(path)
     if kind == "table":
         from .table import iter_table_frames
@@ -104,6 +108,7 @@ def _frames(path, ports, acc: Accounting, max_frame_size: int) -> Iterator[Captu
         yield from _raw_frames(path, acc, max_frame_size)
         return
     ext = Extractor(ports, acc, max_frame_size)
+    ext.unanswered = unanswered
     out = ext.out
     with open(path, "rb") as fh:
         acc.file_bytes += os.fstat(fh.fileno()).st_size

@@ -564,6 +564,8 @@ class _Flow:
             self.ext.acc.syn_only += 1  # a connection attempt that carried no byte either way
         if self.conn is not None:
             self.ext.acc.unanswered_requests += len(self.conn.outstanding)
+            if self.ext.unanswered is not None:
+                self.ext.unanswered.extend((self.conn, corr, info) for corr, info in self.conn.outstanding.items())
             self.conn.outstanding.clear()
 
 
@@ -607,6 +609,10 @@ class Extractor:
         self.max_frame_size = max_frame_size
         self.flows: Dict[tuple, _Flow] = {}
         self.out: List[CapturedFrame] = []
+        #: a list to receive ``(connection, correlation id, RequestInfo)`` of
+        #: every request still waiting for its response when its connection
+        #: ends (None: only counted, as ``acc.unanswered_requests``)
+        self.unanswered: Optional[list] = None
         self._next_id = 0
 
     def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None:
