@@ -64,7 +64,12 @@ def test_sample_records_equal_what_the_clients_produced(sample_report):
     pcap = recs.filter(pc.equal(recs["capture"], "kafka.pcap"))
     seen = collections.defaultdict(collections.Counter)
     fetched = collections.defaultdict(set)
+    # Fetch v13+ names topics by id: named in the table where the same connection's Metadata named them
+    # before, else joined through the topic_ids table (every id the capture's Metadata responses named)
+    names = {r["topic_id"]: r["topic"] for r in table(sample_report, "topic_ids").to_pylist()
+             if r["capture"] == "kafka.pcap"}
     for r in pcap.to_pylist():
+        r["topic"] = names.get(r["topic"], r["topic"])
         ts_ms = int(r["timestamp"].timestamp() * 1000) if r["timestamp"] is not None else None
         k = _key(r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"] or ()], ts_ms)
         if r["source"] == "produce":
@@ -247,7 +252,10 @@ def _spark_figures(spark, out: Path):
     errs = read["responses"].select("api", F.explode("error_codes").alias("code")).groupBy("api", "code").count()
     lat = read["responses"].where(col("latency_us").isNotNull()).groupBy("api") \
         .agg(F.sort_array(F.collect_list("latency_us")).alias("v"))
-    sets = read["record_sets"]
+    # topics named by id are named through the topic_ids table, as the report's figures name them
+    ids = spark.read.parquet(str(out / "topic_ids")).select(col("topic_id"), col("topic").alias("named")).distinct()
+    sets = read["record_sets"].join(ids, read["record_sets"]["topic"] == ids["topic_id"], "left") \
+        .withColumn("topic", F.coalesce(col("named"), col("topic"))).drop("named", "topic_id")
     topics = sets.groupBy("source", "topic").agg(F.count("*").alias("sets"), F.sum("batches").alias("batches"),
                                                  F.sum("records").alias("records"), F.sum("bytes").alias("bytes"))
     codecs = sets.groupBy("source", "codec").agg(F.sum("batches").alias("batches"), F.sum("records").alias("records"),

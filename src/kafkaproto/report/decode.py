@@ -205,7 +205,7 @@ def _lists(n: int, values: np.ndarray, rows: np.ndarray, typ) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], typ))
 
 
-def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
+def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
     """One list per message: the topics it names (first level of topic lists)."""
     n = len(msgs)
     names: List[str] = []
@@ -228,7 +228,7 @@ def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
             ids, id_rows = _path(msgs, (top, "topic_id"))
             if got is None:
                 got = (pa.nulls(len(ids), pa.large_string()), id_rows)
-            got = (_name_or_id(got[0], ids, topic_ids), got[1])
+            got = (_name_or_id(got[0], ids, lookup, id_rows), got[1])
         if got is not None:
             vals, r = got
             names += vals.to_pylist()
@@ -241,12 +241,16 @@ def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
     return _lists(n, np.array(names, dtype=object)[keep], r[keep], pa.string())
 
 
-# Tables name a topic as its message does: by name, or by topic id (Produce
-# and Fetch v13+) as text.  Naming ids from Metadata responses while decoding
-# would make a row depend on which connections a task saw before it; the
-# ``topic_ids`` table (every id the capture's Metadata responses named) is
-# there to join with, and the figures use it.
-_NO_NAMES: Dict[bytes, str] = {}
+# A topic id (Produce and Fetch v13+) is named in the tables from a Metadata
+# response seen earlier on the same connection, else written as the id's
+# text.  Naming it from other connections' Metadata would make a row depend
+# on which connections a task happened to decode first; within a connection
+# the order is the capture's, however the capture is read.  The ``topic_ids``
+# table holds every id the capture's Metadata responses named (to join with),
+# and the figures use it.
+
+
+_NO_IDS: Dict[bytes, Tuple[int, str]] = {}
 
 
 def _uuid_text(b: bytes) -> str:
@@ -254,15 +258,15 @@ def _uuid_text(b: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def _name_or_id(names, ids, topic_ids: Dict[bytes, str]) -> pa.Array:
-    """Topic names; where a version carries only a topic id, the name a
-    Metadata response gave it in this capture, else the id."""
+def _name_or_id(names, ids, lookup=None, rows=None) -> pa.Array:
+    """Topic names; where a version carries only a topic id, ``lookup(id,
+    message row)`` (``rows``: each element's message row), else the id."""
     if ids.null_count == len(ids):
         return names.cast(pa.large_string())
     out = names.to_pylist()
     for i, tid in enumerate(ids.to_pylist()):
         if out[i] is None and tid is not None and any(tid):
-            out[i] = topic_ids.get(tid) or _uuid_text(tid)
+            out[i] = (lookup(tid, int(rows[i])) if lookup is not None else None) or _uuid_text(tid)
     return pa.array(out, pa.large_string())
 
 
@@ -360,6 +364,8 @@ class CaptureDecoder:
         #: topic id -> name, from the capture's Metadata responses (the
         #: ``topic_ids`` table and the figures name topics with it)
         self.topic_ids: Dict[bytes, str] = {}
+        # conn -> {topic id: (seq of the Metadata response, name)}: see _name_or_id
+        self.conn_ids: Dict[int, Dict[bytes, Tuple[int, str]]] = {}
         # (conn, request seq) -> the wait a long-poll request asked for
         self.waits: Dict[Tuple[int, int], int] = {}
         self._names: Dict[int, str] = {}
@@ -407,6 +413,30 @@ class CaptureDecoder:
         error_codes: List[Optional[list]] = [None] * n
         blobs: List[Tuple[int, str, pa.Array, pa.Array, pa.Array]] = []  # (source, rows, topic, partition, blob)
 
+        self._cols = c
+        request_seq = c["request_seq"]
+        for i in resp_idx:
+            client_id[i] = c["paired_client_id"][i]
+        resp_keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
+
+        def responses(which):
+            for key in which:
+                if key < 0:
+                    continue  # unpaired: no api key, cannot decode
+                sel = np.flatnonzero(resp_keys == key)
+                rows = resp_idx[sel]
+                versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
+                try:
+                    msgs = karrow.messages(_binary([frame[i] for i in rows]), int(key), "response", versions)
+                except KafkaProtocolError as exc:
+                    for i in rows:
+                        error[i] = str(exc)
+                    continue
+                self._bodies(int(key), msgs, rows, error, topics, error_codes, blobs, "fetch", None)
+
+        # Metadata responses first: they name the topic ids of what follows them
+        keys_present = sorted(np.unique(resp_keys).tolist()) if len(resp_idx) else []
+        responses([k for k in keys_present if k == METADATA])
         # requests: headers, then each api key's bodies
         if len(req_idx):
             req_frames = _binary([frame[i] for i in req_idx])
@@ -434,27 +464,8 @@ class CaptureDecoder:
                     for i, w in zip(rows, msgs.field(field).to_pylist()):
                         if w is not None:
                             self.waits[(c["conn"][i], c["seq"][i])] = w
-        # responses: their request's seq and client id, as the capture layer paired them
-        request_seq = c["request_seq"]
-        for i in resp_idx:
-            client_id[i] = c["paired_client_id"][i]
-        # responses of each (api key), with their request's version
-        if len(resp_idx):
-            keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
-            # Metadata first: it names the topic ids that Produce/Fetch v13+ carry
-            for key in sorted(np.unique(keys), key=lambda k: (k != METADATA, k)):
-                if key < 0:
-                    continue  # unpaired: no api key, cannot decode
-                sel = np.flatnonzero(keys == key)
-                rows = resp_idx[sel]
-                versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
-                try:
-                    msgs = karrow.messages(_binary([frame[i] for i in rows]), int(key), "response", versions)
-                except KafkaProtocolError as exc:
-                    for i in rows:
-                        error[i] = str(exc)
-                    continue
-                self._bodies(int(key), msgs, rows, error, topics, error_codes, blobs, "fetch", None)
+        # the other responses of each api key, with their request's version
+        responses([k for k in keys_present if k != METADATA])
         # accounting: framed frames are now decoded or undecodable
         acc = self.acc
         for i in range(n):
@@ -513,13 +524,24 @@ class CaptureDecoder:
         for j, e in enumerate(errs):
             if e is not None:
                 error[rows[j]] = e
+        c = self._cols
+        conns, seqs = c["conn"], c["seq"]
         if key == METADATA and source == "fetch":
             names, nrows = _path(msgs, ("topics", "name"))
             ids, _ = _path(msgs, ("topics", "topic_id"))
-            for name, tid in zip(names.to_pylist(), ids.to_pylist()):
+            for name, tid, j in zip(names.to_pylist(), ids.to_pylist(), nrows.tolist()):
                 if name and tid and any(tid):
                     self.topic_ids[tid] = name
-        tl = _topic_names(msgs, key, _NO_NAMES).to_pylist()
+                    i = rows[j]
+                    self.conn_ids.setdefault(conns[i], {}).setdefault(tid, (seqs[i], name))
+        conn_ids = self.conn_ids
+
+        def lookup(tid: bytes, j: int) -> Optional[str]:
+            i = rows[j]
+            got = conn_ids.get(conns[i], _NO_IDS).get(tid)
+            return got[1] if got is not None and got[0] < seqs[i] else None
+
+        tl = _topic_names(msgs, key, lookup).to_pylist()
         for j, t in enumerate(tl):
             if t:
                 topics[rows[j]] = t
@@ -533,7 +555,8 @@ class CaptureDecoder:
                 if nm:
                     software[int(rows[j])] = (nm, vs)
         if key == PRODUCE and source == "produce":
-            tnames = _name_or_id(*[_path(msgs, ("topic_data", a))[0] for a in ("name", "topic_id")], _NO_NAMES)
+            (tn, _), (ti, tr) = (_path(msgs, ("topic_data", a)) for a in ("name", "topic_id"))
+            tnames = _name_or_id(tn, ti, lookup, tr)
             blob, brow = _path(msgs, ("topic_data", "partition_data", "records"))
             part, _ = _path(msgs, ("topic_data", "partition_data", "index"))
             _, trow = _path(msgs, ("topic_data",))  # rows of each topic element
@@ -542,7 +565,8 @@ class CaptureDecoder:
             topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
             blobs.append(("produce", rows[brow], topic, part, blob))
         elif key == FETCH and source == "fetch":
-            tnames = _name_or_id(*[_path(msgs, ("responses", a))[0] for a in ("topic", "topic_id")], _NO_NAMES)
+            (tn, _), (ti, tr) = (_path(msgs, ("responses", a)) for a in ("topic", "topic_id"))
+            tnames = _name_or_id(tn, ti, lookup, tr)
             blob, brow = _path(msgs, ("responses", "partitions", "records"))
             part, _ = _path(msgs, ("responses", "partitions", "partition_index"))
             tops, trow = _path(msgs, ("responses",))
