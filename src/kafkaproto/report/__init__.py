@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, Optional
 
 __all__ = ["ReportResult", "run_report"]
@@ -51,8 +50,9 @@ def run_report(captures, out, *, master: Optional[str] = None, remote: Optional[
 
     data = run_job(captures, out, spark=spark, master=master, remote=remote, ports=ports, progress=progress,
                    conf=conf, log=log, **split)
-    html_path = Path(out) / "report.html"
-    html_path.write_text(html_page(data), encoding="utf-8")
-    text = summary(data, str(html_path))
-    (Path(out) / "summary.txt").write_text(text + "\n", encoding="utf-8")
-    return ReportResult(data, text, str(html_path))
+    from .job import write_text
+
+    html_path = write_text(out, "report.html", html_page(data))
+    text = summary(data, html_path)
+    write_text(out, "summary.txt", text + "\n")
+    return ReportResult(data, text, html_path)

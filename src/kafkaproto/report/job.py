@@ -262,14 +262,14 @@ def capture_list(captures: Union[Sequence[str], Mapping[str, object]]) -> List[D
     return out
 
 
-def _keep_only(out: Path, files) -> None:
+def _keep_only(fs, base: str, files) -> None:
     """Remove table files no successful task reported (failed attempts, earlier runs)."""
+    from pyarrow import fs as pafs
+
     for table in TABLES:
-        folder = out / table
-        if folder.is_dir():
-            for f in folder.iterdir():
-                if f.name not in files:
-                    f.unlink()
+        for info in fs.get_file_info(pafs.FileSelector(f"{base}/{table}", allow_not_found=True)):
+            if info.type == pafs.FileType.File and info.base_name not in files:
+                fs.delete_file(info.path)
 
 
 # ---------------------------------------------------------------------------
@@ -402,15 +402,18 @@ def run_job(paths, out, *, spark=None, master: Optional[str] = None, remote: Opt
     constants); ``partitions``: tasks of the segment path's second stage
     (default: as many as byte ranges, at least the session's cores)."""
 
+    from pyarrow import fs as pafs
+
     t0 = time.monotonic()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    uri = _uri(out)
+    fs, base = pafs.FileSystem.from_uri(uri)
+    fs.create_dir(base, recursive=True)
     caps = capture_list(paths)
     own = spark is None
     if own:
         spark = session(master, conf, remote=remote)
     connect = _is_connect(spark)
-    data = ReportData(out=str(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
+    data = ReportData(out=os.fspath(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
                       master=(remote or "Spark Connect") if connect else spark.sparkContext.master,
                       cores=_cores(spark))
     try:
@@ -418,7 +421,6 @@ def run_job(paths, out, *, spark=None, master: Optional[str] = None, remote: Opt
         caps.sort(key=lambda c: -c["bytes"])
         whole, ranges = plan(caps, range_bytes, whole_file_max)
         ranges.sort(key=lambda r: -(r[4] - r[3]))
-        uri = out.resolve().as_uri() if "://" not in str(out) else str(out)
         ports_ = sorted(ports) if ports else None
         names = [c["name"] for c in caps]
         frames = []
@@ -447,13 +449,29 @@ def run_job(paths, out, *, spark=None, master: Optional[str] = None, remote: Opt
             if ctx:
                 ctx.__exit__(None, None, None)
         data.decode_seconds = time.monotonic() - t0
-        _finish(data, manifest, out, caps)
+        _finish(data, manifest, fs, base, caps)
     finally:
         if own:
             spark.stop()
     data.seconds = time.monotonic() - t0
-    (out / "report.json").write_text(data.to_json())
+    write_text(uri, "report.json", data.to_json())
     return data
+
+
+def _uri(out) -> str:
+    """``out`` as a URI pyarrow understands (a local path becomes file://)."""
+    text = os.fspath(out)
+    return text if "://" in text else Path(text).resolve().as_uri()
+
+
+def write_text(out, name: str, text: str) -> str:
+    """Write ``out/name`` (a local folder or any URI pyarrow reaches); its path."""
+    from pyarrow import fs as pafs
+
+    fs, base = pafs.FileSystem.from_uri(_uri(out))
+    with fs.open_output_stream(f"{base}/{name}") as f:
+        f.write(text.encode("utf-8"))
+    return f"{base}/{name}" if "://" not in os.fspath(out) else f"{os.fspath(out).rstrip('/')}/{name}"
 
 
 # capture.segments.segment_schema() in Spark's words
@@ -462,14 +480,14 @@ _SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, src string,
 _MANIFEST_DDL = ", ".join(f"{n} {'bigint' if t == 'int64' else t}" for n, t in _MANIFEST_FIELDS)
 
 
-def _finish(data: ReportData, manifest: List[dict], out: Path, caps) -> None:
+def _finish(data: ReportData, manifest: List[dict], fs, base: str, caps) -> None:
     """Fold the tasks' manifests: keep their files, merge accounting and
     totals, write the driver's tables."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     files = [r for r in manifest if r["kind"] == "file"]
-    _keep_only(out, {Path(r["file"]).name for r in files} | {"part-driver.parquet"})
+    _keep_only(fs, base, {os.path.basename(r["file"]) for r in files} | {"part-driver.parquet"})
     for c in caps:
         data.accounting_by_capture[c["name"]] = Accounting()
     for r in manifest:
@@ -487,16 +505,14 @@ def _finish(data: ReportData, manifest: List[dict], out: Path, caps) -> None:
                    "unanswered": counts.get("unanswered", 0)}
     merge((json.loads(r["json"]) for r in manifest if r["kind"] == "aggregates"), data)
     # the driver's tables: accounting (per capture, merged) and topic ids
-    (out / "accounting").mkdir(exist_ok=True)
-    batches = [accounting_batch(name, acc) for name, acc in sorted(data.accounting_by_capture.items())]
     from .decode import table_schema
 
-    pq.write_table(pa.Table.from_batches(batches, schema=table_schema("accounting")),
-                   out / "accounting" / "part-driver.parquet")
-    (out / "topic_ids").mkdir(exist_ok=True)
+    batches = [accounting_batch(name, acc) for name, acc in sorted(data.accounting_by_capture.items())]
     rows = [{"capture": k.split("|", 1)[0], "topic_id": k.split("|", 1)[1], "topic": v}
             for k, v in data.topic_ids.items()]
-    pq.write_table(pa.Table.from_pylist(rows, schema=table_schema("topic_ids")),
-                   out / "topic_ids" / "part-driver.parquet")
+    for table, t in (("accounting", pa.Table.from_batches(batches, schema=table_schema("accounting"))),
+                     ("topic_ids", pa.Table.from_pylist(rows, schema=table_schema("topic_ids")))):
+        fs.create_dir(f"{base}/{table}", recursive=True)
+        pq.write_table(t, f"{base}/{table}/part-driver.parquet", filesystem=fs)
     for table in TABLES:
-        data.tables[table] = str(out / table)
+        data.tables[table] = f"{data.out.rstrip('/')}/{table}"
