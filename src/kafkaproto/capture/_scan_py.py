@@ -88,6 +88,11 @@ class CaptureScanner:
         """One packet (``data``: bytes); frames land in ``out``."""
         self._sink_packet(ts, linktype, data)
 
+    def segments(self, ts, src, dst, sport, dport, seq, ack, flags, length, payload_offsets, payload, slow) -> None:
+        """TCP segments decoded elsewhere: every row goes to ``slow(i)`` (Extractor.tcp)."""
+        for i in range(len(ts)):
+            slow(i)
+
     # -- classic pcap files ------------------------------------------------
     def read_pcap(self, fh, big_endian: bool, ticks: int, linktype: int) -> None:
         """Read the records of a pcap file whose 24-byte header ``fh`` is past."""

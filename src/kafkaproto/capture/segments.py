@@ -49,11 +49,12 @@ import hashlib
 import json
 import os
 import re
+import socket
 import struct
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .accounting import Accounting
-from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, TcpSegment, decode_tcp, sniff_format
+from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, TcpSegment, _addr4, _addr6, decode_tcp, sniff_format
 
 __all__ = ["CONFIRM", "SEGMENT_SCHEMA", "STATS_KEY", "feed", "file_order", "plan_ranges", "range_accounting",
            "read_range", "segment_schema"]
@@ -76,9 +77,9 @@ def segment_schema():
         ("key", pa.int64()),  # the connection's 4-tuple, either direction, hashed; 0: a statistics row
         ("order", pa.int64()),  # the file's rank in its capture << 40 | the record's byte offset
         ("ts", pa.int64()),  # nanoseconds since the epoch (null: pcapng simple packet)
-        ("src", pa.string()),
+        ("src", pa.binary()),  # the address, 4 (IPv4) or 16 (IPv6) bytes
         ("sport", pa.int32()),
-        ("dst", pa.string()),
+        ("dst", pa.binary()),
         ("dport", pa.int32()),
         ("seq", pa.int64()),
         ("ack", pa.int64()),
@@ -243,6 +244,7 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
     cols: Dict[str, list] = {f.name: [] for f in schema}
     nbytes = 0
     keys: Dict[tuple, int] = {}
+    raw: Dict[str, bytes] = {}
     packets: Dict[str, int] = {}
 
     def batch(extra: Optional[dict] = None):
@@ -318,9 +320,9 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
                 cols["key"].append(k)
                 cols["order"].append(base | at)
                 cols["ts"].append(ts)
-                cols["src"].append(seg.src)
+                cols["src"].append(raw.get(seg.src) or _raw(raw, seg.src))
                 cols["sport"].append(seg.sport)
-                cols["dst"].append(seg.dst)
+                cols["dst"].append(raw.get(seg.dst) or _raw(raw, seg.dst))
                 cols["dport"].append(seg.dport)
                 cols["seq"].append(seg.seq)
                 cols["ack"].append(seg.ack)
@@ -343,21 +345,55 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
                  "payload": json.dumps(stats).encode()})
 
 
+def _raw(cache: Dict[str, bytes], text: str) -> bytes:
+    got = cache[text] = socket.inet_pton(socket.AF_INET6 if ":" in text else socket.AF_INET, text)
+    return got
+
+
 # ---------------------------------------------------------------------------
 # the other side of the shuffle
 
 
-def feed(ext, batch) -> None:
+def _text(b: bytes) -> str:
+    return _addr4(b) if len(b) == 4 else _addr6(b)
+
+
+def feed(ext, batch, scan=None) -> None:
     """Hand the segments of ``batch`` (rows of :func:`segment_schema`, one
-    connection's in capture order; statistics rows skipped) to ``ext``."""
-    cols = batch.to_pydict()
+    connection's in capture order; no statistics rows) to ``ext``: through
+    ``scan`` (``ext.scanner(...)``: the compiled fast path takes in-order
+    segments of settled connections, as it does packets) or one by one
+    through :meth:`~kafkaproto.capture.streams.Extractor.tcp`."""
+    import numpy as np
+
+    n = batch.num_rows
+    names = batch.schema.names
+    col = {name: batch.column(i) for i, name in enumerate(names)}
+    src, dst, payload = col["src"].to_pylist(), col["dst"].to_pylist(), col["payload"]
     tcp = ext.tcp
-    for key, ts, src, sport, dst, dport, seq, ack, flags, payload, length in zip(
-            cols["key"], cols["ts"], cols["src"], cols["sport"], cols["dst"], cols["dport"], cols["seq"],
-            cols["ack"], cols["flags"], cols["payload"], cols["length"]):
-        if key == STATS_KEY:
-            continue
-        tcp(ts, TcpSegment(src, sport, dst, dport, seq, ack, flags, payload, length))
+    if scan is None or col["ts"].null_count or payload.null_count:
+        ts, sport, dport, seq, ack, flags, length = (col[k].to_pylist() for k in (
+            "ts", "sport", "dport", "seq", "ack", "flags", "length"))
+        pl = payload.to_pylist()
+        for i in range(n):
+            tcp(ts[i], TcpSegment(_text(src[i]), sport[i], _text(dst[i]), dport[i], seq[i], ack[i], flags[i],
+                                  pl[i] or b"", length[i]))
+        return
+    num = {k: col[k].to_numpy(zero_copy_only=False) for k in ("ts", "sport", "dport", "seq", "ack", "flags",
+                                                              "length")}
+    bufs = payload.buffers()
+    width = 8 if str(payload.type).startswith("large") else 4
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if width == 8 else np.int32)[payload.offset:payload.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+
+    def slow(i: int) -> None:
+        tcp(int(num["ts"][i]), TcpSegment(_text(src[i]), int(num["sport"][i]), _text(dst[i]), int(num["dport"][i]),
+                                          int(num["seq"][i]), int(num["ack"][i]), int(num["flags"][i]),
+                                          data[offsets[i]:offsets[i + 1]].tobytes(), int(num["length"][i])))
+
+    scan.segments(num["ts"], src, dst, num["sport"], num["dport"], num["seq"], num["ack"], num["flags"],
+                  num["length"], offsets, data, slow)
 
 
 def range_accounting(stats: Sequence[dict]) -> Accounting:
@@ -400,7 +436,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from . import numbered
+    from . import _scan, numbered
     from .streams import Extractor
 
     acc = acc if acc is not None else Accounting()
@@ -415,6 +451,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     acc.merge(range_accounting(stats))
     kw = {} if max_frame_size is None else {"max_frame_size": max_frame_size}
     ext = Extractor(ports, acc, **kw)
+    scan = ext.scanner(_scan)
     segs = table.filter(pc.invert(is_stats)).combine_chunks()
     keys = segs["key"].to_numpy()
     out = ext.out
@@ -427,7 +464,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
             while stop < n and keys[stop] == keys[start]:
                 stop += 1
             for b in segs.slice(start, stop - start).to_batches():
-                feed(ext, b)
+                feed(ext, b, scan)
                 yield from out
                 out.clear()
             ext.close_all()

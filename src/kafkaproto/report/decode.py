@@ -754,12 +754,12 @@ def decode_segments(batches, names: Sequence[str], *, ports=None, accs: Optional
     the shuffle).  ``names``: capture number -> name.  Each capture's
     accounting is left in ``accs[name]`` (statistics rows of its ranges
     included); no accounting rows are yielded."""
-    from ..capture import numbered
+    from ..capture import _scan, numbered
     from ..capture.segments import STATS_KEY, feed, range_accounting
     from ..capture.streams import Extractor
 
     accs = accs if accs is not None else {}
-    state: Dict[int, tuple] = {}  # capture number -> (extractor, frame decoder, stats rows)
+    state: Dict[int, tuple] = {}  # capture number -> (extractor, frame decoder, stats rows, scanner)
 
     def of(cap: int):
         got = state.get(cap)
@@ -768,7 +768,7 @@ def decode_segments(batches, names: Sequence[str], *, ports=None, accs: Optional
             acc = accs.setdefault(name, Accounting())
             ext = Extractor(ports, acc)
             ext.unanswered = []
-            got = state[cap] = (ext, FrameDecoder(name, acc, chunk_frames, chunk_bytes), [])
+            got = state[cap] = (ext, FrameDecoder(name, acc, chunk_frames, chunk_bytes), [], ext.scanner(_scan))
         return got
 
     def drain(ext, dec):
@@ -789,20 +789,20 @@ def decode_segments(batches, names: Sequence[str], *, ports=None, accs: Optional
         bounds = [0, *change.tolist(), batch.num_rows]
         for a, b in zip(bounds[:-1], bounds[1:]):
             cap, key = int(caps[a]), int(keys[a])
-            ext, dec, stats = of(cap)
+            ext, dec, stats, scan = of(cap)
             if key == STATS_KEY:
                 stats += [json.loads(p) for p in batch.column("payload").slice(a, b - a).to_pylist()]
                 continue
             if current is not None and current != (cap, key):
-                pext, pdec, _ = of(current[0])
+                pext, pdec, _, _ = of(current[0])
                 pext.close_all()  # the previous connection's last segment was fed
                 yield from drain(pext, pdec)
                 yield from pdec.unanswered(pext.unanswered)
                 pext.unanswered.clear()
             current = (cap, key)
-            feed(ext, batch.slice(a, b - a))
+            feed(ext, batch.slice(a, b - a), scan)
             yield from drain(ext, dec)
-    for cap, (ext, dec, stats) in sorted(state.items()):
+    for cap, (ext, dec, stats, _scan_) in sorted(state.items()):
         ext.close_all()
         yield from drain(ext, dec)
         yield from dec.flush()

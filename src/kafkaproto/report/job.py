@@ -7,8 +7,9 @@ A *capture* is one file (pcap, pcapng, tap output, raw requests), a folder
 of pcap/pcapng files (``tcpdump -C``/``-G`` rolls one capture into many), or
 ``NAME=path,path...``.  Two ways through:
 
-- **whole file** (a capture that is one file of at most ``whole_file_max``
-  bytes, and every tap table or raw stream): one task reads, reassembles,
+- **whole file** (a capture that is one file, unless it is larger than
+  ``whole_file_max`` on a session of :data:`SPLIT_MIN_CORES` cores or more;
+  every tap table or raw stream): one task reads, reassembles,
   frames, pairs and decodes it, and writes its tables
   (:func:`kafkaproto.report.decode.write_tables`);
 - **segments** (a capture of several files, or one larger file): each file
@@ -50,13 +51,18 @@ from ..capture import Accounting
 from .aggregate import merge
 from .decode import TABLE_COLUMNS, TASK_TABLES, accounting_batch, accounting_from_dict
 
-__all__ = ["RANGE_BYTES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "run_job", "session"]
+__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "run_job", "session"]
 
 TABLES = ("connections", *TASK_TABLES, "accounting", "topic_ids")  # every table the job writes
 #: byte ranges the segment path cuts files into
 RANGE_BYTES = 128 << 20
-#: a capture that is one file of at most this many bytes is read whole, by one task
+#: a capture that is one file of at most this many bytes is read whole, by one
+#: task, on a session of at least SPLIT_MIN_CORES cores; on fewer cores every
+#: one-file capture is read whole (measured: one task reads a file at about 5
+#: times the per-core speed of the byte-range path, whose segments cross a
+#: shuffle, so splitting pays from about 6 cores on)
 WHOLE_FILE_MAX = 256 << 20
+SPLIT_MIN_CORES = 6
 _MANIFEST_FIELDS = (("kind", "string"), ("capture", "string"), ("table", "string"), ("file", "string"),
                     ("rows", "int64"), ("json", "string"))
 
@@ -360,20 +366,30 @@ def _decode_segments(names, out: str, ports):
 # the job
 
 
-def plan(caps: List[Dict[str, object]], range_bytes: int = RANGE_BYTES, whole_file_max: int = WHOLE_FILE_MAX):
+def plan(caps: List[Dict[str, object]], range_bytes: int = RANGE_BYTES, whole_file_max: int = WHOLE_FILE_MAX,
+         cores: int = 1):
     """``(whole, ranges)``: the whole-file tasks ``[(name, path)]`` and the
     byte ranges ``[(capture number, file rank, path, start, end)]``; each
-    capture is marked with the way it takes (``path``: ``whole``/``segments``)."""
+    capture is marked with the way it takes (``path``: ``whole``/``segments``).
+    Ranges are at most ``range_bytes``, and as many as it takes to fill
+    whole rounds of ``cores`` tasks."""
     from ..capture.segments import file_order, plan_ranges
 
-    whole, ranges = [], []
+    whole, split = [], []
     for k, c in enumerate(caps):
         if not c["packets"] or (len(c["paths"]) == 1 and c["bytes"] <= whole_file_max):
             c["path"] = "whole"
             whole.append((c["name"], c["paths"][0]))
-            continue
-        c["path"] = "segments"
-        for rank, path in enumerate(file_order(c["paths"])):
+        else:
+            c["path"] = "segments"
+            split.append(k)
+    total = sum(caps[k]["bytes"] for k in split)
+    if total:
+        rounds = -(-total // (range_bytes * max(cores, 1)))
+        range_bytes = max(1 << 16, -(-total // (rounds * max(cores, 1))))
+    ranges = []
+    for k in split:
+        for rank, path in enumerate(file_order(caps[k]["paths"])):
             for start, end in plan_ranges(path, range_bytes):
                 ranges.append((k, rank, path, start, end))
     return whole, ranges
@@ -392,15 +408,17 @@ def _cores(spark) -> Optional[int]:
 
 def run_job(paths, out, *, spark=None, master: Optional[str] = None, remote: Optional[str] = None, ports=None,
             progress: bool = True, conf: Optional[Dict[str, str]] = None, log=sys.stderr,
-            range_bytes: int = RANGE_BYTES, whole_file_max: int = WHOLE_FILE_MAX,
+            range_bytes: int = RANGE_BYTES, whole_file_max: Optional[int] = None,
             partitions: Optional[int] = None) -> ReportData:
     """Decode the captures ``paths`` (see :func:`capture_list`) on Spark, write
     the tables under ``out``, and return the report's numbers.  ``spark``: an
     existing session, classic or Spark Connect (kept open); otherwise one is
     made for ``master`` or ``remote`` and stopped at the end.
-    ``range_bytes``/``whole_file_max``: how captures are split (module
-    constants); ``partitions``: tasks of the segment path's second stage
-    (default: as many as byte ranges, at least the session's cores)."""
+    ``range_bytes``/``whole_file_max``: how captures are split
+    (:data:`RANGE_BYTES`; ``whole_file_max`` None: :data:`WHOLE_FILE_MAX` on
+    :data:`SPLIT_MIN_CORES` cores or more, else no limit); ``partitions``: tasks of the segment path's second stage
+    (default: about ``range_bytes`` each, in whole rounds of the session's
+    cores)."""
 
     from pyarrow import fs as pafs
 
@@ -419,7 +437,9 @@ def run_job(paths, out, *, spark=None, master: Optional[str] = None, remote: Opt
     try:
         # largest first: they bound the run's length
         caps.sort(key=lambda c: -c["bytes"])
-        whole, ranges = plan(caps, range_bytes, whole_file_max)
+        if whole_file_max is None:
+            whole_file_max = WHOLE_FILE_MAX if (data.cores or 0) >= SPLIT_MIN_CORES else 1 << 62
+        whole, ranges = plan(caps, range_bytes, whole_file_max, data.cores or 2)
         ranges.sort(key=lambda r: -(r[4] - r[3]))
         ports_ = sorted(ports) if ports else None
         names = [c["name"] for c in caps]
@@ -429,7 +449,10 @@ def run_job(paths, out, *, spark=None, master: Optional[str] = None, remote: Opt
                           .mapInArrow(_whole_files(whole, uri, ports_), _MANIFEST_DDL))
         nparts = 0
         if ranges:
-            nparts = partitions or max(len(ranges), data.cores or 2)
+            # about a range's bytes per task, in whole rounds of the session's cores
+            cores = data.cores or 2
+            seg_bytes = sum(end - start for _, _, _, start, end in ranges)
+            nparts = partitions or cores * max(1, -(-seg_bytes // (range_bytes * cores)))
             seg_ddl = _SEGMENT_DDL
             frames.append(spark.range(0, len(ranges), 1, len(ranges))
                           .mapInArrow(_read_ranges(ranges), seg_ddl)
@@ -475,7 +498,7 @@ def write_text(out, name: str, text: str) -> str:
 
 
 # capture.segments.segment_schema() in Spark's words
-_SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, src string, sport int, dst string, dport int, "
+_SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, src binary, sport int, dst binary, dport int, "
                 "seq bigint, ack bigint, flags smallint, length bigint, payload binary")
 _MANIFEST_DDL = ", ".join(f"{n} {'bigint' if t == 'int64' else t}" for n, t in _MANIFEST_FIELDS)
 
