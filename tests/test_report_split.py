@@ -62,7 +62,7 @@ def test_rolled_captures_give_the_tables_and_figures_of_the_whole_one(spark, syn
         files = roll_capture(path, tmp_path / f"roll-{size}", size, "traffic.pcap")
         assert len(files) > 1 or size > path.stat().st_size
         rolled = _run(spark, {"traffic": files}, tmp_path / f"out-{size}")
-        assert rolled.data.tasks["byte ranges"] == (len(files) if len(files) > 1 else 0)
+        assert (rolled.data.tasks["byte ranges"] >= len(files)) if len(files) > 1 else not rolled.data.tasks["byte ranges"]
         _same(whole, rolled)
         acc = rolled.data.accounting
         assert not acc.problems()
