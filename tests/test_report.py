@@ -473,3 +473,34 @@ def test_record_set_summary_equals_the_per_blob_walk(kind):
     lengths = np.array([len(b) for b in blobs])
     got = list(zip(*(x.tolist() for x in record_set_summary(walked, lengths))))
     assert got == _summary_one_blob_at_a_time(blobs)
+
+
+def test_connection_counts_agree_everywhere(sample_report, tmp_path):
+    """The headline, the connections table, the accounting and inspect count the
+    same Kafka connections (those that gave a frame)."""
+    import io
+
+    from kafkaproto.__main__ import inspect
+
+    d = sample_report.data
+    conns = table(sample_report, "connections")
+    assert conns.num_rows == d.totals["connections"] == d.accounting.kafka_connections
+    assert f"{d.totals['connections']:,} Kafka connections" in sample_report.summary
+    assert f"{d.accounting.connections} TCP connections: {d.accounting.kafka_connections} Kafka" in \
+        sample_report.summary
+    out = io.StringIO()
+    inspect(str(SAMPLE / "kafka.pcap"), out=out, limit=0)
+    mine = d.accounting_by_capture["kafka.pcap"]
+    assert f"{mine.connections} TCP connections: {mine.kafka_connections} Kafka" in out.getvalue()
+    assert conns.filter(pc.equal(conns["capture"], "kafka.pcap")).num_rows == mine.kafka_connections
+    html = Path(sample_report.html_path).read_text()
+    assert f"<b>{d.totals['connections']:,}</b><span>Kafka connections" in html
+    assert " 0.0 MB/s" not in sample_report.summary and " 0.0 MB/s" not in html
+    # charts have axes with units; the version shades have a legend
+    assert html.count('class="unit"') >= 7 and "lowest version in use" in html
+    # long polls against their wait, requests without a response listed
+    fetch = next(r for r in d.latency if r["api"] == "Fetch")
+    assert fetch["wait_ms"] > 0 and 0 <= fetch["waited_out"] <= 1
+    assert d.unanswered and d.unanswered_rows and d.totals["unanswered"] == sum(r["requests"] for r in d.unanswered)
+    assert table(sample_report, "unanswered").num_rows == d.totals["unanswered"] == d.accounting.unanswered_requests
+    assert {r["broker"] for r in d.latency_by} and d.errors_by

@@ -1,7 +1,8 @@
 """Command line.
 
-``kafkaproto inspect CAPTURE``  one line per frame of a pcap/pcapng file, a
-                               tap capture (Arrow/Parquet, file or folder) or
+``kafkaproto inspect CAPTURE``  one line per frame of a pcap/pcapng file (or a
+                               folder of them: one capture rolled into files),
+                               a tap capture (Arrow/Parquet, file or folder) or
                                a raw stream of size-prefixed request frames
 ``kafkaproto tap ...``         a recording proxy in front of Kafka brokers
 ``kafkaproto report CAPTURE... --out DIR``
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import COMPILED, __version__
@@ -29,8 +31,18 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
         print(f"kafkaproto: cannot read {path}: {exc}", file=out)
         return 2
     n = bad = removed = 0
+    frames = None
+    if kind == "table" and os.path.isdir(path):
+        from .capture.segments import packet_files
+
+        rolled = packet_files(path)
+        if rolled:  # a folder of pcap/pcapng files: one capture rolled into files, read as one
+            from .capture.segments import read_frames_ranged
+
+            kind = "pcap"
+            frames = read_frames_ranged(rolled, 1 << 62, ports=ports, acc=acc)
     try:
-        for n, d in enumerate(dissect(read_frames(path, ports=ports, acc=acc), acc), 1):
+        for n, d in enumerate(dissect(frames or read_frames(path, ports=ports, acc=acc), acc), 1):
             if d.error is not None:
                 bad += 1
             elif removed_in_kafka4(d.frame.api_key, d.frame.api_version):

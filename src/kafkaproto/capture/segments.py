@@ -9,7 +9,7 @@ into byte ranges that can be read independently:
 - :func:`plan_ranges` cuts a file into ranges of about ``range_bytes``;
 - :func:`read_range` reads the packet records that *start* inside its range
   (the last one may run past the range's end) and gives their TCP segments
-  as Arrow record batches (:data:`SEGMENT_SCHEMA`), plus one statistics row
+  as Arrow record batches (:func:`segment_schema`), plus one statistics row
   (what was not TCP, where it started and stopped, errors);
 - segments are then grouped by connection (``key``: the 4-tuple, either
   direction) and sorted by ``order`` (the file's rank and the record's byte
@@ -56,8 +56,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from .accounting import Accounting
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, TcpSegment, _addr4, _addr6, decode_tcp, sniff_format
 
-__all__ = ["CONFIRM", "SEGMENT_SCHEMA", "STATS_KEY", "feed", "file_order", "plan_ranges", "range_accounting",
-           "read_range", "segment_schema"]
+__all__ = ["CONFIRM", "STATS_KEY", "feed", "file_order", "packet_files", "plan_ranges", "range_accounting",
+           "read_frames_ranged", "read_range", "segment_schema"]
 
 CONFIRM = 8  # records whose headers must follow on from a candidate boundary
 STATS_KEY = 0  # the ``key`` of a range's statistics row (no connection hashes to it)
@@ -69,7 +69,7 @@ _BYTES = 16 << 20  # payload bytes per record batch
 
 
 def segment_schema():
-    """:data:`SEGMENT_SCHEMA` (pyarrow imported when first needed)."""
+    """The Arrow schema of the segments (and statistics rows) a range gives."""
     import pyarrow as pa
 
     return pa.schema([
@@ -87,9 +87,6 @@ def segment_schema():
         ("length", pa.int64()),  # payload bytes on the wire (more than captured when the snap length cut)
         ("payload", pa.binary()),  # payload bytes captured; a statistics row: its JSON
     ])
-
-
-SEGMENT_SCHEMA = None  # filled on first use of segment_schema() by read_range
 
 
 def connection_key(a: Tuple[str, int], b: Tuple[str, int]) -> int:
@@ -115,6 +112,19 @@ def file_order(paths: Sequence[str]) -> List[str]:
         return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", os.path.basename(path))]
 
     return sorted(paths, key=lambda p: (natural(p), p))
+
+
+def packet_files(folder) -> List[str]:
+    """The pcap/pcapng files of a folder (a capture rolled into files), in
+    :func:`file_order`; empty when it holds none."""
+    out = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as fh:
+                if sniff_format(fh.read(4)):
+                    out.append(path)
+    return file_order(out)
 
 
 def plan_ranges(path: str, range_bytes: int) -> List[Tuple[int, int]]:

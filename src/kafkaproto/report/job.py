@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 from ..capture import Accounting
+from ..capture.segments import packet_files
 from .aggregate import merge
 from .decode import TABLE_COLUMNS, TASK_TABLES, accounting_batch, accounting_from_dict
 
@@ -200,18 +201,6 @@ class _Progress:
 # captures
 
 
-def _packet_files(folder: str) -> List[str]:
-    from ..capture.pcap import sniff_format
-
-    out = []
-    for f in sorted(Path(folder).iterdir()):
-        if f.is_file():
-            with open(f, "rb") as fh:
-                if sniff_format(fh.read(4)):
-                    out.append(str(f))
-    return out
-
-
 def capture_list(captures: Union[Sequence[str], Mapping[str, object]]) -> List[Dict[str, object]]:
     """The captures of a run: ``[{"name", "paths", "bytes", "packets"}]``.
 
@@ -237,7 +226,7 @@ def capture_list(captures: Union[Sequence[str], Mapping[str, object]]) -> List[D
             paths += [os.path.abspath(p) for p in found]
         packets = False
         if len(paths) == 1 and os.path.isdir(paths[0]):
-            rolled = _packet_files(paths[0])
+            rolled = packet_files(paths[0])
             if rolled:
                 packets = True
                 folder = paths[0]
