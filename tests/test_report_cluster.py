@@ -114,17 +114,36 @@ def local_run(captures, tmp_path_factory):
     return result
 
 
+def _source_state() -> str:
+    """A digest of the package as built here (sources and compiled modules)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=12)
+    for p in sorted((ROOT / "src" / "kafkaproto").rglob("*")):
+        if p.is_file() and p.suffix in (".py", ".so", ".pyx", ".pxd", ".pxi"):
+            st = p.stat()
+            h.update(f"{p.relative_to(ROOT)}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
 @pytest.fixture(scope="module")
 def wheel_archive(tmp_path_factory):
-    """kafkaproto's wheel (a zip), named so that spark.archives unpacks it."""
-    folder = tmp_path_factory.mktemp("wheel")
-    env = {**os.environ, "KAFKAPROTO_REQUIRE_EXTENSION": "1"}
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                        str(folder), str(ROOT)], capture_output=True, text=True, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
-    wheel = next(folder.glob("kafkaproto-*.whl"))
+    """kafkaproto's wheel (a zip), named so that spark.archives unpacks it; built
+    once per state of the sources (kept under build/test-wheel/, shared by both
+    passes of ``make test``)."""
+    folder = ROOT / "build" / "test-wheel" / _source_state()
     archive = folder / "kafkaproto.zip"
-    shutil.copy(wheel, archive)
+    if not archive.exists():
+        tmp = tmp_path_factory.mktemp("wheel")
+        env = {**os.environ, "KAFKAPROTO_REQUIRE_EXTENSION": "1"}
+        p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                            str(tmp), str(ROOT)], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr[-3000:]
+        wheel = next(tmp.glob("kafkaproto-*.whl"))
+        shutil.rmtree(folder.parent, ignore_errors=True)  # older states
+        folder.mkdir(parents=True)
+        shutil.copy(wheel, folder / "kafkaproto.zip.part")
+        os.replace(folder / "kafkaproto.zip.part", archive)
     return archive
 
 
@@ -210,7 +229,21 @@ def test_standalone_cluster_with_two_workers(local_run, captures, wheel_archive,
     _same(local_run, result)
 
 
-def test_spark_connect_server(local_run, captures, tmp_path):
+@pytest.fixture
+def classic_afterwards():
+    """pyspark marks the whole process as Spark Connect once a remote session was
+    made (environment variables): undo it, so later tests get classic sessions."""
+    names = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+    saved = {k: os.environ.get(k) for k in names}
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def test_spark_connect_server(local_run, captures, tmp_path, classic_afterwards):
     procs = _Procs(tmp_path)
     home = Path(_spark_home())
     port = _port()

@@ -35,7 +35,7 @@ def spark():
 def synthetic(tmp_path_factory):
     folder = tmp_path_factory.mktemp("synthetic")
     path = folder / "traffic.pcap"
-    write_capture(path, size=16 * MB, seed=21, connections=3)
+    write_capture(path, size=12 * MB, seed=21, connections=3)
     return path
 
 
@@ -144,7 +144,7 @@ def test_a_range_without_a_record_boundary_reads_nothing(tmp_path):
 def test_damaged_and_non_kafka_captures_finish_in_ranges(spark, tmp_path):
     manifest, paths = damaged_captures(tmp_path / "in")
     caps = {name: str(p) for name, p in paths.items()}
-    result = _run(spark, caps, tmp_path / "out", whole_file_max=0, range_bytes=40_000)
+    result = _run(spark, caps, tmp_path / "out", whole_file_max=0, range_bytes=100_000)
     d = result.data
     assert d.tasks["byte ranges"] > 8
     for name, acc in d.accounting_by_capture.items():
