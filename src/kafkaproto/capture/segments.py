@@ -311,6 +311,8 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
         else:
             stats["error"] = f"{os.fspath(path)}: not a pcap or pcapng file"
         stats["first"] = first
+        if fmt == "pcap" and start == 0 and first is None:
+            stats["error"] = f"{os.fspath(path)}: pcap header cut short: {len(head)} of 24 bytes"
         if cap is not None:
             for ts, lt, data, _orig in records:
                 at = cap.at
