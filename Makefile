@@ -78,9 +78,10 @@ bench: build
 	$(PY) -m pytest -q -p no:cacheprovider -o python_files="bench_*.py" bench --benchmark-columns=min,median,mean,stddev,rounds --benchmark-sort=name
 	$(MAKE) --no-print-directory bench-report
 
-# The report job over 1 GB of synthetic captures (written once under
-# build/bench-report/), on local[2]: MB/s per core, end to end.
-BENCH_REPORT_ARGS ?= --size 1G --files 8 --master local[2]
+# The report job on local[2] over a 1 GB synthetic capture as 1, 8 and 64
+# files and a 2 GB single file (written once under build/bench-report/): MB/s
+# per core warm, cold and with the session's start, and the shuffle's cost.
+BENCH_REPORT_ARGS ?= --size 1G --big 2G --master local[2]
 bench-report: build
 	$(PY) bench/report_bench.py $(BENCH_REPORT_ARGS)
 

@@ -63,7 +63,12 @@ def test_sample_records_equal_what_the_clients_produced(sample_report):
     pcap = recs.filter(pc.equal(recs["capture"], "kafka.pcap"))
     seen = collections.defaultdict(collections.Counter)
     fetched = collections.defaultdict(set)
+    # Fetch v13+ names topics by id: named in the table where the same connection's Metadata named them
+    # before, else joined through the topic_ids table (every id the capture's Metadata responses named)
+    names = {r["topic_id"]: r["topic"] for r in table(sample_report, "topic_ids").to_pylist()
+             if r["capture"] == "kafka.pcap"}
     for r in pcap.to_pylist():
+        r["topic"] = names.get(r["topic"], r["topic"])
         ts_ms = int(r["timestamp"].timestamp() * 1000) if r["timestamp"] is not None else None
         k = _key(r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"] or ()], ts_ms)
         if r["source"] == "produce":
@@ -246,7 +251,10 @@ def _spark_figures(spark, out: Path):
     errs = read["responses"].select("api", F.explode("error_codes").alias("code")).groupBy("api", "code").count()
     lat = read["responses"].where(col("latency_us").isNotNull()).groupBy("api") \
         .agg(F.sort_array(F.collect_list("latency_us")).alias("v"))
-    sets = read["record_sets"]
+    # topics named by id are named through the topic_ids table, as the report's figures name them
+    ids = spark.read.parquet(str(out / "topic_ids")).select(col("topic_id"), col("topic").alias("named")).distinct()
+    sets = read["record_sets"].join(ids, read["record_sets"]["topic"] == ids["topic_id"], "left") \
+        .withColumn("topic", F.coalesce(col("named"), col("topic"))).drop("named", "topic_id")
     topics = sets.groupBy("source", "topic").agg(F.count("*").alias("sets"), F.sum("batches").alias("batches"),
                                                  F.sum("records").alias("records"), F.sum("bytes").alias("bytes"))
     codecs = sets.groupBy("source", "codec").agg(F.sum("batches").alias("batches"), F.sum("records").alias("records"),
@@ -464,3 +472,34 @@ def test_record_set_summary_equals_the_per_blob_walk(kind):
     lengths = np.array([len(b) for b in blobs])
     got = list(zip(*(x.tolist() for x in record_set_summary(walked, lengths))))
     assert got == _summary_one_blob_at_a_time(blobs)
+
+
+def test_connection_counts_agree_everywhere(sample_report, tmp_path):
+    """The headline, the connections table, the accounting and inspect count the
+    same Kafka connections (those that gave a frame)."""
+    import io
+
+    from kafkaproto.__main__ import inspect
+
+    d = sample_report.data
+    conns = table(sample_report, "connections")
+    assert conns.num_rows == d.totals["connections"] == d.accounting.kafka_connections
+    assert f"{d.totals['connections']:,} Kafka connections" in sample_report.summary
+    assert f"{d.accounting.connections} TCP connections: {d.accounting.kafka_connections} Kafka" in \
+        sample_report.summary
+    out = io.StringIO()
+    inspect(str(SAMPLE / "kafka.pcap"), out=out, limit=0)
+    mine = d.accounting_by_capture["kafka.pcap"]
+    assert f"{mine.connections} TCP connections: {mine.kafka_connections} Kafka" in out.getvalue()
+    assert conns.filter(pc.equal(conns["capture"], "kafka.pcap")).num_rows == mine.kafka_connections
+    html = Path(sample_report.html_path).read_text()
+    assert f"<b>{d.totals['connections']:,}</b><span>Kafka connections" in html
+    assert " 0.0 MB/s" not in sample_report.summary and " 0.0 MB/s" not in html
+    # charts have axes with units; the version shades have a legend
+    assert html.count('class="unit"') >= 7 and "lowest version in use" in html
+    # long polls against their wait, requests without a response listed
+    fetch = next(r for r in d.latency if r["api"] == "Fetch")
+    assert fetch["wait_ms"] > 0 and 0 <= fetch["waited_out"] <= 1
+    assert d.unanswered and d.unanswered_rows and d.totals["unanswered"] == sum(r["requests"] for r in d.unanswered)
+    assert table(sample_report, "unanswered").num_rows == d.totals["unanswered"] == d.accounting.unanswered_requests
+    assert {r["broker"] for r in d.latency_by} and d.errors_by

@@ -1,7 +1,8 @@
 """Command line.
 
-``kafkaproto inspect CAPTURE``  one line per frame of a pcap/pcapng file, a
-                               tap capture (Arrow/Parquet, file or folder) or
+``kafkaproto inspect CAPTURE``  one line per frame of a pcap/pcapng file (or a
+                               folder of them: one capture rolled into files),
+                               a tap capture (Arrow/Parquet, file or folder) or
                                a raw stream of size-prefixed request frames
 ``kafkaproto tap ...``         a recording proxy in front of Kafka brokers
 ``kafkaproto report CAPTURE... --out DIR``
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import COMPILED, __version__
@@ -29,8 +31,18 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
         print(f"kafkaproto: cannot read {path}: {exc}", file=out)
         return 2
     n = bad = removed = 0
+    frames = None
+    if kind == "table" and os.path.isdir(path):
+        from .capture.segments import packet_files
+
+        rolled = packet_files(path)
+        if rolled:  # a folder of pcap/pcapng files: one capture rolled into files, read as one
+            from .capture.segments import read_frames_ranged
+
+            kind = "pcap"
+            frames = read_frames_ranged(rolled, 1 << 62, ports=ports, acc=acc)
     try:
-        for n, d in enumerate(dissect(read_frames(path, ports=ports, acc=acc), acc), 1):
+        for n, d in enumerate(dissect(frames or read_frames(path, ports=ports, acc=acc), acc), 1):
             if d.error is not None:
                 bad += 1
             elif removed_in_kafka4(d.frame.api_key, d.frame.api_version):
@@ -49,9 +61,16 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
 
 def report(args) -> int:
     """``kafkaproto report``: run the job, print the summary and where the page is."""
+    import glob
     import os
 
-    missing = [c for c in args.captures if not os.path.exists(c)]
+    def exists(c: str) -> bool:
+        if os.path.exists(c) or glob.glob(c):
+            return True
+        name, _, paths = c.partition("=")
+        return bool(paths) and all(os.path.exists(p) or glob.glob(p) for p in paths.split(","))
+
+    missing = [c for c in args.captures if not exists(c)]
     if missing:
         print(f"kafkaproto report: no such capture: {', '.join(missing)}", file=sys.stderr)
         return 2
@@ -61,11 +80,19 @@ def report(args) -> int:
         print(f"kafkaproto report needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({exc})", file=sys.stderr)
         return 2
     conf = dict(kv.split("=", 1) for kv in args.conf)
-    result = run_report(args.captures, args.out, master=args.master, ports=args.ports, progress=not args.quiet,
-                        conf=conf)
+    split = {k: v for k, v in (("range_bytes", args.range_bytes), ("whole_file_max", args.whole_file_max))
+             if v is not None}
+    result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
+                        progress=not args.quiet, conf=conf, **split)
     print(result.summary)
     acc = result.data.accounting
     return 0 if acc is None or not acc.problems() else 1
+
+
+def _bytes(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().rstrip("B")
+    return int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(text)
 
 
 def _ports(text: str) -> set:
@@ -86,9 +113,16 @@ def main(argv=None) -> int:
     add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
     r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report (Spark)")
     r.add_argument("captures", nargs="+", metavar="CAPTURE",
-                   help="pcap/pcapng files, tap output (files or folders), raw request streams")
-    r.add_argument("--out", required=True, help="folder for the tables, report.html and summary.txt")
+                   help="a pcap/pcapng file; a folder of them (one capture rolled into files by tcpdump -C/-G); "
+                        "NAME=FILE,FILE... (or a quoted glob); tap output (files or folders); raw request streams")
+    r.add_argument("--out", required=True, help="folder (or URI) for the tables, report.html and summary.txt")
     r.add_argument("--master", default=None, help="Spark master (default local[*]); passed to Spark unchanged")
+    r.add_argument("--remote", default=None, metavar="sc://HOST:PORT", help="run on a Spark Connect server instead")
+    r.add_argument("--range-bytes", type=_bytes, default=None,
+                   help="byte ranges a large or rolled capture is read in (default 128M)")
+    r.add_argument("--whole-file-max", type=_bytes, default=None,
+                   help="a capture of one file up to this size is read whole by one task (default: 256M on 6 "
+                        "cores or more, else any size; 0: always in byte ranges)")
     r.add_argument("--ports", type=_ports, default=None,
                    help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
     r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")

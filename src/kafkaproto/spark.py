@@ -16,7 +16,10 @@ struct's ``error`` field; :func:`errors` returns just that message.
 record with ``mapInArrow``, in the shape of Spark's Kafka source.
 
 On a cluster the same code runs unchanged once kafkaproto is installed on the
-executors: ship the wheel (``pip install kafkaproto-*.whl`` in the image, or
+executors: ship the wheel (``pip install kafkaproto-*.whl`` in the image; or
+the wheel itself as an archive -- it is a zip: ``cp kafkaproto-*.whl
+kafkaproto.zip``, then ``spark.archives=kafkaproto.zip#kafkaproto`` and
+``spark.executorEnv.PYTHONPATH=kafkaproto``, compiled modules included; or
 ``spark-submit --py-files kafkaproto-*.whl`` for a pure-Python fallback, or a
 packed virtualenv through ``spark.archives``); executors need pyarrow and numpy.
 """

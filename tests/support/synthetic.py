@@ -43,7 +43,7 @@ from kafkaproto.error_codes import ErrorCode
 from kafkaproto.messages import get
 from kafkaproto.protocol import encode_request, encode_response
 
-__all__ = ["Manifest", "write_capture"]
+__all__ = ["Manifest", "roll_capture", "write_capture"]
 
 BROKER = ("10.0.0.1", 9092)
 _T0 = 1_700_000_000_000_000_000  # ns
@@ -369,6 +369,53 @@ def write_capture(path, *, size: int = 8 << 20, seed: int = 1, fmt: str = "pcap"
         g.manifest.path = str(path)
         g.manifest.file_bytes = fh.tell()
         return g.manifest
+
+
+def roll_capture(path, folder, size: int, name: str | None = None) -> list[str]:
+    """Cut a capture into files of at most about ``size`` bytes at record
+    boundaries, as ``tcpdump -C`` rolls one: ``name``, ``name1``, ``name2``...
+    in ``folder``, each with the file header (pcap) or the first section's
+    header and interface blocks (pcapng).  Returns the paths in order."""
+    import os
+
+    name = name or os.path.basename(str(path))
+    data = open(path, "rb").read()
+    os.makedirs(folder, exist_ok=True)
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        order = "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+        pos, records = 0, []
+        while pos + 8 <= len(data):
+            length = struct.unpack_from(order + "I", data, pos + 4)[0]
+            records.append((struct.unpack_from(order + "I", data, pos)[0], data[pos:pos + length]))
+            pos += length
+        head = b"".join(r for t, r in records if t in (0x0A0D0D0A, 1))
+        body = [r for t, r in records if t not in (0x0A0D0D0A, 1)]
+    else:
+        order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        head, body, pos = data[:24], [], 24
+        while pos + 16 <= len(data):
+            incl = struct.unpack_from(order + "I", data, pos + 8)[0]
+            body.append(data[pos:pos + 16 + incl])
+            pos += 16 + incl
+    paths: list[str] = []
+    cur: list[bytes] = []
+    have = len(head)
+
+    def flush() -> None:
+        out = os.path.join(str(folder), name + (str(len(paths)) if paths else ""))
+        with open(out, "wb") as fh:
+            fh.write(head + b"".join(cur))
+        paths.append(out)
+
+    for rec in body:
+        if cur and have + len(rec) > size:
+            flush()
+            cur, have = [], len(head)
+        cur.append(rec)
+        have += len(rec)
+    if cur or not paths:
+        flush()
+    return paths
 
 
 def _size(text: str) -> int:

@@ -17,16 +17,16 @@ Layers: :mod:`.pcap` (file formats, link/IP/TCP), :mod:`.tcp` (reassembly),
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, Optional
+from collections.abc import Iterable, Iterator
 
 from .._impl import load as _load
-
-# the packet scanner: capture._scan (compiled, with its fast path) or its twin
-_scan = _load("capture._scan")
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
 from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf
+
+# the packet scanner: capture._scan (compiled, with its fast path) or its twin
+_scan = _load("capture._scan")
 
 __all__ = [
     "Accounting",
@@ -40,6 +40,7 @@ __all__ = [
     "TcpSegment",
     "capture_kind",
     "decode_tcp",
+    "numbered",
     "read_frames",
 ]
 
@@ -59,8 +60,9 @@ def capture_kind(path) -> str:
     return "table" if is_table_file(head) else "raw"
 
 
-def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Accounting] = None,
-                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> Iterator[CapturedFrame]:
+def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
+                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, unanswered: list | None = None
+                ) -> Iterator[CapturedFrame]:
     """Every Kafka frame of a capture, in capture order, paired.
 
     ``ports`` (pcap/pcapng): the brokers' ports; None detects Kafka
@@ -68,19 +70,34 @@ def read_frames(path, *, ports: Optional[Iterable[int]] = None, acc: Optional[Ac
     complete once the iterator is exhausted.  A damaged or cut file ends the
     iteration early with the reason in ``acc.errors``; a file that is no
     capture at all raises :class:`CaptureFormatError`.  Frames are numbered
-    (``seq``) in the order they come; a response's ``request.seq`` is its
-    request's.
+    (``seq``) within their connection, in the order they come; a response's
+    ``request.seq`` is its request's.  A connection counts as a Kafka
+    connection (``acc.kafka_connections``) once it has given a frame.
+    ``unanswered``: a list that receives ``(connection, correlation id,
+    RequestInfo)`` for each request (of a pcap/pcapng capture) whose
+    response never came.
     """
-    seq = 0
-    for f in _frames(path, ports, acc if acc is not None else Accounting(), max_frame_size):
+    acc = acc if acc is not None else Accounting()
+    yield from numbered(_frames(path, ports, acc, max_frame_size, unanswered), acc)
+
+
+def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[CapturedFrame]:
+    """Number ``frames`` within their connections (``seq``, and a request's
+    ``request.seq``) and count the connections that gave one as Kafka: the
+    one rule for every reader (whole files, byte ranges, tap tables)."""
+    for f in frames:
+        conn = f.conn
+        seq = conn.frames
+        if not seq:
+            acc.kafka_connections += 1
+        conn.frames = seq + 1
         f.seq = seq
         if f.direction == REQUEST and f.request is not None:
             f.request.seq = seq
-        seq += 1
         yield f
 
 
-def _frames(path, ports, acc: Accounting, max_frame_size: int) -> Iterator[CapturedFrame]:
+def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None) -> Iterator[CapturedFrame]:
     kind = capture_kind(path)
     if kind == "table":
         from .table import iter_table_frames
@@ -91,6 +108,7 @@ def _frames(path, ports, acc: Accounting, max_frame_size: int) -> Iterator[Captu
         yield from _raw_frames(path, acc, max_frame_size)
         return
     ext = Extractor(ports, acc, max_frame_size)
+    ext.unanswered = unanswered
     out = ext.out
     with open(path, "rb") as fh:
         acc.file_bytes += os.fstat(fh.fileno()).st_size
@@ -127,7 +145,6 @@ def _raw_frames(path, acc: Accounting, max_frame_size: int) -> Iterator[Captured
     out: list = []
     conn = Connection(1, "client", os.path.basename(os.fspath(path)))
     acc.connections += 1
-    acc.kafka_connections += 1
     half = KafkaHalf(conn, True, out.append, acc, synced=True, max_frame_size=max_frame_size)
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):

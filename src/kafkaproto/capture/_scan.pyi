@@ -6,17 +6,18 @@ type, the direction values, the accounting object and the callbacks are
 arguments of :class:`CaptureScanner`, typed here by the shape it relies on.
 """
 
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 COMPILED: bool
 
 class HalfState:
     """Reassembly state of one TCP direction (tcp.HalfStream.state)."""
 
-    base: Optional[int]  # sequence number of stream offset 0; None until known
+    base: int | None  # sequence number of stream offset 0; None until known
     next: int  # next expected stream offset
-    pending: Dict[int, List[Tuple[Optional[int], bytes, int]]]  # offset -> [(ts, payload, length)] behind a hole
-    heap: List[int]  # the offsets of ``pending``, a heap
+    pending: dict[int, list[tuple[int | None, bytes, int]]]  # offset -> [(ts, payload, length)] behind a hole
+    heap: list[int]  # the offsets of ``pending``, a heap
     ended: bool
     def __init__(self) -> None: ...
 
@@ -24,7 +25,7 @@ class KafkaState:
     """Framing state of one direction of a Kafka connection (streams.KafkaHalf.state)."""
 
     conn: Any
-    outstanding: Dict[int, Any]  # correlation id -> the RequestInfo waiting
+    outstanding: dict[int, Any]  # correlation id -> the RequestInfo waiting
     sink: Callable[[Any], None]
     is_request: bool
     synced: bool
@@ -32,26 +33,29 @@ class KafkaState:
     buf: bytearray  # buf[pos:]: bytes not framed yet
     pos: int
     base: int  # stream offset of buf[0]
-    ts: Optional[int]
-    def __init__(self, conn: Any, outstanding: Dict[int, Any],
+    ts: int | None
+    def __init__(self, conn: Any, outstanding: dict[int, Any],
                  sink: Callable[[Any], None], is_request: bool, synced: bool, max_frame_size: int) -> None: ...
 
 #: ``lookup(family, src, sport, dst, dport)`` with addresses as 4 or 16 raw
 #: bytes: ``(half, other_half, kafka)`` for a settled connection (``kafka`` None:
 #: not Kafka), or None while every packet must go to ``packet``.
-_Lookup = Callable[[int, bytes, int, bytes, int], Optional[Tuple[HalfState, HalfState, Optional[KafkaState]]]]
+_Lookup = Callable[[int, bytes, int, bytes, int], tuple[HalfState, HalfState, KafkaState | None] | None]
 
 class CaptureScanner:
     """Packets in (one at a time, or the records of a classic pcap file);
     frames out, in ``out``; counts in ``acc`` once flushed."""
 
-    error: Optional[str]  # why reading a pcap file stopped early
+    error: str | None  # why reading a pcap file stopped early
     unread_bytes: int  # file bytes left after a damaged or cut record
     records: int  # pcap records read
-    def __init__(self, packet: Callable[[Optional[int], int, bytes], None], lookup: _Lookup, acc: Any,
-                 out: List[Any], frame_type: Callable[..., Any], request: Any, response: Any,
+    def __init__(self, packet: Callable[[int | None, int, bytes], None], lookup: _Lookup, acc: Any,
+                 out: list[Any], frame_type: Callable[..., Any], request: Any, response: Any,
                  max_outstanding: int, request_type: Callable[..., Any], header_table: Any) -> None: ...
-    def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None: ...
+    def packet(self, ts: int | None, linktype: int, data: bytes) -> None: ...
     def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
     def run(self) -> bool: ...
     def flush(self) -> None: ...
+    def segments(self, ts: Any, src: list[bytes], dst: list[bytes], sport: Any, dport: Any, seq: Any, ack: Any,
+                 flags: Any, length: Any, payload_offsets: Any, payload: Any, slow: Callable[[int], None]) -> None:
+        """Segments of the byte-range path (numpy columns; raw addresses); row i not taken goes to ``slow(i)``."""

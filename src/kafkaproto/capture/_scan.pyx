@@ -300,12 +300,12 @@ cdef class CaptureScanner:
             return
         self._packet(ts, linktype, &view[0], view.shape[0], data)
 
-    cdef _FastDir _lookup(self, _Seg* s, const unsigned char* d, bytes key):
+    cdef _FastDir _lookup(self, _Seg* s, const unsigned char* src, const unsigned char* dst, bytes key):
         """The settled connection this segment belongs to, or None."""
         cdef _FastDir fd
         cdef Py_ssize_t alen = 4 if s.family == 4 else 16
-        found = self.lookup(s.family, PyBytes_FromStringAndSize(<const char*>d + s.src_at, alen), s.sport,
-                            PyBytes_FromStringAndSize(<const char*>d + s.dst_at, alen), s.dport)
+        found = self.lookup(s.family, PyBytes_FromStringAndSize(<const char*>src, alen), s.sport,
+                            PyBytes_FromStringAndSize(<const char*>dst, alen), s.dport)
         if found is None:
             return None
         hs, ohs, kh = found
@@ -324,18 +324,25 @@ cdef class CaptureScanner:
 
     cdef int _packet(self, ts, int linktype, const unsigned char* d, Py_ssize_t n, data) except -1:
         cdef _Seg s
+        if not _cap_parse(linktype, d, n, &s) or not self._fast(ts, &s, d + s.src_at, d + s.dst_at, d + s.payload_at):
+            return self._slow(ts, linktype, d, n, data)
+        return 0
+
+    cdef int _fast(self, ts, _Seg* s, const unsigned char* src, const unsigned char* dst,
+                   const unsigned char* payload) except -1:
+        """Take one parsed segment on the fast path: 1, or 0 when the Python
+        code must (nothing was changed then).  ``src``/``dst``: the raw
+        addresses (4 or 16 bytes, by ``s.family``); ``payload``: its bytes."""
         cdef unsigned char kb[37]
         cdef Py_ssize_t alen
         cdef _FastDir fd
         cdef HalfState hs, ohs
         cdef PyObject* hit
         cdef uint32_t base
-        if not _cap_parse(linktype, d, n, &s):
-            return self._slow(ts, linktype, d, n, data)
         alen = 4 if s.family == 4 else 16
         kb[0] = <unsigned char>s.family
-        memcpy(kb + 1, d + s.src_at, alen)
-        memcpy(kb + 1 + alen, d + s.dst_at, alen)
+        memcpy(kb + 1, src, alen)
+        memcpy(kb + 1 + alen, dst, alen)
         kp_st16(kb + 1 + 2 * alen, s.sport)
         kp_st16(kb + 3 + 2 * alen, s.dport)
         key = PyBytes_FromStringAndSize(<const char*>kb, 5 + 2 * alen)
@@ -344,36 +351,78 @@ cdef class CaptureScanner:
             fd = <_FastDir>hit
         else:
             if s.flags & (_SYN | _FIN | _RST):
-                return self._slow(ts, linktype, d, n, data)
-            fd = self._lookup(&s, d, key)
+                return 0
+            fd = self._lookup(s, src, dst, key)
             if fd is None:
-                return self._slow(ts, linktype, d, n, data)
+                return 0
         hs = fd.hs
         ohs = fd.ohs
         if hs.ended or ohs.ended:
             PyDict_DelItem(self.dirs, key)  # a closed connection: maybe replaced
-            return self._slow(ts, linktype, d, n, data)
+            return 0
         if s.flags & (_SYN | _FIN | _RST):
-            return self._slow(ts, linktype, d, n, data)
+            return 0
         if s.length:
             if hs.base is None or PyDict_Size(hs.pending) or s.caplen != s.length:
-                return self._slow(ts, linktype, d, n, data)
+                return 0
             base = <uint32_t>hs.base
             if <uint32_t>(s.seq - base - <uint32_t>hs.next) != 0:
-                return self._slow(ts, linktype, d, n, data)
+                return 0
         if (s.flags & _ACK) and ohs.base is not None and len(ohs.heap):
-            return self._slow(ts, linktype, d, n, data)
+            return 0
         # the fast path: what Extractor.packet/segment and HalfStream.segment do here
         if s.length:
             if fd.kh is None:
                 self.b_not_kafka += s.caplen
-            elif not self._kafka_data(fd.kh, ts, d + s.payload_at, s.caplen):
-                return self._slow(ts, linktype, d, n, data)
+            elif not self._kafka_data(fd.kh, ts, payload, s.caplen):
+                return 0
             hs.next += s.caplen
         self.n_packets += 1
         self.n_tcp += 1
         self.n_payload += s.caplen
-        return 0
+        return 1
+
+    def segments(self, ts, src, dst, sport, dport, seq, ack, flags, length, payload_offsets, payload, slow):
+        """TCP segments decoded elsewhere (a batch of the segment path's rows):
+        the fast path takes what it can, ``slow(i)`` gets row ``i`` otherwise
+        (Extractor.tcp).  Columns: ``ts`` int64 (no nulls), ``src``/``dst``
+        raw addresses (bytes objects, 4 or 16 long), ports, ``seq``/``ack``
+        int64, ``flags`` int16, ``length`` int64 (bytes on the wire),
+        ``payload_offsets`` int32/int64 offsets (n + 1) into ``payload``."""
+        cdef const int64_t[::1] t = ts
+        cdef const int32_t[::1] sp = sport
+        cdef const int32_t[::1] dp = dport
+        cdef const int64_t[::1] sq = seq
+        cdef const int64_t[::1] ak = ack
+        cdef const int16_t[::1] fl = flags
+        cdef const int64_t[::1] ln = length
+        cdef const int64_t[::1] po = payload_offsets
+        cdef const unsigned char[::1] data = payload
+        cdef Py_ssize_t i, n = t.shape[0]
+        cdef _Seg s
+        cdef bytes a, b
+        cdef const unsigned char* pd = &data[0] if data.shape[0] else NULL
+        for i in range(n):
+            a = src[i]
+            b = dst[i]
+            if PyBytes_GET_SIZE(a) == 4 and PyBytes_GET_SIZE(b) == 4:
+                s.family = 4
+            elif PyBytes_GET_SIZE(a) == 16 and PyBytes_GET_SIZE(b) == 16:
+                s.family = 6
+            else:
+                slow(i)
+                continue
+            s.sport = <uint16_t>sp[i]
+            s.dport = <uint16_t>dp[i]
+            s.seq = <uint32_t>sq[i]
+            s.ack = <uint32_t>ak[i]
+            s.flags = <uint8_t>fl[i]
+            s.caplen = po[i + 1] - po[i]
+            s.length = ln[i]
+            if not self._fast(t[i], &s, <const unsigned char*>PyBytes_AS_STRING(a),
+                              <const unsigned char*>PyBytes_AS_STRING(b), pd + po[i] if pd != NULL else pd):
+                slow(i)
+        self.flush()
 
     cdef int _slow(self, ts, int linktype, const unsigned char* d, Py_ssize_t n, data) except -1:
         if data is None:

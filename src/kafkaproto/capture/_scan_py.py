@@ -11,7 +11,6 @@ streams.KafkaHalf as ``state``; only the Python code uses them here.
 from __future__ import annotations
 
 import struct
-from typing import Optional
 
 __all__ = ["COMPILED", "CaptureScanner", "HalfState", "KafkaState"]
 
@@ -31,7 +30,7 @@ class HalfState:
     __slots__ = ("base", "next", "pending", "heap", "ended")
 
     def __init__(self) -> None:
-        self.base: Optional[int] = None
+        self.base: int | None = None
         self.next = 0
         self.pending: dict = {}
         self.heap: list = []
@@ -59,7 +58,7 @@ class KafkaState:
         self.buf = bytearray()
         self.pos = 0
         self.base = 0
-        self.ts: Optional[int] = None
+        self.ts: int | None = None
 
 
 class CaptureScanner:
@@ -77,16 +76,21 @@ class CaptureScanner:
         self._sink_packet = packet
         self._out = out
         self._fh = None
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self.unread_bytes = 0
         self.records = 0
 
     def flush(self) -> None:
         """Nothing to add: every packet was counted by the Python code."""
 
-    def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None:
+    def packet(self, ts: int | None, linktype: int, data: bytes) -> None:
         """One packet (``data``: bytes); frames land in ``out``."""
         self._sink_packet(ts, linktype, data)
+
+    def segments(self, ts, src, dst, sport, dport, seq, ack, flags, length, payload_offsets, payload, slow) -> None:
+        """TCP segments decoded elsewhere: every row goes to ``slow(i)`` (Extractor.tcp)."""
+        for i in range(len(ts)):
+            slow(i)
 
     # -- classic pcap files ------------------------------------------------
     def read_pcap(self, fh, big_endian: bool, ticks: int, linktype: int) -> None:

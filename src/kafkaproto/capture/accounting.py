@@ -24,9 +24,8 @@ the snap length) are not in the ledger; they are counted apart as
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List
 
-__all__ = ["Accounting", "BYTE_REASONS", "FRAME_REASONS", "PACKET_REASONS"]
+__all__ = ["Accounting", "connections_text", "BYTE_REASONS", "FRAME_REASONS", "PACKET_REASONS"]
 
 PACKET_REASONS = ("tcp", "not_tcp", "not_ip", "ip_fragment", "malformed", "unsupported_link")
 BYTE_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "gap", "not_kafka", "duplicate")
@@ -45,11 +44,12 @@ class Accounting:
         self.missing_bytes = 0
         self.gaps = 0
         self.connections = 0
-        self.kafka_connections = 0
+        self.kafka_connections = 0  # connections with at least one Kafka frame
+        self.syn_only = 0  # connection attempts that carried no payload byte (SYN, maybe SYN-ACK/RST/FIN)
         self.unanswered_requests = 0  # requests whose response never came (acks=0 Produce, cut captures)
         self.file_bytes = 0
         self.unread_bytes = 0  # file bytes after a damaged or cut record
-        self.errors: List[str] = []
+        self.errors: list[str] = []
 
     # -- updates -----------------------------------------------------------
     def frame(self, reason: str, nbytes: int) -> None:
@@ -66,17 +66,17 @@ class Accounting:
             if not ledger[src]:
                 del ledger[src]
 
-    def merge(self, other: "Accounting") -> "Accounting":
+    def merge(self, other: Accounting) -> Accounting:
         for name in ("packets", "bytes", "frames"):
             getattr(self, name).update(getattr(other, name))
         for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
-                     "kafka_connections", "unanswered_requests", "file_bytes", "unread_bytes"):
+                     "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.errors += other.errors
         return self
 
     # -- checks and views --------------------------------------------------
-    def problems(self) -> List[str]:
+    def problems(self) -> list[str]:
         """Ways in which the ledgers do not add up (empty when all is well)."""
         out = []
         if sum(self.packets.values()) != self.packets_total:
@@ -99,9 +99,9 @@ class Accounting:
     def frames_total(self) -> int:
         return sum(self.frames.values())
 
-    def rows(self) -> List[Dict[str, object]]:
+    def rows(self) -> list[dict[str, object]]:
         """The table a report shows: one row per (ledger, reason)."""
-        rows: List[Dict[str, object]] = []
+        rows: list[dict[str, object]] = []
         for reason in PACKET_REASONS:
             if self.packets.get(reason):
                 rows.append({"ledger": "packets", "reason": reason, "count": self.packets[reason], "bytes": None})
@@ -114,12 +114,13 @@ class Accounting:
             rows.append({"ledger": "missing", "reason": "gap", "count": self.gaps, "bytes": self.missing_bytes})
         return rows
 
-    def to_dict(self) -> Dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "packets": dict(self.packets), "bytes": dict(self.bytes), "frames": dict(self.frames),
             "packets_total": self.packets_total, "payload_bytes_total": self.payload_bytes_total,
             "missing_bytes": self.missing_bytes, "gaps": self.gaps, "connections": self.connections,
-            "kafka_connections": self.kafka_connections, "unanswered_requests": self.unanswered_requests,
+            "kafka_connections": self.kafka_connections, "syn_only": self.syn_only,
+            "unanswered_requests": self.unanswered_requests,
             "file_bytes": self.file_bytes, "unread_bytes": self.unread_bytes, "errors": list(self.errors),
         }
 
@@ -131,7 +132,7 @@ class Accounting:
         lines.append(f"bytes: {self.payload_bytes_total} in TCP payloads (or frames): "
                      + _join(self.bytes, BYTE_REASONS))
         lines.append(f"frames: {self.frames_total}: " + _join(self.frames, FRAME_REASONS))
-        extra = [f"{self.connections} connections ({self.kafka_connections} Kafka)"]
+        extra = [connections_text(self)]
         if self.gaps:
             extra.append(f"{self.gaps} gaps, {self.missing_bytes} bytes missing")
         if self.unanswered_requests:
@@ -144,6 +145,18 @@ class Accounting:
 
     def __repr__(self) -> str:
         return f"Accounting({self.to_dict()!r})"
+
+
+def connections_text(acc: Accounting) -> str:
+    """``N TCP connections: K Kafka, S SYN only, O other`` (the one wording
+    inspect, the summary and the page use)."""
+    other = acc.connections - acc.kafka_connections - acc.syn_only
+    parts = [f"{acc.kafka_connections} Kafka"]
+    if acc.syn_only:
+        parts.append(f"{acc.syn_only} SYN only (no data)")
+    if other > 0:
+        parts.append(f"{other} other")
+    return f"{acc.connections} TCP connections: " + ", ".join(parts)
 
 
 def _join(counter: Counter, order) -> str:

@@ -10,12 +10,12 @@ make the text ``kafkaproto inspect`` prints.
 from __future__ import annotations
 
 import time
-from typing import Dict, Iterable, Iterator, List, Optional
+from collections.abc import Iterable, Iterator
 
 from ..error_codes import error_name
-from ..messages._runtime import MAX_MASK_VERSION, versions_mask
 from ..errors import KafkaProtocolError
 from ..messages import api_name, request_class
+from ..messages._runtime import MAX_MASK_VERSION, versions_mask
 from ..protocol import decode_request, decode_response
 from .accounting import Accounting
 from .streams import REQUEST, CapturedFrame
@@ -28,8 +28,8 @@ class Dissected:
 
     __slots__ = ("frame", "header", "message", "error", "client_id")
 
-    def __init__(self, frame: CapturedFrame, header=None, message=None, error: Optional[str] = None,
-                 client_id: Optional[str] = None) -> None:
+    def __init__(self, frame: CapturedFrame, header=None, message=None, error: str | None = None,
+                 client_id: str | None = None) -> None:
         self.frame = frame
         self.header = header
         self.message = message
@@ -37,7 +37,7 @@ class Dissected:
         self.client_id = client_id
 
 
-def dissect(frames: Iterable[CapturedFrame], acc: Optional[Accounting] = None) -> Iterator[Dissected]:
+def dissect(frames: Iterable[CapturedFrame], acc: Accounting | None = None) -> Iterator[Dissected]:
     """Decode each frame; the accounting moves ``framed`` frames to ``decoded``
     or ``undecodable`` (``unpaired`` responses stay as they are).  A response's
     client id is its request's (the capture layer paired them)."""
@@ -67,10 +67,10 @@ def dissect(frames: Iterable[CapturedFrame], acc: Optional[Accounting] = None) -
         yield Dissected(f, header, msg, client_id=f.client_id)
 
 
-_version_sets: Dict[int, int] = {}
+_version_sets: dict[int, int] = {}
 
 
-def removed_in_kafka4(api_key: Optional[int], version: Optional[int]) -> bool:
+def removed_in_kafka4(api_key: int | None, version: int | None) -> bool:
     """Is this (api key, version) one Kafka 4.0 no longer speaks?  Those are the
     versions only the older schema snapshot has (KIP-896 raised the lower
     bounds: Produce v0-2, CreateTopics v0-1, keys 4-7...).  A version newer than
@@ -87,7 +87,7 @@ def removed_in_kafka4(api_key: Optional[int], version: Optional[int]) -> bool:
     return bool(mask >> version & 1)
 
 
-def _names(items, limit: int = 3) -> List[str]:
+def _names(items, limit: int = 3) -> list[str]:
     names = []
     for t in items or ():
         name = getattr(t, "name", None) or getattr(t, "topic", None) or None
@@ -100,7 +100,7 @@ def _names(items, limit: int = 3) -> List[str]:
     return names
 
 
-def _error_codes(value, out: Dict[str, int], depth: int = 0) -> None:
+def _error_codes(value, out: dict[str, int], depth: int = 0) -> None:
     """Non-zero ``*error_code`` fields anywhere in a message (bounded walk)."""
     if depth > 6 or len(out) > 8:
         return
@@ -139,14 +139,14 @@ def summary(msg) -> str:
     if isinstance(brokers, list) and brokers and hasattr(brokers[0], "host"):
         parts.append("brokers=" + ",".join(f"{b.host}:{b.port}" for b in brokers[:3]))
     if getattr(msg, "KIND", "") == "response":
-        errors: Dict[str, int] = {}
+        errors: dict[str, int] = {}
         _error_codes(msg, errors)
         if errors:
             parts.append("errors=" + ",".join(f"{k}" + (f"x{v}" if v > 1 else "") for k, v in errors.items()))
     return " ".join(parts)
 
 
-def _clock(ts: Optional[int]) -> str:
+def _clock(ts: int | None) -> str:
     if ts is None:
         return "-"
     sec, ns = divmod(ts, 1_000_000_000)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from typing import BinaryIO, Iterator, NamedTuple, Optional, Tuple, Union
+from collections.abc import Iterator
+from typing import BinaryIO, NamedTuple
 
 __all__ = [
     "CaptureFile",
@@ -85,7 +86,7 @@ class TcpSegment(NamedTuple):
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
-def sniff_format(head: bytes) -> Optional[str]:
+def sniff_format(head: bytes) -> str | None:
     """``"pcap"``, ``"pcapng"`` or None from the first four bytes of a file."""
     if head[:4] == PCAPNG_MAGIC:
         return "pcapng"
@@ -103,17 +104,26 @@ class CaptureFile:
     says what stopped the reader; ``unread_bytes`` counts the bytes left.
     """
 
-    def __init__(self, f: BinaryIO, size: Optional[int] = None) -> None:
+    def __init__(self, f: BinaryIO, size: int | None = None, *, base: int = 0, read_rest: bool = True) -> None:
         self.f = f
         self.size = size
-        self.format: Optional[str] = None
-        self.error: Optional[str] = None
+        self.format: str | None = None
+        self.error: str | None = None
         self.unread_bytes = 0
         self.bytes_read = 0
         self.records = 0
         self._magic = b""
+        #: file offset of the record (pcap) or block (pcapng) being read; ``base``
+        #: is the offset the file object stands at when reading starts
+        self.base = base
+        self.at = base
+        #: a damaged file: read the rest to count it (False when reading a byte range)
+        self.read_rest = read_rest
+        # pcapng: the byte order and interfaces of the section being read
+        self.order = "<"
+        self.interfaces: list = []  # (linktype, ticks per second, offset seconds)
 
-    def __iter__(self) -> Iterator[Tuple[Optional[int], int, bytes, int]]:
+    def __iter__(self) -> Iterator[tuple[int | None, int, bytes, int]]:
         self.open()
         yield from self.iter_records()
 
@@ -127,14 +137,14 @@ class CaptureFile:
         self._magic = head
         return fmt
 
-    def iter_records(self) -> Iterator[Tuple[Optional[int], int, bytes, int]]:
+    def iter_records(self) -> Iterator[tuple[int | None, int, bytes, int]]:
         """The packet records after :meth:`open`."""
         if self.format == "pcap":
             yield from self._pcap(*self.pcap_header())
         else:
             yield from self._pcapng(self._magic)
 
-    def pcap_header(self) -> Tuple[str, int, int]:
+    def pcap_header(self) -> tuple[str, int, int]:
         """The rest of a pcap file header after :meth:`open`: byte order
         (``"<"``/``">"``), ticks per second, link type."""
         order, ticks = PCAP_MAGICS[self._magic]
@@ -168,7 +178,7 @@ class CaptureFile:
     def _stop(self, why: str, partial: int) -> None:
         self.error = why
         rest = 0
-        while chunk := self.f.read(1 << 20):
+        while self.read_rest and (chunk := self.f.read(1 << 20)):
             rest += len(chunk)
         self.unread_bytes = partial + rest
         self.bytes_read += rest
@@ -179,6 +189,7 @@ class CaptureFile:
         scale = 1_000_000_000 // ticks
         read = self._read
         while True:
+            self.at = self.base + self.bytes_read
             rh = read(16)
             if not rh:
                 return
@@ -199,11 +210,15 @@ class CaptureFile:
 
     # -- pcapng ------------------------------------------------------------
     def _pcapng(self, first: bytes):
-        order = "<"
-        interfaces: list = []  # (linktype, ticks per second, offset seconds)
+        """Blocks from the file object's position; ``first``: bytes of the first
+        block already read.  The section's byte order and interfaces are
+        :attr:`order` and :attr:`interfaces` (preset them to start mid-section)."""
+        order = self.order
+        interfaces = self.interfaces
         pending = first
         read = self._read
         while True:
+            self.at = self.base + self.bytes_read - len(pending)
             head = pending + read(8 - len(pending))
             pending = b""
             if not head:
@@ -228,7 +243,8 @@ class CaptureFile:
                 if len(body) < length - 12:
                     self._stop("section header cut short", 12 + len(body))
                     return
-                interfaces = []
+                interfaces = self.interfaces = []
+                self.order = order
                 continue
             btype, length = struct.unpack(order + "II", head)
             if length < 12 or length % 4 or length > _MAX_RECORD:
@@ -274,7 +290,7 @@ class CaptureFile:
             # other blocks (statistics, name resolution, custom...) carry no packets
 
 
-def _idb_options(opts: bytes, order: str) -> Tuple[int, int]:
+def _idb_options(opts: bytes, order: str) -> tuple[int, int]:
     ticks, offset = 1_000_000, 0
     pos = 0
     while pos + 4 <= len(opts):
@@ -301,7 +317,7 @@ _ip_cache: dict = {}
 def _addr4(b: bytes) -> str:
     s = _ip_cache.get(b)
     if s is None:
-        s = "%d.%d.%d.%d" % tuple(b)
+        s = f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
         if len(_ip_cache) < 65536:
             _ip_cache[b] = s
     return s
@@ -321,7 +337,7 @@ _tcp = struct.Struct(">HHIIBB")
 _COOKED = {LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
 
 
-def decode_tcp(linktype: int, data: bytes) -> Union[TcpSegment, str]:
+def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
     """A :class:`TcpSegment`, or one of the reasons ``"unsupported_link"``,
     ``"not_ip"``, ``"not_tcp"``, ``"ip_fragment"``, ``"malformed"``."""
     pos = 0

@@ -24,9 +24,10 @@ from there on: it resynchronizes the same way, counting ``not_kafka``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import struct
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from collections.abc import Callable, Iterable
 
 from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, FRAME_PARTIAL, frame_at
 from .._impl import load as _load
@@ -56,10 +57,10 @@ MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
 DETECT_BYTES = 64 * 1024  # bytes per direction looked at to tell whether a connection is Kafka
 _MAX_FLOWS = 1 << 17  # closed connections forgotten beyond this many
 
-_versions: Dict[int, Tuple[int, int]] = {}
+_versions: dict[int, tuple[int, int]] = {}
 
 
-def request_versions() -> Dict[int, Tuple[int, int]]:
+def request_versions() -> dict[int, tuple[int, int]]:
     """``{api_key: (lowest, highest)}`` request versions this library decodes."""
     if not _versions:
         for key in APIS:
@@ -75,15 +76,33 @@ def request_versions() -> Dict[int, Tuple[int, int]]:
 class Connection:
     """One TCP connection (or one tap connection): who is the client, who the broker."""
 
-    __slots__ = ("id", "client", "server", "outstanding", "first_ts", "__weakref__")
+    __slots__ = ("id", "client", "server", "outstanding", "first_ts", "frames", "_uid", "__weakref__")
 
-    def __init__(self, id: int, client: str, server: str, first_ts: Optional[int] = None) -> None:
+    def __init__(self, id: int, client: str, server: str, first_ts: int | None = None) -> None:
         self.id = id
         self.client = client
         self.server = server
         self.first_ts = first_ts
         # correlation id -> the request waiting for its response; insertion ordered
-        self.outstanding: Dict[int, "RequestInfo"] = {}
+        self.outstanding: dict[int, RequestInfo] = {}
+        #: frames read_frames has yielded for this connection so far
+        self.frames = 0
+        self._uid: int | None = None
+
+    @property
+    def uid(self) -> int:
+        """A 63-bit id that depends only on the connection itself (client,
+        server, time of its first packet), not on what else the capture
+        holds or the order it is read in: the same connection gets the same
+        uid whether its capture is read whole, in byte ranges or rolled into
+        many files.  (``id`` numbers connections in the order one reader met
+        them.)  Without a first time stamp (tap tables, pcapng simple
+        packets) the reader's ``id`` takes its place."""
+        if self._uid is None:
+            first = self.first_ts if self.first_ts is not None else f"#{self.id}"
+            text = f"{self.client}|{self.server}|{first}"
+            self._uid = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+        return self._uid
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.client} -> {self.server})"
@@ -101,7 +120,7 @@ class RequestInfo:
         self.ts = ts
         self.client_id = client_id
         #: the request frame's number in the capture (set as it is read)
-        self.seq: Optional[int] = None
+        self.seq: int | None = None
 
     def __repr__(self) -> str:
         return f"RequestInfo(api={self.api_key} v{self.api_version}, client_id={self.client_id!r}, seq={self.seq})"
@@ -135,14 +154,14 @@ class CapturedFrame:
         self.status = status
         self.client_id = client_id
         self.request = request
-        self.seq: Optional[int] = None
+        self.seq: int | None = None
 
     @property
     def wire_size(self) -> int:
         return len(self.frame) + 4
 
     @property
-    def latency_ns(self) -> Optional[int]:
+    def latency_ns(self) -> int | None:
         if self.request_ts is None or self.ts is None:
             return None
         return self.ts - self.request_ts
@@ -155,7 +174,7 @@ class CapturedFrame:
 _HEADERS = []  # the request header-version table, once loaded
 
 
-def request_client_id(frame) -> Optional[str]:
+def request_client_id(frame) -> str | None:
     """The client id of a request frame (None: header v0, a header that does not
     read, or a key or version without a schema), by protocol's header rule."""
     if len(frame) < 10:
@@ -174,7 +193,7 @@ def request_client_id(frame) -> Optional[str]:
         return None
 
 
-def pair_request(conn: Connection, frame, ts, acc: Optional[Accounting]) -> Optional[RequestInfo]:
+def pair_request(conn: Connection, frame, ts, acc: Accounting | None) -> RequestInfo | None:
     """Note a request frame as waiting for its response (correlation id) → its RequestInfo.
     Past MAX_OUTSTANDING waiting, the oldest is dropped (counted in ``acc``)."""
     if len(frame) < 8:
@@ -191,12 +210,12 @@ def pair_request(conn: Connection, frame, ts, acc: Optional[Accounting]) -> Opti
     return info
 
 
-def pair_response(conn: Connection, corr: int) -> Optional[RequestInfo]:
+def pair_response(conn: Connection, corr: int) -> RequestInfo | None:
     """The request a response (its correlation id) answers, if still waiting."""
     return conn.outstanding.pop(corr, None)
 
 
-def request_header_plausible(buf, p: int, max_frame_size: int) -> Optional[bool]:
+def request_header_plausible(buf, p: int, max_frame_size: int) -> bool | None:
     """Could a request frame start at ``buf[p]``?  None: not enough bytes to say."""
     if len(buf) - p < 14:
         return None
@@ -241,7 +260,7 @@ class KafkaHalf:
         self.skip_reason = "gap"
 
     # -- stream consumer ---------------------------------------------------
-    def data(self, ts: Optional[int], chunk) -> None:
+    def data(self, ts: int | None, chunk) -> None:
         st = self.state
         if ts is not None:
             st.ts = ts
@@ -325,7 +344,7 @@ class KafkaHalf:
             self.acc.bytes[self.skip_reason] += p - st.pos
             st.pos = p
 
-    def _candidate(self, p: int) -> Optional[bool]:
+    def _candidate(self, p: int) -> bool | None:
         st = self.state
         buf = st.buf
         if st.is_request:
@@ -368,7 +387,7 @@ class KafkaHalf:
         st.sink(f)
 
 
-def request_frame(conn: Connection, ts, offset: int, frame, acc: Optional[Accounting]) -> CapturedFrame:
+def request_frame(conn: Connection, ts, offset: int, frame, acc: Accounting | None) -> CapturedFrame:
     """The CapturedFrame of a request, noted as waiting for its response."""
     return paired_request(conn, ts, offset, frame, pair_request(conn, frame, ts, acc))
 
@@ -379,7 +398,7 @@ def response_frame(conn: Connection, ts, offset: int, frame) -> CapturedFrame:
     return paired_response(conn, ts, offset, frame, corr, pair_response(conn, corr))
 
 
-def paired_request(conn: Connection, ts, offset: int, frame, info: Optional[RequestInfo]) -> CapturedFrame:
+def paired_request(conn: Connection, ts, offset: int, frame, info: RequestInfo | None) -> CapturedFrame:
     """The CapturedFrame of a request whose pairing is done (``info`` None: no header to pair by)."""
     if info is None:
         return CapturedFrame(ts, conn, REQUEST, offset, frame)
@@ -388,7 +407,7 @@ def paired_request(conn: Connection, ts, offset: int, frame, info: Optional[Requ
                          info.client_id, info)
 
 
-def paired_response(conn: Connection, ts, offset: int, frame, corr, info: Optional[RequestInfo]) -> CapturedFrame:
+def paired_response(conn: Connection, ts, offset: int, frame, corr, info: RequestInfo | None) -> CapturedFrame:
     """The CapturedFrame of a response whose pairing is done (``info`` None: ``unpaired``)."""
     if info is None:
         return CapturedFrame(ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
@@ -418,9 +437,9 @@ class _Held:
 
     __slots__ = ("flow", "items", "nbytes", "target", "buf")
 
-    def __init__(self, flow: "_Flow") -> None:
+    def __init__(self, flow: _Flow) -> None:
         self.flow = flow
-        self.items: List[tuple] = []
+        self.items: list[tuple] = []
         self.nbytes = 0
         self.target = None
         self.buf = bytearray()
@@ -465,24 +484,24 @@ class _Flow:
     __slots__ = ("ext", "conn_id", "ends", "halves", "held", "client", "state", "fins", "closed", "first_ts",
                  "conn")
 
-    def __init__(self, ext: "Extractor", conn_id: int, a: Tuple[str, int], b: Tuple[str, int],
-                 ts: Optional[int]) -> None:
+    def __init__(self, ext: Extractor, conn_id: int, a: tuple[str, int], b: tuple[str, int],
+                 ts: int | None) -> None:
         self.ext = ext
         self.conn_id = conn_id
         self.ends = (a, b)
         self.held = {a: _Held(self), b: _Held(self)}
         self.halves = {a: HalfStream(self.held[a], ext.acc), b: HalfStream(self.held[b], ext.acc)}
-        self.client: Optional[Tuple[str, int]] = None
+        self.client: tuple[str, int] | None = None
         self.state = "undecided"
-        self.fins: Set[Tuple[str, int]] = set()
+        self.fins: set[tuple[str, int]] = set()
         self.closed = False
         self.first_ts = ts
-        self.conn: Optional[Connection] = None
+        self.conn: Connection | None = None
 
     def other(self, end):
         return self.ends[1] if end == self.ends[0] else self.ends[0]
 
-    def decide(self, held: Optional[_Held] = None, final: bool = False) -> None:
+    def decide(self, held: _Held | None = None, final: bool = False) -> None:
         """Settle whether this is a Kafka connection, and who the client is."""
         if self.state != "undecided":
             return
@@ -498,11 +517,9 @@ class _Flow:
                     self.client = b if a[1] in ext.ports and b[1] not in ext.ports else a
                 return self._settle(True)
             return self._settle(False)
-        for end in self.ends:
-            if end in ext.servers:
-                if self.client is None:
-                    self.client = self.other(end)
-                return self._settle(True)
+        # Each connection is judged on its own packets alone (no endpoint
+        # learnt from other connections): that is what lets connections be
+        # reassembled in parallel, in any grouping, with the same verdicts.
         if self.client is not None:
             server = self.other(self.client)
             if self.held[server].nbytes and not self.held[self.client].nbytes:
@@ -513,15 +530,12 @@ class _Flow:
             if verdict is None and (final or self.held[self.client].nbytes >= DETECT_BYTES):
                 verdict = False
             if verdict is not None:
-                if verdict:
-                    ext.servers.add(server)
                 self._settle(bool(verdict))
             return
         # caught mid-stream: whichever side carries decodable requests is the client
         for end in self.ends:
             if _scan_requests(self.held[end].buf, ext.max_frame_size):
                 self.client = end
-                ext.servers.add(self.other(end))
                 return self._settle(True)
         # give up once both sides sent enough, or one side alone a lot (bounded memory)
         if final or all(h.nbytes >= DETECT_BYTES for h in self.held.values()) or \
@@ -535,8 +549,8 @@ class _Flow:
             for held in self.held.values():
                 held.release(_NotKafka(ext.acc))
             return
+        # counted as a Kafka connection by read_frames once a frame of it is read
         self.state = "kafka"
-        ext.acc.kafka_connections += 1
         client, server = self.client, self.other(self.client)
         self.conn = Connection(self.conn_id, _endpoint(*client), _endpoint(*server), self.first_ts)
         for end, is_request in ((client, True), (server, False)):
@@ -554,12 +568,17 @@ class _Flow:
             half.close()
         if self.state == "undecided":
             self.decide(final=True)
+        halves = self.halves.values()
+        if any(h.from_start for h in halves) and not any(h.state.next or h.state.heap for h in halves):
+            self.ext.acc.syn_only += 1  # a connection attempt that carried no byte either way
         if self.conn is not None:
             self.ext.acc.unanswered_requests += len(self.conn.outstanding)
+            if self.ext.unanswered is not None:
+                self.ext.unanswered.extend((self.conn, corr, info) for corr, info in self.conn.outstanding.items())
             self.conn.outstanding.clear()
 
 
-def _scan_requests(buf, max_frame_size: int) -> Optional[bool]:
+def _scan_requests(buf, max_frame_size: int) -> bool | None:
     """A request frame that decodes somewhere in ``buf``?  None: maybe, later."""
     p = 0
     maybe = False
@@ -588,21 +607,24 @@ class Extractor:
     """Packets in, :class:`CapturedFrame` objects out (in ``out``, drained by the caller).
 
     ``ports``: the brokers' ports; a connection is Kafka when either end uses
-    one.  None: detect Kafka connections from their first bytes (and learn
-    the broker endpoints, so later connections to them are Kafka at once).
+    one.  None: detect Kafka connections from their first bytes, each
+    connection on its own.
     """
 
-    def __init__(self, ports: Optional[Iterable[int]] = None, acc: Optional[Accounting] = None,
+    def __init__(self, ports: Iterable[int] | None = None, acc: Accounting | None = None,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.ports = None if ports is None else set(ports)
         self.acc = acc if acc is not None else Accounting()
         self.max_frame_size = max_frame_size
-        self.flows: Dict[tuple, _Flow] = {}
-        self.servers: Set[Tuple[str, int]] = set()
-        self.out: List[CapturedFrame] = []
+        self.flows: dict[tuple, _Flow] = {}
+        self.out: list[CapturedFrame] = []
+        #: a list to receive ``(connection, correlation id, RequestInfo)`` of
+        #: every request still waiting for its response when its connection
+        #: ends (None: only counted, as ``acc.unanswered_requests``)
+        self.unanswered: list | None = None
         self._next_id = 0
 
-    def packet(self, ts: Optional[int], linktype: int, data: bytes) -> None:
+    def packet(self, ts: int | None, linktype: int, data: bytes) -> None:
         acc = self.acc
         acc.packets_total += 1
         seg = decode_tcp(linktype, data)
@@ -613,7 +635,16 @@ class Extractor:
         acc.payload_bytes_total += len(seg.payload)
         self.segment(ts, seg)
 
-    def segment(self, ts: Optional[int], seg: TcpSegment) -> None:
+    def tcp(self, ts: int | None, seg: TcpSegment) -> None:
+        """One TCP segment decoded elsewhere (the byte-range read stage): counted
+        as :meth:`packet` counts a packet that decodes to it, then :meth:`segment`."""
+        acc = self.acc
+        acc.packets_total += 1
+        acc.packets["tcp"] += 1
+        acc.payload_bytes_total += len(seg.payload)
+        self.segment(ts, seg)
+
+    def segment(self, ts: int | None, seg: TcpSegment) -> None:
         src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
         key = (src, dst) if src < dst else (dst, src)
         flow = self.flows.get(key)
@@ -686,3 +717,9 @@ class Extractor:
     def finish(self) -> None:
         for flow in self.flows.values():
             flow.close()
+
+    def close_all(self) -> None:
+        """Close every connection and forget them (their frames land in ``out``):
+        the segment path calls it after the last segment of a 4-tuple."""
+        self.finish()
+        self.flows.clear()

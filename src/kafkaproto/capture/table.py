@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional
 
 from .accounting import Accounting
 from .streams import RESPONSE, CapturedFrame, Connection, pair_request, pair_response
@@ -52,11 +52,11 @@ def frame_schema():
     ])
 
 
-def _columns() -> Dict[str, list]:
+def _columns() -> dict[str, list]:
     return {name: [] for name in FRAME_FIELDS}
 
 
-def _append(cols: Dict[str, list], f: CapturedFrame, rewritten: Optional[bytes] = None) -> None:
+def _append(cols: dict[str, list], f: CapturedFrame, rewritten: bytes | None = None) -> None:
     cols["ts"].append(None if f.ts is None else f.ts // 1000)
     cols["conn"].append(f.conn.id)
     cols["client"].append(f.conn.client)
@@ -100,7 +100,7 @@ class FrameTableWriter:
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
         self.stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        self.files: List[Path] = []
+        self.files: list[Path] = []
         self.rows = 0
         self._cols = _columns()
         self._pending = 0
@@ -110,7 +110,7 @@ class FrameTableWriter:
         self._sink = None
         self._file_bytes = 0
 
-    def write(self, f: CapturedFrame, rewritten: Optional[bytes] = None) -> None:
+    def write(self, f: CapturedFrame, rewritten: bytes | None = None) -> None:
         _append(self._cols, f, rewritten)
         self._pending += 1
         self._pending_bytes += len(f.frame) + (len(rewritten) if rewritten else 0) + 64
@@ -165,14 +165,14 @@ class FrameTableWriter:
         self.flush()
         self._close_file()
 
-    def __enter__(self) -> "FrameTableWriter":
+    def __enter__(self) -> FrameTableWriter:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def table_files(path) -> List[Path]:
+def table_files(path) -> list[Path]:
     """The frame-table files at ``path`` (a file, or a folder of them, sorted)."""
     p = Path(path)
     if p.is_dir():
@@ -210,11 +210,11 @@ def _batches(path: Path):
                     return
 
 
-def iter_table_frames(path, acc: Optional[Accounting] = None) -> Iterator[CapturedFrame]:
+def iter_table_frames(path, acc: Accounting | None = None) -> Iterator[CapturedFrame]:
     """CapturedFrame objects from frame-table files, with their accounting."""
     pa = _pa()
     acc = acc if acc is not None else Accounting()
-    conns: Dict[tuple, Connection] = {}
+    conns: dict[tuple, Connection] = {}
     for file in table_files(path):
         acc.file_bytes += file.stat().st_size
         for batch in _batches(file):
@@ -227,7 +227,6 @@ def iter_table_frames(path, acc: Optional[Accounting] = None) -> Iterator[Captur
                 if conn is None:
                     conn = conns[key] = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
                     acc.connections += 1
-                    acc.kafka_connections += 1
                 ts = cols["ts"][i]
                 ts_ns = None if ts is None else ts * 1000
                 lat = cols["latency_us"][i]

@@ -32,7 +32,6 @@ import signal
 import sys
 import threading
 import time
-from typing import Dict, Optional, Tuple
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
@@ -66,8 +65,8 @@ class Tap:
     is the host written into rewritten responses (default: the listen host).
     """
 
-    def __init__(self, upstream: Tuple[str, int], out_dir, *, listen: Tuple[str, int] = ("127.0.0.1", 0),
-                 advertise_host: Optional[str] = None, fmt: str = "arrow", roll_bytes: int = 64 << 20,
+    def __init__(self, upstream: tuple[str, int], out_dir, *, listen: tuple[str, int] = ("127.0.0.1", 0),
+                 advertise_host: str | None = None, fmt: str = "arrow", roll_bytes: int = 64 << 20,
                  rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  connect_timeout: float = 10.0, log=None) -> None:
         self.upstream = (upstream[0], int(upstream[1]))
@@ -83,17 +82,17 @@ class Tap:
         #: arrow output: rows are written out before their frames are forwarded
         #: (parquet files are readable only once closed, so they cannot promise that)
         self.durable = fmt == "arrow"
-        self.routes: Dict[Tuple[str, int], int] = {}  # upstream broker -> tap port
+        self.routes: dict[tuple[str, int], int] = {}  # upstream broker -> tap port
         self.stats = {"connections": 0, "frames": 0, "rewritten": 0, "rewrite_failed": 0, "raw_bytes": 0,
                       "upstream_errors": 0}
-        self.writer: Optional[FrameTableWriter] = None
+        self.writer: FrameTableWriter | None = None
         self._servers: list = []
         self._tasks: set = set()
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._ready = threading.Event()
-        self._stopped: Optional[asyncio.Event] = None
-        self._error: Optional[BaseException] = None
+        self._stopped: asyncio.Event | None = None
+        self._error: BaseException | None = None
         self._next_conn = 0
         self._next_port = self.listen_port + 1 if self.listen_port else 0
 
@@ -106,7 +105,7 @@ class Tap:
     def bootstrap(self) -> str:
         return f"{self.advertise_host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "Tap":
+    def start(self, timeout: float = 10.0) -> Tap:
         self._thread = threading.Thread(target=self._thread_main, name="kafkaproto-tap", daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout):
@@ -124,13 +123,13 @@ class Tap:
             self._thread.join(timeout)
             self._thread = None
 
-    def __enter__(self) -> "Tap":
+    def __enter__(self) -> Tap:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def run(self, duration: Optional[float] = None) -> None:
+    def run(self, duration: float | None = None) -> None:
         asyncio.run(self._main(duration, install_signals=True))
 
     @property
@@ -145,7 +144,7 @@ class Tap:
             self._error = exc
             self._ready.set()
 
-    async def _main(self, duration: Optional[float], install_signals: bool) -> None:
+    async def _main(self, duration: float | None, install_signals: bool) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes)
@@ -183,7 +182,7 @@ class Tap:
             await asyncio.sleep(0.5)
             self.writer.flush()
 
-    async def _listen(self, upstream: Tuple[str, int], port: int) -> int:
+    async def _listen(self, upstream: tuple[str, int], port: int) -> int:
         async def handler(reader, writer):
             task = asyncio.current_task()
             self._tasks.add(task)
@@ -195,7 +194,7 @@ class Tap:
                 self._tasks.discard(task)
 
         tries = 20 if port else 1
-        last: Optional[OSError] = None
+        last: OSError | None = None
         for i in range(tries):
             try:
                 srv = await asyncio.start_server(handler, self.listen_host, port + i if port else 0)
@@ -214,7 +213,7 @@ class Tap:
         if self.log is not None:
             print(text, file=self.log, flush=True)
 
-    async def _route(self, host: str, port: int) -> Tuple[str, int]:
+    async def _route(self, host: str, port: int) -> tuple[str, int]:
         key = (host, int(port))
         local = self.routes.get(key)
         if local is None:
@@ -224,7 +223,7 @@ class Tap:
         return self.advertise_host, local
 
     # -- one client connection ---------------------------------------------
-    async def _client(self, creader, cwriter, upstream: Tuple[str, int]) -> None:
+    async def _client(self, creader, cwriter, upstream: tuple[str, int]) -> None:
         peer = cwriter.get_extra_info("peername") or ("?", 0)
         try:
             sreader, swriter = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
@@ -251,7 +250,7 @@ class Tap:
             for w in (cwriter, swriter):
                 w.close()
 
-    def _record(self, frame: CapturedFrame, rewritten: Optional[bytes] = None) -> None:
+    def _record(self, frame: CapturedFrame, rewritten: bytes | None = None) -> None:
         self.stats["frames"] += 1
         self.writer.write(frame, rewritten)
 
@@ -304,7 +303,7 @@ class Tap:
         self._record(f, None if parts is None else b"".join(parts)[4:])
         return ev.parts() if parts is None else parts
 
-    async def _rewrite(self, ev: ProxyResponse) -> Optional[list]:
+    async def _rewrite(self, ev: ProxyResponse) -> list | None:
         key, version = ev.api_key, ev.api_version
         if ev.message is None:
             self.stats["rewrite_failed"] += 1
@@ -334,7 +333,7 @@ class Tap:
 # --------------------------------------------------------------------------
 
 
-def _hostport(text: str) -> Tuple[str, int]:
+def _hostport(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"expected HOST:PORT, got {text!r}")

@@ -19,7 +19,6 @@ when that limit is passed, when the other side acknowledges data past it
 from __future__ import annotations
 
 import heapq
-from typing import Optional
 
 from .._impl import load as _load
 
@@ -62,7 +61,7 @@ class HalfStream:
             st.base = (seq + 1) & _MASK
             self.from_start = True
 
-    def segment(self, ts: Optional[int], seq: int, payload: bytes, length: int) -> None:
+    def segment(self, ts: int | None, seq: int, payload: bytes, length: int) -> None:
         """One segment's payload (``length`` is its size on the wire, which
         may exceed the captured ``payload``)."""
         st = self.state

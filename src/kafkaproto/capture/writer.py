@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from typing import BinaryIO, List, Optional, Tuple
+from typing import BinaryIO
 
 from .pcap import (
     ACK,
@@ -30,7 +30,7 @@ __all__ = ["PcapWriter", "PcapngWriter", "TcpConversation", "tcp_packet"]
 
 
 def tcp_packet(linktype: int, src: str, sport: int, dst: str, dport: int, seq: int, ack: int, flags: int,
-               payload: bytes = b"", *, vlan: Optional[int] = None) -> bytes:
+               payload: bytes = b"", *, vlan: int | None = None) -> bytes:
     """One TCP packet with its link-layer header."""
     tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags,
                       65535, 0, 0) + payload
@@ -64,8 +64,8 @@ class TcpConversation:
     """Sequence numbers of one TCP connection; methods return packet tuples
     ``(ts_ns, bytes)`` ready for a writer."""
 
-    def __init__(self, client: Tuple[str, int], server: Tuple[str, int], *, linktype: int = LINKTYPE_ETHERNET,
-                 isn: Tuple[int, int] = (1000, 5000), ts: int = 1_700_000_000_000_000_000, step: int = 1000) -> None:
+    def __init__(self, client: tuple[str, int], server: tuple[str, int], *, linktype: int = LINKTYPE_ETHERNET,
+                 isn: tuple[int, int] = (1000, 5000), ts: int = 1_700_000_000_000_000_000, step: int = 1000) -> None:
         self.client, self.server = client, server
         self.linktype = linktype
         self.seq = {client: isn[0], server: isn[1]}
@@ -76,13 +76,13 @@ class TcpConversation:
         self.ts += self.step
         return self.ts
 
-    def _packet(self, sender, flags, payload=b"", seq=None) -> Tuple[int, bytes]:
+    def _packet(self, sender, flags, payload=b"", seq=None) -> tuple[int, bytes]:
         receiver = self.server if sender == self.client else self.client
         s = self.seq[sender] if seq is None else seq
         return self._tick(), tcp_packet(self.linktype, sender[0], sender[1], receiver[0], receiver[1], s,
                                         self.seq[receiver], flags, payload)
 
-    def handshake(self) -> List[Tuple[int, bytes]]:
+    def handshake(self) -> list[tuple[int, bytes]]:
         c, s = self.client, self.server
         out = [self._packet(c, SYN)]
         self.seq[c] += 1
@@ -91,7 +91,7 @@ class TcpConversation:
         out.append(self._packet(c, ACK))
         return out
 
-    def send(self, from_client: bool, data: bytes, mss: int = 1460) -> List[Tuple[int, bytes]]:
+    def send(self, from_client: bool, data: bytes, mss: int = 1460) -> list[tuple[int, bytes]]:
         """``data`` cut into segments of at most ``mss`` bytes."""
         sender = self.client if from_client else self.server
         out = []
@@ -101,7 +101,7 @@ class TcpConversation:
             self.seq[sender] += len(chunk)
         return out
 
-    def close(self) -> List[Tuple[int, bytes]]:
+    def close(self) -> list[tuple[int, bytes]]:
         out = []
         for sender in (self.client, self.server):
             out.append(self._packet(sender, FIN | ACK))
@@ -120,7 +120,7 @@ class PcapWriter:
         magic = 0xA1B23C4D if nanos else 0xA1B2C3D4
         f.write(struct.pack("<IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype))
 
-    def write(self, ts_ns: int, data: bytes, orig_len: Optional[int] = None) -> None:
+    def write(self, ts_ns: int, data: bytes, orig_len: int | None = None) -> None:
         sec, frac = divmod(ts_ns, 1_000_000_000)
         if not self.nanos:
             frac //= 1000
@@ -134,7 +134,7 @@ class PcapngWriter:
     def __init__(self, f: BinaryIO, *, big_endian: bool = False) -> None:
         self.f = f
         self.o = ">" if big_endian else "<"
-        self.resolution: List[int] = []
+        self.resolution: list[int] = []
         body = struct.pack(self.o + "IHHq", 0x1A2B3C4D, 1, 0, -1)
         self._block(0x0A0D0D0A, body)
 
@@ -151,7 +151,7 @@ class PcapngWriter:
         self.resolution.append(2 ** (tsresol & 0x7F) if tsresol & 0x80 else 10 ** tsresol)
         return len(self.resolution) - 1
 
-    def write(self, ts_ns: int, data: bytes, iface: int = 0, orig_len: Optional[int] = None) -> None:
+    def write(self, ts_ns: int, data: bytes, iface: int = 0, orig_len: int | None = None) -> None:
         ticks = ts_ns * self.resolution[iface] // 1_000_000_000
         self._block(6, struct.pack(self.o + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
                                    orig_len or len(data)) + data)

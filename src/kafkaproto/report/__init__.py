@@ -22,29 +22,36 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Dict, Optional, Sequence
 
 __all__ = ["ReportResult", "run_report"]
 
 
 @dataclass
 class ReportResult:
-    data: "object"  # job.ReportData
+    data: object  # job.ReportData
     summary: str
     html_path: str
 
 
-def run_report(captures: Sequence[str], out, *, master: Optional[str] = None, spark=None, ports=None,
-               progress: bool = True, conf: Optional[Dict[str, str]] = None, log=sys.stderr) -> ReportResult:
-    """Run the report job over ``captures`` (pcap, pcapng, tap output folders
-    or files, raw request streams) and write everything under ``out``."""
+def run_report(captures, out, *, master: str | None = None, remote: str | None = None, spark=None,
+               ports=None, progress: bool = True, conf: dict[str, str] | None = None, log=sys.stderr,
+               **split) -> ReportResult:
+    """Run the report job over ``captures`` and write everything under ``out``.
+
+    ``captures``: pcap/pcapng files, folders of them (a rolled capture), tap
+    output folders or files, raw request streams, ``NAME=path,path...``, or
+    ``{name: path or [paths]}`` (see :func:`kafkaproto.report.job.capture_list`).
+    ``spark``: a session (classic or Spark Connect); else one for ``master``
+    or ``remote`` (``sc://host:port``).  ``split``: ``range_bytes``,
+    ``whole_file_max``, ``partitions`` (:func:`kafkaproto.report.job.run_job`)."""
     from .job import run_job
     from .render import html_page, summary
 
-    data = run_job(captures, out, spark=spark, master=master, ports=ports, progress=progress, conf=conf, log=log)
-    html_path = Path(out) / "report.html"
-    html_path.write_text(html_page(data), encoding="utf-8")
-    text = summary(data, str(html_path))
-    (Path(out) / "summary.txt").write_text(text + "\n", encoding="utf-8")
-    return ReportResult(data, text, str(html_path))
+    data = run_job(captures, out, spark=spark, master=master, remote=remote, ports=ports, progress=progress,
+                   conf=conf, log=log, **split)
+    from .job import write_text
+
+    html_path = write_text(out, "report.html", html_page(data))
+    text = summary(data, html_path)
+    write_text(out, "summary.txt", text + "\n")
+    return ReportResult(data, text, html_path)

@@ -2,10 +2,10 @@
 over the rows it writes, merged on the driver.
 
 Every figure of the report is a sum, a count, a set or a percentile over the
-rows of one or more captures, and every connection lives in exactly one
-capture (one task).  So a task keeps small per-key totals while it writes
-its tables (:class:`TaskAggregates`, fed with the same Arrow batches), writes
-its ``connections`` rows itself, and returns the totals as JSON;
+rows of one or more captures, and every connection is decoded by exactly one
+task.  So a task keeps small per-key totals while it writes its tables
+(:class:`TaskAggregates`, fed with the same Arrow batches), writes its
+``connections`` rows itself, and returns the totals as JSON;
 :func:`merge` folds the tasks' totals into the report's numbers.  The job
 needs no second pass over its tables, and nothing large crosses into the
 JVM.
@@ -19,7 +19,7 @@ the maximum is exact.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -74,7 +74,7 @@ def _bucket_width(low: int) -> int:
     return 1 << max(low.bit_length() - (_BITS + 1), 0)
 
 
-def percentile(hist: Dict[int, int], q: float, maximum: int) -> float:
+def percentile(hist: dict[int, int], q: float, maximum: int) -> float:
     """The nearest-rank ``q`` percentile (0 < q <= 1) of a histogram
     ``{bucket: count}``: the middle of the bucket holding that rank, never
     above ``maximum``."""
@@ -90,7 +90,17 @@ def percentile(hist: Dict[int, int], q: float, maximum: int) -> float:
     return float(maximum)
 
 
-def _group(cols: Dict[str, pa.Array], keys: List[str], aggs) -> List[dict]:
+def _hist_into(into: dict, cols: dict[str, pa.Array], keys: list[str]) -> None:
+    """Latency histograms and maxima by ``keys`` (``cols``: keys, bucket, lat)."""
+    one = len(keys) == 1
+    for r in _group(cols, keys + ["bucket"], [("bucket", "count"), ("lat", "max")]):
+        k = r[keys[0]] if one else tuple(r[x] for x in keys)
+        got = into.setdefault(k, {"max": 0, "hist": Counter()})
+        got["hist"][r["bucket"]] += r["bucket_count"]
+        got["max"] = max(got["max"], r["lat_max"])
+
+
+def _group(cols: dict[str, pa.Array], keys: list[str], aggs) -> list[dict]:
     """``GROUP BY keys`` over a few columns, as plain rows."""
     t = pa.table(cols)
     return t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist()
@@ -106,14 +116,23 @@ class TaskAggregates:
 
     def __init__(self) -> None:
         # (capture, conn) -> connection totals
-        self.conns: Dict[Tuple[str, int], dict] = {}
+        self.conns: dict[tuple[str, int], dict] = {}
         # (capture, conn, client_id, api_key, api, api_version, removed) -> requests
         self.use: Counter = Counter()
         self.errors: Counter = Counter()  # (api, code) -> count
-        self.latency: Dict[str, dict] = {}  # api -> {"max", "hist": Counter}
-        self.topics: Dict[Tuple[str, str], List[int]] = {}  # (source, topic) -> sets, batches, records, bytes
-        self.codecs: Dict[Tuple[str, str], List[int]] = {}  # (source, codec) -> batches, records, bytes, sets
+        self.latency: dict[str, dict] = {}  # api -> {"max", "hist": Counter}
+        self.topics: dict[tuple[str, str], list[int]] = {}  # (source, topic) -> sets, batches, records, bytes
+        self.codecs: dict[tuple[str, str], list[int]] = {}  # (source, codec) -> batches, records, bytes, sets
         self.decode_errors: Counter = Counter()  # (table, api, status, error) -> count
+        # breakdowns: (capture, broker, api, code) -> count; (capture, broker, api) -> {"max", "hist"}
+        self.errors_by: Counter = Counter()
+        self.latency_by: dict[tuple[str, str, str], dict] = {}
+        # long polls: api -> {"waits": Counter(wait ms), "waited": n at >= 90 % of their wait, "early": hist}
+        self.waits: dict[str, dict] = {}
+        self.unanswered: Counter = Counter()  # (capture, api, client_id) -> requests
+        # the earliest few: ts, capture, api, version, client_id, conn, client, server
+        self.unanswered_rows: list[list] = []
+        self.topic_ids: dict[tuple[str, str], str] = {}  # (capture, topic id) -> name
 
     # -- feeding ---------------------------------------------------------------
     def add(self, table: str, batch: pa.RecordBatch) -> None:
@@ -125,6 +144,28 @@ class TaskAggregates:
             self._frames(batch, False)
         elif table == "record_sets":
             self._record_sets(batch)
+        elif table == "unanswered":
+            self._unanswered(batch)
+        elif table == "topic_ids":
+            for r in batch.to_pylist():
+                self.topic_ids[(r["capture"], r["topic_id"])] = r["topic"]
+
+    _UNANSWERED_ROWS = 200
+
+    def _unanswered(self, batch) -> None:
+        col = batch.column
+        cols = {"capture": col("capture"), "api": col("api"), "client_id": col("client_id")}
+        for r in _group(cols, list(cols), [("api", "count")]):
+            self.unanswered[(r["capture"], r["api"], r["client_id"])] += r["api_count"]
+        rows = pa.table({k: col(k) for k in ("ts", "capture", "api", "api_version", "client_id", "conn", "client",
+                                             "server")})
+        rows = rows.sort_by([("ts", "ascending")]).slice(0, self._UNANSWERED_ROWS)
+        for r in rows.to_pylist():
+            ts = r["ts"]
+            self.unanswered_rows.append([None if ts is None else ts.isoformat(), r["capture"], r["api"],
+                                         r["api_version"], r["client_id"], r["conn"], r["client"], r["server"]])
+        self.unanswered_rows.sort(key=lambda x: (x[0] is None, str(x[0])))
+        del self.unanswered_rows[self._UNANSWERED_ROWS:]
 
     def _frames(self, batch, request: bool) -> None:
         col = batch.column
@@ -166,21 +207,42 @@ class TaskAggregates:
             codes = col("error_codes")
             if pc.sum(pc.list_value_length(codes).fill_null(0)).as_py():
                 rows = pc.list_parent_indices(codes)
-                cols = {"api": col("api").take(rows), "code": pc.list_flatten(codes)}
-                for r in _group(cols, ["api", "code"], [("code", "count")]):
+                cols = {"capture": col("capture").take(rows), "server": col("server").take(rows),
+                        "api": col("api").take(rows), "code": pc.list_flatten(codes)}
+                for r in _group(cols, list(cols), [("code", "count")]):
                     self.errors[(r["api"], r["code"])] += r["code_count"]
+                    self.errors_by[(r["capture"], r["server"], r["api"], r["code"])] += r["code_count"]
             lat = col("latency_us")
             if lat.null_count < len(lat):
                 ok = lat.is_valid()
                 apis = col("api").filter(ok)
                 vals = lat.filter(ok).to_numpy(zero_copy_only=False)
-                cols = {"api": apis, "bucket": pa.array(latency_bucket(vals))}
-                for r in _group(cols, ["api", "bucket"], [("bucket", "count")]):
-                    got = self.latency.setdefault(r["api"], {"max": 0, "hist": Counter()})
-                    got["hist"][r["bucket"]] += r["bucket_count"]
-                for r in _group({"api": apis, "lat": pa.array(vals)}, ["api"], [("lat", "max")]):
-                    got = self.latency[r["api"]]
-                    got["max"] = max(got["max"], r["lat_max"])
+                buckets = pa.array(latency_bucket(vals))
+                _hist_into(self.latency, {"api": apis, "bucket": buckets, "lat": pa.array(vals)}, ["api"])
+                _hist_into(self.latency_by, {"capture": col("capture").filter(ok), "server": col("server").filter(ok),
+                                             "api": apis, "bucket": buckets, "lat": pa.array(vals)},
+                           ["capture", "server", "api"])
+                wait = col("wait_ms").filter(ok)
+                if wait.null_count < len(wait):
+                    has = wait.is_valid()
+                    w_ms = wait.filter(has).to_numpy(zero_copy_only=False).astype(np.int64)
+                    w_lat = vals[has.to_numpy(zero_copy_only=False)]
+                    w_api = apis.filter(has)
+                    waited = w_lat >= w_ms * 900  # at 90 % of its wait or later (µs): the broker waited it out
+                    for r in _group({"api": w_api, "wait": pa.array(w_ms), "waited": pa.array(waited.astype(np.int64))},
+                                    ["api", "wait"], [("waited", "sum"), ("wait", "count")]):
+                        got = self.waits.setdefault(r["api"], {"waits": Counter(), "waited": 0, "early": {}})
+                        got["waits"][r["wait"]] += r["wait_count"]
+                        got["waited"] += r["waited_sum"]
+                    early = ~waited
+                    if early.any():
+                        eb = pa.array(latency_bucket(w_lat[early]))
+                        for r in _group({"api": w_api.filter(pa.array(early)), "bucket": eb,
+                                         "lat": pa.array(w_lat[early])}, ["api", "bucket"],
+                                        [("bucket", "count"), ("lat", "max")]):
+                            got = self.waits[r["api"]]["early"].setdefault("all", {"max": 0, "hist": Counter()})
+                            got["hist"][r["bucket"]] += r["bucket_count"]
+                            got["max"] = max(got["max"], r["lat_max"])
         self._errors(batch, kind)
 
     def _errors(self, batch, kind: str) -> None:
@@ -242,10 +304,10 @@ class TaskAggregates:
         use: Counter = Counter()
         for (capture, conn, client_id, key, api, version, removed), n in self.use.items():
             use[(client_id, software.get((capture, conn)), key, api, version, removed)] += n
-        clients: Dict[Optional[str], dict] = {}
+        clients: dict[str | None, dict] = {}
         for (capture, conn), c in self.conns.items():
             sw = software[(capture, conn)]
-            ids = sorted((x for x in c["client_ids"] if x is not None)) or [None]
+            ids = sorted(x for x in c["client_ids"] if x is not None) or [None]
             for cid in ids:
                 got = clients.setdefault(cid, {"connections": [], "software": set(), "addresses": set()})
                 got["connections"].append([capture, conn])
@@ -263,6 +325,14 @@ class TaskAggregates:
             "topics": [list(k) + v for k, v in self.topics.items()],
             "codecs": [list(k) + v for k, v in self.codecs.items()],
             "decode_errors": [list(k) + [n] for k, n in self.decode_errors.items()],
+            "errors_by": [list(k) + [n] for k, n in self.errors_by.items()],
+            "latency_by": [list(k) + [v["max"], sorted(v["hist"].items())] for k, v in self.latency_by.items()],
+            "waits": [[api, sorted(v["waits"].items()), v["waited"],
+                       [v["early"]["all"]["max"], sorted(v["early"]["all"]["hist"].items())] if v["early"] else None]
+                      for api, v in self.waits.items()],
+            "unanswered": [list(k) + [n] for k, n in self.unanswered.items()],
+            "unanswered_rows": self.unanswered_rows,
+            "topic_ids": [list(k) + [v] for k, v in self.topic_ids.items()],
         }
 
 
@@ -271,15 +341,42 @@ def merge(parts: Iterable[dict], data) -> None:
     :class:`~kafkaproto.report.job.ReportData`): its api use, clients,
     errors, latency, topics, codecs and decode errors."""
     use: Counter = Counter()
-    clients: Dict[Optional[str], dict] = {}
+    clients: dict[str | None, dict] = {}
     errors: Counter = Counter()
-    latency: Dict[str, dict] = {}
-    topics: Dict[Tuple[str, str], List[int]] = {}
-    codecs: Dict[Tuple[str, str], List[int]] = {}
+    latency: dict[str, dict] = {}
+    topics: dict[tuple[str, str], list[int]] = {}
+    codecs: dict[tuple[str, str], list[int]] = {}
     bad: Counter = Counter()
+    errors_by: Counter = Counter()
+    latency_by: dict[tuple, dict] = {}
+    waits: dict[str, dict] = {}
+    unanswered: Counter = Counter()
+    unanswered_rows: list[list] = []
+    topic_ids: dict[tuple[str, str], str] = {}
     connections = 0
     for p in parts:
         connections += p["connections"]
+        for *k, n in p.get("errors_by", ()):
+            errors_by[tuple(k)] += n
+        for capture, server, api, mx, hist in p.get("latency_by", ()):
+            got = latency_by.setdefault((capture, server, api), {"max": 0, "hist": Counter()})
+            got["max"] = max(got["max"], mx)
+            for b, c in hist:
+                got["hist"][b] += c
+        for api, wv, waited, early in p.get("waits", ()):
+            got = waits.setdefault(api, {"waits": Counter(), "waited": 0, "early": {"max": 0, "hist": Counter()}})
+            for w, c in wv:
+                got["waits"][w] += c
+            got["waited"] += waited
+            if early:
+                got["early"]["max"] = max(got["early"]["max"], early[0])
+                for b, c in early[1]:
+                    got["early"]["hist"][b] += c
+        for *k, n in p.get("unanswered", ()):
+            unanswered[tuple(k)] += n
+        unanswered_rows += p.get("unanswered_rows", ())
+        for capture, tid, name in p.get("topic_ids", ()):
+            topic_ids[(capture, tid)] = name
         for *k, n in p["api_use"]:
             use[tuple(k)] += n
         for cid, conns, sw, addrs in p["clients"]:
@@ -323,5 +420,45 @@ def merge(parts: Iterable[dict], data) -> None:
                           for (s, t), v in topics.items()), key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
     data.codecs = sorted(({"source": s, "codec": c, "batches": v[0], "records": v[1], "bytes": v[2], "sets": v[3]}
                           for (s, c), v in codecs.items()), key=lambda d: (d["source"], -d["bytes"], str(d["codec"])))
+    data.errors_by = sorted(({"capture": k[0], "broker": k[1], "api": k[2], "code": k[3], "error": error_name(k[3]),
+                              "count": n} for k, n in errors_by.items()),
+                            key=lambda d: (-d["count"], str(d["capture"]), str(d["broker"]), str(d["api"]), d["code"]))
+    data.latency_by = sorted(({"capture": k[0], "broker": k[1], "api": k[2], "count": sum(v["hist"].values()),
+                               **{f"p{int(q * 100)}": percentile(v["hist"], q, v["max"]) / 1000
+                                  for q in (0.5, 0.9, 0.99)}, "max": v["max"] / 1000}
+                              for k, v in latency_by.items()),
+                             key=lambda d: (str(d["api"]), str(d["capture"]), str(d["broker"])))
+    for row in data.latency:
+        w = waits.get(row["api"])
+        if w is None:
+            continue
+        n = sum(w["waits"].values())
+        row["wait_ms"] = max(w["waits"].items(), key=lambda kv: (kv[1], kv[0]))[0]  # the wait most requests asked
+        row["waits"] = sorted(w["waits"])[:5]
+        row["waited_out"] = w["waited"] / n if n else 0.0
+        e = w["early"]
+        row["early_count"] = sum(e["hist"].values())
+        row["early_p50"] = percentile(e["hist"], 0.5, e["max"]) / 1000
+        row["early_p99"] = percentile(e["hist"], 0.99, e["max"]) / 1000
+    data.unanswered = sorted(({"capture": k[0], "api": k[1], "client_id": k[2], "requests": n}
+                              for k, n in unanswered.items()),
+                             key=lambda d: (-d["requests"], str(d["capture"]), str(d["api"]), str(d["client_id"])))
+    unanswered_rows.sort(key=lambda x: (x[0] is None, str(x[0]), str(x[1]), x[5] or 0))
+    data.unanswered_rows = [dict(zip(("ts", "capture", "api", "api_version", "client_id", "conn", "client", "server"),
+                                     r)) for r in unanswered_rows[:TaskAggregates._UNANSWERED_ROWS]]
+    data.topic_ids = {f"{c}|{t}": n for (c, t), n in sorted(topic_ids.items())}
+    # topics named by id in the tables: named here, from the capture's Metadata responses
+    names = {t: n for (_c, t), n in topic_ids.items()}
+    if names:
+        merged: dict[tuple[str, str], dict] = {}
+        for r in data.topics:
+            r["topic"] = names.get(r["topic"], r["topic"])
+            got = merged.get((r["source"], r["topic"]))
+            if got is None:
+                merged[(r["source"], r["topic"])] = r
+            else:
+                for k in ("sets", "batches", "records", "bytes"):
+                    got[k] += r[k]
+        data.topics = sorted(merged.values(), key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
     data.decode_errors = [{"table": k[0], "api": k[1], "status": k[2], "error": k[3], "count": n}
                           for k, n in sorted(bad.items(), key=lambda kv: (-kv[1], tuple(str(x) for x in kv[0])))[:50]]

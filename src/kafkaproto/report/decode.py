@@ -27,23 +27,25 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import arrow as karrow
-from ..records._compression import CODEC_NAMES
 from ..capture import Accounting, read_frames
 from ..capture.dissect import removed_in_kafka4
 from ..capture.streams import REQUEST, RESPONSE
-from ..capture.table import _append as _append_frame, _columns as _frame_columns
+from ..capture.table import _append as _append_frame
+from ..capture.table import _columns as _frame_columns
 from ..errors import KafkaProtocolError
 from ..messages import api_name
+from ..records._compression import CODEC_NAMES
 
-__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "accounting_from_dict", "decode_capture", "record_set_summary",
-           "table_schema", "write_tables"]
+__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "TASK_TABLES", "FrameDecoder", "TableWriter", "accounting_batch",
+           "accounting_from_dict", "decode_capture", "decode_segments", "record_set_summary", "table_schema",
+           "write_segment_tables", "write_tables"]
 
 TS = pa.timestamp("us", tz="UTC")
 # The records columns keep the types kafkaproto.arrow.records gives them (64-bit
@@ -72,6 +74,7 @@ ROW_SCHEMA = pa.schema([
     ("status", pa.string()),  # decoded / undecodable / unpaired
     ("request_seq", pa.int64()),
     ("latency_us", pa.int64()),
+    ("wait_ms", pa.int32()),  # the wait the request asked for (Fetch max_wait_ms...): a long poll's latency
     ("error_codes", pa.list_(pa.int16())),
     ("source", pa.string()),  # produce / fetch
     ("key", pa.large_binary()),
@@ -90,26 +93,36 @@ ROW_SCHEMA = pa.schema([
     ("count", pa.int64()),
     ("bytes", pa.int64()),
     ("info", pa.string()),
+    ("topic_id", pa.string()),
     ("error", pa.large_string()),
 ])
 
 _FRAME = ("capture", "conn", "seq", "ts", "client", "server", "api_key", "api", "api_version", "correlation_id",
           "client_id", "size", "removed_in_kafka4", "status", "error")
 #: The columns of each table (the Parquet files hold these, in this order).
-TABLE_COLUMNS: Dict[str, Tuple[str, ...]] = {
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "requests": _FRAME[:12] + ("removed_in_kafka4", "topics", "software_name", "software_version", "status",
                                "error"),
-    "responses": _FRAME[:12] + ("removed_in_kafka4", "request_seq", "latency_us", "error_codes", "status", "error"),
+    "responses": _FRAME[:12] + ("removed_in_kafka4", "request_seq", "latency_us", "wait_ms", "error_codes", "status",
+                                "error"),
     "records": ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers", "source",
                 "capture", "conn", "seq", "client_id", "error"),
     "record_sets": ("capture", "conn", "seq", "ts", "source", "client_id", "api_version", "topic", "partition",
                     "codec", "batches", "records", "bytes", "error"),
+    "unanswered": ("capture", "conn", "seq", "ts", "client", "server", "api_key", "api", "api_version",
+                   "correlation_id", "client_id"),
     "accounting": ("capture", "ledger", "reason", "count", "bytes", "info"),
+    "topic_ids": ("capture", "topic_id", "topic"),
 }
+#: tables the tasks write (``connections`` too, from their totals); the
+#: driver writes ``accounting`` and ``topic_ids`` from the merged totals
+TASK_TABLES = ("requests", "responses", "records", "record_sets", "unanswered")
 CHUNK_FRAMES = 4096
 CHUNK_BYTES = 32 << 20
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
+#: long polls: api key -> the request field that says how long the broker may wait
+WAITS = {1: "max_wait_ms", 78: "max_wait_ms", 11: "rebalance_timeout_ms"}
 
 
 # ---------------------------------------------------------------------------
@@ -123,7 +136,7 @@ def _repeat(text: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
-def _binary(items: List[bytes]) -> pa.Array:
+def _binary(items: list[bytes]) -> pa.Array:
     """A binary array of ``items``: one join and one cumulative sum, instead
     of a builder that reallocates as it grows."""
     n = len(items)
@@ -150,7 +163,7 @@ def _path(arr, names: Iterable[str]):
     return cur, rows
 
 
-def _error_code_paths(typ, prefix=()) -> List[Tuple[str, ...]]:
+def _error_code_paths(typ, prefix=()) -> list[tuple[str, ...]]:
     """Paths to every ``*error_code`` int16 field of a message struct type."""
     out = []
     for f in typ:
@@ -164,7 +177,7 @@ def _error_code_paths(typ, prefix=()) -> List[Tuple[str, ...]]:
     return out
 
 
-_PATHS: Dict[int, list] = {}
+_PATHS: dict[int, list] = {}
 
 
 def _nonzero_error_codes(msgs, api_key: int) -> pa.Array:
@@ -193,11 +206,11 @@ def _lists(n: int, values: np.ndarray, rows: np.ndarray, typ) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], typ))
 
 
-def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
+def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
     """One list per message: the topics it names (first level of topic lists)."""
     n = len(msgs)
-    names: List[str] = []
-    rows: List[np.ndarray] = []
+    names: list[str] = []
+    rows: list[np.ndarray] = []
     typ = msgs.type
     for top in ("topics", "topic_data", "responses", "creatable_topics"):
         i = typ.get_field_index(top)
@@ -216,7 +229,7 @@ def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
             ids, id_rows = _path(msgs, (top, "topic_id"))
             if got is None:
                 got = (pa.nulls(len(ids), pa.large_string()), id_rows)
-            got = (_name_or_id(got[0], ids, topic_ids), got[1])
+            got = (_name_or_id(got[0], ids, lookup, id_rows), got[1])
         if got is not None:
             vals, r = got
             names += vals.to_pylist()
@@ -229,20 +242,32 @@ def _topic_names(msgs, api_key: int, topic_ids: Dict[bytes, str]) -> pa.Array:
     return _lists(n, np.array(names, dtype=object)[keep], r[keep], pa.string())
 
 
+# A topic id (Produce and Fetch v13+) is named in the tables from a Metadata
+# response seen earlier on the same connection, else written as the id's
+# text.  Naming it from other connections' Metadata would make a row depend
+# on which connections a task happened to decode first; within a connection
+# the order is the capture's, however the capture is read.  The ``topic_ids``
+# table holds every id the capture's Metadata responses named (to join with),
+# and the figures use it.
+
+
+_NO_IDS: dict[bytes, tuple[int, str]] = {}
+
+
 def _uuid_text(b: bytes) -> str:
     h = b.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def _name_or_id(names, ids, topic_ids: Dict[bytes, str]) -> pa.Array:
-    """Topic names; where a version carries only a topic id, the name a
-    Metadata response gave it in this capture, else the id."""
+def _name_or_id(names, ids, lookup=None, rows=None) -> pa.Array:
+    """Topic names; where a version carries only a topic id, ``lookup(id,
+    message row)`` (``rows``: each element's message row), else the id."""
     if ids.null_count == len(ids):
         return names.cast(pa.large_string())
     out = names.to_pylist()
     for i, tid in enumerate(ids.to_pylist()):
         if out[i] is None and tid is not None and any(tid):
-            out[i] = topic_ids.get(tid) or _uuid_text(tid)
+            out[i] = (lookup(tid, int(rows[i])) if lookup is not None else None) or _uuid_text(tid)
     return pa.array(out, pa.large_string())
 
 
@@ -310,7 +335,7 @@ class _Chunk:
     (seq, the request's seq and client id) and status."""
 
     def __init__(self) -> None:
-        self.cols: Dict[str, list] = _frame_columns()
+        self.cols: dict[str, list] = _frame_columns()
         for extra in ("seq", "status", "request_seq", "paired_client_id"):
             self.cols[extra] = []
         self.nbytes = 0
@@ -318,6 +343,7 @@ class _Chunk:
     def add(self, f) -> None:
         _append_frame(self.cols, f)
         c = self.cols
+        c["conn"][-1] = f.conn.uid  # the id that does not depend on how the capture was read
         c["seq"].append(f.seq)
         c["status"].append(f.status)
         req = f.request if f.direction == RESPONSE else None
@@ -336,12 +362,18 @@ class CaptureDecoder:
     def __init__(self, capture: str, acc: Accounting) -> None:
         self.capture = capture
         self.acc = acc
-        self.topic_ids: Dict[bytes, str] = {}
-        self._names: Dict[int, str] = {}
-        self._removed: Dict[Tuple[int, int], bool] = {}
+        #: topic id -> name, from the capture's Metadata responses (the
+        #: ``topic_ids`` table and the figures name topics with it)
+        self.topic_ids: dict[bytes, str] = {}
+        # conn -> {topic id: (seq of the Metadata response, name)}: see _name_or_id
+        self.conn_ids: dict[int, dict[bytes, tuple[int, str]]] = {}
+        # (conn, request seq) -> the wait a long-poll request asked for
+        self.waits: dict[tuple[int, int], int] = {}
+        self._names: dict[int, str] = {}
+        self._removed: dict[tuple[int, int], bool] = {}
 
     # -- per-row lookups (a few distinct values per chunk) ---------------------
-    def _api(self, keys: List[Optional[int]]) -> List[Optional[str]]:
+    def _api(self, keys: list[int | None]) -> list[str | None]:
         out = []
         for k in keys:
             if k is None:
@@ -357,7 +389,7 @@ class CaptureDecoder:
             out.append(name)
         return out
 
-    def _removed_flags(self, keys, versions) -> List[bool]:
+    def _removed_flags(self, keys, versions) -> list[bool]:
         out = []
         for k, v in zip(keys, versions):
             got = self._removed.get((k, v))
@@ -367,21 +399,45 @@ class CaptureDecoder:
         return out
 
     # -- one chunk -------------------------------------------------------------
-    def chunk(self, ch: _Chunk) -> List[Tuple[str, pa.RecordBatch]]:
+    def chunk(self, ch: _Chunk) -> list[tuple[str, pa.RecordBatch]]:
         c = ch.cols
         n = len(ch)
         frame = c["frame"]
         is_req = np.array([d == REQUEST for d in c["direction"]], dtype=bool)
         req_idx = np.flatnonzero(is_req)
         resp_idx = np.flatnonzero(~is_req)
-        client_id: List[Optional[str]] = [None] * n
-        error: List[Optional[str]] = [None] * n
+        client_id: list[str | None] = [None] * n
+        error: list[str | None] = [None] * n
         status = list(c["status"])
-        topics: List[Optional[list]] = [None] * n
-        software: Dict[int, Tuple[str, str]] = {}
-        error_codes: List[Optional[list]] = [None] * n
-        blobs: List[Tuple[int, str, pa.Array, pa.Array, pa.Array]] = []  # (source, rows, topic, partition, blob)
+        topics: list[list | None] = [None] * n
+        software: dict[int, tuple[str, str]] = {}
+        error_codes: list[list | None] = [None] * n
+        blobs: list[tuple[int, str, pa.Array, pa.Array, pa.Array]] = []  # (source, rows, topic, partition, blob)
 
+        self._cols = c
+        request_seq = c["request_seq"]
+        for i in resp_idx:
+            client_id[i] = c["paired_client_id"][i]
+        resp_keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
+
+        def responses(which):
+            for key in which:
+                if key < 0:
+                    continue  # unpaired: no api key, cannot decode
+                sel = np.flatnonzero(resp_keys == key)
+                rows = resp_idx[sel]
+                versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
+                try:
+                    msgs = karrow.messages(_binary([frame[i] for i in rows]), int(key), "response", versions)
+                except KafkaProtocolError as exc:
+                    for i in rows:
+                        error[i] = str(exc)
+                    continue
+                self._bodies(int(key), msgs, rows, error, topics, error_codes, blobs, "fetch", None)
+
+        # Metadata responses first: they name the topic ids of what follows them
+        keys_present = sorted(np.unique(resp_keys).tolist()) if len(resp_idx) else []
+        responses([k for k in keys_present if k == METADATA])
         # requests: headers, then each api key's bodies
         if len(req_idx):
             req_frames = _binary([frame[i] for i in req_idx])
@@ -404,27 +460,13 @@ class CaptureDecoder:
                         error[i] = str(exc)
                     continue
                 self._bodies(int(key), msgs, rows, error, topics, None, blobs, "produce", software)
-        # responses: their request's seq and client id, as the capture layer paired them
-        request_seq = c["request_seq"]
-        for i in resp_idx:
-            client_id[i] = c["paired_client_id"][i]
-        # responses of each (api key), with their request's version
-        if len(resp_idx):
-            keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
-            # Metadata first: it names the topic ids that Produce/Fetch v13+ carry
-            for key in sorted(np.unique(keys), key=lambda k: (k != METADATA, k)):
-                if key < 0:
-                    continue  # unpaired: no api key, cannot decode
-                sel = np.flatnonzero(keys == key)
-                rows = resp_idx[sel]
-                versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
-                try:
-                    msgs = karrow.messages(_binary([frame[i] for i in rows]), int(key), "response", versions)
-                except KafkaProtocolError as exc:
-                    for i in rows:
-                        error[i] = str(exc)
-                    continue
-                self._bodies(int(key), msgs, rows, error, topics, error_codes, blobs, "fetch", None)
+                field = WAITS.get(int(key))
+                if field is not None and msgs.type.get_field_index(field) >= 0:
+                    for i, w in zip(rows, msgs.field(field).to_pylist()):
+                        if w is not None:
+                            self.waits[(c["conn"][i], c["seq"][i])] = w
+        # the other responses of each api key, with their request's version
+        responses([k for k in keys_present if k != METADATA])
         # accounting: framed frames are now decoded or undecodable
         acc = self.acc
         for i in range(n):
@@ -468,6 +510,9 @@ class CaptureDecoder:
             cols = {k: v.take(take) for k, v in base.items()}
             cols["request_seq"] = pa.array([request_seq[i] for i in resp_idx], pa.int64())
             cols["latency_us"] = pa.array(c["latency_us"], pa.int64()).take(take)
+            waits = self.waits
+            cols["wait_ms"] = pa.array([waits.pop((c["conn"][i], request_seq[i]), None) if request_seq[i] is not None
+                                        and c["api_key"][i] in WAITS else None for i in resp_idx], pa.int32())
             cols["error_codes"] = pa.array([error_codes[i] for i in resp_idx], pa.list_(pa.int16()))
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
         if blobs:
@@ -480,13 +525,24 @@ class CaptureDecoder:
         for j, e in enumerate(errs):
             if e is not None:
                 error[rows[j]] = e
+        c = self._cols
+        conns, seqs = c["conn"], c["seq"]
         if key == METADATA and source == "fetch":
             names, nrows = _path(msgs, ("topics", "name"))
             ids, _ = _path(msgs, ("topics", "topic_id"))
-            for name, tid in zip(names.to_pylist(), ids.to_pylist()):
+            for name, tid, j in zip(names.to_pylist(), ids.to_pylist(), nrows.tolist()):
                 if name and tid and any(tid):
                     self.topic_ids[tid] = name
-        tl = _topic_names(msgs, key, self.topic_ids).to_pylist()
+                    i = rows[j]
+                    self.conn_ids.setdefault(conns[i], {}).setdefault(tid, (seqs[i], name))
+        conn_ids = self.conn_ids
+
+        def lookup(tid: bytes, j: int) -> str | None:
+            i = rows[j]
+            got = conn_ids.get(conns[i], _NO_IDS).get(tid)
+            return got[1] if got is not None and got[0] < seqs[i] else None
+
+        tl = _topic_names(msgs, key, lookup).to_pylist()
         for j, t in enumerate(tl):
             if t:
                 topics[rows[j]] = t
@@ -500,7 +556,8 @@ class CaptureDecoder:
                 if nm:
                     software[int(rows[j])] = (nm, vs)
         if key == PRODUCE and source == "produce":
-            tnames = _name_or_id(*[_path(msgs, ("topic_data", a))[0] for a in ("name", "topic_id")], self.topic_ids)
+            (tn, _), (ti, tr) = (_path(msgs, ("topic_data", a)) for a in ("name", "topic_id"))
+            tnames = _name_or_id(tn, ti, lookup, tr)
             blob, brow = _path(msgs, ("topic_data", "partition_data", "records"))
             part, _ = _path(msgs, ("topic_data", "partition_data", "index"))
             _, trow = _path(msgs, ("topic_data",))  # rows of each topic element
@@ -509,7 +566,8 @@ class CaptureDecoder:
             topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
             blobs.append(("produce", rows[brow], topic, part, blob))
         elif key == FETCH and source == "fetch":
-            tnames = _name_or_id(*[_path(msgs, ("responses", a))[0] for a in ("topic", "topic_id")], self.topic_ids)
+            (tn, _), (ti, tr) = (_path(msgs, ("responses", a)) for a in ("topic", "topic_id"))
+            tnames = _name_or_id(tn, ti, lookup, tr)
             blob, brow = _path(msgs, ("responses", "partitions", "records"))
             part, _ = _path(msgs, ("responses", "partitions", "partition_index"))
             tops, trow = _path(msgs, ("responses",))
@@ -517,7 +575,7 @@ class CaptureDecoder:
             topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
             blobs.append(("fetch", rows[brow], topic, part, blob))
 
-    def _record_sets(self, blobs, base) -> List[Tuple[str, pa.RecordBatch]]:
+    def _record_sets(self, blobs, base) -> list[tuple[str, pa.RecordBatch]]:
         out = []
         for source, rows, topic, part, blob in blobs:
             # null or empty: a partition with nothing to produce or fetch
@@ -567,7 +625,7 @@ class CaptureDecoder:
         return out
 
 
-def _batch(table: str, cols: Dict[str, object], n: int) -> pa.RecordBatch:
+def _batch(table: str, cols: dict[str, object], n: int) -> pa.RecordBatch:
     """A record batch of one table (:func:`table_schema`; missing columns null).
     Columns come in their table's types: nothing is converted twice."""
     schema = _SCHEMAS[table]
@@ -601,9 +659,72 @@ def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
     return _batch("accounting", cols, n)
 
 
-def decode_capture(path, *, capture: Optional[str] = None, ports=None,
-                   chunk_frames: int = CHUNK_FRAMES, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Tuple[str, pa.RecordBatch]]:
-    """Every row of one capture as ``(table, batch)`` pairs (batches of
+class FrameDecoder:
+    """The frames of one capture, in the order a reader gives them, to
+    ``(table, batch)`` pairs: chunks of :data:`CHUNK_FRAMES` frames (or
+    :data:`CHUNK_BYTES`) decoded by a :class:`CaptureDecoder`.  Both ways
+    of reading a capture (a whole file in one task, or its connections spread
+    over tasks) go through here."""
+
+    def __init__(self, capture: str, acc: Accounting, chunk_frames: int = CHUNK_FRAMES,
+                 chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.capture = capture
+        self.acc = acc
+        self.decoder = CaptureDecoder(capture, acc)
+        self.chunk = _Chunk()
+        self.chunk_frames, self.chunk_bytes = chunk_frames, chunk_bytes
+
+    def add(self, f) -> list[tuple[str, pa.RecordBatch]]:
+        ch = self.chunk
+        ch.add(f)
+        if len(ch) >= self.chunk_frames or ch.nbytes >= self.chunk_bytes:
+            return self.flush()
+        return []
+
+    def flush(self) -> list[tuple[str, pa.RecordBatch]]:
+        if not len(self.chunk):
+            return []
+        ch, self.chunk = self.chunk, _Chunk()
+        return self.decoder.chunk(ch)
+
+    def topic_ids(self) -> list[tuple[str, pa.RecordBatch]]:
+        """Rows of the ``topic_ids`` table: every topic id the capture's
+        Metadata responses named (so far)."""
+        ids = self.decoder.topic_ids
+        if not ids:
+            return []
+        items = sorted((_uuid_text(k), v) for k, v in ids.items())
+        cols = {"capture": _repeat(self.capture, len(items)), "topic_id": pa.array([k for k, _ in items], pa.string()),
+                "topic": pa.array([v for _, v in items], pa.large_string())}
+        return [("topic_ids", _batch("topic_ids", cols, len(items)))]
+
+    def unanswered(self, items) -> list[tuple[str, pa.RecordBatch]]:
+        """Rows of the ``unanswered`` table: ``(connection, correlation id,
+        RequestInfo)`` of requests whose response never came."""
+        if not items:
+            return []
+        n = len(items)
+        keys = [i.api_key for _, _, i in items]
+        versions = [i.api_version for _, _, i in items]
+        cols = {
+            "capture": _repeat(self.capture, n),
+            "conn": pa.array([c.uid for c, _, _ in items], pa.int64()),
+            "seq": pa.array([i.seq for _, _, i in items], pa.int64()),
+            "ts": pa.array([None if i.ts is None else i.ts // 1000 for _, _, i in items], pa.int64()).cast(TS),
+            "client": pa.array([c.client for c, _, _ in items], pa.string()),
+            "server": pa.array([c.server for c, _, _ in items], pa.string()),
+            "api_key": pa.array(keys, pa.int16()),
+            "api": pa.array(self.decoder._api(keys), pa.string()),
+            "api_version": pa.array(versions, pa.int16()),
+            "correlation_id": pa.array([corr for _, corr, _ in items], pa.int32()),
+            "client_id": pa.array([i.client_id for _, _, i in items], pa.string()),
+        }
+        return [("unanswered", _batch("unanswered", cols, n))]
+
+
+def decode_capture(path, *, capture: str | None = None, ports=None, chunk_frames: int = CHUNK_FRAMES,
+                   chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Every row of one capture file as ``(table, batch)`` pairs (batches of
     :func:`table_schema`), the accounting last.
 
     ``capture`` names the capture in the rows (default: the file name).  A
@@ -612,19 +733,84 @@ def decode_capture(path, *, capture: Optional[str] = None, ports=None,
     """
     capture = capture or os.path.basename(os.fspath(path).rstrip("/"))
     acc = Accounting()
-    dec = CaptureDecoder(capture, acc)
-    ch = _Chunk()
+    dec = FrameDecoder(capture, acc, chunk_frames, chunk_bytes)
+    unanswered: list = []
     try:
-        for f in read_frames(path, ports=ports, acc=acc):
-            ch.add(f)
-            if len(ch) >= chunk_frames or ch.nbytes >= chunk_bytes:
-                yield from dec.chunk(ch)
-                ch = _Chunk()
+        for f in read_frames(path, ports=ports, acc=acc, unanswered=unanswered):
+            yield from dec.add(f)
     except (ValueError, OSError) as exc:  # CaptureFormatError is a ValueError
         acc.errors.append(f"{capture}: {exc}")
-    if len(ch):
-        yield from dec.chunk(ch)
+    yield from dec.flush()
+    yield from dec.unanswered(unanswered)
+    yield from dec.topic_ids()
     yield "accounting", accounting_batch(capture, acc)
+
+
+def decode_segments(batches, names: Sequence[str], *, ports=None, accs: dict[str, Accounting] | None = None,
+                    chunk_frames: int = CHUNK_FRAMES, chunk_bytes: int = CHUNK_BYTES
+                    ) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """The rows of the connections whose TCP segments are in ``batches``
+    (record batches of :func:`kafkaproto.capture.segments.segment_schema`,
+    sorted by capture, connection key and order: what one task gets after
+    the shuffle).  ``names``: capture number -> name.  Each capture's
+    accounting is left in ``accs[name]`` (statistics rows of its ranges
+    included); no accounting rows are yielded."""
+    from ..capture import _scan, numbered
+    from ..capture.segments import STATS_KEY, feed, range_accounting
+    from ..capture.streams import Extractor
+
+    accs = accs if accs is not None else {}
+    state: dict[int, tuple] = {}  # capture number -> (extractor, frame decoder, stats rows, scanner)
+
+    def of(cap: int):
+        got = state.get(cap)
+        if got is None:
+            name = names[cap]
+            acc = accs.setdefault(name, Accounting())
+            ext = Extractor(ports, acc)
+            ext.unanswered = []
+            got = state[cap] = (ext, FrameDecoder(name, acc, chunk_frames, chunk_bytes), [], ext.scanner(_scan))
+        return got
+
+    def drain(ext, dec):
+        out = []
+        for f in numbered(ext.out, dec.acc):
+            out += dec.add(f)
+        ext.out.clear()
+        return out
+
+    current = None  # (capture, key) being fed
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        caps = batch.column(0).to_numpy()
+        keys = batch.column(1).to_numpy()
+        # runs of one (capture, key)
+        change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
+        bounds = [0, *change.tolist(), batch.num_rows]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            cap, key = int(caps[a]), int(keys[a])
+            ext, dec, stats, scan = of(cap)
+            if key == STATS_KEY:
+                stats += [json.loads(p) for p in batch.column("payload").slice(a, b - a).to_pylist()]
+                continue
+            if current is not None and current != (cap, key):
+                pext, pdec, _, _ = of(current[0])
+                pext.close_all()  # the previous connection's last segment was fed
+                yield from drain(pext, pdec)
+                yield from pdec.unanswered(pext.unanswered)
+                pext.unanswered.clear()
+            current = (cap, key)
+            feed(ext, batch.slice(a, b - a), scan)
+            yield from drain(ext, dec)
+    for _cap, (ext, dec, _stats, _unused) in sorted(state.items()):
+        ext.close_all()
+        yield from drain(ext, dec)
+        yield from dec.flush()
+        yield from dec.unanswered(ext.unanswered)
+        yield from dec.topic_ids()
+        if stats:
+            dec.acc.merge(range_accounting(stats))
 
 
 def table_schema(table: str) -> pa.Schema:
@@ -635,61 +821,109 @@ def table_schema(table: str) -> pa.Schema:
 _SCHEMAS = {t: pa.schema([ROW_SCHEMA.field(c) for c in cols]) for t, cols in TABLE_COLUMNS.items()}
 
 
-def write_tables(path, out: str, part: str, *, capture: Optional[str] = None, ports=None,
-                 filesystem=None, aggregates=None) -> Tuple[List[Tuple[str, str, int]], Accounting]:
-    """Decode one capture and write its rows as one Parquet file per table:
-    ``out/<table>/<part>.parquet`` (every table, empty ones too, so each
-    table can be read whatever the captures held), ``connections`` included.
+class TableWriter:
+    """Writes one task's rows: one Parquet file per table under
+    ``out/<table>/<part>.parquet`` (every table of :data:`TASK_TABLES`, empty
+    ones too, so each table can be read whatever the captures held), and the
+    ``connections`` rows from the totals it keeps of what it wrote.
 
-    Returns ``([(table, file, rows)], accounting)``.  ``filesystem``: a
-    :class:`pyarrow.fs.FileSystem` for ``out`` (default: the local one).
-    ``aggregates``: a :class:`~kafkaproto.report.aggregate.TaskAggregates`
-    that sees every row written (a fresh one otherwise); the connections
-    table comes from it.
+    ``filesystem``: a :class:`pyarrow.fs.FileSystem` for ``out`` (default:
+    the local one).  ``aggregates``: a
+    :class:`~kafkaproto.report.aggregate.TaskAggregates` that sees every row
+    written (a fresh one otherwise).
     """
-    import pyarrow.parquet as pq
-    from pyarrow import fs as pafs
 
-    from .aggregate import TaskAggregates
+    def __init__(self, out: str, part: str, *, filesystem=None, aggregates=None) -> None:
+        from pyarrow import fs as pafs
 
-    filesystem = filesystem or pafs.LocalFileSystem()
-    agg = aggregates if aggregates is not None else TaskAggregates()
-    writers = {}
-    counts = {t: 0 for t in TABLE_COLUMNS}
-    files = {}
+        from .aggregate import TaskAggregates
+
+        self.out, self.part = out, part
+        self.fs = filesystem or pafs.LocalFileSystem()
+        self.agg = aggregates if aggregates is not None else TaskAggregates()
+        self.writers: dict[str, object] = {}
+        self.counts = {t: 0 for t in TASK_TABLES}
+
+    def _writer(self, table: str):
+        import pyarrow.parquet as pq
+
+        w = self.writers.get(table)
+        if w is None:
+            self.fs.create_dir(f"{self.out}/{table}", recursive=True)
+            w = self.writers[table] = pq.ParquetWriter(f"{self.out}/{table}/{self.part}.parquet", table_schema(table),
+                                                       filesystem=self.fs)
+        return w
+
+    def write(self, table: str, batch: pa.RecordBatch) -> None:
+        if table == "accounting" or not batch.num_rows:
+            return
+        if table == "topic_ids":  # the driver writes this table from every task's
+            self.agg.add(table, batch)
+            return
+        self._writer(table).write_batch(batch)
+        self.agg.add(table, batch)
+        self.counts[table] += batch.num_rows
+
+    def close(self, ok: bool = True) -> list[tuple[str, str, int]]:
+        """Close every file; ``[(table, file, rows)]`` with ``connections``."""
+        import pyarrow.parquet as pq
+
+        if ok:
+            for table in TASK_TABLES:
+                self._writer(table)
+        for w in self.writers.values():
+            w.close()
+        if not ok:
+            return []
+        conns = self.agg.connections()
+        self.fs.create_dir(f"{self.out}/connections", recursive=True)
+        conn_file = f"{self.out}/connections/{self.part}.parquet"
+        pq.write_table(conns, conn_file, filesystem=self.fs)
+        return [(t, f"{self.out}/{t}/{self.part}.parquet", self.counts[t]) for t in TASK_TABLES] + \
+            [("connections", conn_file, conns.num_rows)]
+
+
+def write_tables(path, out: str, part: str, *, capture: str | None = None, ports=None,
+                 filesystem=None, aggregates=None) -> tuple[list[tuple[str, str, int]], Accounting]:
+    """Decode one capture file and write its rows (:class:`TableWriter`).
+    Returns ``([(table, file, rows)], accounting)``."""
+    w = TableWriter(out, part, filesystem=filesystem, aggregates=aggregates)
     acc_info = None
+    ok = False
     try:
-        for table in TABLE_COLUMNS:
-            filesystem.create_dir(f"{out}/{table}", recursive=True)
-            files[table] = f"{out}/{table}/{part}.parquet"
-            writers[table] = pq.ParquetWriter(files[table], table_schema(table), filesystem=filesystem)
         for table, batch in decode_capture(path, capture=capture, ports=ports):
-            if not batch.num_rows:
-                continue
             if table == "accounting":
                 acc_info = batch.column(batch.schema.get_field_index("info"))[batch.num_rows - 1].as_py()
-            writers[table].write_batch(batch)
-            agg.add(table, batch)
-            counts[table] += batch.num_rows
+            w.write(table, batch)
+        ok = True
     finally:
-        for w in writers.values():
-            w.close()
-    mine = agg.connections()
-    mine = mine.filter(pc.equal(mine["capture"], capture or os.path.basename(os.fspath(path).rstrip("/"))))
-    filesystem.create_dir(f"{out}/connections", recursive=True)
-    conn_file = f"{out}/connections/{part}.parquet"
-    pq.write_table(mine, conn_file, filesystem=filesystem)
-    written = [(t, files[t], counts[t]) for t in TABLE_COLUMNS] + [("connections", conn_file, mine.num_rows)]
+        written = w.close(ok)
     return written, accounting_from_dict(json.loads(acc_info or "{}"))
 
 
-def accounting_from_dict(d: Dict[str, object]) -> Accounting:
+def write_segment_tables(batches, names: Sequence[str], out: str, part: str, *, ports=None, filesystem=None,
+                         aggregates=None) -> tuple[list[tuple[str, str, int]], dict[str, Accounting]]:
+    """Decode the connections of ``batches`` (:func:`decode_segments`) and
+    write their rows.  Returns ``([(table, file, rows)], {capture: accounting})``."""
+    w = TableWriter(out, part, filesystem=filesystem, aggregates=aggregates)
+    accs: dict[str, Accounting] = {}
+    ok = False
+    try:
+        for table, batch in decode_segments(batches, names, ports=ports, accs=accs):
+            w.write(table, batch)
+        ok = True
+    finally:
+        written = w.close(ok)
+    return written, accs
+
+
+def accounting_from_dict(d: dict[str, object]) -> Accounting:
     """The inverse of :meth:`Accounting.to_dict` (accounting travels as JSON)."""
     acc = Accounting()
     for name in ("packets", "bytes", "frames"):
         getattr(acc, name).update(d.get(name, {}))
     for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
-                 "kafka_connections", "unanswered_requests", "file_bytes", "unread_bytes"):
+                 "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes"):
         setattr(acc, name, int(d.get(name, 0)))
     acc.errors = list(d.get("errors", []))
     return acc

@@ -1,0 +1,185 @@
+"""The report read in byte ranges and across rolled files (local[2], one
+session for the module): the same tables and figures as reading each capture
+whole, whatever the roll size or the number of ranges; damaged captures
+still finish with balanced books."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pyarrow.parquet as pq
+import pytest
+
+from kafkaproto.capture import Accounting, read_frames
+from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
+from kafkaproto.capture.segments import plan_ranges, read_frames_ranged, read_range
+from kafkaproto.capture.writer import PcapWriter, TcpConversation
+from kafkaproto.report import run_report
+from support.report_helpers import SAMPLE, damaged_captures, report_figures, report_tables, spark_session, stop_session
+from support.synthetic import roll_capture, write_capture
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    yield spark_session()
+    stop_session()
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("synthetic")
+    path = folder / "traffic.pcap"
+    write_capture(path, size=12 * MB, seed=21, connections=3)
+    return path
+
+
+def _run(spark, captures, out, **kw):
+    return run_report(captures, out, spark=spark, progress=False, **kw)
+
+
+def _same(a, b):
+    ta, tb = report_tables(a.data.out), report_tables(b.data.out)
+    for name in ta:
+        assert ta[name] == tb[name], name
+    assert report_figures(a.data) == report_figures(b.data)
+
+
+@pytest.mark.parametrize("which", ["sample", "synthetic"])
+def test_rolled_captures_give_the_tables_and_figures_of_the_whole_one(spark, synthetic, tmp_path, which):
+    """tcpdump -C at 1 MB, 10 MB and whole (the sample is 0.6 MB: rolled at 64 kB
+    and 256 kB too): connections run across files, yet nothing changes."""
+    path = SAMPLE / "kafka.pcap" if which == "sample" else synthetic
+    whole = _run(spark, {"traffic": str(path)}, tmp_path / "whole")
+    assert whole.data.tasks["whole files"] == 1
+    sizes = (64_000, 256_000, MB) if which == "sample" else (MB, 10 * MB)
+    for size in sizes:
+        files = roll_capture(path, tmp_path / f"roll-{size}", size, "traffic.pcap")
+        assert len(files) > 1 or size > path.stat().st_size
+        rolled = _run(spark, {"traffic": files}, tmp_path / f"out-{size}")
+        ranged = rolled.data.tasks["byte ranges"]
+        assert ranged >= len(files) if len(files) > 1 else not ranged
+        _same(whole, rolled)
+        acc = rolled.data.accounting
+        assert not acc.problems()
+        # the same connections everywhere: headline, table, accounting
+        conns = pq.read_table(f"{rolled.data.out}/connections").num_rows
+        assert conns == rolled.data.totals["connections"] == acc.kafka_connections > 0
+    d = whole.data
+    assert d.latency and all(r["p99"] >= r["p50"] for r in d.latency)
+
+
+def test_one_capture_in_eight_or_more_ranges_equals_the_one_task_run(spark, synthetic, tmp_path):
+    whole = _run(spark, {"traffic": str(synthetic)}, tmp_path / "whole")
+    size = synthetic.stat().st_size
+    split = _run(spark, {"traffic": str(synthetic)}, tmp_path / "split", whole_file_max=0,
+                 range_bytes=size // 9)
+    assert split.data.tasks["byte ranges"] >= 8 and split.data.tasks["segment partitions"] >= 8
+    _same(whole, split)
+
+
+def test_a_folder_of_rolled_files_is_one_capture(spark, synthetic, tmp_path):
+    folder = tmp_path / "rolled"
+    roll_capture(synthetic, folder, 4 * MB, "traffic.pcap")
+    a = _run(spark, [str(folder)], tmp_path / "a")
+    b = _run(spark, [f"rolled={synthetic}"], tmp_path / "b")
+    assert [c["name"] for c in a.data.captures] == ["rolled"] and a.data.captures[0]["files"] == \
+        len(list(folder.iterdir())) > 1
+    _same(a, b)
+
+
+def test_pcapng_ranges_and_rolls_read_as_the_whole_file(tmp_path):
+    path = tmp_path / "traffic.pcapng"
+    write_capture(path, size=2 * MB, seed=4, connections=2, fmt="pcapng")
+
+    def sig(frames):
+        return sorted((f.conn.uid, f.seq, f.direction, f.correlation_id, f.status, bytes(f.frame)) for f in frames)
+
+    acc = Accounting()
+    want = sig(read_frames(path, acc=acc))
+    for files, rb in (([str(path)], 150_000), (roll_capture(path, tmp_path / "r", 300_000), 70_000)):
+        got_acc = Accounting()
+        assert sig(read_frames_ranged(files, rb, acc=got_acc)) == want
+        a, b = acc.to_dict(), got_acc.to_dict()
+        a.pop("file_bytes"), b.pop("file_bytes")
+        assert a == b
+
+
+def test_a_range_without_a_record_boundary_reads_nothing(tmp_path):
+    """Records larger than the ranges: the ranges inside one hold no record start,
+    emit only their statistics row, and the record is read by the range it starts in."""
+    path = tmp_path / "jumbo.pcap"
+    conv = TcpConversation(("10.2.0.1", 40000), ("10.2.0.2", 9092))
+    from kafkaproto.messages import get
+    from kafkaproto.protocol import encode_request
+
+    req = encode_request(get("MetadataRequest")(topics=None), 12, 1, "jumbo")
+    with open(path, "wb") as fh:
+        w = PcapWriter(fh, LINKTYPE_ETHERNET)
+        for ts, pkt in conv.handshake() + conv.send(True, req) + conv.send(False, b"\0" * 60_000, 60_000) \
+                + conv.close():
+            w.write(ts, pkt)
+    ranges = plan_ranges(str(path), 8_000)
+    stats = []
+    empty = 0
+    for start, end in ranges:
+        batches = list(read_range(str(path), start, end))
+        rows = sum(b.num_rows for b in batches)
+        stat = json.loads(batches[-1].column("payload")[batches[-1].num_rows - 1].as_py())
+        stats.append(stat)
+        if stat["first"] is None:
+            empty += 1
+            assert rows == 1  # the statistics row alone
+    assert empty >= 5
+    acc, ranged = Accounting(), Accounting()
+    n = len(list(read_frames(path, acc=acc)))
+    assert len(list(read_frames_ranged([str(path)], 8_000, acc=ranged))) == n
+    assert ranged.unread_bytes == acc.unread_bytes == 0 and not ranged.problems()
+
+
+def test_damaged_and_non_kafka_captures_finish_in_ranges(spark, tmp_path):
+    manifest, paths = damaged_captures(tmp_path / "in")
+    caps = {name: str(p) for name, p in paths.items()}
+    result = _run(spark, caps, tmp_path / "out", whole_file_max=0, range_bytes=100_000)
+    d = result.data
+    assert d.tasks["byte ranges"] > 8
+    for name, acc in d.accounting_by_capture.items():
+        assert not acc.problems(), (name, acc.problems())
+    accs = d.accounting_by_capture
+    assert any("cut short" in e for e in accs["truncated.pcap"].errors) and accs["truncated.pcap"].unread_bytes > 0
+    assert accs["gaps.pcap"].gaps > 0 and accs["gaps.pcap"].bytes["decoded"] > 0
+    assert accs["not-kafka.pcap"].kafka_connections == 0 and accs["not-kafka.pcap"].bytes["not_kafka"] > 0
+    assert accs["noise.bin"].bytes["decoded"] == 0  # read whole, as a raw request stream
+    # the clean one gives what reading it whole gives
+    whole = _run(spark, {"clean.pcap": caps["clean.pcap"]}, tmp_path / "whole")
+    assert whole.data.accounting_by_capture["clean.pcap"].to_dict() == accs["clean.pcap"].to_dict()
+    assert "adds up: yes" in result.summary
+
+
+def test_syn_only_connections_are_counted_apart(spark, tmp_path):
+    path = tmp_path / "scan.pcap"
+    from kafkaproto.capture.pcap import ACK, RST, SYN
+    from kafkaproto.capture.writer import tcp_packet
+
+    with open(path, "wb") as fh:
+        w = PcapWriter(fh, LINKTYPE_ETHERNET)
+        ts = 1_700_000_000_000_000_000
+        for port in range(41000, 41005):  # refused attempts: SYN, RST
+            w.write(ts, tcp_packet(LINKTYPE_ETHERNET, "10.3.0.1", port, "10.3.0.2", 9092, 100, 0, SYN))
+            w.write(ts + 1000, tcp_packet(LINKTYPE_ETHERNET, "10.3.0.2", 9092, "10.3.0.1", port, 0, 101, RST | ACK))
+            ts += 10_000
+        src = open(SAMPLE / "kafka.pcap", "rb").read()
+        pos = 24
+        for _ in range(40):  # the sample's first packets: a few real Kafka connections
+            incl = struct.unpack_from("<I", src, pos + 8)[0]
+            fh.write(src[pos:pos + 16 + incl])
+            pos += 16 + incl
+    result = _run(spark, [str(path)], tmp_path / "out", ports={9092} | {int(x) for x in ()})
+    acc = result.data.accounting
+    assert acc.syn_only == 5
+    assert acc.kafka_connections == result.data.totals["connections"] == \
+        pq.read_table(f"{result.data.out}/connections").num_rows
+    assert "5 SYN only" in result.summary
+    assert " 0.0 MB/s" not in result.summary
