@@ -183,3 +183,33 @@ def test_syn_only_connections_are_counted_apart(spark, tmp_path):
         pq.read_table(f"{result.data.out}/connections").num_rows
     assert "5 SYN only" in result.summary
     assert " 0.0 MB/s" not in result.summary
+
+
+def test_one_task_keeps_each_captures_range_statistics_apart(tmp_path):
+    """A task that gets the segments of several captures folds each capture's
+    statistics rows into that capture's accounting only (the damaged capture's
+    errors and unread bytes never show up under the clean one)."""
+    import pyarrow as pa
+
+    from kafkaproto.capture.segments import segment_schema
+    from kafkaproto.report.decode import decode_segments
+
+    _, paths = damaged_captures(tmp_path / "in")
+    names = ["clean.pcap", "corrupt.pcap"]
+
+    def task(caps):
+        batches = []
+        for cap in caps:
+            for start, end in plan_ranges(str(paths[names[cap]]), 100_000):
+                batches += read_range(str(paths[names[cap]]), start, end, capture=cap)
+        table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by(
+            [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
+        accs: dict[str, Accounting] = {}
+        rows = sum(b.num_rows for _, b in decode_segments(table.to_batches(), names, accs=accs))
+        return rows, {k: v.to_dict() for k, v in accs.items()}
+
+    rows_clean, alone = task([0])
+    rows_both, both = task([0, 1])
+    assert both["corrupt.pcap"]["errors"] and both["corrupt.pcap"]["unread_bytes"] > 0
+    assert both["clean.pcap"] == alone["clean.pcap"] and not alone["clean.pcap"]["errors"]
+    assert rows_both > rows_clean

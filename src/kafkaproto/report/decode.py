@@ -72,6 +72,7 @@ ROW_SCHEMA = pa.schema([
     ("software_name", pa.string()),
     ("software_version", pa.string()),
     ("status", pa.string()),  # decoded / undecodable / unpaired
+    ("trailing_bytes", pa.int32()),  # bytes a frame had after its message body (null: not decoded)
     ("request_seq", pa.int64()),
     ("latency_us", pa.int64()),
     ("wait_ms", pa.int32()),  # the wait the request asked for (Fetch max_wait_ms...): a long poll's latency
@@ -102,9 +103,9 @@ _FRAME = ("capture", "conn", "seq", "ts", "client", "server", "api_key", "api", 
 #: The columns of each table (the Parquet files hold these, in this order).
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "requests": _FRAME[:12] + ("removed_in_kafka4", "topics", "software_name", "software_version", "status",
-                               "error"),
+                               "trailing_bytes", "error"),
     "responses": _FRAME[:12] + ("removed_in_kafka4", "request_seq", "latency_us", "wait_ms", "error_codes", "status",
-                                "error"),
+                                "trailing_bytes", "error"),
     "records": ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers", "source",
                 "capture", "conn", "seq", "client_id", "error"),
     "record_sets": ("capture", "conn", "seq", "ts", "source", "client_id", "api_version", "topic", "partition",
@@ -412,6 +413,8 @@ class CaptureDecoder:
         topics: list[list | None] = [None] * n
         software: dict[int, tuple[str, str]] = {}
         error_codes: list[list | None] = [None] * n
+        trailing: list[int | None] = [None] * n
+        self._trailing = trailing
         blobs: list[tuple[int, str, pa.Array, pa.Array, pa.Array]] = []  # (source, rows, topic, partition, blob)
 
         self._cols = c
@@ -504,6 +507,7 @@ class CaptureDecoder:
             cols["software_name"] = pa.array([software.get(int(i), (None, None))[0] for i in req_idx], pa.string())
             cols["software_version"] = pa.array([software.get(int(i), (None, None))[1] for i in req_idx],
                                                 pa.string())
+            cols["trailing_bytes"] = pa.array([trailing[i] for i in req_idx], pa.int32())
             out.append(("requests", _batch("requests", cols, len(req_idx))))
         if len(resp_idx):
             take = pa.array(resp_idx)
@@ -514,6 +518,7 @@ class CaptureDecoder:
             cols["wait_ms"] = pa.array([waits.pop((c["conn"][i], request_seq[i]), None) if request_seq[i] is not None
                                         and c["api_key"][i] in WAITS else None for i in resp_idx], pa.int32())
             cols["error_codes"] = pa.array([error_codes[i] for i in resp_idx], pa.list_(pa.int16()))
+            cols["trailing_bytes"] = pa.array([trailing[i] for i in resp_idx], pa.int32())
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
         if blobs:
             out += self._record_sets(blobs, base)
@@ -525,6 +530,9 @@ class CaptureDecoder:
         for j, e in enumerate(errs):
             if e is not None:
                 error[rows[j]] = e
+        trailing = self._trailing
+        for j, t in enumerate(msgs.field("trailing_bytes").to_pylist()):
+            trailing[rows[j]] = t
         c = self._cols
         conns, seqs = c["conn"], c["seq"]
         if key == METADATA and source == "fetch":
@@ -803,14 +811,14 @@ def decode_segments(batches, names: Sequence[str], *, ports=None, accs: dict[str
             current = (cap, key)
             feed(ext, batch.slice(a, b - a), scan)
             yield from drain(ext, dec)
-    for _cap, (ext, dec, _stats, _unused) in sorted(state.items()):
+    for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
         ext.close_all()
         yield from drain(ext, dec)
         yield from dec.flush()
         yield from dec.unanswered(ext.unanswered)
         yield from dec.topic_ids()
-        if stats:
-            dec.acc.merge(range_accounting(stats))
+        if cap_stats:  # this capture's own statistics rows, never another's
+            dec.acc.merge(range_accounting(cap_stats))
 
 
 def table_schema(table: str) -> pa.Schema:
