@@ -18,7 +18,7 @@ import pytest
 from kafkaproto import arrow as karrow
 from kafkaproto import records as krecords
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture.dissect import dissect
+from kafkaproto.capture.dissect import dissect, format_line
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.report import run_report
 from kafkaproto.report.decode import TABLE_COLUMNS
@@ -503,3 +503,33 @@ def test_connection_counts_agree_everywhere(sample_report, tmp_path):
     assert d.unanswered and d.unanswered_rows and d.totals["unanswered"] == sum(r["requests"] for r in d.unanswered)
     assert table(sample_report, "unanswered").num_rows == d.totals["unanswered"] == d.accounting.unanswered_requests
     assert {r["broker"] for r in d.latency_by} and d.errors_by
+
+
+def test_frames_with_bytes_after_their_body(sample_report):
+    """librdkafka writes 3 bytes after its all-topics Metadata request body and
+    the mock cluster answers ApiVersions with a short error reply whose v0 body
+    is followed by 5 bytes: both tables count them per frame, the report per
+    kind, API and client, and inspect flags the line; 'trailing bytes' is that
+    one thing everywhere."""
+    d = sample_report.data
+    want: collections.Counter = collections.Counter()
+    nbytes = 0
+    in_kafka_pcap = 0
+    for kind in ("requests", "responses"):
+        t = table(sample_report, kind)
+        decoded = pc.equal(t["status"], "decoded").fill_null(False)
+        assert t.filter(decoded)["trailing_bytes"].null_count == 0
+        extra = t.filter(pc.greater(t["trailing_bytes"], 0).fill_null(False)).to_pylist()
+        assert extra, kind
+        want.update((kind, r["api"], r["client_id"]) for r in extra)
+        nbytes += sum(r["trailing_bytes"] for r in extra)
+        in_kafka_pcap += sum(1 for r in extra if r["capture"] == "kafka.pcap")
+        if kind == "requests":
+            assert {(r["api"], r["trailing_bytes"]) for r in extra} == {("Metadata", 3)}
+        else:
+            assert ("ApiVersions", 5) in {(r["api"], r["trailing_bytes"]) for r in extra}
+    assert {(r["kind"], r["api"], r["client_id"]): r["frames"] for r in d.trailing} == dict(want)
+    assert sum(r["bytes"] for r in d.trailing) == nbytes
+    lines = [format_line(i, x) for i, x in enumerate(dissect(read_frames(SAMPLE / "kafka.pcap")))]
+    assert len([line for line in lines if re.search(r"\[\d+ bytes after the body\]", line)]) == in_kafka_pcap
+    assert "Frames with bytes after their message body" in Path(sample_report.html_path).read_text()

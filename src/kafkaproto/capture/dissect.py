@@ -16,7 +16,7 @@ from ..error_codes import error_name
 from ..errors import KafkaProtocolError
 from ..messages import api_name, request_class
 from ..messages._runtime import MAX_MASK_VERSION, versions_mask
-from ..protocol import decode_request, decode_response
+from ..protocol import decode_request, decode_response, trailing_bytes
 from .accounting import Accounting
 from .streams import REQUEST, CapturedFrame
 
@@ -27,6 +27,11 @@ class Dissected:
     """A captured frame with its decoded header and message, or the error."""
 
     __slots__ = ("frame", "header", "message", "error", "client_id")
+
+    @property
+    def trailing_bytes(self) -> int | None:
+        """Bytes the frame had after its message body (None: not decoded)."""
+        return trailing_bytes(self.message) if self.message is not None else None
 
     def __init__(self, frame: CapturedFrame, header=None, message=None, error: str | None = None,
                  client_id: str | None = None) -> None:
@@ -183,4 +188,7 @@ def format_line(n: int, d: Dissected, *, with_place: bool = True) -> str:
         text += f" {lat / 1e6:.3f}ms"
     if removed_in_kafka4(f.api_key, f.api_version):
         text += "  [removed in Kafka 4.0]"
+    extra = d.trailing_bytes
+    if extra:
+        text += f"  [{extra} bytes after the body]"
     return text

@@ -133,6 +133,8 @@ class TaskAggregates:
         # the earliest few: ts, capture, api, version, client_id, conn, client, server
         self.unanswered_rows: list[list] = []
         self.topic_ids: dict[tuple[str, str], str] = {}  # (capture, topic id) -> name
+        # frames with bytes after their message body: (kind, api, client_id) -> [frames, bytes]
+        self.trailing: dict[tuple, list[int]] = {}
 
     # -- feeding ---------------------------------------------------------------
     def add(self, table: str, batch: pa.RecordBatch) -> None:
@@ -196,6 +198,15 @@ class TaskAggregates:
             c["client_ids"].add(client_id[i])
             if request and sw_name[i] is not None and c["software_name"] is None:
                 c["software_name"], c["software_version"] = sw_name[i], sw_version[i]
+        extra = col("trailing_bytes")
+        if pc.sum(extra).as_py():
+            has = pc.greater(extra, 0).fill_null(False)
+            cols = {"api": col("api").filter(has), "client_id": col("client_id").filter(has),
+                    "bytes": extra.filter(has).cast(pa.int64())}
+            for r in _group(cols, ["api", "client_id"], [("bytes", "count"), ("bytes", "sum")]):
+                got = self.trailing.setdefault((kind, r["api"], r["client_id"]), [0, 0])
+                got[0] += r["bytes_count"]
+                got[1] += r["bytes_sum"]
         if request:
             cols = {"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id"),
                     "api_key": col("api_key"), "api": col("api"), "api_version": col("api_version"),
@@ -333,6 +344,7 @@ class TaskAggregates:
             "unanswered": [list(k) + [n] for k, n in self.unanswered.items()],
             "unanswered_rows": self.unanswered_rows,
             "topic_ids": [list(k) + [v] for k, v in self.topic_ids.items()],
+            "trailing": [list(k) + v for k, v in self.trailing.items()],
         }
 
 
@@ -353,6 +365,7 @@ def merge(parts: Iterable[dict], data) -> None:
     unanswered: Counter = Counter()
     unanswered_rows: list[list] = []
     topic_ids: dict[tuple[str, str], str] = {}
+    trailing: dict[tuple, list[int]] = {}
     connections = 0
     for p in parts:
         connections += p["connections"]
@@ -377,6 +390,10 @@ def merge(parts: Iterable[dict], data) -> None:
         unanswered_rows += p.get("unanswered_rows", ())
         for capture, tid, name in p.get("topic_ids", ()):
             topic_ids[(capture, tid)] = name
+        for kind, api, cid, frames, nbytes in p.get("trailing", ()):
+            got = trailing.setdefault((kind, api, cid), [0, 0])
+            got[0] += frames
+            got[1] += nbytes
         for *k, n in p["api_use"]:
             use[tuple(k)] += n
         for cid, conns, sw, addrs in p["clients"]:
@@ -440,6 +457,8 @@ def merge(parts: Iterable[dict], data) -> None:
         row["early_count"] = sum(e["hist"].values())
         row["early_p50"] = percentile(e["hist"], 0.5, e["max"]) / 1000
         row["early_p99"] = percentile(e["hist"], 0.99, e["max"]) / 1000
+    data.trailing = sorted(({"kind": k[0], "api": k[1], "client_id": k[2], "frames": v[0], "bytes": v[1]}
+                            for k, v in trailing.items()), key=lambda d: (-d["frames"], d["kind"], str(d["api"])))
     data.unanswered = sorted(({"capture": k[0], "api": k[1], "client_id": k[2], "requests": n}
                               for k, n in unanswered.items()),
                              key=lambda d: (-d["requests"], str(d["capture"]), str(d["api"]), str(d["client_id"])))

@@ -91,6 +91,8 @@ class ReportData:
     latency: list[dict[str, object]] = field(default_factory=list)  # api, count, p50, p90, p99, max (ms), waits
     latency_by: list[dict[str, object]] = field(default_factory=list)  # capture, broker, api, count, p50...
     unanswered: list[dict[str, object]] = field(default_factory=list)  # capture, api, client_id, requests
+    #: frames with bytes after their message body: kind (requests/responses), api, client_id, frames, bytes
+    trailing: list[dict[str, object]] = field(default_factory=list)
     unanswered_rows: list[dict[str, object]] = field(default_factory=list)  # the earliest, one per request
     topics: list[dict[str, object]] = field(default_factory=list)  # source, topic, sets, batches, records, bytes
     topic_ids: dict[str, str] = field(default_factory=dict)  # "capture|topic id" -> name

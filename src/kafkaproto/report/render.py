@@ -124,6 +124,12 @@ def summary(d: ReportData, html_path: str | None = None, limit: int = 12) -> str
         lines += ["  the first ones:"]
         lines += _table([(r["ts"], r["api"], r["client_id"], r["client"], r["server"], r["conn"])
                          for r in d.unanswered_rows[:limit]], ("time", "API", "client id", "client", "broker", "conn"))
+    n_trailing = sum(r["frames"] for r in d.trailing)
+    lines += ["", f"Frames with bytes after their message body: {n_trailing:,}" if n_trailing else
+              "Frames with bytes after their message body: none"]
+    if n_trailing:
+        lines += _table([(r["kind"], r["api"], r["client_id"], r["frames"], r["bytes"]) for r in d.trailing[:limit]],
+                        ("table", "API", "client id", "frames", "bytes after the body"))
     lines += ["", "Record sets per topic:"]
     lines += _table([(r["topic"], r["source"], r["records"], _mb(r["bytes"]), r["batches"]) for r in d.topics[:limit]],
                     ("topic", "direction", "records", "bytes", "batches"))
@@ -504,6 +510,16 @@ def html_page(d: ReportData) -> str:
                                  ("time (UTC)", "API", "version", "client id", "client", "broker", "conn")))
     else:
         parts.append('<p class="ok">None: every request got its response.</p>')
+
+    parts.append('<h2 id="trailing">Frames with bytes after their message body</h2>')
+    if d.trailing:
+        parts.append("<p>Kafka's parser reads a message body and ignores what follows it in the frame; these "
+                     "frames had such bytes (a client's quirk, or a body of another version than the header "
+                     "says).  Each frame's count is in the <code>trailing_bytes</code> column.</p>")
+        parts.append(_html_table([(r["kind"], r["api"], r["client_id"], r["frames"], r["bytes"]) for r in d.trailing],
+                                 ("table", "API", "client id", "frames", "bytes after the body")))
+    else:
+        parts.append('<p class="ok">None.</p>')
 
     parts.append('<h2 id="topics">Produce and fetch per topic</h2>')
     parts.append('<figure id="chart-topic-bytes">' + _chart_topics(d, "bytes") + "</figure>")
