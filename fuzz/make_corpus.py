@@ -1,6 +1,6 @@
 """Write the seed corpora under fuzz/corpus/<target>/ from the project's own vectors.
 
-    python fuzz/make_corpus.py
+    python fuzz/make_corpus.py [TARGET ...]
 
 Seeds are the samples (samples/requests.bin, and the real clients' traffic
 of samples/capture/kafka.pcap: its requests, responses and record batches),
@@ -275,6 +275,25 @@ def arrow_seeds():
     out["records-small-limit"] = bytes([4 | 1 << 3, 2]) + _column(blobs)
     return out
 
+def records_packed_seeds():
+    """Records regions (v2) and inner message sets (legacy) for packed_batch: every
+    codec, every cap choice, a count that matches and one that does not."""
+    recs = [(b"k%d" % i, b"value-%d" % i * (i + 1), [("h", b"1"), ("h", None), ("é", b"")][: i], 1_700_000_000_000 + i)
+            for i in range(4)]
+    region = records.encode(recs, now=0)[61:]
+    inner = records.encode([(k, v, None, t) for k, v, _, t in recs], magic=1)
+    out = {}
+    for codec in range(5):
+        for cap in range(4):
+            sel = codec | cap << 4
+            out[f"v2-{records.CODEC_NAMES[codec]}-caps{cap}"] = bytes([sel]) + (4).to_bytes(2, "big") + region
+        out[f"v2-{records.CODEC_NAMES[codec]}-count-off"] = bytes([codec]) + (5).to_bytes(2, "big") + region
+        if 1 <= codec <= 3:
+            for cap in (0, 1):
+                out[f"v1-{records.CODEC_NAMES[codec]}-caps{cap}"] = (bytes([(codec - 1) | 8 | cap << 4])
+                                                                     + (3).to_bytes(2, "big") + inner)
+    return out
+
 
 CORPORA = {
     "frames": frames_seeds,
@@ -283,14 +302,18 @@ CORPORA = {
     "response": responses,
     "messages": messages,
     "records": records_seeds,
+    "records_packed": records_packed_seeds,
     "capture": capture_seeds,
     "arrow": arrow_seeds,
 }
 
 
-def main():
+def main(targets=()):
+    """Write the corpora of ``targets`` (default: every target)."""
     total = 0
     for target, make in CORPORA.items():
+        if targets and target not in targets:
+            continue
         seeds = make()
         path = os.path.join(CORPUS, target)
         shutil.rmtree(path, ignore_errors=True)
@@ -305,4 +328,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

@@ -33,7 +33,8 @@ TESTS = os.path.join(os.path.dirname(HERE), "tests")
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
-TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "capture", "arrow")
+TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "records_packed", "capture",
+                "arrow")
 
 
 def _inputs(paths):

@@ -7,11 +7,13 @@ buffers and NumPy arrays); every crafted input runs through both the compiled
 core and the pure twin (``IMPLS`` of tests/support/fuzz_targets.py).
 """
 
+import random
 import struct
 import time
 import tracemalloc
 import uuid
 
+import pyarrow as pa
 import pytest
 
 from kafkaproto import (
@@ -19,7 +21,9 @@ from kafkaproto import (
     FrameSizeError,
     InvalidValueError,
     KafkaProtocolError,
+    RecordLimitError,
     TruncatedError,
+    arrow,
     records,
 )
 from kafkaproto import _kinds as K
@@ -27,7 +31,7 @@ from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import CLASSES, get
 from kafkaproto.messages._runtime import build_plan
 from support.fuzz_targets import IMPLS
-from support.records_util import fix_crc
+from support.records_util import fix_crc, many_headers, many_records
 
 #: bytes of Python objects a decoder may allocate per input byte.  The worst
 #: case measured is ~55 (StreamsGroupHeartbeatRequest v0 CopartitionGroup: 4
@@ -255,6 +259,186 @@ def test_a_forged_decompressed_size_is_not_believed(codec):
 def _fix_length(blob):
     struct.pack_into(">i", blob, 8, len(blob) - 12)
     return blob
+
+
+# ---------------------------------------------------------------------------
+# record batches: what one batch may expand to in objects (issue 17).  A batch
+# under the decompression cap can still hold ~9.6 M 7-byte records or ~33 M
+# 2-byte headers; the records and headers caps bound that, and are checked
+# before anything is built for them (the record count before decompressing).
+#
+# Stated bound: iterating a batch one record at a time holds its decompressed
+# records (at most max_decompressed_size bytes) plus the record in hand; a
+# batch over a cap costs at most its decompressed records and the error.
+
+CODECS = ["gzip", "snappy", "lz4", "zstd"]
+#: room for the error, the iterator and the codec's own buffers beside the bound
+SLACK = 256 * 1024
+
+
+def iterate(impl, blob, **caps):
+    """(records, headers) seen by a loop that holds one record at a time."""
+    n = h = 0
+    for b in impl.records.decode_record_batches(blob, True, records.DEFAULT_MAX_DECOMPRESSED_SIZE, True,
+                                                **caps):
+        for r in b.records:
+            n += 1
+            h += len(r.headers)
+    return n, h
+
+
+def _lazy_n(impl):
+    # enough records that a list of them would pass the bound tenfold (a built
+    # Record costs ~150 bytes, its 7 wire bytes are the bound), few enough for
+    # the pure twin under tracemalloc to take a second or two
+    return 100_000 if impl.name == "compiled" else 10_000
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_records_amplification_batch_is_iterated_one_record_at_a_time(codec):
+    for impl in IMPLS:
+        n = _lazy_n(impl)
+        blob = many_records(n, codec)
+        result, peak, seconds = measure(lambda: iterate(impl, blob, max_records_per_batch=n))
+        assert result == ("ok", (n, 0)), (impl.name, codec, result)
+        assert peak < 7 * n + 2 * len(blob) + SLACK, (impl.name, codec, peak)
+        # one more than the cap: refused from the header, nothing decompressed
+        result, peak, _ = measure(lambda: iterate(impl, blob, max_records_per_batch=n - 1))
+        exc = result[1]
+        assert result[0] == "err" and isinstance(exc, RecordLimitError), (impl.name, codec, result)
+        assert (exc.limit, exc.value, exc.count, exc.offset) == ("max_records_per_batch", n - 1, n, 57)
+        assert str(exc) == f"record batch at byte 57: record count {n} above max_records_per_batch={n - 1}"
+        assert peak < SMALL, (impl.name, codec, peak)
+        assert seconds < 30
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_the_default_records_cap_refuses_a_bomb_before_decompressing(codec):
+    # one record over the default: 7 MB of records in a few KB (the probe's
+    # batch had 8,987,794 of them in 5.8 KB of zstd)
+    n = records.DEFAULT_MAX_RECORDS_PER_BATCH + 1
+    blob = many_records(n, codec)
+    assert len(blob) < 400_000
+    for impl in IMPLS:
+        result, peak, seconds = measure(lambda: iterate(impl, blob))
+        assert result[0] == "err" and isinstance(result[1], RecordLimitError), (impl.name, codec, result)
+        assert result[1].count == n and result[1].value == records.DEFAULT_MAX_RECORDS_PER_BATCH
+        assert peak < SMALL and seconds < 5, (impl.name, codec, peak, seconds)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_headers_bomb_is_refused_before_a_header_is_built(codec):
+    # one record with 2 M empty headers: 4 MB decompressed, gigabytes as objects
+    bomb = many_headers(2_000_000, codec)
+    for impl in IMPLS:
+        result, peak, seconds = measure(lambda: iterate(impl, bomb))
+        exc = result[1]
+        assert result[0] == "err" and isinstance(exc, RecordLimitError), (impl.name, codec, result)
+        assert (exc.limit, exc.value, exc.count) == ("max_headers_per_record", 10_000, 2_000_000)
+        assert exc.path == ["records[0]", "header count"] and exc.offset == 0  # compressed: the batch's offset
+        # (the record's length takes 4 bytes, then 5 bytes of fields before the header count)
+        assert "header count 2000000 above max_headers_per_record=10000 (byte 9 of the decompressed records)" \
+            in str(exc)
+        # the decompressed records, not one header object
+        assert peak < 2 * 2_000_000 + 2 * len(bomb) + SLACK, (impl.name, codec, peak)
+        assert seconds < 10
+    # at the cap a record decodes whole; one more header and the cap says so
+    for impl in IMPLS:
+        assert iterate(impl, many_headers(50, codec), max_headers_per_record=50) == (1, 50)
+        with pytest.raises(RecordLimitError, match="header count 51 above max_headers_per_record=50"):
+            iterate(impl, many_headers(51, codec), max_headers_per_record=50)
+
+
+def _peak_rss(fn):
+    """(fn's result, how far the process's resident set rose above where it was) on Linux."""
+    def status(field):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+        raise LookupError(field)
+
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak (VmHWM) to the current size
+    before = status("VmRSS:")
+    result = fn()
+    return result, status("VmHWM:") - before
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_arrow_records_refuses_16_bomb_batches_quickly_in_little_memory(codec):
+    headers_bombs = many_headers(2_000_000, codec) * 16
+    records_bombs = many_records(records.DEFAULT_MAX_RECORDS_PER_BATCH + 1, codec) * 16
+    good = records.encode([(b"k", b"v", [("h", b"1")], 0)] * 3, codec=codec)
+    arr = pa.array([headers_bombs, records_bombs, good], pa.large_binary())
+    for impl in IMPLS:
+        def run():
+            return arrow._records_table(impl.arrow_records, arr, 1, None, None, set(arrow.RECORDS_SCHEMA.names),
+                                        True, records.DEFAULT_MAX_DECOMPRESSED_SIZE)
+
+        run()  # (the first call builds schemas and caches: not the input's doing)
+        result, peak, seconds = measure(run)
+        table = result[1]
+        assert table.column("row").to_pylist() == [0, 1, 2, 2, 2], (impl.name, codec)
+        errors = table.column("error").to_pylist()
+        assert "header count 2000000 above max_headers_per_record=10000" in errors[0]
+        assert errors[1] == "record batch at byte 57: record count 1000001 above max_records_per_batch=1000000"
+        assert errors[2:] == [None] * 3
+        # the input (the twin reads each row as bytes), one batch's decompressed
+        # records at a time, then the error
+        assert peak < 2 * arr.nbytes + 4_000_000 + (1 << 20), (impl.name, codec, peak)
+        assert seconds < 10
+        if impl.name == "compiled":
+            # the compiled columns are malloc'd, which tracemalloc does not see
+            _, rss = _peak_rss(run)
+            assert rss < 32 << 20, (codec, rss)
+
+
+def test_the_caps_are_keywords_of_every_record_decoder():
+    from kafkaproto.consumer import consume
+    from support.legacy_sets import inner_set, wrapper
+
+    blob = records.encode([(b"k", b"v", [("a", b"1"), ("b", None)], 0)] * 5, codec="gzip")
+    assert len(consume(blob, isolation_level=0, max_records_per_batch=5, max_headers_per_record=2)) == 5
+    with pytest.raises(RecordLimitError, match="record count 5 above max_records_per_batch=4"):
+        consume(blob, isolation_level=0, max_records_per_batch=4)
+    with pytest.raises(RecordLimitError, match=r"\.records\[0\]\.header count at byte 0: header count 2 above"):
+        list(records.decode(blob, max_headers_per_record=1))
+    t = arrow.records([blob], max_headers_per_record=1)
+    assert t.column("error").to_pylist() == [str(pytest.raises(RecordLimitError, lambda: list(
+        records.decode(blob, max_headers_per_record=1))).value)]
+    assert arrow.records([blob], max_records_per_batch=None, max_headers_per_record=None).num_rows == 5
+    # legacy: a compressed wrapper's inner messages count as its records
+    legacy = wrapper(9, 1, 1, inner_set(1, 8, random.Random(1)))
+    assert [len(b) for b in records.decode(legacy, max_records_per_batch=8)] == [8]
+    for impl in IMPLS:
+        with pytest.raises(RecordLimitError, match="message at byte 0: more than 7 inner messages") as e:
+            iterate(impl, legacy, max_records_per_batch=7)
+        assert (e.value.limit, e.value.value) == ("max_records_per_batch", 7)
+        status, _, errors, _ = impl.arrow_records.arrow_records(pa.array([legacy], pa.large_binary()), 1, True, 1 << 26,
+                                                  [True] * 7, False, 7)
+        assert list(status) == [1] and errors[0] == str(e.value)
+    for bad, exc in ((0, ValueError), (-1, ValueError), ("9", TypeError), (True, TypeError)):
+        for impl in IMPLS:
+            with pytest.raises(exc, match="max_records_per_batch"):
+                impl.records.decode_record_batches(blob, True, 1 << 26, True, bad)
+            with pytest.raises(exc, match="max_records_per_batch"):
+                impl.arrow_records.arrow_records(pa.array([blob], pa.large_binary()), 1, True, 1 << 26, [True] * 7,
+                                                 False, bad)
+    with pytest.raises(ValueError, match="max_headers_per_record"):
+        records.decode(blob, max_headers_per_record=-1)
+
+
+def test_records_stay_lazy_and_a_sequence_in_both_implementations():
+    blob = records.encode([(b"k%d" % i, b"v", [("h", b"%d" % i)], i) for i in range(50)], codec="lz4")
+    for impl in IMPLS:
+        [b] = impl.records.decode_record_batches(blob, True, 1 << 26, True)
+        assert not isinstance(b.records, list) and len(b.records) == 50
+        assert [r.key for r in b.records[-3:]] == [b"k47", b"k48", b"k49"]
+        assert b.records[-1].headers == [("h", b"49")] and b.records[10].offset == 10
+        assert b.records == list(b.records) and list(b.records) == [b.records[i] for i in range(50)]
+        with pytest.raises(IndexError):
+            b.records[50]
 
 
 # ---------------------------------------------------------------------------

@@ -5,3 +5,40 @@ MAX_STRING_LENGTH = 0x7FFF
 
 #: Default cap on one frame's size, Kafka's socket.request.max.bytes default (100 MiB).
 DEFAULT_MAX_FRAME_SIZE = 104857600
+
+# What one record batch may expand to in objects (issue 17).  The decompression
+# cap bounds a batch's bytes, but a v2 record can be 7 bytes and a header 2, so
+# 64 MiB of decompressed records can hold ~9.6 M records or ~33 M headers: a
+# 6 KB zstd batch would become gigabytes of Python objects or Arrow rows.
+# Real traffic stays far below both defaults: a batch is at most the topic's
+# max.message.bytes (1 MiB by default), ~150,000 records of 7 bytes, and
+# producers cut batches at batch.size (16 KiB by default).
+
+#: Default cap on the records of one batch: the declared record count of a v2
+#: batch (checked before anything is decompressed) and the inner messages of a
+#: compressed legacy message.
+DEFAULT_MAX_RECORDS_PER_BATCH = 1_000_000
+
+#: Default cap on the headers of one record (checked before any is built).
+#: Kafka sets no such limit; real records carry a handful (tracing, schema ids).
+DEFAULT_MAX_HEADERS_PER_RECORD = 10_000
+
+#: The largest count the wire can hold (record and header counts are int32).
+_INT32_MAX = 0x7FFFFFFF
+
+
+def record_cap(value, name: str, least: int = 0) -> int:
+    """A record cap argument → an int in [least, 2**31 - 1] (``None``: no cap)."""
+    if value is None:
+        return _INT32_MAX
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{name} must be >= {least}, got {value}")
+    return min(int(value), _INT32_MAX)
+
+
+def record_caps(max_records_per_batch, max_headers_per_record) -> tuple[int, int]:
+    """The two record caps, checked (a batch holds at least one record)."""
+    return (record_cap(max_records_per_batch, "max_records_per_batch", 1),
+            record_cap(max_headers_per_record, "max_headers_per_record"))

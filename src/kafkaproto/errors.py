@@ -19,6 +19,7 @@ __all__ = [
     "UnsupportedVersionError",
     "UnknownApiError",
     "CorruptRecordError",
+    "RecordLimitError",
 ]
 
 
@@ -110,6 +111,31 @@ class UnknownApiError(KafkaProtocolError):
 
 class CorruptRecordError(KafkaProtocolError):
     """A record batch whose CRC or structure is wrong."""
+
+
+class RecordLimitError(CorruptRecordError):
+    """A record batch that would expand past a configured cap (records per batch,
+    headers per record): ``limit`` names the cap (the decoders' keyword),
+    ``value`` is its setting, ``count`` what the batch declared."""
+
+    def __init__(self, detail: str, what: str = "", offset: int | None = None, path=None, *,
+                 limit: str = "", value: int = 0, count: int = 0):
+        self.limit = limit
+        self.value = value
+        self.count = count
+        super().__init__(detail, what, offset, path)
+
+    def __reduce__(self):
+        return (_rebuild_limit, (self.detail, self.what, self.offset, self.path, self.context, self.limit,
+                                 self.value, self.count))
+
+
+def _rebuild_limit(detail, what, offset, path, context, limit, value, count):
+    err = RecordLimitError(detail, what, offset, path, limit=limit, value=value, count=count)
+    if context:
+        err.set_context(context)
+    return err
+
 
 
 # ---------------------------------------------------------------------------

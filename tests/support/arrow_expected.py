@@ -124,16 +124,17 @@ def expected_response(cls, frame, version):
 US_LIMIT_MS = (2**63 - 1) // 1000
 
 
-def expected_records(blobs, check_crc=True, topic=None, partition=None):
+def expected_records(blobs, check_crc=True, topic=None, partition=None, **caps):
     """The rows kafkaproto.arrow.records must give: what kafkaproto.records.decode
-    gives, control records left out, or one error row for a blob it rejects."""
+    gives (with the same ``caps``), control records left out, or one error row
+    for a blob it rejects."""
     rows = []
     for i, blob in enumerate(blobs):
         base = {"topic": topic[i] if topic else None, "partition": partition[i] if partition else None, "row": i}
         try:
             if blob is None:
                 raise KafkaProtocolError("null records blob")
-            recs = [r for b in R.decode(blob, check_crc=check_crc) for r in b.records if r.control is None]
+            recs = [r for b in R.decode(blob, check_crc=check_crc, **caps) for r in b.records if r.control is None]
         except KafkaProtocolError as exc:
             rows.append(dict(base, key=None, value=None, offset=None, timestamp=None, timestampType=None,
                              headers=None, error=str(exc)))

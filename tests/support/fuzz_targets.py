@@ -49,6 +49,7 @@ from kafkaproto.protocol import (
     request_header_version,
     response_header_version,
 )
+from kafkaproto.records import _compression
 
 from .arrow_expected import (
     as_rows,
@@ -382,6 +383,57 @@ def check_records(data: bytes) -> None:
             _round_trip_batch(b, f"{what}, batch at {b.offset}")
 
 
+#: (max_records_per_batch, max_headers_per_record) the packed-records target picks from
+RECORD_CAPS = ((records.DEFAULT_MAX_RECORDS_PER_BATCH, records.DEFAULT_MAX_HEADERS_PER_RECORD), (4, 2), (1, 0),
+               (None, None))
+
+
+def packed_batch(data: bytes) -> tuple[bytes, dict]:
+    """A batch with a valid CRC around records bytes from the fuzzer, compressed
+    with any codec, so that the fuzzer reaches the record walkers behind
+    decompression (a CRC it would never guess stops a mutated compressed batch
+    at the header).  Byte 0: codec (low 3 bits, mod 5), legacy magic 1
+    wrapper (bit 3; codecs 1-3 then), the caps (bits 4-5); bytes 1-2: the v2
+    record count; then the records region (v2) or inner message set (legacy)
+    → (blob, decoder keywords)."""
+    from .legacy_sets import message
+    from .records_util import raw_v2_batch
+
+    sel, count, body = data[0], int.from_bytes(data[1:3], "big"), data[3:]
+    codec = (sel & 7) % 5
+    max_records, max_headers = RECORD_CAPS[(sel >> 4) & 3]
+    caps = {"max_records_per_batch": max_records, "max_headers_per_record": max_headers}
+    if sel & 8:
+        codec = codec % 3 + 1
+        value = bytes(_compression.compress(codec, body, 1, None))
+        # the wrapper's offset from bytes 1-2 too: magic 1 inner offsets are relative to it
+        return message(count, 1, codec, 1_700_000_000_000, None, value), caps
+    return raw_v2_batch(body, count, records.CODEC_NAMES[codec]), caps
+
+
+def check_packed_records(data: bytes) -> None:
+    """records.decode and arrow.records, compiled and twin, on a packed batch
+    (see packed_batch): the same records or the same error, caps included."""
+    if len(data) < 3:
+        return
+    blob, caps = packed_batch(data)
+    what = f"packed records {caps}"
+
+    def run(mod):
+        return [batch_tuple(b) for b in mod.decode_record_batches(blob, True, 1 << 20, True, *caps.values())]
+
+    results = [outcome(lambda: run(impl.records)) for impl in IMPLS]
+    agree(results, what)
+    public = outcome(lambda: [batch_tuple(b) for b in records.decode(blob, max_decompressed_size=1 << 20, **caps)])
+    same(public, results[IMPLS.index(ACTIVE)], f"public {what} vs its implementation")
+    arr = pa.array([blob], pa.large_binary())
+    columns = frozenset(arrow.RECORDS_SCHEMA.names)
+    out = _arrow_agree("packed records", lambda impl: arrow._records_table(
+        impl.arrow_records, arr, 1, None, None, columns, True, 1 << 20, False, *caps.values()))
+    same(as_rows(out), expected_records([blob], True, max_decompressed_size=1 << 20, **caps),
+         f"arrow {what} vs objects")
+
+
 # ---------------------------------------------------------------------------
 # captures: pcap, pcapng and raw frame files, through read_frames and dissect
 
@@ -539,6 +591,7 @@ TARGETS = {
     "response": check_response,
     "messages": check_messages,
     "records": check_records,
+    "records_packed": check_packed_records,
     "capture": check_capture,
     "arrow": check_arrow,
 }

@@ -80,3 +80,42 @@ def damaged(blobs, rng):
         x[rng.randrange(len(x))] ^= 1 << rng.randrange(8)
         out.append(bytes(x))
     return out + [b"\x00" * 12 + b"\x00\x00\x00\x05", None, b"\x00" * 16 + b"\x07" + b"\x00" * 60]
+
+
+def raw_v2_batch(body: bytes, count: int, codec: str = "none", base_offset: int = 0) -> bytes:
+    """A v2 batch around an already-written records region ``body`` (compressed
+    here with ``codec``) declaring ``count`` records, with a valid CRC: what a
+    hostile producer can send whatever its records hold."""
+    from kafkaproto.records import _compression
+    from kafkaproto.records._common import V2_HEADER_STRUCT, codec_number
+
+    c = codec_number(codec)
+    packed = bytes(_compression.compress(c, body, 2, None)) if c else bytes(body)
+    head = V2_HEADER_STRUCT.pack(base_offset, 49 + len(packed), -1, 2, 0, c, max(count - 1, 0), T0, T0, -1, -1, -1,
+                                 count)
+    return bytes(fix_crc(bytearray(head + packed)))
+
+
+#: the smallest v2 record: length 6, attributes, timestamp and offset deltas 0,
+#: null key and value, no headers (7 bytes)
+EMPTY_RECORD = b"\x0c\x00\x00\x00\x01\x01\x00"
+
+
+def many_records(n: int, codec: str) -> bytes:
+    """A batch of ``n`` empty 7-byte records (a records amplification bomb when n is large)."""
+    return raw_v2_batch(EMPTY_RECORD * n, n, codec)
+
+
+def many_headers(n: int, codec: str) -> bytes:
+    """A batch of one record carrying ``n`` empty headers (key "", null value: 2 bytes each)."""
+    def varint(v):
+        u = (v << 1) ^ (v >> 63)
+        out = bytearray()
+        while u >= 0x80:
+            out.append((u & 0x7F) | 0x80)
+            u >>= 7
+        out.append(u)
+        return bytes(out)
+
+    fields = b"\x00\x00\x00\x01\x01" + varint(n) + b"\x00\x01" * n
+    return raw_v2_batch(varint(len(fields)) + fields, 1, codec)

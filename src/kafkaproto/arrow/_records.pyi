@@ -12,12 +12,21 @@ from kafkaproto.arrow._columns import _Column, _Errors
 COMPILED: bool
 
 def arrow_records(
-    arr: pa.Array, kind: int, check_crc: bool, max_decompressed_size: int, want: Sequence[bool], batches: bool = False
+    arr: pa.Array,
+    kind: int,
+    check_crc: bool,
+    max_decompressed_size: int,
+    want: Sequence[bool],
+    batches: bool = False,
+    max_records_per_batch: int | None = 1000000,
+    max_headers_per_record: int | None = 10000,
 ) -> tuple[npt.NDArray[np.uint8], _Column, _Errors, dict[str, np.ndarray] | None]:
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
     row) telling which columns to fill; the tree's children are those columns.
     ``batches``: also return the batches walked, as columns (row, position,
-    magic, codec, bytes, records, truncated), else None.
+    magic, codec, bytes, records, truncated), else None.  A batch past
+    ``max_records_per_batch`` or a record past ``max_headers_per_record`` is its
+    blob's error.
     """

@@ -33,8 +33,14 @@ from crc32c import crc32c as _crc32c
 
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.records import _compression
+from kafkaproto._limits import (
+    DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
+    record_caps as _record_caps,
+)
 from kafkaproto.records._common import (
     batch_error as _batch_error,
+    batch_limit_error as _batch_limit_error,
     crc_error as _crc_error,
     legacy_failure as _legacy_failure,
     record_failure as _record_failure,
@@ -350,7 +356,7 @@ cdef class _BatchRows:
 
 
 cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit, RecCols* rc,
-               LSink ls, _BatchRows out) except -1:
+               LSink ls, _BatchRows out, int32_t max_records, int32_t max_headers) except -1:
     """Every batch of one blob into the columns; raises the blob's error."""
     cdef BatchView v
     cdef Py_ssize_t pos = 0, start, end
@@ -376,12 +382,12 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             return 0
         before = rc.stage.emitted
         if v.magic < 2:
-            _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w)
+            _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w, max_records)
             if out is not None:
                 out.add(row, v.at, v.magic, w.attrs & 0x07, 12 + v.size, rc.stage.emitted - before, False)
             pos = v.end
             continue
-        region, start, end = _v2_records(&v, mv, check_crc, limit)
+        region, start, end = _v2_records(&v, mv, check_crc, limit, max_records)
         if region is None:
             rb = p
         else:
@@ -400,7 +406,7 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
                 if _reserve_rows(rc, v.count, end - start):
                     st = -2
                 else:
-                    st = _walk_records(&c, v.count, rc.control, rc)
+                    st = _walk_records(&c, v.count, rc.control, rc, max_headers)
                     if st == 0 and _flush(rc):
                         st = -2
         finally:
@@ -430,7 +436,8 @@ cdef int _error_row(RecCols* rc, int64_t row) except -1:
     return 0
 
 
-def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False):
+def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False,
+                  max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS):
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
@@ -440,7 +447,9 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     error text); the tree's children are the asked-for columns in that
     order; with ``batches``, a dict of arrays with one entry per batch the
     walk went through (row, position, magic, codec, bytes, records it gave,
-    truncated: the partial batch at a blob's end), else None.
+    truncated: the partial batch at a blob's end), else None.  A batch past
+    ``max_records_per_batch`` or a record past ``max_headers_per_record`` is
+    its blob's error (RecordLimitError's text), found before the rows are reserved.
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n, i, blen
@@ -452,6 +461,8 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     cdef LSink ls = LSink()
     cdef _BatchRows out = _BatchRows() if batches else None
     cdef Py_ssize_t first
+    cdef int32_t max_records, max_headers
+    max_records, max_headers = _record_caps(max_records_per_batch, max_headers_per_record)
     wanted = [bool(w) for w in want]
     rc.stage = <Stage*>malloc(sizeof(Stage))
     if rc.stage == NULL:
@@ -496,7 +507,7 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
                 errors[i] = "null records blob"
             else:
                 try:
-                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out)
+                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out, max_records, max_headers)
                 except KafkaProtocolError as exc:
                     errors[i] = str(exc)
             if i in errors:

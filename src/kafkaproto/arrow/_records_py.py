@@ -1,11 +1,13 @@
 """Pure-Python twin of the compiled records loop (``_records.pyx``): blobs are
-decoded with the twin's record decoder, then written into the same columns."""
+decoded with the record decoder, each record written into the same columns as
+it is read."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import _kinds as K
+from .._limits import DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH, record_caps
 from ..errors import KafkaProtocolError
 from ._columns_py import Col, rows
 
@@ -54,9 +56,28 @@ _BATCH_FIELDS = ("row", "position", "magic", "codec", "bytes", "records", "trunc
 _BATCH_TYPES = (np.int64, np.int64, np.int8, np.int8, np.int64, np.int64, np.bool_)
 
 
-def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=False):
+def _truncate(col, n):
+    """Cut a column (and its children) back to its first ``n`` rows."""
+    del col.valid[n:]
+    if col.what in ("fixed", "var"):
+        del col.values[n:]
+    if col.what in ("var", "list"):
+        m = col.offs[n]
+        del col.offs[n + 1:]
+        if col.what == "list":
+            for kid in col.kids:
+                _truncate(kid, m)
+    elif col.what == "struct":
+        for kid in col.kids:
+            _truncate(kid, n)
+
+
+def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=False,
+                  max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
+                  max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD):
     from ..records import decode
 
+    max_records, max_headers = record_caps(max_records_per_batch, max_headers_per_record)
     cols = _records_cols(want)
     present = [c for c in cols if c is not None]
     root = Col("struct", kids=present)
@@ -65,35 +86,37 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
     errors = {}
     walked = []  # (row, position, magic, codec, bytes, records, truncated) per batch
     for i, blob in enumerate(blobs):
-        recs = None
         first = len(walked)
+        mark = len(root.valid)
         if blob is None:
             errors[i] = "null records blob"
         else:
-            recs = []
+            # records go into the columns as they are read (one at a time); a
+            # blob that fails is cut back out
             try:
-                for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size):
+                for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size,
+                                max_records_per_batch=max_records, max_headers_per_record=max_headers):
                     if b.truncated:
                         walked.append((i, b.offset, -1, -1, b.available, 0, True))
                         continue
-                    kept = [r for r in b.records if r.control is None]
-                    walked.append((i, b.offset, b.magic, b.attributes & 0x07, b.size, len(kept), False))
-                    recs += kept
+                    kept = 0
+                    for rec in b.records:
+                        if rec.control is None:
+                            _put_record(cols, rec, i)
+                            root.valid.append(1)
+                            kept += 1
+                    walked.append((i, b.offset, b.magic, b.attributes & 0x07, b.size, kept, False))
             except KafkaProtocolError as exc:
                 errors[i] = str(exc)
-                recs = None
+                _truncate(root, mark)
                 # the blob's records are left out: its batches gave none
                 walked[first:] = [w[:5] + (0,) + w[6:] for w in walked[first:]]
-        if recs is None:
+        if i in errors:
             status[i] = 1
             for c in present:
                 c.null()
             cols[6].values[-1] = i
             cols[6].valid[-1] = 1
-            root.valid.append(1)
-            continue
-        for rec in recs:
-            _put_record(cols, rec, i)
             root.valid.append(1)
     out = None
     if batches:

@@ -21,6 +21,12 @@ decompressed buffer: no copy, but each view keeps that whole buffer alive,
 and for small values a memoryview costs more to create than a ``bytes``
 copy, which is why copying is the default.
 
+A batch's records are checked when it is decoded and built as they are read
+(both implementations), so a loop that drops each record holds one at a
+time.  What a batch may expand to is capped: ``max_decompressed_size`` bytes,
+``max_records_per_batch`` records and ``max_headers_per_record`` headers
+(:class:`~kafkaproto.errors.RecordLimitError` beyond).
+
 The compiled implementation (``kafkaproto.records._batches``) is used when it
 is built; ``KAFKAPROTO_PURE=1`` selects the pure-Python twin (``_batches_py``).
 """
@@ -31,6 +37,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .._impl import COMPILED, load
+from .._limits import DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
 from ._common import (
     Codec,
     ControlRecord,
@@ -58,6 +65,8 @@ __all__ = [
     "ControlRecord",
     "ControlType",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_HEADERS_PER_RECORD",
+    "DEFAULT_MAX_RECORDS_PER_BATCH",
     "Record",
     "AppendedBatch",
     "assign_offsets",
@@ -70,8 +79,9 @@ __all__ = [
 ]
 
 
-def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE,
-           copy=True) -> Iterator[RecordBatch | TruncatedBatch]:
+def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True,
+           max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
+           max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob (any bytes-like object).
 
     Args:
@@ -80,12 +90,18 @@ def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESS
         max_decompressed_size: a batch that would decompress to more bytes
             raises CorruptRecordError (a guard against decompression bombs).
         copy: ``False`` gives memoryviews instead of ``bytes`` (see the module doc).
+        max_records_per_batch: a v2 batch declaring more records (checked
+            before it is decompressed), or a compressed legacy message holding
+            more inner messages, raises :class:`~kafkaproto.errors.RecordLimitError`.
+        max_headers_per_record: a record declaring more headers raises
+            RecordLimitError before any of them is built.  ``None`` lifts a cap.
 
     Yields:
         RecordBatch for each batch (each legacy top-level message is one),
         then a TruncatedBatch if the blob ends inside one.
     """
-    return _impl.decode_record_batches(blob, check_crc, max_decompressed_size, copy)
+    return _impl.decode_record_batches(blob, check_crc, max_decompressed_size, copy, max_records_per_batch,
+                                       max_headers_per_record)
 
 
 def encode(records, *, magic=2, codec="none", base_offset=None, partition_leader_epoch=-1, producer_id=-1,

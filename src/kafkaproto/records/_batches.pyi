@@ -1,10 +1,9 @@
 """Types of kafkaproto.records._batches (_batches.pyx), the compiled record-batch
 codec, and of its twin _batches_py (same names).
 
-A v2 batch's ``records`` is a lazy read-only sequence in the compiled module
-(``RecordList``, built as it is read) and a list in the twin: both are a
-``Sequence[Record]``.  kafkaproto.records wraps these two functions with
-keyword arguments.
+A v2 batch's ``records`` is a lazy read-only sequence (``RecordList``, built
+as it is read) in both the compiled module and the twin: a ``Sequence[Record]``.
+kafkaproto.records wraps these two functions with keyword arguments.
 """
 
 from collections.abc import Iterable, Iterator
@@ -18,7 +17,12 @@ from kafkaproto.records._common import Record as Record
 COMPILED: bool
 
 def decode_record_batches(
-    blob: ReadableBuffer, check_crc: bool = True, max_decompressed_size: int = 67108864, copy: bool = True
+    blob: ReadableBuffer,
+    check_crc: bool = True,
+    max_decompressed_size: int = 67108864,
+    copy: bool = True,
+    max_records_per_batch: int | None = 1000000,
+    max_headers_per_record: int | None = 10000,
 ) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob; a partial batch at the end is a TruncatedBatch."""
 

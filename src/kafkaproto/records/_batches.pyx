@@ -41,6 +41,7 @@ from kafkaproto.records._common import (
     TruncatedBatch as _TruncatedBatch,
     as_blob as _as_blob,
     batch_error as _batch_error,
+    batch_limit_error as _batch_limit_error,
     codec_number as _codec_number,
     control_record as _control_record,
     crc_error as _crc_error,
@@ -51,6 +52,11 @@ from kafkaproto.records._common import (
     wrap64 as _wrap64,
 )
 from kafkaproto.records._legacy import encode_legacy as _encode_legacy
+from kafkaproto._limits import (
+    DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
+    record_caps as _record_caps,
+)
 
 COMPILED = True
 
@@ -303,13 +309,13 @@ include "_walk.pxi"
 
 
 cdef object _decode_legacy(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                           bint copy):
+                           bint copy, int32_t max_records):
     """One top-level legacy message → a RecordBatch (as Kafka's classes present it)."""
     cdef LSink s = LSink()
     cdef LMsg w
     s.copy = copy
     ls_buffer(s, mv, b)
-    _legacy_walk(mv, b, n, v, check_crc, limit, s, &w)
+    _legacy_walk(mv, b, n, v, check_crc, limit, s, &w, max_records)
     records = s.records
     if not (w.attrs & 0x07):
         return _RecordBatch(v.at, w.offset, w.size, -1, w.magic, w.crc, w.attrs, 0, w.ts, w.ts, -1, -1, -1, 1, records)
@@ -409,7 +415,7 @@ cdef class RecordList:
         cur_init(&c, self.b, ppos[0], self.end)
         cdef object control = None if self.controls is None else self.controls[i]
         s.control = <PyObject*>control
-        if _walk_record(&c, i, False, s):
+        if _walk_record(&c, i, False, s, 0x7FFFFFFF):  # (checked against the cap when the batch was read)
             kp_rsink_clear(s)
             if c.fail == F_PYTHON:
                 _reraise()
@@ -500,9 +506,10 @@ cdef class _RecordIter:
 # ---------------------------------------------------------------------------
 # batches
 
-cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, object limit, bint copy):
+cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, object limit, bint copy,
+                       int32_t max_records, int32_t max_headers):
     cdef RecordList rl = RecordList.__new__(RecordList)
-    region, start, end = _v2_records(v, mv, check_crc, limit)
+    region, start, end = _v2_records(v, mv, check_crc, limit, max_records)
     # the records hold on to the buffer they live in: the blob, or the decompressed records
     rl.data = data if region is None else region
     PyObject_GetBuffer(rl.data, &rl.view, PyBUF_SIMPLE)
@@ -525,7 +532,7 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
         s.batch_at = v.at  # (the walker checked what control_record checks: it cannot fail here)
     cur_init(&c, rl.b, rl.start, rl.end)
     c.path = steps
-    if _walk_records(&c, v.count, control, &s):
+    if _walk_records(&c, v.count, control, &s, max_headers):
         kp_rsink_clear(&s)
         if c.fail == F_PYTHON:
             _reraise()
@@ -552,6 +559,8 @@ cdef class _Batches:
     cdef bint copy
     cdef bint done
     cdef object limit
+    cdef int32_t max_records
+    cdef int32_t max_headers
 
     def __dealloc__(self):
         if self.has_view:
@@ -574,25 +583,32 @@ cdef class _Batches:
                 return _TruncatedBatch(v.at, v.available, None, v.base_offset if v.available >= 8 else None)
             return _TruncatedBatch(v.at, v.available, <int64_t>v.size + 12, v.base_offset)
         if v.magic == 2:
-            batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy)
+            batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy, self.max_records,
+                               self.max_headers)
         else:
             batch = _decode_legacy(self.mv, <const uint8_t*>self.view.buf, self.view.len, &v, self.check_crc,
-                                   self.limit, self.copy)
+                                   self.limit, self.copy, self.max_records)
         self.done = False
         self.pos = v.end
         return batch
 
 
-def decode_record_batches(blob, check_crc=True, max_decompressed_size=_DEFAULT_MAX_DECOMPRESSED, copy=True):
+def decode_record_batches(blob, check_crc=True, max_decompressed_size=_DEFAULT_MAX_DECOMPRESSED, copy=True,
+                          max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
-    subclass with its byte offset.  ``copy=False`` makes keys and values
-    memoryviews over the blob (uncompressed) or over the decompressed buffer.
+    subclass with its byte offset; a batch past ``max_records_per_batch`` or
+    a record past ``max_headers_per_record`` raises RecordLimitError.
+    ``copy=False`` makes keys and values memoryviews over the blob
+    (uncompressed) or over the decompressed buffer.
     """
+    max_records, max_headers = _record_caps(max_records_per_batch, max_headers_per_record)
     cdef _Batches it = _Batches.__new__(_Batches)
+    it.max_records = max_records
+    it.max_headers = max_headers
     if copy and type(blob) is not bytes:
         # Records are built when read: snapshot a buffer the caller may reuse.
         blob = bytes(blob)

@@ -1,17 +1,20 @@
 """Pure-Python twin of the compiled record-batch code (``_records.pxi``).
 
 Same names, same results, same errors (class, message, offset): the compiled
-module is tested against this one.
+module is tested against this one.  As there, a v2 batch's records are all
+checked when the batch is decoded and built one at a time as they are read.
 """
 
 from __future__ import annotations
 
 import struct
 import time
+from operator import index as _index
 
 import crc32c as _crc32c
 
 from .._codec_py import _check_int, uvarint_status
+from .._limits import record_caps
 from ..errors import EncodeError
 from . import _compression
 from ._common import (
@@ -21,6 +24,8 @@ from ._common import (
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    DEFAULT_MAX_HEADERS_PER_RECORD,
+    DEFAULT_MAX_RECORDS_PER_BATCH,
     INT64_MAX,
     INT64_MIN,
     LOG_OVERHEAD,
@@ -36,9 +41,11 @@ from ._common import (
     TruncatedBatch,
     as_blob,
     batch_error,
+    batch_limit_error,
     codec_number,
     control_record,
     crc_error,
+    header_limit_error,
     header_pair,
     record_error,
     unpack_record,
@@ -57,21 +64,30 @@ _crc_at = struct.Struct(">I")
 # decode
 
 
-def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True):
+def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True,
+                          max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
+                          max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
-    subclass with its byte offset.  ``copy=False`` makes keys and values
-    memoryviews over the blob (uncompressed) or over the decompressed buffer.
+    subclass with its byte offset; a batch past ``max_records_per_batch`` or
+    a record past ``max_headers_per_record`` raises RecordLimitError.
+    ``copy=False`` makes keys and values memoryviews over the blob
+    (uncompressed) or over the decompressed buffer.
     """
+    max_records, max_headers = record_caps(max_records_per_batch, max_headers_per_record)
     if copy and type(blob) is not bytes:
         # Batches are read as the caller iterates: snapshot a buffer it may reuse.
         blob = bytes(blob)
     mv = memoryview(blob)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
+    return _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers)
+
+
+def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers):
     n = len(mv)
     pos = 0
     while pos < n:
@@ -88,15 +104,15 @@ def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MA
             return
         magic = mv[pos + MAGIC_AT]
         if magic == 2:
-            yield _decode_v2(mv, pos, size, check_crc, max_decompressed_size, copy)
+            yield _decode_v2(mv, pos, size, check_crc, max_decompressed_size, copy, max_records, max_headers)
         elif magic < 2:
-            yield decode_legacy(mv, pos, size, magic, check_crc, max_decompressed_size, copy, Record)
+            yield decode_legacy(mv, pos, size, magic, check_crc, max_decompressed_size, copy, Record, max_records)
         else:
             raise batch_error(f"unknown magic {magic if magic < 128 else magic - 256}", pos + MAGIC_AT)
         pos += size + LOG_OVERHEAD
 
 
-def _decode_v2(mv, pos, size, check_crc, limit, copy):
+def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers):
     if size < V2_MIN_SIZE:
         raise batch_error(f"size {size} below the v2 minimum of {V2_MIN_SIZE}", pos + 8)
     end = pos + LOG_OVERHEAD + size
@@ -111,6 +127,9 @@ def _decode_v2(mv, pos, size, check_crc, limit, copy):
         raise batch_error(f"unknown compression codec {codec}", pos + V2_CRC_FROM)
     if count < 0:
         raise batch_error(f"invalid record count {count}", pos + 57)
+    if count > max_records:
+        # before decompressing: the declared count bounds what the batch may become
+        raise batch_limit_error(count, max_records, pos + 57)
     if codec == 0:
         buf, rpos, rend, base = mv, pos + V2_HEADER, end, 0
     else:
@@ -118,15 +137,23 @@ def _decode_v2(mv, pos, size, check_crc, limit, copy):
         rpos, rend, base = 0, len(buf), None
     if count > rend - rpos:
         raise batch_error(f"record count {count} larger than the {rend - rpos} bytes of records", pos + 57)
-    records = _parse_v2(buf, rpos, rend, count, base_offset, base_ts, max_ts, attrs, base, pos, copy)
+    walk = (buf, rpos, rend, base_offset, base_ts, max_ts, attrs, base, pos, copy)
+    # check every record now (building nothing), so that decode() raises every error
+    for _ in _walk_v2(*walk, count, max_headers, False):
+        pass
     return RecordBatch(pos, base_offset, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
-                       count, records)
+                       count, RecordList(walk, count))
 
 
-def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, batch_at, copy):
+def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at, copy, count, max_headers, build,
+             first=0):
+    """The twin's one walker of v2 records (the checks of records/_walk.pxi, in its
+    order): records ``first`` .. ``first + count - 1`` from ``pos``.  Yields each
+    Record (``build``), or None once the record is checked (nothing is built
+    but a control record's marker, to check it)."""
     ts_type = 1 if attrs & ATTR_TIMESTAMP_TYPE else 0
     control = attrs & ATTR_CONTROL
-    out = []
+    make = build or control
 
     def fail(i, field, detail, at):
         raise record_error(i, field, detail, at, base, batch_at)
@@ -137,16 +164,18 @@ def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, b
             fail(i, field, VARINT_PROBLEMS[st], p)
         return (u >> 1) ^ -(u & 1), q
 
-    def blob(i, field, name, p, rend):
+    def blob(i, field, name, p, rend, keep):
         # a varint length (-1: null) and that many bytes
         n, q = varint(i, field + " length", p, rend)
         if n < -1 or n > rend - q:
             fail(i, field + " length", f"{name} length {n} invalid with {rend - q} bytes left", p)
         if n < 0:
             return None, q
+        if not keep:
+            return True, q + n
         return (bytes(buf[q : q + n]) if copy else buf[q : q + n]), q + n
 
-    for i in range(count):
+    for i in range(first, first + count):
         start = pos
         length, pos = varint(i, "length", pos, end)
         if length < 0 or length > end - pos:
@@ -159,13 +188,15 @@ def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, b
         at = pos
         delta, pos = varint(i, "timestamp delta", pos, rend, True)
         odelta, pos = varint(i, "offset delta", pos, rend)
-        key, pos = blob(i, "key", "key", pos, rend)
-        value, pos = blob(i, "value", "value", pos, rend)
+        key, pos = blob(i, "key", "key", pos, rend, make)
+        value, pos = blob(i, "value", "value", pos, rend, make)
         at = pos
         hcount, pos = varint(i, "header count", pos, rend)
         if hcount < 0 or hcount > rend - pos:
             fail(i, "header count", f"header count {hcount} invalid with {rend - pos} bytes left", at)
-        headers = []
+        if hcount > max_headers:
+            raise header_limit_error(i, hcount, max_headers, at, base, batch_at)
+        headers = [] if build else None
         for j in range(hcount):
             at = pos
             hk, pos = varint(i, f"headers[{j}].key length", pos, rend)
@@ -176,18 +207,83 @@ def _parse_v2(buf, pos, end, count, base_offset, base_ts, max_ts, attrs, base, b
             except UnicodeDecodeError:
                 fail(i, f"headers[{j}].key", "invalid UTF-8", pos)
             pos += hk
-            hval, pos = blob(i, f"headers[{j}].value", "header value", pos, rend)
-            headers.append((hkey, hval))
+            hval, pos = blob(i, f"headers[{j}].value", "header value", pos, rend, build)
+            if build:
+                headers.append((hkey, hval))
         if pos != rend:
             fail(i, "length", f"{rend - pos} bytes left after the record's fields", pos)
+        marker = control_record(key, value, batch_at if base is None else base + start) if control else None
+        if not build:
+            yield None
+            continue
         rec = Record(key, value, headers, max_ts if ts_type else wrap64(base_ts + delta),
                      wrap64(base_offset + odelta), ts_type, rattrs if rattrs < 128 else rattrs - 256)
-        if control:
-            rec.control = control_record(key, value, batch_at if base is None else base + start)
-        out.append(rec)
+        rec.control = marker
+        yield rec
     if pos != end:
         raise record_error(None, None, f"{end - pos} bytes after the last of {count} records", pos, base, batch_at)
-    return out
+
+
+class RecordList:
+    """The records of a v2 batch, made when read (as the compiled core's RecordList).
+
+    Decoding checks every record but builds none: iterating (or indexing)
+    builds each :class:`Record` then, so a consumer that drops each record
+    before taking the next one holds one at a time.  A read-only sequence
+    (``len``, indexing, slicing, iteration, equality with a list);
+    ``list(batch.records)`` gives a plain list.
+    """
+
+    __slots__ = ("_walk", "_count", "_starts")
+
+    def __init__(self, walk, count):
+        self._walk = walk  # _walk_v2's arguments before the count
+        self._count = count
+        self._starts = None  # record start positions, made on first indexing
+
+    def __len__(self):
+        return self._count
+
+    def __iter__(self):
+        return _walk_v2(*self._walk, self._count, _UNCAPPED, True)
+
+    def __length_hint__(self):
+        return self._count
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self[k] for k in range(*item.indices(self._count))]
+        i = _index(item)
+        if i < 0:
+            i += self._count
+        if i < 0 or i >= self._count:
+            raise IndexError("record index out of range")
+        if self._starts is None:
+            buf, pos, end = self._walk[:3]
+            starts = []
+            for _ in range(self._count):
+                starts.append(pos)
+                _, u, pos = uvarint_status(buf, pos, end, 5, 32)
+                pos += (u >> 1) ^ -(u & 1)
+            self._starts = starts
+        walk = (self._walk[0], self._starts[i], *self._walk[2:])
+        return next(_walk_v2(*walk, 1, _UNCAPPED, True, i))
+
+    def __eq__(self, other):
+        if isinstance(other, (RecordList, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"<RecordList of {self._count} records>"
+
+    def __reduce__(self):
+        return (list, (list(self),))
+
+
+_UNCAPPED = 0x7FFFFFFF  # records already checked against the caps
 
 
 # ---------------------------------------------------------------------------

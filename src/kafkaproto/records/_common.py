@@ -12,7 +12,8 @@ import enum
 import struct
 from typing import NamedTuple
 
-from ..errors import CorruptRecordError, EncodeError
+from .._limits import DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
+from ..errors import CorruptRecordError, EncodeError, RecordLimitError
 from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "RecordBatch",
     "TruncatedBatch",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_HEADERS_PER_RECORD",
+    "DEFAULT_MAX_RECORDS_PER_BATCH",
 ]
 
 # -- layout -----------------------------------------------------------------
@@ -317,8 +320,8 @@ RECORD_FIELDS = ("length", "attributes", "timestamp delta", "offset delta", "key
                  "control record", None)
 _INVALID = {4: "key length", 5: "value length", 6: "header count", 7: "header key length", 9: "header value length"}
 #: RF_* in records/_walk.pxi
-RF_VARINT, RF_OUTSIDE, RF_INVALID, RF_UTF8, RF_LEFT_AFTER, RF_AFTER_LAST, RF_CONTROL_KEY, RF_CONTROL_VALUE = \
-    range(1, 9)
+RF_VARINT, RF_OUTSIDE, RF_INVALID, RF_UTF8, RF_LEFT_AFTER, RF_AFTER_LAST, RF_CONTROL_KEY, RF_CONTROL_VALUE, \
+    RF_LIMIT = range(1, 10)
 RW_CONTROL = 10
 
 
@@ -331,6 +334,8 @@ def record_failure(code, field, at, x, y, path, base, batch_at):
     """
     if code == RF_AFTER_LAST:
         return record_error(None, None, f"{x} bytes after the last of {y} records", at, base, batch_at)
+    if code == RF_LIMIT:
+        return header_limit_error(path[0], x, y, at, base, batch_at)
     if field == RW_CONTROL:
         what = "control record key of {x} bytes (need 4)" if code == RF_CONTROL_KEY else \
             "transaction marker value of {x} bytes (need 6)"
@@ -392,6 +397,29 @@ def legacy_failure(code, field, at, x, y, index, batch_at):
     if index is None:
         return batch_error(detail, at, "message")
     return record_error(index, name, detail, at, None, batch_at)
+
+
+# -- caps on what a batch expands to (issue 17) ---------------------------------
+
+
+def batch_limit_error(count, cap, at, what="record batch"):
+    """A batch declaring (v2, ``at``: its record count field) or holding (legacy:
+    ``count`` None, ``at``: the wrapper) more records than ``max_records_per_batch``."""
+    detail = (f"record count {count} above max_records_per_batch={cap}" if count is not None
+              else f"more than {cap} inner messages: above max_records_per_batch={cap}")
+    return RecordLimitError(detail, what, at, limit="max_records_per_batch", value=cap,
+                            count=cap + 1 if count is None else count)
+
+
+def header_limit_error(index, count, cap, pos, base, batch_at):
+    """Record ``index`` declaring more headers than ``max_headers_per_record`` (where as in record_error)."""
+    detail = f"header count {count} above max_headers_per_record={cap}"
+    path = [f"records[{index}]", "header count"]
+    if base is None:
+        detail += f" (byte {pos} of the decompressed records)"
+        pos, base = batch_at, 0
+    return RecordLimitError(detail, "records", base + pos, path, limit="max_headers_per_record", value=cap,
+                            count=count)
 
 
 def batch_error(detail, at, what="record batch"):

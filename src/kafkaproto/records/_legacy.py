@@ -17,6 +17,7 @@ import struct
 import time
 import zlib
 
+from .._limits import DEFAULT_MAX_RECORDS_PER_BATCH
 from ..errors import EncodeError
 from . import _compression
 from ._common import (
@@ -27,6 +28,7 @@ from ._common import (
     LOG_OVERHEAD,
     RecordBatch,
     batch_error,
+    batch_limit_error,
     crc_error,
     record_error,
     unpack_record,
@@ -86,8 +88,10 @@ def _message(buf, pos, end, base, batch_at, index, check_crc, copy):
     return offset, size, crc, magic, attrs, ts, fields[0], fields[1]
 
 
-def decode_legacy(mv, pos, size, magic, check_crc, limit, copy, record_cls):
-    """One top-level legacy message → a RecordBatch (the blob offset is ``pos``)."""
+def decode_legacy(mv, pos, size, magic, check_crc, limit, copy, record_cls, max_records=DEFAULT_MAX_RECORDS_PER_BATCH):
+    """One top-level legacy message → a RecordBatch (the blob offset is ``pos``); a
+    compressed one holding more than ``max_records`` inner messages raises
+    RecordLimitError before any record is built."""
     offset, size, crc, magic, attrs, ts, key, value = _message(mv, pos, len(mv), 0, pos, None, check_crc, copy)
     codec = attrs & ATTR_CODEC
     ts_type = -1 if magic == 0 else (1 if attrs & ATTR_TIMESTAMP_TYPE else 0)
@@ -106,6 +110,8 @@ def decode_legacy(mv, pos, size, magic, check_crc, limit, copy, record_cls):
     parsed = []
     while p < n:
         i = len(parsed)
+        if i >= max_records:
+            raise batch_limit_error(None, max_records, pos, "message")
         if n - p < LOG_OVERHEAD:
             raise record_error(i, "size", f"inner message cut short: {n - p} bytes", p, None, pos)
         isize = _head.unpack_from(inner, p)[1]

@@ -24,6 +24,7 @@ cdef enum:
     RF_AFTER_LAST = 6       # {x} bytes after the last of {y} records
     RF_CONTROL_KEY = 7      # control record key of {x} bytes (need 4)
     RF_CONTROL_VALUE = 8    # transaction marker value of {x} bytes (need 6)
+    RF_LIMIT = 9            # header count {x} above max_headers_per_record={y}
     RF_MEMORY = 10          # = F_MEMORY
     RF_PYTHON = 11          # = F_PYTHON
 
@@ -95,7 +96,7 @@ cdef inline int _hdr_fail(Cur* c, int32_t i, int32_t j, int code, int field, Py_
     return cur_step(c, P_INDEX, i, NULL)
 
 
-cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s) noexcept nogil:
+cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t max_headers) noexcept nogil:
     cdef RecView r
     cdef const uint8_t* b = c.b
     cdef Py_ssize_t pos = c.pos, at, rend
@@ -149,6 +150,9 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s) noexcept 
         return _rec_fail(c, i, RF_VARINT, RW_HEADER_COUNT, at, st, 0)
     if r.header_count < 0 or r.header_count > rend - pos:
         return _rec_fail(c, i, RF_INVALID, RW_HEADER_COUNT, at, r.header_count, rend - pos)
+    if r.header_count > max_headers:
+        # before the sink builds any: 2 bytes a header would be ~33 M in 64 MiB
+        return _rec_fail(c, i, RF_LIMIT, RW_HEADER_COUNT, at, r.header_count, max_headers)
     for j in range(r.header_count):
         at = pos
         st = _rv32(b, &pos, rend, &hk)
@@ -186,11 +190,11 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s) noexcept 
     return rs_record(c, s, &r)
 
 
-cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s) noexcept nogil:
+cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max_headers) noexcept nogil:
     """Every record of a batch (the cursor spans exactly its records)."""
     cdef int32_t i
     for i in range(count):
-        if _walk_record(c, i, control, s):
+        if _walk_record(c, i, control, s, max_headers):
             return -1
     if c.pos != c.end:
         return _rfail(c, RF_AFTER_LAST, RW_NONE, c.pos, c.end - c.pos, count)
@@ -268,9 +272,10 @@ cdef int _batch_at(const uint8_t* b, Py_ssize_t pos, Py_ssize_t n, BatchView* v)
     return BATCH_WHOLE
 
 
-cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit):
+cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, int32_t max_records):
     """The records region of a whole v2 batch → (None, start, end) when stored as is,
-    or (decompressed bytes, 0, their length); after the CRC, codec and count checks."""
+    or (decompressed bytes, 0, their length); after the CRC, codec and count checks
+    (the count against ``max_records`` before anything is decompressed)."""
     cdef Py_ssize_t pos = v.at
     cdef uint32_t computed
     cdef int codec = v.attrs & 0x07
@@ -282,6 +287,8 @@ cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit):
         raise _batch_error(f"unknown compression codec {codec}", pos + 21)
     if v.count < 0:
         raise _batch_error(f"invalid record count {v.count}", pos + 57)
+    if v.count > max_records:
+        raise _batch_limit_error(v.count, max_records, pos + 57)
     if codec == 0:
         data, start, end = None, pos + 61, v.end
     else:
@@ -394,9 +401,10 @@ cdef object _legacy_error(Cur* c, object index, Py_ssize_t batch_at):
 
 
 cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                      LSink s, LMsg* w) except -1:
+                      LSink s, LMsg* w, int32_t max_records) except -1:
     """The top-level legacy message of ``v`` (whole) into the sink: its one record,
-    or its inner messages' (``w``: the wrapper, read here)."""
+    or its inner messages' (``w``: the wrapper, read here; more than ``max_records``
+    of them raise before the sink gets any)."""
     cdef Cur c
     cdef LMsg m
     cdef Py_ssize_t q, vat
@@ -430,6 +438,8 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
         q = 0
         i = 0
         while q < c.end:
+            if i >= max_records:
+                raise _batch_limit_error(None, max_records, v.at, "message")
             if c.end - q < 12:
                 cur_fail(&c, LF_CUT, LW_SIZE, q, c.end - q, 0)
                 raise _legacy_error(&c, i, v.at)
