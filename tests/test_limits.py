@@ -31,7 +31,7 @@ from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import CLASSES, get
 from kafkaproto.messages._runtime import build_plan
 from support.fuzz_targets import IMPLS
-from support.records_util import fix_crc, many_headers, many_records
+from support.records_util import fix_crc, many_headers, many_records, raw_v2_batch
 
 #: bytes of Python objects a decoder may allocate per input byte.  The worst
 #: case measured is ~55 (StreamsGroupHeartbeatRequest v0 CopartitionGroup: 4
@@ -418,6 +418,24 @@ def test_a_batch_at_the_headers_cap_passes_and_none_lifts_it():
         [b] = impl.records.decode_record_batches(bomb, True, records.DEFAULT_MAX_DECOMPRESSED_SIZE, True, None, None,
                                                  None)
         assert len(b.records) == SPREAD_RECORDS and len(b.records[-1].headers) == SPREAD_HEADERS
+
+
+def test_a_run_of_2_byte_headers_is_checked_as_one_header_at_a_time():
+    # the twin checks a run of empty-key, null- or empty-value headers in one
+    # match: a bad header after the run, and headers of other shapes between
+    # runs, are read and named as the compiled walker reads and names them
+    head = b"\x00\x00\x00\x01\x01"  # attributes, deltas, null key and value
+    cut = head + b"\x0a" + b"\x00\x01\x00\x00\x00\x01" + b"\x28abc"  # 5 headers: 3 of 2 bytes, then a key of 20
+    mixed = head + b"\x0a" + b"\x00\x01\x00\x00\x02a\x01\x00\x02v\x00\x01"
+    for codec in ("none", "zstd"):
+        bad = raw_v2_batch(bytes([len(cut) * 2]) + cut, 1, codec)
+        good = raw_v2_batch(bytes([len(mixed) * 2]) + mixed, 1, codec)
+        for impl in IMPLS:
+            with pytest.raises(CorruptRecordError, match=r"\.records\[0\]\.headers\[3\]\.key length at byte \d+: "
+                                                         "header key length 20 invalid with 3 bytes left"):
+                iterate(impl, bad)
+            [b] = impl.records.decode_record_batches(good)
+            assert b.records[0].headers == [("", None), ("", b""), ("a", None), ("", b"v"), ("", None)], impl.name
 
 
 def _peak_rss(fn):
