@@ -31,7 +31,7 @@ from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import CLASSES, get
 from kafkaproto.messages._runtime import build_plan
 from support.fuzz_targets import IMPLS
-from support.records_util import fix_crc, many_headers, many_records
+from support.records_util import fix_crc, many_headers, many_records, raw_v2_batch
 
 #: bytes of Python objects a decoder may allocate per input byte.  The worst
 #: case measured is ~55 (StreamsGroupHeartbeatRequest v0 CopartitionGroup: 4
@@ -349,6 +349,95 @@ def test_a_headers_bomb_is_refused_before_a_header_is_built(codec):
             iterate(impl, many_headers(51, codec), max_headers_per_record=50)
 
 
+#: 3,000 records of 10,000 empty headers: each record within max_headers_per_record,
+#: 60 MB of decompressed records within the 64 MiB cap, 30 M headers in all
+SPREAD_RECORDS, SPREAD_HEADERS = 3_000, 10_000
+#: one such record: 3 bytes of length, 5 of fields, 3 of header count, 20,000 of headers
+SPREAD_RECORD_SIZE = 20_011
+#: what the batch cap refuses it with, in every decoder and both implementations
+SPREAD_ERROR = (".records[100].header count at byte 0: 1010000 headers in records 0-100 above "
+                "max_headers_per_batch=1000000 (byte 2001108 of the decompressed records)")
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_headers_spread_over_a_batch_are_capped_before_they_are_built(codec):
+    bomb = many_headers(SPREAD_HEADERS, codec, SPREAD_RECORDS)
+    assert len(bomb) < 4_000_000
+    for impl in IMPLS:
+        result, peak, seconds = measure(lambda: iterate(impl, bomb))
+        exc = result[1]
+        assert result[0] == "err" and isinstance(exc, RecordLimitError), (impl.name, codec, result)
+        # records 0-99 hold exactly the default 1,000,000: record 100 would pass it
+        assert (exc.limit, exc.value, exc.count) == ("max_headers_per_batch", 1_000_000, 1_010_000)
+        assert exc.path == ["records[100]", "header count"] and exc.offset == 0
+        assert str(exc) == SPREAD_ERROR, (impl.name, codec)
+        # the decompressed records, not one of the 30 M headers (~2.3 GB as tuples)
+        assert peak < SPREAD_RECORD_SIZE * SPREAD_RECORDS + 2 * len(bomb) + SLACK, (impl.name, codec, peak)
+        assert seconds < 15
+    good = records.encode([(b"k", b"v", [("h", b"1")], 0)], codec=codec)
+    table = arrow.records([bomb, good])
+    assert table.column("row").to_pylist() == [0, 1]
+    assert table.column("error").to_pylist() == [SPREAD_ERROR, None]
+    assert table.column("headers").to_pylist() == [None, [{"key": "h", "value": b"1"}]]
+    arr = pa.array([bomb, good], pa.large_binary())
+    for impl in IMPLS:
+        status, _, errors, _ = impl.arrow_records.arrow_records(arr, 1, True, records.DEFAULT_MAX_DECOMPRESSED_SIZE,
+                                                                [True] * 7)
+        assert list(status) == [1, 0] and errors == {0: SPREAD_ERROR}, (impl.name, codec)
+        if impl.name == "compiled":
+            # the decompressed records and the 1,000,000 headers under the cap
+            # (~25 MB of columns, malloc'd: tracemalloc does not see them), not 30 M
+            _, rss = _peak_rss(lambda: impl.arrow_records.arrow_records(
+                arr, 1, True, records.DEFAULT_MAX_DECOMPRESSED_SIZE, [True] * 7))
+            assert rss < 128 << 20, (codec, rss)
+
+
+def test_a_batch_at_the_headers_cap_passes_and_none_lifts_it():
+    for codec in ("none", "zstd"):
+        at_cap = many_headers(50, codec, 4)  # 200 headers
+        for impl in IMPLS:
+            assert iterate(impl, at_cap, max_headers_per_batch=200) == (4, 200), (impl.name, codec)
+            assert iterate(impl, at_cap, max_headers_per_batch=None) == (4, 200)
+            with pytest.raises(RecordLimitError, match=r"\.records\[3\]\.header count at byte \d+: 200 headers in "
+                                                       r"records 0-3 above max_headers_per_batch=199") as e:
+                iterate(impl, at_cap, max_headers_per_batch=199)
+            assert (e.value.limit, e.value.value, e.value.count) == ("max_headers_per_batch", 199, 200)
+            # 0: records without headers only
+            assert iterate(impl, many_headers(0, codec, 3), max_headers_per_batch=0) == (3, 0)
+            with pytest.raises(RecordLimitError, match=r"records\[0\].*1 headers in records 0-0 above "
+                                                       "max_headers_per_batch=0"):
+                iterate(impl, many_headers(1, codec, 3), max_headers_per_batch=0)
+    # the default: 100 records of 10,000 headers are exactly 1,000,000
+    for impl in IMPLS:
+        assert iterate(impl, many_headers(SPREAD_HEADERS, "zstd", 100)) == (100, 1_000_000), impl.name
+    # no cap: the 30 M headers of the 3,000 x 10,000 batch are walked (and none built)
+    bomb = many_headers(SPREAD_HEADERS, "zstd", SPREAD_RECORDS)
+    for impl in IMPLS:
+        if impl.name != "compiled":
+            continue  # (30 M headers walked in Python take a minute)
+        [b] = impl.records.decode_record_batches(bomb, True, records.DEFAULT_MAX_DECOMPRESSED_SIZE, True, None, None,
+                                                 None)
+        assert len(b.records) == SPREAD_RECORDS and len(b.records[-1].headers) == SPREAD_HEADERS
+
+
+def test_a_run_of_2_byte_headers_is_checked_as_one_header_at_a_time():
+    # the twin checks a run of empty-key, null- or empty-value headers in one
+    # match: a bad header after the run, and headers of other shapes between
+    # runs, are read and named as the compiled walker reads and names them
+    head = b"\x00\x00\x00\x01\x01"  # attributes, deltas, null key and value
+    cut = head + b"\x0a" + b"\x00\x01\x00\x00\x00\x01" + b"\x28abc"  # 5 headers: 3 of 2 bytes, then a key of 20
+    mixed = head + b"\x0a" + b"\x00\x01\x00\x00\x02a\x01\x00\x02v\x00\x01"
+    for codec in ("none", "zstd"):
+        bad = raw_v2_batch(bytes([len(cut) * 2]) + cut, 1, codec)
+        good = raw_v2_batch(bytes([len(mixed) * 2]) + mixed, 1, codec)
+        for impl in IMPLS:
+            with pytest.raises(CorruptRecordError, match=r"\.records\[0\]\.headers\[3\]\.key length at byte \d+: "
+                                                         "header key length 20 invalid with 3 bytes left"):
+                iterate(impl, bad)
+            [b] = impl.records.decode_record_batches(good)
+            assert b.records[0].headers == [("", None), ("", b""), ("a", None), ("", b"v"), ("", None)], impl.name
+
+
 def _peak_rss(fn):
     """(fn's result, how far the process's resident set rose above where it was) on Linux."""
     def status(field):
@@ -402,6 +491,13 @@ def test_the_caps_are_keywords_of_every_record_decoder():
     assert len(consume(blob, isolation_level=0, max_records_per_batch=5, max_headers_per_record=2)) == 5
     with pytest.raises(RecordLimitError, match="record count 5 above max_records_per_batch=4"):
         consume(blob, isolation_level=0, max_records_per_batch=4)
+    # 5 records of 2 headers: 10 in the batch
+    assert len(consume(blob, isolation_level=0, max_headers_per_batch=10)) == 5
+    with pytest.raises(RecordLimitError, match=r"\.records\[4\]\.header count at byte 0: 10 headers in records 0-4 "
+                                               "above max_headers_per_batch=9") as e:
+        consume(blob, isolation_level=0, max_headers_per_batch=9)
+    assert arrow.records([blob], max_headers_per_batch=9).column("error").to_pylist() == [str(e.value)]
+    assert arrow.records([blob], max_headers_per_batch=None).num_rows == 5
     with pytest.raises(RecordLimitError, match=r"\.records\[0\]\.header count at byte 0: header count 2 above"):
         list(records.decode(blob, max_headers_per_record=1))
     t = arrow.records([blob], max_headers_per_record=1)
@@ -427,6 +523,13 @@ def test_the_caps_are_keywords_of_every_record_decoder():
                                                  False, bad)
     with pytest.raises(ValueError, match="max_headers_per_record"):
         records.decode(blob, max_headers_per_record=-1)
+    for bad, exc in ((-1, ValueError), (1.5, TypeError), (True, TypeError)):
+        for impl in IMPLS:
+            with pytest.raises(exc, match="max_headers_per_batch"):
+                impl.records.decode_record_batches(blob, True, 1 << 26, True, 5, 2, bad)
+            with pytest.raises(exc, match="max_headers_per_batch"):
+                impl.arrow_records.arrow_records(pa.array([blob], pa.large_binary()), 1, True, 1 << 26, [True] * 7,
+                                                 False, 5, 2, bad)
 
 
 def test_records_stay_lazy_and_a_sequence_in_both_implementations():

@@ -383,9 +383,10 @@ def check_records(data: bytes) -> None:
             _round_trip_batch(b, f"{what}, batch at {b.offset}")
 
 
-#: (max_records_per_batch, max_headers_per_record) the packed-records target picks from
-RECORD_CAPS = ((records.DEFAULT_MAX_RECORDS_PER_BATCH, records.DEFAULT_MAX_HEADERS_PER_RECORD), (4, 2), (1, 0),
-               (None, None))
+#: (max_records_per_batch, max_headers_per_record, max_headers_per_batch) the
+#: packed-records target picks from (4, 2, 3: the batch cap below records x headers)
+RECORD_CAPS = ((records.DEFAULT_MAX_RECORDS_PER_BATCH, records.DEFAULT_MAX_HEADERS_PER_RECORD,
+                records.DEFAULT_MAX_HEADERS_PER_BATCH), (4, 2, 3), (1, 0, 0), (None, None, None))
 
 
 def packed_batch(data: bytes) -> tuple[bytes, dict]:
@@ -401,8 +402,9 @@ def packed_batch(data: bytes) -> tuple[bytes, dict]:
 
     sel, count, body = data[0], int.from_bytes(data[1:3], "big"), data[3:]
     codec = (sel & 7) % 5
-    max_records, max_headers = RECORD_CAPS[(sel >> 4) & 3]
-    caps = {"max_records_per_batch": max_records, "max_headers_per_record": max_headers}
+    max_records, max_headers, max_batch_headers = RECORD_CAPS[(sel >> 4) & 3]
+    caps = {"max_records_per_batch": max_records, "max_headers_per_record": max_headers,
+            "max_headers_per_batch": max_batch_headers}
     if sel & 8:
         codec = codec % 3 + 1
         value = bytes(_compression.compress(codec, body, 1, None))

@@ -106,8 +106,9 @@ def many_records(n: int, codec: str) -> bytes:
     return raw_v2_batch(EMPTY_RECORD * n, n, codec)
 
 
-def many_headers(n: int, codec: str) -> bytes:
-    """A batch of one record carrying ``n`` empty headers (key "", null value: 2 bytes each)."""
+def many_headers(n: int, codec: str, records: int = 1) -> bytes:
+    """A batch of ``records`` records each carrying ``n`` empty headers (key "",
+    null value: 2 bytes each)."""
     def varint(v):
         u = (v << 1) ^ (v >> 63)
         out = bytearray()
@@ -118,4 +119,4 @@ def many_headers(n: int, codec: str) -> bytes:
         return bytes(out)
 
     fields = b"\x00\x00\x00\x01\x01" + varint(n) + b"\x00\x01" * n
-    return raw_v2_batch(varint(len(fields)) + fields, 1, codec)
+    return raw_v2_batch((varint(len(fields)) + fields) * records, records, codec)

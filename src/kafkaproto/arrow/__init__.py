@@ -40,6 +40,7 @@ from .._impl import engine as _engine
 from .._impl import load
 from .._limits import (
     DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_HEADERS_PER_BATCH,
     DEFAULT_MAX_HEADERS_PER_RECORD,
     DEFAULT_MAX_RECORDS_PER_BATCH,
     record_caps,
@@ -534,10 +535,11 @@ BATCHES_SCHEMA = pa.schema([
 
 
 def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, batches=False,
-                   max_records=DEFAULT_MAX_RECORDS_PER_BATCH, max_headers=DEFAULT_MAX_HEADERS_PER_RECORD):
+                   max_records=DEFAULT_MAX_RECORDS_PER_BATCH, max_headers=DEFAULT_MAX_HEADERS_PER_RECORD,
+                   max_batch_headers=DEFAULT_MAX_HEADERS_PER_BATCH):
     want = [name in names or name == "row" for name in _RECORD_COLUMNS]
     status, tree, errors, walked = lib.arrow_records(arr, kind, check_crc, limit, want, batches, max_records,
-                                                     max_headers)
+                                                     max_headers, max_batch_headers)
     filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
     cols = {}
     for name, node in zip(filled, tree[4]):
@@ -580,7 +582,8 @@ def _records_schema(names: frozenset) -> pa.Schema:
 def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool = True,
             max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, batches: bool = False,
             max_records_per_batch: int | None = DEFAULT_MAX_RECORDS_PER_BATCH,
-            max_headers_per_record: int | None = DEFAULT_MAX_HEADERS_PER_RECORD):
+            max_headers_per_record: int | None = DEFAULT_MAX_HEADERS_PER_RECORD,
+            max_headers_per_batch: int | None = DEFAULT_MAX_HEADERS_PER_BATCH):
     """Records blobs (one per row: a Produce/Fetch ``records`` field, a log
     segment...) → a table with one row per record, columns of :data:`RECORDS_SCHEMA`.
 
@@ -601,12 +604,14 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     ``batches=True`` returns ``(records table, batches table)``: the second
     (:data:`BATCHES_SCHEMA`) says what the records came in, from the same walk.
 
-    ``max_decompressed_size``, ``max_records_per_batch`` and
-    ``max_headers_per_record`` cap what one batch may expand to, as in
-    :func:`kafkaproto.records.decode`: a blob with a batch beyond one is an
-    error row (checked before its rows are reserved).
+    ``max_decompressed_size``, ``max_records_per_batch``,
+    ``max_headers_per_record`` and ``max_headers_per_batch`` cap what one
+    batch may expand to, as in :func:`kafkaproto.records.decode`: a blob with
+    a batch beyond one is an error row (the records cap is checked before its
+    rows are reserved, the header caps before a record's headers are added).
     """
-    max_records, max_headers = record_caps(max_records_per_batch, max_headers_per_record)
+    max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
+                                                              max_headers_per_batch)
     names = set(RECORDS_SCHEMA.names) if columns is None else set(columns) | {"row", "error"}
     unknown = names - set(RECORDS_SCHEMA.names)
     if unknown:
@@ -619,7 +624,7 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     for arr, kind in chunks:
         t = _records_table(_RECORDS, arr, kind, None if topic is None else topic[start:start + len(arr)],
                            None if partition is None else partition[start:start + len(arr)], names, check_crc,
-                           max_decompressed_size, batches, max_records, max_headers)
+                           max_decompressed_size, batches, max_records, max_headers, max_batch_headers)
         if batches:
             t, w = t
             if start:

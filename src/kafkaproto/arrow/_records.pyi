@@ -20,6 +20,7 @@ def arrow_records(
     batches: bool = False,
     max_records_per_batch: int | None = 1000000,
     max_headers_per_record: int | None = 10000,
+    max_headers_per_batch: int | None = 1000000,
 ) -> tuple[npt.NDArray[np.uint8], _Column, _Errors, dict[str, np.ndarray] | None]:
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
@@ -27,6 +28,6 @@ def arrow_records(
     row) telling which columns to fill; the tree's children are those columns.
     ``batches``: also return the batches walked, as columns (row, position,
     magic, codec, bytes, records, truncated), else None.  A batch past
-    ``max_records_per_batch`` or a record past ``max_headers_per_record`` is its
-    blob's error.
+    ``max_records_per_batch`` or ``max_headers_per_batch``, or a record past
+    ``max_headers_per_record``, is its blob's error.
     """

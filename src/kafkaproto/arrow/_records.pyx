@@ -34,6 +34,7 @@ from crc32c import crc32c as _crc32c
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.records import _compression
 from kafkaproto._limits import (
+    DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
     DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
     record_caps as _record_caps,
@@ -356,7 +357,8 @@ cdef class _BatchRows:
 
 
 cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit, RecCols* rc,
-               LSink ls, _BatchRows out, int32_t max_records, int32_t max_headers) except -1:
+               LSink ls, _BatchRows out, int32_t max_records, int32_t max_headers,
+               int64_t max_batch_headers) except -1:
     """Every batch of one blob into the columns; raises the blob's error."""
     cdef BatchView v
     cdef Py_ssize_t pos = 0, start, end
@@ -406,7 +408,7 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
                 if _reserve_rows(rc, v.count, end - start):
                     st = -2
                 else:
-                    st = _walk_records(&c, v.count, rc.control, rc, max_headers)
+                    st = _walk_records(&c, v.count, rc.control, rc, max_headers, max_batch_headers)
                     if st == 0 and _flush(rc):
                         st = -2
         finally:
@@ -437,7 +439,8 @@ cdef int _error_row(RecCols* rc, int64_t row) except -1:
 
 
 def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False,
-                  max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS):
+                  max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
+                  max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS):
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
@@ -448,8 +451,9 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     order; with ``batches``, a dict of arrays with one entry per batch the
     walk went through (row, position, magic, codec, bytes, records it gave,
     truncated: the partial batch at a blob's end), else None.  A batch past
-    ``max_records_per_batch`` or a record past ``max_headers_per_record`` is
-    its blob's error (RecordLimitError's text), found before the rows are reserved.
+    ``max_records_per_batch`` or ``max_headers_per_batch``, or a record past
+    ``max_headers_per_record``, is its blob's error (RecordLimitError's text);
+    the header caps are checked before a record's headers go into the columns.
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n, i, blen
@@ -462,7 +466,9 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     cdef _BatchRows out = _BatchRows() if batches else None
     cdef Py_ssize_t first
     cdef int32_t max_records, max_headers
-    max_records, max_headers = _record_caps(max_records_per_batch, max_headers_per_record)
+    cdef int64_t max_batch_headers
+    max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
+                                                               max_headers_per_batch)
     wanted = [bool(w) for w in want]
     rc.stage = <Stage*>malloc(sizeof(Stage))
     if rc.stage == NULL:
@@ -507,7 +513,8 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
                 errors[i] = "null records blob"
             else:
                 try:
-                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out, max_records, max_headers)
+                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out, max_records, max_headers,
+                          max_batch_headers)
                 except KafkaProtocolError as exc:
                     errors[i] = str(exc)
             if i in errors:

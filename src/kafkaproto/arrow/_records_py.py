@@ -7,7 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _kinds as K
-from .._limits import DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH, record_caps
+from .._limits import (
+    DEFAULT_MAX_HEADERS_PER_BATCH,
+    DEFAULT_MAX_HEADERS_PER_RECORD,
+    DEFAULT_MAX_RECORDS_PER_BATCH,
+    record_caps,
+)
 from ..errors import KafkaProtocolError
 from ._columns_py import Col, rows
 
@@ -74,10 +79,12 @@ def _truncate(col, n):
 
 def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=False,
                   max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
-                  max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD):
+                  max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
+                  max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH):
     from ..records import decode
 
-    max_records, max_headers = record_caps(max_records_per_batch, max_headers_per_record)
+    max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
+                                                              max_headers_per_batch)
     cols = _records_cols(want)
     present = [c for c in cols if c is not None]
     root = Col("struct", kids=present)
@@ -95,7 +102,8 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
             # blob that fails is cut back out
             try:
                 for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size,
-                                max_records_per_batch=max_records, max_headers_per_record=max_headers):
+                                max_records_per_batch=max_records, max_headers_per_record=max_headers,
+                                max_headers_per_batch=max_batch_headers):
                     if b.truncated:
                         walked.append((i, b.offset, -1, -1, b.available, 0, True))
                         continue

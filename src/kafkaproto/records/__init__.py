@@ -24,7 +24,8 @@ copy, which is why copying is the default.
 A batch's records are checked when it is decoded and built as they are read
 (both implementations), so a loop that drops each record holds one at a
 time.  What a batch may expand to is capped: ``max_decompressed_size`` bytes,
-``max_records_per_batch`` records and ``max_headers_per_record`` headers
+``max_records_per_batch`` records, ``max_headers_per_record`` headers a
+record and ``max_headers_per_batch`` headers in all
 (:class:`~kafkaproto.errors.RecordLimitError` beyond).
 
 The compiled implementation (``kafkaproto.records._batches``) is used when it
@@ -37,7 +38,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .._impl import COMPILED, load
-from .._limits import DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
+from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
 from ._common import (
     Codec,
     ControlRecord,
@@ -65,6 +66,7 @@ __all__ = [
     "ControlRecord",
     "ControlType",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_HEADERS_PER_BATCH",
     "DEFAULT_MAX_HEADERS_PER_RECORD",
     "DEFAULT_MAX_RECORDS_PER_BATCH",
     "Record",
@@ -81,7 +83,8 @@ __all__ = [
 
 def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True,
            max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
-           max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD) -> Iterator[RecordBatch | TruncatedBatch]:
+           max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
+           max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob (any bytes-like object).
 
     Args:
@@ -94,14 +97,17 @@ def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESS
             before it is decompressed), or a compressed legacy message holding
             more inner messages, raises :class:`~kafkaproto.errors.RecordLimitError`.
         max_headers_per_record: a record declaring more headers raises
-            RecordLimitError before any of them is built.  ``None`` lifts a cap.
+            RecordLimitError before any of them is built.
+        max_headers_per_batch: a record bringing the headers of its batch's
+            records (a running total) above it raises RecordLimitError before
+            any of its headers is built.  ``None`` lifts a cap.
 
     Yields:
         RecordBatch for each batch (each legacy top-level message is one),
         then a TruncatedBatch if the blob ends inside one.
     """
     return _impl.decode_record_batches(blob, check_crc, max_decompressed_size, copy, max_records_per_batch,
-                                       max_headers_per_record)
+                                       max_headers_per_record, max_headers_per_batch)
 
 
 def encode(records, *, magic=2, codec="none", base_offset=None, partition_leader_epoch=-1, producer_id=-1,

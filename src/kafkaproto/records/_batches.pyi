@@ -23,6 +23,7 @@ def decode_record_batches(
     copy: bool = True,
     max_records_per_batch: int | None = 1000000,
     max_headers_per_record: int | None = 10000,
+    max_headers_per_batch: int | None = 1000000,
 ) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob; a partial batch at the end is a TruncatedBatch."""
 

@@ -53,6 +53,7 @@ from kafkaproto.records._common import (
 )
 from kafkaproto.records._legacy import encode_legacy as _encode_legacy
 from kafkaproto._limits import (
+    DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
     DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
     record_caps as _record_caps,
@@ -414,8 +415,10 @@ cdef class RecordList:
         cdef Cur c
         cur_init(&c, self.b, ppos[0], self.end)
         cdef object control = None if self.controls is None else self.controls[i]
+        cdef int64_t seen = 0
         s.control = <PyObject*>control
-        if _walk_record(&c, i, False, s, 0x7FFFFFFF):  # (checked against the cap when the batch was read)
+        # (checked against the caps when the batch was read)
+        if _walk_record(&c, i, False, s, 0x7FFFFFFF, &seen, 0x7FFFFFFFFFFFFFFF):
             kp_rsink_clear(s)
             if c.fail == F_PYTHON:
                 _reraise()
@@ -507,7 +510,7 @@ cdef class _RecordIter:
 # batches
 
 cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, object limit, bint copy,
-                       int32_t max_records, int32_t max_headers):
+                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers):
     cdef RecordList rl = RecordList.__new__(RecordList)
     region, start, end = _v2_records(v, mv, check_crc, limit, max_records)
     # the records hold on to the buffer they live in: the blob, or the decompressed records
@@ -532,7 +535,7 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
         s.batch_at = v.at  # (the walker checked what control_record checks: it cannot fail here)
     cur_init(&c, rl.b, rl.start, rl.end)
     c.path = steps
-    if _walk_records(&c, v.count, control, &s, max_headers):
+    if _walk_records(&c, v.count, control, &s, max_headers, max_batch_headers):
         kp_rsink_clear(&s)
         if c.fail == F_PYTHON:
             _reraise()
@@ -561,6 +564,7 @@ cdef class _Batches:
     cdef object limit
     cdef int32_t max_records
     cdef int32_t max_headers
+    cdef int64_t max_batch_headers
 
     def __dealloc__(self):
         if self.has_view:
@@ -584,7 +588,7 @@ cdef class _Batches:
             return _TruncatedBatch(v.at, v.available, <int64_t>v.size + 12, v.base_offset)
         if v.magic == 2:
             batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy, self.max_records,
-                               self.max_headers)
+                               self.max_headers, self.max_batch_headers)
         else:
             batch = _decode_legacy(self.mv, <const uint8_t*>self.view.buf, self.view.len, &v, self.check_crc,
                                    self.limit, self.copy, self.max_records)
@@ -594,21 +598,24 @@ cdef class _Batches:
 
 
 def decode_record_batches(blob, check_crc=True, max_decompressed_size=_DEFAULT_MAX_DECOMPRESSED, copy=True,
-                          max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS):
+                          max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
+                          max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
     subclass with its byte offset; a batch past ``max_records_per_batch`` or
-    a record past ``max_headers_per_record`` raises RecordLimitError.
-    ``copy=False`` makes keys and values memoryviews over the blob
-    (uncompressed) or over the decompressed buffer.
+    ``max_headers_per_batch``, or a record past ``max_headers_per_record``,
+    raises RecordLimitError.  ``copy=False`` makes keys and values memoryviews
+    over the blob (uncompressed) or over the decompressed buffer.
     """
-    max_records, max_headers = _record_caps(max_records_per_batch, max_headers_per_record)
+    max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
+                                                               max_headers_per_batch)
     cdef _Batches it = _Batches.__new__(_Batches)
     it.max_records = max_records
     it.max_headers = max_headers
+    it.max_batch_headers = max_batch_headers
     if copy and type(blob) is not bytes:
         # Records are built when read: snapshot a buffer the caller may reuse.
         blob = bytes(blob)

@@ -7,6 +7,7 @@ checked when the batch is decoded and built one at a time as they are read.
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 from operator import index as _index
@@ -24,6 +25,7 @@ from ._common import (
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    DEFAULT_MAX_HEADERS_PER_BATCH,
     DEFAULT_MAX_HEADERS_PER_RECORD,
     DEFAULT_MAX_RECORDS_PER_BATCH,
     INT64_MAX,
@@ -66,28 +68,29 @@ _crc_at = struct.Struct(">I")
 
 def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True,
                           max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
-                          max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD):
+                          max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
+                          max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
     subclass with its byte offset; a batch past ``max_records_per_batch`` or
-    a record past ``max_headers_per_record`` raises RecordLimitError.
-    ``copy=False`` makes keys and values memoryviews over the blob
-    (uncompressed) or over the decompressed buffer.
+    ``max_headers_per_batch``, or a record past ``max_headers_per_record``,
+    raises RecordLimitError.  ``copy=False`` makes keys and values memoryviews
+    over the blob (uncompressed) or over the decompressed buffer.
     """
-    max_records, max_headers = record_caps(max_records_per_batch, max_headers_per_record)
+    caps = record_caps(max_records_per_batch, max_headers_per_record, max_headers_per_batch)
     if copy and type(blob) is not bytes:
         # Batches are read as the caller iterates: snapshot a buffer it may reuse.
         blob = bytes(blob)
     mv = memoryview(blob)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
-    return _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers)
+    return _batches(mv, check_crc, max_decompressed_size, copy, *caps)
 
 
-def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers):
+def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers, max_batch_headers):
     n = len(mv)
     pos = 0
     while pos < n:
@@ -104,7 +107,8 @@ def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_header
             return
         magic = mv[pos + MAGIC_AT]
         if magic == 2:
-            yield _decode_v2(mv, pos, size, check_crc, max_decompressed_size, copy, max_records, max_headers)
+            yield _decode_v2(mv, pos, size, check_crc, max_decompressed_size, copy, max_records, max_headers,
+                             max_batch_headers)
         elif magic < 2:
             yield decode_legacy(mv, pos, size, magic, check_crc, max_decompressed_size, copy, Record, max_records)
         else:
@@ -112,7 +116,7 @@ def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_header
         pos += size + LOG_OVERHEAD
 
 
-def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers):
+def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers, max_batch_headers):
     if size < V2_MIN_SIZE:
         raise batch_error(f"size {size} below the v2 minimum of {V2_MIN_SIZE}", pos + 8)
     end = pos + LOG_OVERHEAD + size
@@ -139,18 +143,21 @@ def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers):
         raise batch_error(f"record count {count} larger than the {rend - rpos} bytes of records", pos + 57)
     walk = (buf, rpos, rend, base_offset, base_ts, max_ts, attrs, base, pos, copy)
     # check every record now (building nothing), so that decode() raises every error
-    for _ in _walk_v2(*walk, count, max_headers, False):
+    for _ in _walk_v2(*walk, count, (max_headers, max_batch_headers), False):
         pass
     return RecordBatch(pos, base_offset, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
                        count, RecordList(walk, count))
 
 
-def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at, copy, count, max_headers, build,
+def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at, copy, count, caps, build,
              first=0):
     """The twin's one walker of v2 records (the checks of records/_walk.pxi, in its
-    order): records ``first`` .. ``first + count - 1`` from ``pos``.  Yields each
-    Record (``build``), or None once the record is checked (nothing is built
-    but a control record's marker, to check it)."""
+    order): records ``first`` .. ``first + count - 1`` from ``pos``, under ``caps``
+    (max headers per record, per batch).  Yields each Record (``build``), or
+    None once the record is checked (nothing is built but a control record's
+    marker, to check it)."""
+    max_headers, max_batch_headers = caps
+    batch_headers = 0  # of the records walked so far
     ts_type = 1 if attrs & ATTR_TIMESTAMP_TYPE else 0
     control = attrs & ATTR_CONTROL
     make = build or control
@@ -196,20 +203,59 @@ def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at,
             fail(i, "header count", f"header count {hcount} invalid with {rend - pos} bytes left", at)
         if hcount > max_headers:
             raise header_limit_error(i, hcount, max_headers, at, base, batch_at)
+        if hcount > max_batch_headers - batch_headers:
+            # the per-record cap times the records of a batch is still ~30 M headers
+            raise header_limit_error(i, batch_headers + hcount, max_batch_headers, at, base, batch_at,
+                                     "max_headers_per_batch")
+        batch_headers += hcount
         headers = [] if build else None
-        for j in range(hcount):
+        # A batch may hold up to max_headers_per_batch of them: this loop reads a
+        # one-byte length inline and names a field only when it fails, and the
+        # check walk takes a run of 2-byte headers (empty key, null or empty
+        # value: a headers bomb's shape) in one match.
+        j = 0
+        while j < hcount:
+            if not build:
+                run = _EMPTY_HEADERS.match(buf, pos, min(rend, pos + 2 * (hcount - j)))
+                if run is not None:
+                    j += (run.end() - pos) >> 1
+                    pos = run.end()
+                    if j == hcount:
+                        break
             at = pos
-            hk, pos = varint(i, f"headers[{j}].key length", pos, rend)
+            if pos < rend and buf[pos] < 0x80:
+                hk = buf[pos]
+                hk = (hk >> 1) ^ -(hk & 1)
+                pos += 1
+            else:
+                hk, pos = varint(i, f"headers[{j}].key length", pos, rend)
             if hk < 0 or hk > rend - pos:
                 fail(i, f"headers[{j}].key length", f"header key length {hk} invalid with {rend - pos} bytes left", at)
-            try:
-                hkey = str(buf[pos : pos + hk], "utf-8")
-            except UnicodeDecodeError:
-                fail(i, f"headers[{j}].key", "invalid UTF-8", pos)
-            pos += hk
-            hval, pos = blob(i, f"headers[{j}].value", "header value", pos, rend, build)
+            if hk or build:
+                try:
+                    hkey = str(buf[pos : pos + hk], "utf-8")
+                except UnicodeDecodeError:
+                    fail(i, f"headers[{j}].key", "invalid UTF-8", pos)
+                pos += hk
+            at = pos
+            if pos < rend and buf[pos] < 0x80:
+                hv = buf[pos]
+                hv = (hv >> 1) ^ -(hv & 1)
+                pos += 1
+            else:
+                hv, pos = varint(i, f"headers[{j}].value length", pos, rend)
+            if hv < -1 or hv > rend - pos:
+                fail(i, f"headers[{j}].value length", f"header value length {hv} invalid with {rend - pos} bytes left",
+                     at)
+            if hv < 0:
+                hval = None
+            else:
+                if build:
+                    hval = bytes(buf[pos : pos + hv]) if copy else buf[pos : pos + hv]
+                pos += hv
             if build:
                 headers.append((hkey, hval))
+            j += 1
         if pos != rend:
             fail(i, "length", f"{rend - pos} bytes left after the record's fields", pos)
         marker = control_record(key, value, batch_at if base is None else base + start) if control else None
@@ -283,7 +329,8 @@ class RecordList:
         return (list, (list(self),))
 
 
-_UNCAPPED = 0x7FFFFFFF  # records already checked against the caps
+_EMPTY_HEADERS = re.compile(rb"(?:\x00[\x00\x01])++")  # (possessive: no backtracking state kept)
+_UNCAPPED = (0x7FFFFFFF, 0x7FFFFFFFFFFFFFFF)  # records already checked against the caps
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import enum
 import struct
 from typing import NamedTuple
 
-from .._limits import DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
+from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
 from ..errors import CorruptRecordError, EncodeError, RecordLimitError
 from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 
@@ -24,6 +24,7 @@ __all__ = [
     "RecordBatch",
     "TruncatedBatch",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_HEADERS_PER_BATCH",
     "DEFAULT_MAX_HEADERS_PER_RECORD",
     "DEFAULT_MAX_RECORDS_PER_BATCH",
 ]
@@ -322,6 +323,7 @@ _INVALID = {4: "key length", 5: "value length", 6: "header count", 7: "header ke
 #: RF_* in records/_walk.pxi
 RF_VARINT, RF_OUTSIDE, RF_INVALID, RF_UTF8, RF_LEFT_AFTER, RF_AFTER_LAST, RF_CONTROL_KEY, RF_CONTROL_VALUE, \
     RF_LIMIT = range(1, 10)
+RF_BATCH_LIMIT = 12
 RW_CONTROL = 10
 
 
@@ -336,6 +338,8 @@ def record_failure(code, field, at, x, y, path, base, batch_at):
         return record_error(None, None, f"{x} bytes after the last of {y} records", at, base, batch_at)
     if code == RF_LIMIT:
         return header_limit_error(path[0], x, y, at, base, batch_at)
+    if code == RF_BATCH_LIMIT:
+        return header_limit_error(path[0], x, y, at, base, batch_at, "max_headers_per_batch")
     if field == RW_CONTROL:
         what = "control record key of {x} bytes (need 4)" if code == RF_CONTROL_KEY else \
             "transaction marker value of {x} bytes (need 6)"
@@ -411,15 +415,20 @@ def batch_limit_error(count, cap, at, what="record batch"):
                             count=cap + 1 if count is None else count)
 
 
-def header_limit_error(index, count, cap, pos, base, batch_at):
-    """Record ``index`` declaring more headers than ``max_headers_per_record`` (where as in record_error)."""
-    detail = f"header count {count} above max_headers_per_record={cap}"
+def header_limit_error(index, count, cap, pos, base, batch_at, limit="max_headers_per_record"):
+    """Record ``index`` declaring more headers than ``max_headers_per_record``, or
+    (``limit`` "max_headers_per_batch") bringing the headers of the batch's records
+    0 .. ``index`` to ``count``, more than ``max_headers_per_batch`` (where as in
+    record_error: at the record's header count)."""
+    if limit == "max_headers_per_record":
+        detail = f"header count {count} above max_headers_per_record={cap}"
+    else:
+        detail = f"{count} headers in records 0-{index} above max_headers_per_batch={cap}"
     path = [f"records[{index}]", "header count"]
     if base is None:
         detail += f" (byte {pos} of the decompressed records)"
         pos, base = batch_at, 0
-    return RecordLimitError(detail, "records", base + pos, path, limit="max_headers_per_record", value=cap,
-                            count=count)
+    return RecordLimitError(detail, "records", base + pos, path, limit=limit, value=cap, count=count)
 
 
 def batch_error(detail, at, what="record batch"):

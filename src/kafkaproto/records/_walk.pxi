@@ -27,6 +27,7 @@ cdef enum:
     RF_LIMIT = 9            # header count {x} above max_headers_per_record={y}
     RF_MEMORY = 10          # = F_MEMORY
     RF_PYTHON = 11          # = F_PYTHON
+    RF_BATCH_LIMIT = 12     # {x} headers in records 0-{i} above max_headers_per_batch={y}
 
 cdef enum:
     # the field being read (records._common.RECORD_FIELDS, same order)
@@ -96,7 +97,9 @@ cdef inline int _hdr_fail(Cur* c, int32_t i, int32_t j, int code, int field, Py_
     return cur_step(c, P_INDEX, i, NULL)
 
 
-cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t max_headers) noexcept nogil:
+cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t max_headers,
+                             int64_t* batch_headers, int64_t max_batch_headers) noexcept nogil:
+    # batch_headers: the headers of the batch's records before this one, then with its own
     cdef RecView r
     cdef const uint8_t* b = c.b
     cdef Py_ssize_t pos = c.pos, at, rend
@@ -153,6 +156,11 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t m
     if r.header_count > max_headers:
         # before the sink builds any: 2 bytes a header would be ~33 M in 64 MiB
         return _rec_fail(c, i, RF_LIMIT, RW_HEADER_COUNT, at, r.header_count, max_headers)
+    if r.header_count > max_batch_headers - batch_headers[0]:
+        # the per-record cap times the records of a batch is still ~30 M headers
+        return _rec_fail(c, i, RF_BATCH_LIMIT, RW_HEADER_COUNT, at, batch_headers[0] + r.header_count,
+                         max_batch_headers)
+    batch_headers[0] += r.header_count
     for j in range(r.header_count):
         at = pos
         st = _rv32(b, &pos, rend, &hk)
@@ -190,11 +198,13 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t m
     return rs_record(c, s, &r)
 
 
-cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max_headers) noexcept nogil:
+cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max_headers,
+                       int64_t max_batch_headers) noexcept nogil:
     """Every record of a batch (the cursor spans exactly its records)."""
     cdef int32_t i
+    cdef int64_t batch_headers = 0
     for i in range(count):
-        if _walk_record(c, i, control, s, max_headers):
+        if _walk_record(c, i, control, s, max_headers, &batch_headers, max_batch_headers):
             return -1
     if c.pos != c.end:
         return _rfail(c, RF_AFTER_LAST, RW_NONE, c.pos, c.end - c.pos, count)
