@@ -264,6 +264,7 @@ def _batches(path: Path, acc: Accounting):
             try:
                 batch = reader.read_next_batch()
             except StopIteration:
+                end = src.tell()  # past the end-of-stream marker of a closed file
                 break
             except (OSError, pa.ArrowInvalid) as exc:
                 # a writer killed mid-batch leaves a cut last message
