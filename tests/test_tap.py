@@ -491,3 +491,46 @@ def test_twenty_huge_frames_stream_through_within_the_memory_budget(tmp_path):
     acc.check()
     assert acc.frames == {"framed": 1, "not_kept": clients_n}
     assert acc.bytes["not_kept"] == sum(n for n, _ in want.values())
+
+
+def test_proxy_streams_what_the_shared_budget_cannot_hold():
+    """Sans-IO: two connections share a budget; a frame that fits is held and
+    its charge given back once forwarded, one arriving while the budget is
+    used is streamed (its response paired by the head), one over max_frame
+    always; every byte comes out once, in order."""
+    from kafkaproto.proxy import MemoryBudget, ProxyConnection, Streamed
+
+    budget = MemoryBudget(10_000, max_frame=3_000)
+    a, b = ProxyConnection(decode=False, budget=budget), ProxyConnection(decode=False, budget=budget)
+
+    def request(corr, size):
+        head = _produce_head(size, corr, b"cli")
+        return head + bytes(4 + size - len(head))
+
+    def out_bytes(events):
+        return b"".join(b"".join(bytes(p) for p in ev.parts()) for ev in events)
+
+    held = request(1, 2_900)  # charged 2 * 2_900 + 4
+    assert a.from_client(held[:1_000]) == [] and budget.used == 5_804
+    over = request(2, 2_900)  # does not fit next to it: streamed
+    evs = b.from_client(over[:1_000])
+    assert [type(e) for e in evs] == [Streamed] and evs[0].first and not evs[0].last
+    assert evs[0].frame.event.api_key == 0 and evs[0].frame.event.correlation_id == 2
+    evs += b.from_client(over[1_000:])
+    assert evs[-1].last and out_bytes(evs) == over and evs[-1].frame.passed == len(over)
+    done = a.from_client(held[1_000:])
+    assert [type(e).__name__ for e in done] == ["ReceivedRequest"] and out_bytes(done) == held
+    assert budget.used == 5_804  # given back at the next feed, once forwarded
+    assert a.from_client(b"") == [] and budget.used == 0
+    huge = request(3, 5_000)  # over max_frame: streamed however empty the budget
+    assert [type(e).__name__ for e in b.from_client(huge)] == ["ReceivedRequest"]  # whole in one feed: as it came
+    evs = a.from_client(huge[:600]) + a.from_client(huge[600:])
+    assert [e.last for e in evs] == [False, True] and out_bytes(evs) == huge and budget.streamed == 2
+    # the response to a streamed request is paired (and may be streamed too)
+    reply = struct.pack(">ii", 4 + 4_996, 3) + bytes(4_996)
+    evs = a.from_broker(reply[:700]) + a.from_broker(reply[700:])
+    assert evs[0].frame.event.api_key == 0 and evs[0].frame.event.correlation_id == 3
+    assert out_bytes(evs) == reply
+    a.close()
+    b.close()
+    assert budget.used == 0

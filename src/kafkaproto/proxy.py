@@ -81,7 +81,10 @@ class MemoryBudget:
     and the copies made of it while it is recorded and forwarded), from
     its first bytes until the feed after the one that completed it.
     ``max_frame``: the largest frame ever held whole (default a quarter
-    of ``limit``).  One event loop: not for use from several threads.
+    of ``limit``).  A frame that comes whole within one feed is handed out
+    whole (the chunk that brought it holds it already: bounded by the read
+    size, not by the budget).  One event loop: not for use from several
+    threads.
     """
 
     __slots__ = ("limit", "max_frame", "used", "peak", "streamed")
