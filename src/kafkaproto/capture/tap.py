@@ -334,6 +334,11 @@ class Tap:
             if requests and sf.event is not None and sf.event.api_key is not None:
                 req = sf.event
                 req.user = RequestInfo(req.api_key, req.api_version, now, req.client_id)
+            elif not requests and self.rewrite and sf.event is not None and sf.event.api_key in REWRITTEN_APIS:
+                # its addresses cannot be rewritten without holding it whole
+                self.stats["rewrite_failed"] += 1
+                self._say(f"tap: api {sf.event.api_key} response of {sf.size} bytes is over the memory budget: "
+                          f"forwarded with the broker's addresses")
         if ev.last:
             self._record_streamed(conn, sf, requests)
 
