@@ -1073,6 +1073,20 @@ cdef class FrameReader:
     def max_frame_size(self):
         return self._max
 
+    @property
+    def partial_size(self):
+        """The size claimed by the frame begun and not yet returned, once its
+        4 prefix bytes are here (else None): a proxy decides from it whether to
+        let the frame be buffered, or to take it back with :meth:`unframed`
+        and pass it on in pieces."""
+        if self._error is not None:
+            return None
+        if self._frame is not None:
+            return self._size
+        if self.length >= 4:
+            return <int32_t>kp_ld32(self.buf)
+        return None
+
     cdef int _append(self, const unsigned char* data, Py_ssize_t n) except -1:
         cdef Py_ssize_t need = self.length + n
         cdef Py_ssize_t cap
@@ -1193,7 +1207,10 @@ cdef class FrameReader:
 
     def unframed(self):
         """The bytes received but not returned as frames (after a FrameSizeError:
-        everything from the bad size prefix on), handed over once."""
+        everything from the bad size prefix on), handed over once.  Before any
+        error these are the bytes of the frame begun: the reader then starts
+        afresh, at a frame boundary, with the next byte fed (the caller passes
+        the rest of that frame on itself)."""
         out = PyBytes_FromStringAndSize(NULL, self.length + self._filled)
         cdef unsigned char* o = <unsigned char*>PyBytes_AS_STRING(out)
         if self.length:

@@ -1,8 +1,11 @@
 import io
 import pathlib
 
+import pytest
+
 from kafkaproto import encode_request, frame
 from kafkaproto.__main__ import inspect, main
+from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import MetadataRequest
 
 SAMPLE = pathlib.Path(__file__).resolve().parent.parent / "samples" / "requests.bin"
@@ -32,3 +35,62 @@ def test_inspect_reports_bad_frames_and_tails(tmp_path):
 def test_main_entry(capsys):
     assert main(["inspect", str(SAMPLE)]) == 0
     assert "7 frames" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------
+# damaged tap output: read as far as it is whole, the rest named and counted
+# --------------------------------------------------------------------------
+
+TAP = pathlib.Path(__file__).resolve().parent.parent / "samples" / "capture" / "tap-mock"
+TAP_FILE = next(TAP.glob("*.arrows"))
+TAP_FRAMES = 725  # in the sample's 9 batches; its 5th batch ends at byte 69792
+CUT_IN_BATCH = 100_000  # inside the 6th batch (69792..107728)
+
+
+def damaged_tap_folder(folder, shape):
+    """The sample tap file, and beside it (or instead of it) one damaged shape → (folder, damaged file name)."""
+    folder.mkdir()
+    good = TAP_FILE.read_bytes()
+    if shape != "cut-in-batch":
+        (folder / "frames-1.arrows").write_bytes(good)
+    name, data = {"empty": ("frames-2.arrows", b""),
+                  "cut-in-schema": ("frames-2.arrows", good[:300]),
+                  "cut-in-batch": ("frames-1.arrows", good[:CUT_IN_BATCH]),
+                  "foreign": ("notes.txt", b"not a table\n"),
+                  "foreign-arrows": ("frames-2.arrows", b"PK\x03\x04 a zip file, not a table")}[shape]
+    (folder / name).write_bytes(data)
+    return folder, name
+
+
+@pytest.mark.parametrize("shape,frames,unread,why", [
+    ("empty", TAP_FRAMES, 0, "empty file (no batch was written to it)"),
+    ("cut-in-schema", TAP_FRAMES, 300, "cut or damaged inside its schema header"),
+    ("cut-in-batch", 49 + 154 + 54 + 51, CUT_IN_BATCH - 69792, "cut or damaged inside batch 5 at byte 69792"),
+    ("foreign", TAP_FRAMES, 12, "not a frame table (12 bytes), not read"),
+    ("foreign-arrows", TAP_FRAMES, 28, "not an Arrow or Parquet file"),
+])
+def test_inspect_reads_damaged_tap_output_as_far_as_it_is_whole(tmp_path, shape, frames, unread, why):
+    folder, name = damaged_tap_folder(tmp_path / shape, shape)
+    out = io.StringIO()
+    assert inspect(str(folder), out) == 0
+    text = out.getvalue()
+    assert f"{frames} frames, 0 undecodable" in text
+    errors = [line for line in text.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and name in errors[0] and why in errors[0], errors
+    assert (f"{unread} file bytes unread" in text) == bool(unread)
+    acc = Accounting()
+    assert sum(1 for _ in read_frames(str(folder), acc=acc)) == frames
+    acc.check()
+    assert acc.unread_bytes == unread and acc.frames_total == frames
+    assert acc.file_bytes == sum(p.stat().st_size for p in folder.iterdir())
+
+
+def test_inspect_of_tap_output_with_nothing_readable_says_so(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "frames-1.arrows").write_bytes(b"")
+    (folder / "frames-2.arrows").write_bytes(TAP_FILE.read_bytes()[:300])
+    out = io.StringIO()
+    assert inspect(str(folder), out) == 2
+    text = out.getvalue()
+    assert "0 frames" in text and "300 file bytes unread" in text and text.count("error: ") == 2

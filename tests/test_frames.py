@@ -137,6 +137,23 @@ def test_frame_reader_unframed_hands_over_a_partial_frame(cut):
     assert fr.feed(frame(b"next")) == [b"next"]
 
 
+def test_frame_reader_partial_size_lets_a_proxy_take_a_frame_back():
+    # what the tap does with a frame over its memory budget: take back what the
+    # reader holds of it, pass the rest on itself, and frame again after it
+    big = frame(b"h" * 9 + b"x" * 100_000)
+    fr = FrameReader()
+    assert fr.partial_size is None
+    assert fr.feed(frame(b"a") + big[:2]) == [b"a"] and fr.partial_size is None
+    assert fr.feed(big[2:300]) == [] and fr.partial_size == len(big) - 4
+    assert fr.feed(big[300:40_000]) == [] and fr.partial_size == len(big) - 4  # allocated whole by now
+    assert fr.unframed() == big[:40_000] and fr.partial_size is None and fr.buffered == 0
+    assert fr.feed(frame(b"next")) == [b"next"]
+    bad = FrameReader(max_frame_size=10)
+    with pytest.raises(FrameSizeError):
+        bad.feed(frame(b"y" * 11))
+    assert bad.partial_size is None
+
+
 def test_frame_reader_rejects_early_and_stays_failed():
     fr = FrameReader(max_frame_size=100)
     assert fr.feed(frame(b"ok")) == [b"ok"]

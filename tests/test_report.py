@@ -172,6 +172,16 @@ def test_damaged_captures_finish_and_the_accounting_adds_up(damaged_report):
     assert accs["gaps.pcap"].bytes["decoded"] > 0
     assert accs["not-kafka.pcap"].kafka_connections == 0 and accs["not-kafka.pcap"].bytes["not_kafka"] > 0
     assert accs["noise.bin"].bytes["decoded"] == 0
+    # damaged tap output: the whole file read, each damaged one named and its bytes counted
+    t = accs["tap-damaged"]
+    assert t.frames_total == 725 and t.unread_bytes == 300 + 12
+    assert sorted(e.split(": ", 1)[1].split(" (")[0] for e in t.errors) == [
+        "cut or damaged inside its schema header", "empty file", "not a frame table"]
+    assert t.file_bytes == sum(p.stat().st_size for p in paths["tap-damaged"].iterdir())
+    t = accs["tap-cut"]
+    assert t.frames_total == 49 + 154 + 54 + 51 and t.unread_bytes == 100_000 - 69792
+    assert len(t.errors) == 1 and "cut or damaged inside batch 5 at byte 69792" in t.errors[0]
+    assert "file bytes unread" in result.summary and "inside its schema header" in result.summary
     c = accs["corrupt.pcap"]
     assert c.bytes["decoded"] > 0 and (c.errors or set(c.bytes) - {"decoded", "duplicate"}
                                        or set(c.packets) - {"tcp"})

@@ -355,3 +355,182 @@ def test_a_killed_tap_recorded_everything_it_forwarded(tmp_path):
     assert set(received) <= recorded_responses, sorted(set(received) - recorded_responses)[:10]
     assert set(seen_by_broker) <= recorded_requests
     assert len(received) >= 400
+
+
+# --------------------------------------------------------------------------
+# the memory budget: frames too large to keep are streamed, not held
+# --------------------------------------------------------------------------
+
+
+def _produce_head(claimed: int, corr: int, client: bytes) -> bytes:
+    """The size prefix and first bytes of a Produce v9 request claiming ``claimed`` bytes."""
+    return (struct.pack(">ihhih", claimed, 0, 9, corr, len(client)) + client + b"\x00"  # header v2, no tags
+            + b"\x00" + struct.pack(">hi", -1, 30_000))  # no transactional id, acks=-1, timeout
+
+
+class Sink:
+    """An upstream that answers nothing and keeps, per connection, the length,
+    the SHA-256 and the first bytes of everything it received."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        self.hashlib = hashlib
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.got: dict[bytes, tuple[int, str]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn) -> None:
+        h, n, head = self.hashlib.sha256(), 0, b""
+        with conn:
+            while data := conn.recv(1 << 16):
+                h.update(data)
+                n += len(data)
+                head = (head + data)[:64]
+        self.got[head[14:17]] = (n, h.hexdigest())  # keyed by the client id
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+def _peak_rss(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process, in bytes."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0]) * 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_twenty_huge_frames_stream_through_within_the_memory_budget(tmp_path):
+    """20 clients each start a frame claiming 100 MiB and send 8 MiB of it, a
+    piece at a time, all at once: the tap (16 MiB budget) holds none of them,
+    forwards every byte, and records each as a frame not kept."""
+    import hashlib
+
+    clients_n, claimed, sent, piece = 20, 100 << 20, 8 << 20, 128 << 10
+    budget_mb, overhead = 16, 24 << 20
+    sink = Sink()
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", "tap", "--listen", "127.0.0.1:0", "--upstream",
+                             f"127.0.0.1:{sink.port}", "--out", str(tmp_path / "t"), "--memory-mb", str(budget_mb)],
+                            stdout=subprocess.PIPE, text=True)
+    socks, want = [], {}
+    try:
+        line = proc.stdout.readline()
+        port = int(line.split()[3].rsplit(":", 1)[1])
+        # warm up: one small frame recorded and forwarded (the first row written
+        # sets up Arrow's writer and memory pool, tens of MB, once)
+        warm = encode_request(MetadataRequest(topics=[]), 9, 99, "wrm")
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(warm)
+        deadline = time.monotonic() + 30
+        while b"wrm" not in sink.got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sink.got.pop(b"wrm")[0] == len(warm)
+        rss_idle, _ = _peak_rss(proc.pid)
+        for i in range(clients_n):
+            cid = b"c%02d" % i
+            head = _produce_head(claimed, i, cid)
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            s.sendall(head)
+            socks.append(s)
+            want[cid] = [len(head), hashlib.sha256(head)]
+        filler = bytes(range(256)) * (piece // 256)
+        for _ in range(sent // piece):  # every frame open at once, a piece of each in turn
+            for s, cid in zip(socks, want):
+                s.sendall(filler)
+                want[cid][0] += len(filler)
+                want[cid][1].update(filler)
+        for s in socks:
+            s.close()
+        deadline = time.monotonic() + 60
+        while len(sink.got) < clients_n and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _, rss_peak = _peak_rss(proc.pid)
+        proc.terminate()
+        summary = proc.communicate(timeout=20)[0]
+    finally:
+        for s in socks:
+            s.close()
+        if proc.poll() is None:
+            proc.kill()
+        sink.close()
+    # byte for byte
+    assert sink.got == {cid: (n, h.hexdigest()) for cid, (n, h) in want.items()}
+    # held within the budget (the old tap held all 160 MiB it was sent)
+    assert rss_peak - rss_idle < (budget_mb << 20) + overhead, (rss_idle, rss_peak)
+    assert f"{clients_n} forwarded without being kept" in summary, summary
+    # the recording names each frame: what it was, what its prefix claimed, what went
+    import pyarrow as pa
+
+    table = pa.concat_tables(pa.ipc.open_stream(pa.OSFile(str(p))).read_all() for p in table_files(tmp_path / "t"))
+    rows = sorted((r for r in table.to_pylist() if r["correlation_id"] != 99), key=lambda r: r["correlation_id"])
+    assert [(r["api_key"], r["api_version"], r["correlation_id"], r["size"], r["forwarded"]) for r in rows] == [
+        (0, 9, i, claimed, sent + len(_produce_head(claimed, i, b"c00")) - 4) for i in range(clients_n)]
+    first = _produce_head(claimed, 0, b"c00")[4:]
+    assert len(rows[0]["frame"]) == 512 and rows[0]["frame"].startswith(first)
+    acc = Accounting()
+    assert [f.correlation_id for f in read_frames(tmp_path / "t", acc=acc)] == [99]  # the warm-up request
+    acc.check()
+    assert acc.frames == {"framed": 1, "not_kept": clients_n}
+    assert acc.bytes["not_kept"] == sum(n for n, _ in want.values())
+
+
+def test_proxy_streams_what_the_shared_budget_cannot_hold():
+    """Sans-IO: two connections share a budget; a frame that fits is held and
+    its charge given back once forwarded, one arriving while the budget is
+    used is streamed (its response paired by the head), one over max_frame
+    always; every byte comes out once, in order."""
+    from kafkaproto.proxy import MemoryBudget, ProxyConnection, Streamed
+
+    budget = MemoryBudget(10_000, max_frame=3_000)
+    a, b = ProxyConnection(decode=False, budget=budget), ProxyConnection(decode=False, budget=budget)
+
+    def request(corr, size):
+        head = _produce_head(size, corr, b"cli")
+        return head + bytes(4 + size - len(head))
+
+    def out_bytes(events):
+        return b"".join(b"".join(bytes(p) for p in ev.parts()) for ev in events)
+
+    held = request(1, 2_900)  # charged 2 * 2_900 + 4
+    assert a.from_client(held[:1_000]) == [] and budget.used == 5_804
+    over = request(2, 2_900)  # does not fit next to it: streamed
+    evs = b.from_client(over[:1_000])
+    assert [type(e) for e in evs] == [Streamed] and evs[0].first and not evs[0].last
+    assert evs[0].frame.event.api_key == 0 and evs[0].frame.event.correlation_id == 2
+    evs += b.from_client(over[1_000:])
+    assert evs[-1].last and out_bytes(evs) == over and evs[-1].frame.passed == len(over)
+    done = a.from_client(held[1_000:])
+    assert [type(e).__name__ for e in done] == ["ReceivedRequest"] and out_bytes(done) == held
+    assert budget.used == 5_804  # given back at the next feed, once forwarded
+    assert a.from_client(b"") == [] and budget.used == 0
+    huge = request(3, 5_000)  # over max_frame: streamed however empty the budget
+    assert [type(e).__name__ for e in b.from_client(huge)] == ["ReceivedRequest"]  # whole in one feed: as it came
+    evs = a.from_client(huge[:600]) + a.from_client(huge[600:])
+    assert [e.last for e in evs] == [False, True] and out_bytes(evs) == huge and budget.streamed == 2
+    # the response to a streamed request is paired (and may be streamed too)
+    reply = struct.pack(">ii", 4 + 4_996, 3) + bytes(4_996)
+    evs = a.from_broker(reply[:700]) + a.from_broker(reply[700:])
+    assert evs[0].frame.event.api_key == 0 and evs[0].frame.event.correlation_id == 3
+    assert out_bytes(evs) == reply
+    a.close()
+    b.close()
+    assert budget.used == 0

@@ -22,7 +22,13 @@ from .capture.dissect import dissect, format_line, removed_in_kafka4
 
 
 def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
-    """Print one line per frame, then the accounting; 1 if a frame did not decode."""
+    """Print one line per frame, then the accounting; 1 if a frame did not decode.
+
+    Damaged tap output (an empty file, one cut in its schema header or inside
+    a batch, a file that is not a frame table) is read as far as it is whole
+    and named in ``error:`` lines with the file bytes left unread; the status
+    stays 0 when anything was read, and is 2 when nothing of it was readable.
+    """
     out = sys.stdout if out is None else out
     acc = Accounting()
     try:
@@ -56,6 +62,8 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
           f"{acc.bytes['truncated']} trailing bytes; core: {'compiled' if COMPILED else 'pure Python'}", file=out)
     if kind != "raw":
         print(acc.format(), file=out)
+    if kind == "table" and not acc.frames_total and acc.errors:
+        return 2  # damaged files, and no frame in any of them
     return 1 if bad else 0
 
 

@@ -880,6 +880,20 @@ class FrameReader:
     def max_frame_size(self) -> int:
         return self._max
 
+    @property
+    def partial_size(self) -> int | None:
+        """The size claimed by the frame begun and not yet returned, once its
+        4 prefix bytes are here (else None): a proxy decides from it whether to
+        let the frame be buffered, or to take it back with :meth:`unframed`
+        and pass it on in pieces."""
+        if self._error is not None:
+            return None
+        if self._frame is not None:
+            return self._size
+        if len(self._buf) >= 4:
+            return int.from_bytes(self._buf[:4], "big", signed=True)
+        return None
+
     def _begin(self, size):
         # ``_buf`` holds the size prefix and the first body bytes: they move to
         # the frame's pieces, joined into one bytes object when it is complete
@@ -972,7 +986,10 @@ class FrameReader:
 
     def unframed(self) -> bytes:
         """The bytes received but not returned as frames (after a FrameSizeError:
-        everything from the bad size prefix on), handed over once."""
+        everything from the bad size prefix on), handed over once.  Before any
+        error these are the bytes of the frame begun: the reader then starts
+        afresh, at a frame boundary, with the next byte fed (the caller passes
+        the rest of that frame on itself)."""
         out = bytes(self._buf)
         if self._frame is not None:
             out += b"".join(self._frame)

@@ -68,6 +68,21 @@ def damaged_captures(folder: Path):
     # not a capture at all
     (folder / "noise.bin").write_bytes(bytes(rng.randrange(256) for _ in range(5000)))
     paths["noise.bin"] = folder / "noise.bin"
+    # tap output: a whole file beside an empty one (killed between creating it and
+    # its first batch), one cut inside its schema header and a foreign file; and
+    # a file cut inside a batch
+    tap = next((SAMPLE / "tap-mock").glob("*.arrows")).read_bytes()
+    damaged = folder / "tap-damaged"
+    damaged.mkdir()
+    (damaged / "frames-1.arrows").write_bytes(tap)
+    (damaged / "frames-2.arrows").write_bytes(b"")
+    (damaged / "frames-3.arrows").write_bytes(tap[:300])
+    (damaged / "notes.txt").write_bytes(b"not a table\n")
+    paths["tap-damaged"] = damaged
+    cut = folder / "tap-cut"
+    cut.mkdir()
+    (cut / "frames-1.arrows").write_bytes(tap[:100_000])
+    paths["tap-cut"] = cut
     return manifest, paths
 
 

@@ -12,9 +12,12 @@ Three ledgers, each adding up to a total that was measured independently:
              the capture), ``gap`` (bytes skipped to resynchronize after a gap:
              the rest of a frame whose start is missing), ``not_kafka``
              (connections that are not Kafka, or bytes that do not frame),
-             ``duplicate`` (retransmitted or overlapping copies).
+             ``duplicate`` (retransmitted or overlapping copies), ``not_kept``
+             (frames the tap forwarded in pieces without keeping them: over
+             its memory budget; their bytes that went, prefix included).
 ``frames``   every frame whose size prefix was seen: ``decoded``,
-             ``undecodable``, ``unpaired``, ``framed``, ``truncated``.
+             ``undecodable``, ``unpaired``, ``framed``, ``truncated``,
+             ``not_kept``.
 
 Bytes that are *missing* from the capture (lost by the capture, or cut by
 the snap length) are not in the ledger; they are counted apart as
@@ -28,8 +31,9 @@ from collections import Counter
 __all__ = ["Accounting", "connections_text", "BYTE_REASONS", "FRAME_REASONS", "PACKET_REASONS"]
 
 PACKET_REASONS = ("tcp", "not_tcp", "not_ip", "ip_fragment", "malformed", "unsupported_link")
-BYTE_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "gap", "not_kafka", "duplicate")
-FRAME_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated")
+BYTE_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "gap", "not_kafka", "duplicate",
+                "not_kept")
+FRAME_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "not_kept")
 
 
 class Accounting:

@@ -22,7 +22,9 @@ __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table"
            "table_files"]
 
 FRAME_FIELDS = ("ts", "conn", "client", "server", "direction", "offset", "api_key", "api_version",
-                "correlation_id", "latency_us", "frame", "rewritten")
+                "correlation_id", "latency_us", "frame", "rewritten", "size", "forwarded")
+#: columns that files written before them lack (read as null)
+LATER_FIELDS = ("size", "forwarded")
 SUFFIXES = (".arrows", ".arrow", ".parquet")
 
 
@@ -49,6 +51,11 @@ def frame_schema():
         ("latency_us", pa.int64()),
         ("frame", pa.binary()),
         ("rewritten", pa.binary()),
+        # a frame forwarded without being kept (over the tap's memory budget):
+        # ``frame`` holds its first bytes, ``size`` what its prefix claims and
+        # ``forwarded`` the bytes of it that went (null for frames kept whole)
+        ("size", pa.int32()),
+        ("forwarded", pa.int64()),
     ])
 
 
@@ -56,7 +63,8 @@ def _columns() -> dict[str, list]:
     return {name: [] for name in FRAME_FIELDS}
 
 
-def _append(cols: dict[str, list], f: CapturedFrame, rewritten: bytes | None = None) -> None:
+def _append(cols: dict[str, list], f: CapturedFrame, rewritten: bytes | None = None, size: int | None = None,
+            forwarded: int | None = None) -> None:
     cols["ts"].append(None if f.ts is None else f.ts // 1000)
     cols["conn"].append(f.conn.id)
     cols["client"].append(f.conn.client)
@@ -70,6 +78,8 @@ def _append(cols: dict[str, list], f: CapturedFrame, rewritten: bytes | None = N
     cols["latency_us"].append(None if lat is None else lat // 1000)
     cols["frame"].append(f.frame)
     cols["rewritten"].append(rewritten)
+    cols["size"].append(size)
+    cols["forwarded"].append(forwarded)
 
 
 def frames_to_table(frames: Iterable[CapturedFrame]):
@@ -110,8 +120,11 @@ class FrameTableWriter:
         self._sink = None
         self._file_bytes = 0
 
-    def write(self, f: CapturedFrame, rewritten: bytes | None = None) -> None:
-        _append(self._cols, f, rewritten)
+    def write(self, f: CapturedFrame, rewritten: bytes | None = None, *, size: int | None = None,
+              forwarded: int | None = None) -> None:
+        """One frame's row; ``size`` and ``forwarded`` for a frame not kept
+        (``f.frame`` is then its first bytes only)."""
+        _append(self._cols, f, rewritten, size, forwarded)
         self._pending += 1
         self._pending_bytes += len(f.frame) + (len(rewritten) if rewritten else 0) + 64
         if (self._pending >= self.batch_rows or self._file_bytes + self._pending_bytes >= self.roll_bytes
@@ -172,12 +185,27 @@ class FrameTableWriter:
         self.close()
 
 
-def table_files(path) -> list[Path]:
-    """The frame-table files at ``path`` (a file, or a folder of them, sorted)."""
+def table_files(path, acc: Accounting | None = None) -> list[Path]:
+    """The frame-table files at ``path`` (a file, or a folder of them, sorted).
+
+    With ``acc``, every other file of a folder is named in ``acc.errors``
+    and its bytes counted as read from the files and left unread: a tap
+    folder holds nothing else, so nothing in it is passed over silently."""
     p = Path(path)
-    if p.is_dir():
-        return sorted(q for q in p.iterdir() if q.suffix in SUFFIXES and q.is_file())
-    return [p]
+    if not p.is_dir():
+        return [p]
+    out = []
+    for q in sorted(p.iterdir()):
+        if not q.is_file():
+            continue
+        if q.suffix in SUFFIXES:
+            out.append(q)
+        elif acc is not None:
+            size = q.stat().st_size
+            acc.file_bytes += size
+            acc.unread_bytes += size
+            acc.errors.append(f"{q}: not a frame table ({size} bytes), not read")
+    return out
 
 
 def is_table_file(head: bytes) -> bool:
@@ -185,29 +213,105 @@ def is_table_file(head: bytes) -> bool:
     return head[:4] == b"PAR1" or head[:6] == b"ARROW1" or head[:4] == b"\xff\xff\xff\xff"
 
 
-def _batches(path: Path):
+def _damaged(acc: Accounting, path: Path, why: str, unread: int) -> None:
+    acc.errors.append(f"{path}: {why}; {unread} bytes not read")
+    acc.unread_bytes += unread
+
+
+def _foreign_schema(schema) -> str | None:
+    """Why a table is not the tap's (a column missing or of another type), or None."""
+    want = frame_schema()
+    for field in want:
+        if field.name in LATER_FIELDS and field.name not in schema.names:
+            continue  # written before the column existed
+        if field.name not in schema.names:
+            return f"not a frame table (no column {field.name!r})"
+        if not schema.field(field.name).type.equals(field.type):
+            return f"not a frame table (column {field.name!r} is {schema.field(field.name).type})"
+    return None
+
+
+def _batches(path: Path, acc: Accounting):
+    """The record batches of one file, as far as it is whole: what is damaged,
+    cut or foreign is named in ``acc.errors`` and its bytes in ``acc.unread_bytes``."""
     pa = _pa()
+    size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(8)
-    if head[:4] == b"PAR1":
-        import pyarrow.parquet as pq
-
-        yield from pq.ParquetFile(str(path)).iter_batches(batch_size=4096)
-    elif head[:6] == b"ARROW1":
-        with pa.ipc.open_file(str(path)) as r:
-            for i in range(r.num_record_batches):
-                yield r.get_batch(i)
-    else:
-        with pa.OSFile(str(path), "rb") as src:
+    if not size:
+        # the tap creates a file at its first flush and writes its first batch
+        # then: killed in between, it forwarded nothing recorded there
+        acc.errors.append(f"{path}: empty file (no batch was written to it)")
+        return
+    if not is_table_file(head):
+        _damaged(acc, path, "not an Arrow or Parquet file", size)
+        return
+    if head[:4] == b"PAR1" or head[:6] == b"ARROW1":
+        yield from _whole_file_batches(pa, path, head, size, acc)
+        return
+    with pa.OSFile(str(path), "rb") as src:
+        try:
             reader = pa.ipc.open_stream(src)
-            while True:
-                try:
-                    yield reader.read_next_batch()
-                except StopIteration:
-                    return
-                except (OSError, pa.ArrowInvalid):
-                    # a writer killed mid-batch leaves a cut last message
-                    return
+        except (OSError, pa.ArrowInvalid) as exc:
+            _damaged(acc, path, f"cut or damaged inside its schema header ({exc})", size)
+            return
+        why = _foreign_schema(reader.schema)
+        if why:
+            _damaged(acc, path, why, size)
+            return
+        n, end = 0, src.tell()
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                end = src.tell()  # past the end-of-stream marker of a closed file
+                break
+            except (OSError, pa.ArrowInvalid) as exc:
+                # a writer killed mid-batch leaves a cut last message
+                _damaged(acc, path, f"cut or damaged inside batch {n + 1} at byte {end} ({exc})", size - end)
+                return
+            n += 1
+            end = src.tell()
+            yield batch
+        if end < size:
+            _damaged(acc, path, f"{size - end} bytes after the end of the stream", size - end)
+
+
+def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting):
+    # Parquet and Arrow IPC files are readable only whole (their index is at the end)
+    try:
+        if head[:4] == b"PAR1":
+            import pyarrow.parquet as pq
+
+            pf = pq.ParquetFile(str(path))
+            schema = pf.schema_arrow
+        else:
+            pf = pa.ipc.open_file(str(path))
+            schema = pf.schema
+    except (OSError, pa.ArrowInvalid) as exc:
+        _damaged(acc, path, f"cut or damaged, unreadable ({exc})", size)
+        return
+    why = _foreign_schema(schema)
+    if why:
+        _damaged(acc, path, why, size)
+        return
+    if head[:4] == b"PAR1":
+        parts = pf.num_row_groups
+        md = pf.metadata
+        cost = [sum(md.row_group(g).column(c).total_compressed_size for c in range(md.num_columns))
+                for g in range(parts)]
+        read = pf.read_row_group
+    else:
+        parts = pf.num_record_batches
+        cost = [size // max(parts, 1)] * parts  # an IPC file does not say where its batches end: a share each
+        read = pf.get_batch
+    for g in range(parts):
+        try:
+            part = read(g)
+        except (OSError, pa.ArrowInvalid) as exc:
+            _damaged(acc, path, f"damaged from part {g + 1} of {parts} on ({exc})", sum(cost[g:]))
+            return
+        yield from (part.to_batches() if hasattr(part, "to_batches") else (part,))
 
 
 def iter_table_frames(path, acc: Accounting | None = None) -> Iterator[CapturedFrame]:
@@ -215,18 +319,26 @@ def iter_table_frames(path, acc: Accounting | None = None) -> Iterator[CapturedF
     pa = _pa()
     acc = acc if acc is not None else Accounting()
     conns: dict[tuple, Connection] = {}
-    for file in table_files(path):
+    for file in table_files(path, acc):
         acc.file_bytes += file.stat().st_size
-        for batch in _batches(file):
+        for batch in _batches(file, acc):
             cols = batch.to_pydict()
             cols["ts"] = batch.column("ts").cast(pa.int64()).to_pylist()
             n = batch.num_rows
+            kept = cols.get("size") or [None] * n
             for i in range(n):
                 key = (cols["conn"][i], cols["client"][i], cols["server"][i])
                 conn = conns.get(key)
                 if conn is None:
                     conn = conns[key] = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
                     acc.connections += 1
+                if kept[i] is not None:
+                    # forwarded in pieces, never held whole (over the tap's memory
+                    # budget): the row holds its first bytes only
+                    went = (cols["forwarded"][i] or 0) + 4
+                    acc.payload_bytes_total += went
+                    acc.frame("not_kept", went)
+                    continue
                 ts = cols["ts"][i]
                 ts_ns = None if ts is None else ts * 1000
                 lat = cols["latency_us"][i]

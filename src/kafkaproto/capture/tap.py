@@ -19,6 +19,18 @@ talking through the tap to every broker of a cluster.  Every other frame
 passes unchanged.  The table keeps the frame as the broker sent it, and the
 rewritten bytes in ``rewritten``.
 
+Memory is bounded across all connections by a budget (``memory_budget``,
+``--memory-mb``, default 256 MiB; frames up to a quarter of it are held
+whole, :class:`~kafkaproto.proxy.MemoryBudget`).  A frame larger than that,
+or one that begins while the budget is used up, is forwarded in pieces as
+its bytes arrive, never held whole, and recorded as what it is: one row
+holding its first bytes (``frame``: the header, so api key, version,
+correlation id and client id), the size its prefix claims (``size``) and
+the bytes of it forwarded (``forwarded``: less than ``size`` when its
+connection closed first).  The row is written before the frame's last
+piece is forwarded, or when its direction ends; ``stats["streamed"]``
+counts these frames.
+
 A direction whose bytes stop framing (a size prefix that is negative or too
 large: not Kafka, or TLS) is forwarded raw from then on and no longer
 recorded; ``stats["raw_bytes"]`` counts it.
@@ -40,9 +52,12 @@ from ..proxy import (
     DESCRIBE_CLUSTER,
     FIND_COORDINATOR,
     METADATA,
+    MemoryBudget,
     ProxyConnection,
     ProxyRequest,
     ProxyResponse,
+    Streamed,
+    StreamedFrame,
     Unframed,
     rewrite_addresses,
 )
@@ -53,6 +68,7 @@ __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 
 REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
 _READ = 1 << 16
+DEFAULT_MEMORY_BUDGET = 256 << 20
 
 
 class Tap:
@@ -63,12 +79,17 @@ class Tap:
     port).  Brokers named in responses get listeners on the following ports
     when ``listen`` has a fixed port, else on free ports.  ``advertise_host``
     is the host written into rewritten responses (default: the listen host).
+    ``memory_budget``: bytes the partial frames of all connections may hold
+    (frames that do not fit are forwarded in pieces and recorded by their
+    head); ``max_kept_frame``: the largest frame held whole (default a
+    quarter of the budget).
     """
 
     def __init__(self, upstream: tuple[str, int], out_dir, *, listen: tuple[str, int] = ("127.0.0.1", 0),
                  advertise_host: str | None = None, fmt: str = "arrow", roll_bytes: int = 64 << 20,
                  rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-                 connect_timeout: float = 10.0, log=None) -> None:
+                 connect_timeout: float = 10.0, memory_budget: int = DEFAULT_MEMORY_BUDGET,
+                 max_kept_frame: int | None = None, log=None) -> None:
         self.upstream = (upstream[0], int(upstream[1]))
         self.listen_host, self.listen_port = listen[0], int(listen[1])
         self.advertise_host = advertise_host or self.listen_host
@@ -83,8 +104,9 @@ class Tap:
         #: (parquet files are readable only once closed, so they cannot promise that)
         self.durable = fmt == "arrow"
         self.routes: dict[tuple[str, int], int] = {}  # upstream broker -> tap port
+        self.budget = MemoryBudget(memory_budget, max_kept_frame)
         self.stats = {"connections": 0, "frames": 0, "rewritten": 0, "rewrite_failed": 0, "raw_bytes": 0,
-                      "upstream_errors": 0}
+                      "upstream_errors": 0, "streamed": 0, "streamed_bytes": 0}
         self.writer: FrameTableWriter | None = None
         self._servers: list = []
         self._tasks: set = set()
@@ -239,7 +261,7 @@ class Tap:
         # frames, pairs, and decodes what may be rewritten; requests are forwarded
         # as they arrive (before they are whole), responses frame by frame
         middle = ProxyConnection(decode=REWRITTEN_APIS if self.rewrite else False, zero_copy=False,
-                                 max_frame_size=self.max_frame_size)
+                                 max_frame_size=self.max_frame_size, budget=self.budget)
         up = asyncio.ensure_future(self._pump(creader, swriter, conn, middle, True))
         down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, middle, False))
         try:
@@ -249,6 +271,7 @@ class Tap:
                 t.cancel()
             for w in (cwriter, swriter):
                 w.close()
+            middle.close()
 
     def _record(self, frame: CapturedFrame, rewritten: bytes | None = None) -> None:
         self.stats["frames"] += 1
@@ -271,6 +294,9 @@ class Tap:
                     if isinstance(ev, Unframed):
                         self.stats["raw_bytes"] += len(ev.data)
                         out.append(ev.data)
+                    elif isinstance(ev, Streamed):
+                        self._streamed(conn, ev, now, requests)
+                        out.append(ev.data)
                     elif requests:
                         self._request(conn, ev, now)
                         out += ev.parts()
@@ -283,9 +309,55 @@ class Tap:
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
+            # a frame cut by the end of its direction: its row says how much of it went
+            side = 0 if requests else 1
+            if middle.streaming(side) is not None:
+                rest = middle.flush_stream(side)
+                for ev in rest:
+                    self._streamed(conn, ev, time.time_ns(), requests)
+                self._record_streamed(conn, middle.streaming(side), requests)
+                if self.durable:
+                    self.writer.flush()
+                with contextlib.suppress(OSError, RuntimeError):
+                    writer.writelines([ev.data for ev in rest])
             with contextlib.suppress(OSError, RuntimeError):
                 if writer.can_write_eof():
                     writer.write_eof()
+
+    def _streamed(self, conn: Connection, ev: Streamed, now: int, requests: bool) -> None:
+        """A piece of a frame forwarded without being held: the first one notes
+        the request (for its response's latency), the last one records the frame."""
+        sf = ev.frame
+        self.stats["streamed_bytes"] += len(ev.data)
+        if ev.first:
+            sf.user = [now, False]  # when it began, recorded yet
+            if requests and sf.event is not None and sf.event.api_key is not None:
+                req = sf.event
+                req.user = RequestInfo(req.api_key, req.api_version, now, req.client_id)
+            elif not requests and self.rewrite and sf.event is not None and sf.event.api_key in REWRITTEN_APIS:
+                # its addresses cannot be rewritten without holding it whole
+                self.stats["rewrite_failed"] += 1
+                self._say(f"tap: api {sf.event.api_key} response of {sf.size} bytes is over the memory budget: "
+                          f"forwarded with the broker's addresses")
+        if ev.last:
+            self._record_streamed(conn, sf, requests)
+
+    def _record_streamed(self, conn: Connection, sf: StreamedFrame, requests: bool) -> None:
+        if sf.user is None:
+            sf.user = [time.time_ns(), False]
+        ts, recorded = sf.user
+        if recorded:
+            return
+        sf.user[1] = True
+        ev = sf.event
+        if requests:
+            f = paired_request(conn, ts, sf.offset, sf.head, ev.user if ev is not None else None)
+        else:
+            info = ev.request.user if ev is not None and ev.request is not None else None
+            f = paired_response(conn, ts, sf.offset, sf.head, ev.correlation_id if ev is not None else None, info)
+        self.stats["streamed"] += 1
+        self.stats["frames"] += 1
+        self.writer.write(f, None, size=sf.size, forwarded=max(sf.passed - 4, 0))
 
     def _request(self, conn: Connection, ev: ProxyRequest, now: int) -> None:
         info = None
@@ -350,12 +422,16 @@ def add_tap_arguments(p) -> None:
     p.add_argument("--advertise-host", default=None, help="host written into rewritten broker addresses")
     p.add_argument("--no-rewrite", action="store_true", help="forward Metadata/FindCoordinator/DescribeCluster "
                    "responses unchanged (single broker advertising the tap itself)")
+    p.add_argument("--memory-mb", type=float, default=DEFAULT_MEMORY_BUDGET / (1 << 20),
+                   help="memory the frames of all connections may hold (MB, default 256); a frame over a quarter "
+                        "of it, or arriving when it is used up, is forwarded in pieces and recorded by its head")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
 
 
 def run_tap_cli(args) -> int:
     tap = Tap(args.upstream, args.out, listen=args.listen, advertise_host=args.advertise_host, fmt=args.format,
-              roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite, log=sys.stdout)
+              roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite,
+              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout)
     try:
         tap.run(args.duration)
     except OSError as exc:
@@ -363,6 +439,7 @@ def run_tap_cli(args) -> int:
         return 1
     s = tap.stats
     print(f"tap: {s['connections']} connections, {s['frames']} frames recorded, {s['rewritten']} responses "
-          f"rewritten ({s['rewrite_failed']} failed), files: {', '.join(str(f) for f in tap.files) or 'none'}",
+          f"rewritten ({s['rewrite_failed']} failed), {s['streamed']} forwarded without being kept (over the memory "
+          f"budget), files: {', '.join(str(f) for f in tap.files) or 'none'}",
           flush=True)
     return 0
