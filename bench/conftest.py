@@ -57,7 +57,8 @@ def floor_mod():
     src = HERE / "_floor.pyx"
     inc = pathlib.Path(kafkaproto.__file__).resolve().parent.parent
     built = sorted(BUILD.glob("_floor.*.so"))
-    if not built or built[0].stat().st_mtime < src.stat().st_mtime:
+    newest = max(src.stat().st_mtime, (inc / "kafkaproto" / "_objects.pxd").stat().st_mtime)
+    if not built or built[0].stat().st_mtime < newest:
         subprocess.run([sys.executable, "-c", _FLOOR_SETUP, str(src), str(inc), str(BUILD)], check=True,
                        cwd=BUILD)
         built = sorted(BUILD.glob("_floor.*.so"))

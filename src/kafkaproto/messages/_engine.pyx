@@ -24,7 +24,7 @@ from kafkaproto._wire cimport (
     W_TAGGED_FIELD,
 )
 from kafkaproto._codec cimport Writer
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset
+from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
 
 import uuid as _uuid
 
@@ -94,6 +94,22 @@ cdef extern from *:
             return 0;
         }
     }
+    /* The interpreter's own small ints (-5..256), looked up without a call:
+       most ints of a response (error codes, indexes, small ids) are among them. */
+    static PyObject* kp_small_ints[262];
+    static inline PyObject* kp_int(long long v) {
+        if ((unsigned long long)(v + 5) < 262) {
+            PyObject* o = kp_small_ints[v + 5];
+            Py_INCREF(o);
+            return o;
+        }
+        return PyLong_FromLongLong(v);
+    }
+    static int kp_small_ints_init(void) {
+        for (int i = 0; i < 262; i++)
+            if ((kp_small_ints[i] = PyLong_FromLong(i - 5)) == NULL) return -1;
+        return 0;
+    }
     static inline PyObject* kp_bool(int v) { PyObject* b = v ? Py_True : Py_False; Py_INCREF(b); return b; }
     static inline PyObject* kp_uuid(kp_octx* x, const unsigned char* p) {
         if (x->uuid_int > 0 && x->uuid_safe > 0) {
@@ -162,6 +178,8 @@ cdef extern from *:
         PyObject* safe_unknown
     int kp_store(kp_octx* x, kp_dst d, PyObject* v) nogil
     PyObject* kp_bool(int v) nogil
+    PyObject* kp_int(long long v) nogil
+    int kp_small_ints_init() except -1
     PyObject* kp_uuid(kp_octx* x, const unsigned char* p) nogil
     PyObject* kp_blob(kp_octx* x, int zero_copy, const unsigned char* base, const unsigned char* p,
                       Py_ssize_t n) nogil
@@ -213,7 +231,7 @@ cdef inline Dst sk_item(Dst arr, int64_t i) noexcept nogil:
 
 
 cdef inline int sk_int(Cur* c, Dst d, int kind, int64_t v) noexcept nogil:
-    return _stored(c, d, kp_bool(<int>v) if kind == K_BOOL else PyLong_FromLongLong(v))
+    return _stored(c, d, kp_bool(<int>v) if kind == K_BOOL else kp_int(v))
 
 
 cdef inline int sk_float(Cur* c, Dst d, double v) noexcept nogil:
@@ -307,7 +325,7 @@ cdef inline int sk_int32s(Cur* c, Dst arr, const uint8_t* p, int64_t n) noexcept
     cdef int64_t i
     cdef PyObject* v
     for i in range(n):
-        v = PyLong_FromLongLong(<int32_t>kp_ld32(p + 4 * i))
+        v = kp_int(<int32_t>kp_ld32(p + 4 * i))
         if v == NULL:
             return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
         PyList_SET_ITEM(arr.obj, i, v)
@@ -467,6 +485,7 @@ cdef class Plan:
             PyMem_Free(nd)
             raise ValueError(f"{self.name}: more than 64 tagged fields")
         nd.cls = <PyObject*>self.cls
+        use_slots_dealloc(self.cls)
         nd.unknown_slot = self.unknown_off
         nd.wire_slot = self.wire_off
         nd.flexible = self.flexible
@@ -503,6 +522,8 @@ cdef object path_error(Cur* c):
             exc.add_path((<object>(<Node*>s.node).cls)._ATTRS[s.value])
     return exc
 
+
+kp_small_ints_init()
 
 cdef object _UUID_NEW = _uuid.UUID.__new__
 cdef object _UUID = _uuid.UUID
