@@ -56,6 +56,16 @@ def test_metadata_decode_kafkaproto(benchmark, metadata_bytes):
     assert len(msg.topics) == 100
 
 
+def test_metadata_decode_floor(benchmark, metadata_bytes, floor_mod):
+    # the same tree built from values already parsed: what any decoder to these objects pays
+    tree = MetadataResponse.decode(metadata_bytes, 12)
+    prog = floor_mod.Program(tree)
+    benchmark.group = "MetadataResponse v12 decode (100x50x3, 213 kB)"
+    benchmark.extra_info["impl"] = "floor"
+    benchmark.extra_info["objects"] = prog.objects
+    assert benchmark(prog.build) == tree
+
+
 def test_metadata_decode_kio(benchmark, metadata_bytes):
     read, _ = _kio("kio.schema.metadata.v12.response", "MetadataResponse")
     mv = memoryview(metadata_bytes)
@@ -101,6 +111,15 @@ def test_api_versions_decode_kafkaproto(benchmark, api_versions_bytes):
     benchmark.group = "ApiVersionsResponse v3 decode (90 keys)"
     benchmark.extra_info["impl"] = "kafkaproto"
     assert len(benchmark(ApiVersionsResponse.decode, api_versions_bytes, 3).api_keys) == 90
+
+
+def test_api_versions_decode_floor(benchmark, api_versions_bytes, floor_mod):
+    tree = ApiVersionsResponse.decode(api_versions_bytes, 3)
+    prog = floor_mod.Program(tree)
+    benchmark.group = "ApiVersionsResponse v3 decode (90 keys)"
+    benchmark.extra_info["impl"] = "floor"
+    benchmark.extra_info["objects"] = prog.objects
+    assert benchmark(prog.build) == tree
 
 
 def test_api_versions_decode_kio(benchmark, api_versions_bytes):

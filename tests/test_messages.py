@@ -1,8 +1,13 @@
 """Generated messages: coverage of the schemas, round trips of every class and
 version, tagged fields, defaults, errors with field paths."""
 
+import copy
+import gc
+import pickle
 import random
+import sys
 import uuid
+import weakref
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -453,3 +458,111 @@ def test_signature_lists_the_fields_with_their_defaults():
     text = pydoc.render_doc(request, renderer=pydoc.plaintext)
     head = next(line for line in text.splitlines() if "MetadataRequest(" in line and "class" not in line)
     assert "MetadataRequest(*, topics=[], allow_auto_topic_creation=True," in head, head
+
+
+# ---------------------------------------------------------------------------
+# decoded objects: what they promise after decoding
+
+
+def _decoded_metadata():
+    cls, built = _metadata_v12()
+    built.topics[1].topic_authorized_operations = -2147483648
+    return cls, built, cls.decode(built.encode(12), 12)
+
+
+def test_decoded_tree_is_the_built_tree():
+    cls, built, msg = _decoded_metadata()
+    assert msg == built and repr(msg) == repr(built) and msg.to_dict() == built.to_dict()
+    u = msg.topics[2].topic_id
+    assert type(u) is uuid.UUID and u == uuid.UUID(int=3) and hash(u) == hash(uuid.UUID(int=3))
+    assert str(u) == str(uuid.UUID(int=3)) and u.bytes == uuid.UUID(int=3).bytes
+    assert u.is_safe is uuid.SafeUUID.unknown and u < uuid.UUID(int=4)
+    assert msg.topics[1].topic_authorized_operations == -2147483648
+
+
+def test_decoded_tree_mutated_collected_and_encoded():
+    cls, built, msg = _decoded_metadata()
+    topic = msg.topics[0]
+    topic.name = "renamed"
+    topic.partitions.append(cls.MetadataResponsePartition(partition_index=99, replica_nodes=[4]))
+    topic.partitions[0].replica_nodes.append(9)
+    msg.topics[1].partitions = []
+    msg.brokers = msg.brokers + [cls.MetadataResponseBroker(node_id=2, host="h2", port=2)]
+    del msg.topics[4]
+    gc.collect()
+    again = cls.decode(msg.encode(12), 12)
+    assert again == msg and again != built
+    assert again.topics[0].name == "renamed" and again.topics[0].partitions[-1].replica_nodes == [4]
+    assert again.topics[0].partitions[0].replica_nodes == [1, 2, 3, 9] and again.topics[1].partitions == []
+    assert [b.node_id for b in again.brokers] == [1, 2] and len(again.topics) == 4
+
+
+def test_decoded_tree_freed_when_dropped():
+    cls, _, msg = _decoded_metadata()
+    part = msg.topics[3].partitions[7]
+    nodes = part.replica_nodes
+    before = sys.getrefcount(part), sys.getrefcount(nodes)
+    del msg
+    # the tree's own references are gone at once (reference counting; no collection needed)
+    assert (sys.getrefcount(part), sys.getrefcount(nodes)) == (before[0] - 1, before[1])
+    del part
+    assert sys.getrefcount(nodes) == before[1] - 1
+
+
+def test_decoded_tree_pickles_and_copies():
+    cls, built, msg = _decoded_metadata()
+    for other in (pickle.loads(pickle.dumps(msg)), pickle.loads(pickle.dumps(msg, 2)), copy.deepcopy(msg),
+                  copy.copy(msg)):
+        assert other == msg and other.encode(12) == msg.encode(12)
+        assert other.topics[2].topic_id == uuid.UUID(int=3)
+
+
+def test_decode_leaves_the_collector_as_it_was():
+    cls, built, msg = _decoded_metadata()
+    data = built.encode(12)
+    assert gc.isenabled()
+    cls.decode(data, 12)
+    assert gc.isenabled()
+    with pytest.raises(KafkaProtocolError):
+        cls.decode(data[:100], 12)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        cls.decode(data, 12)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.compiled_only
+def test_compiled_decoded_tree_is_untracked():
+    # no cycles in a decoded tree: the compiled engine keeps it out of the collector
+    cls, built, msg = _decoded_metadata()
+    for obj in (msg, msg.topics, msg.topics[0], msg.topics[0].partitions[0].replica_nodes, msg.brokers[0],
+                msg.topics[0].topic_id):
+        assert not gc.is_tracked(obj)
+    assert gc.is_tracked(built) and gc.is_tracked(built.topics)
+    # what is added later is tracked as usual
+    msg.topics.append(cls.MetadataResponseTopic(name="new"))
+    assert gc.is_tracked(msg.topics[-1])
+
+
+def test_subclass_of_a_decoded_class_lives_and_dies_as_python_classes_do():
+    # the compiled engine gives the classes it fills a one-pass dealloc; a
+    # subclass (with a __dict__, weak references and a finalizer) keeps its own
+    cls, built, msg = _decoded_metadata()
+    died = []
+
+    class Topic(cls.MetadataResponseTopic):
+        def __del__(self):
+            died.append(self.name)
+
+    t = Topic(name="sub", partitions=[cls.MetadataResponsePartition(replica_nodes=[1])])
+    t.extra = [t]  # a cycle through the __dict__: only the collector frees it
+    ref = weakref.ref(t)
+    parts = t.partitions
+    before = sys.getrefcount(parts)
+    del t
+    gc.collect()
+    assert ref() is None and died == ["sub"] and sys.getrefcount(parts) == before - 1
+    assert cls.decode(msg.encode(12), 12) == built

@@ -1,8 +1,11 @@
 """Record batches through the public API (runs against the compiled core and the twin)."""
 
+import gc
 import gzip
 import pickle
 import struct
+import sys
+import weakref
 import zlib
 
 import cramjam
@@ -190,6 +193,33 @@ def test_record_objects():
         hash(r)
     made = R.Record(key=b"x", value=b"y")
     assert (made.offset, made.timestamp, made.headers, made.control) == (None, None, [], None)
+
+
+def test_record_objects_lifecycle():
+    # built records are freed by reference counting, mutated, subclassed like any class
+    [b] = decode_all(R.encode(sample(3)))
+    recs = list(b.records)
+    del b
+    headers = recs[1].headers
+    before = sys.getrefcount(headers)
+    recs[1].key = b"changed"
+    recs[1].headers.append(("new", b"h"))
+    assert R.Record(b"changed", recs[1].value, headers, recs[1].timestamp, recs[1].offset) == recs[1]
+    del recs[1]
+    gc.collect()
+    assert sys.getrefcount(headers) == before - 1
+    died = []
+
+    class Mine(R.Record):
+        def __del__(self):
+            died.append(self.key)
+
+    m = Mine(b"k", b"v")
+    m.loop = m
+    ref = weakref.ref(m)
+    del m
+    gc.collect()
+    assert ref() is None and died == [b"k"]
 
 
 def test_encode_accepts_records_tuples_and_duck_types():

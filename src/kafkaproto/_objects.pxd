@@ -33,12 +33,51 @@ cdef extern from *:
         return *(PyObject**)((char*)obj + off);
     }
     static inline PyObject* kp_new_ref(PyObject* o) { Py_INCREF(o); return o; }
+
+    /* A faster tp_dealloc for a __slots__ class whose instances hold nothing
+       but object slots (the generated message classes, Record): the generic
+       one of Python classes (subtype_dealloc) looks for finalizers, weak
+       references and a __dict__, then walks each class's member table; this
+       one clears the slots in one pass.  A subclass defined in Python keeps
+       the generic dealloc, which calls this one for the slots of ours. */
+    static void kp_slots_dealloc(PyObject* self) {
+        PyTypeObject* t = Py_TYPE(self);
+        PyTypeObject* own = t;
+        while (own->tp_dealloc != kp_slots_dealloc) own = own->tp_base;
+        PyObject_GC_UnTrack(self);
+        Py_TRASHCAN_BEGIN(self, kp_slots_dealloc)
+        PyObject** p = (PyObject**)((char*)self + sizeof(PyObject));
+        PyObject** end = (PyObject**)((char*)self + own->tp_basicsize);
+        for (; p < end; p++) Py_CLEAR(*p);
+        t->tp_free(self);
+        Py_DECREF(t);
+        Py_TRASHCAN_END
+    }
+    /* Give cls that dealloc when it is safe: a Python class (its dealloc is
+       `generic`, that of a plain __slots__ class) with no finalizer, no
+       __dict__, no weak references, whose instances are a PyObject header
+       followed by exactly `nslots` object slots.  1: installed (or already). */
+    static int kp_use_slots_dealloc(PyObject* cls, destructor generic, Py_ssize_t nslots) {
+        PyTypeObject* t = (PyTypeObject*)cls;
+        if (t->tp_dealloc == kp_slots_dealloc) return 1;
+        if (t->tp_dealloc != generic || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || !(t->tp_flags & Py_TPFLAGS_HAVE_GC)
+            || t->tp_finalize != NULL || t->tp_del != NULL || t->tp_dictoffset != 0 || t->tp_weaklistoffset != 0
+            || t->tp_itemsize != 0 || (t->tp_flags & Py_TPFLAGS_MANAGED_DICT)
+            || t->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + nslots * sizeof(PyObject*)))
+            return 0;
+        t->tp_dealloc = kp_slots_dealloc;
+        return 1;
+    }
+    static inline destructor kp_dealloc_of(PyObject* cls) { return ((PyTypeObject*)cls)->tp_dealloc; }
     """
     Py_ssize_t kp_slot_offset(object descr)
     PyObject* kp_new_object(PyObject* cls) nogil
     void kp_slot_put(PyObject* obj, Py_ssize_t off, PyObject* v) nogil
     PyObject* kp_slot_get(PyObject* obj, Py_ssize_t off) nogil
     PyObject* kp_new_ref(PyObject* o) nogil
+    ctypedef void (*destructor)(PyObject*)
+    int kp_use_slots_dealloc(PyObject* cls, destructor generic, Py_ssize_t nslots)
+    destructor kp_dealloc_of(PyObject* cls)
 
 
 cdef inline Py_ssize_t slot_offset(cls, str attr) except -2:
@@ -48,3 +87,17 @@ cdef inline Py_ssize_t slot_offset(cls, str attr) except -2:
         if d is not None:
             return kp_slot_offset(d)
     return -1
+
+
+cdef inline bint use_slots_dealloc(cls) except -1:
+    """Give ``cls`` the one-pass dealloc of slot-only classes, when its layout
+    allows it (every slot a plain object slot); False: it keeps its own."""
+    cdef Py_ssize_t n = 0
+    cdef tuple mro = cls.__mro__
+    for klass in mro[:len(mro) - 1]:  # all but object
+        for attr in klass.__dict__.get("__slots__", ()):
+            if slot_offset(klass, attr) < 0:
+                return False
+            n += 1
+    probe = type("_probe", (), {"__slots__": ("a",)})
+    return kp_use_slots_dealloc(<PyObject*>cls, kp_dealloc_of(<PyObject*>probe), n) == 1

@@ -24,7 +24,7 @@ from kafkaproto._wire cimport (
     W_TAGGED_FIELD,
 )
 from kafkaproto._codec cimport Writer
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset
+from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
 
 import uuid as _uuid
 
@@ -37,6 +37,17 @@ __all__ = ["FieldPlan", "Plan", "decode_struct", "encode_struct"]
 
 
 # ---------------------------------------------------------------------------
+# Decoded trees are kept out of the cyclic garbage collector: the structs, the
+# lists and the UUIDs the sink makes are untracked as they are made, so the
+# collection that follows a large decode has nothing to walk (a 20,000-object
+# MetadataResponse no longer passes through the young generation).  That is
+# sound because such a tree cannot hold a cycle: every value is a str, int,
+# bytes, UUID, None, tuple of those, a struct, or a list of one of them, and no
+# Kafka schema nests a struct inside itself.  Storing a value of a type its
+# schema does not allow (a struct into its own list, a list into an int field)
+# could make a cycle that the collector would then never free; encoding such a
+# tree fails anyway.  Objects built rather than decoded are tracked as usual.
+#
 # The object sink, in C: it runs inside the walker (declared nogil, which only
 # forbids Cython's object handling; the decoder never releases the GIL, so
 # these functions may call the C API).  A struct or list is stored into its
@@ -50,8 +61,12 @@ cdef extern from *:
     typedef struct {
         PyObject* root;          /* the decoded struct (a new reference) */
         PyObject* views;         /* a memoryview over the input, for zero-copy fields; NULL: copy */
-        PyObject* make_uuid;     /* bytes -> uuid.UUID */
+        PyObject* make_uuid;     /* bytes -> uuid.UUID (when its slots are not plain) */
         PyObject* empty_tuple;
+        PyObject* uuid_cls;      /* uuid.UUID, filled slot by slot: */
+        Py_ssize_t uuid_int;     /*   its `int` slot */
+        Py_ssize_t uuid_safe;    /*   its `is_safe` slot */
+        PyObject* safe_unknown;  /*   SafeUUID.unknown */
     } kp_octx;
 
     /* Store v (a new reference, or NULL after a failed call) at d. */
@@ -79,8 +94,36 @@ cdef extern from *:
             return 0;
         }
     }
+    /* The interpreter's own small ints (-5..256), looked up without a call:
+       most ints of a response (error codes, indexes, small ids) are among them. */
+    static PyObject* kp_small_ints[262];
+    static inline PyObject* kp_int(long long v) {
+        if ((unsigned long long)(v + 5) < 262) {
+            PyObject* o = kp_small_ints[v + 5];
+            Py_INCREF(o);
+            return o;
+        }
+        return PyLong_FromLongLong(v);
+    }
+    static int kp_small_ints_init(void) {
+        for (int i = 0; i < 262; i++)
+            if ((kp_small_ints[i] = PyLong_FromLong(i - 5)) == NULL) return -1;
+        return 0;
+    }
     static inline PyObject* kp_bool(int v) { PyObject* b = v ? Py_True : Py_False; Py_INCREF(b); return b; }
     static inline PyObject* kp_uuid(kp_octx* x, const unsigned char* p) {
+        if (x->uuid_int > 0 && x->uuid_safe > 0) {
+            /* what UUID(bytes=...) leaves, without its __init__ */
+            PyObject* i = _PyLong_FromByteArray(p, 16, 0, 0);
+            if (i == NULL) return NULL;
+            PyObject* u = ((PyTypeObject*)x->uuid_cls)->tp_alloc((PyTypeObject*)x->uuid_cls, 0);
+            if (u == NULL) { Py_DECREF(i); return NULL; }
+            *(PyObject**)((char*)u + x->uuid_int) = i;
+            Py_INCREF(x->safe_unknown);
+            *(PyObject**)((char*)u + x->uuid_safe) = x->safe_unknown;
+            PyObject_GC_UnTrack(u);
+            return u;
+        }
         PyObject* raw = PyBytes_FromStringAndSize((const char*)p, 16);
         if (raw == NULL) return NULL;
         PyObject* u = PyObject_CallOneArg(x->make_uuid, raw);
@@ -129,8 +172,14 @@ cdef extern from *:
         PyObject* views
         PyObject* make_uuid
         PyObject* empty_tuple
+        PyObject* uuid_cls
+        Py_ssize_t uuid_int
+        Py_ssize_t uuid_safe
+        PyObject* safe_unknown
     int kp_store(kp_octx* x, kp_dst d, PyObject* v) nogil
     PyObject* kp_bool(int v) nogil
+    PyObject* kp_int(long long v) nogil
+    int kp_small_ints_init() except -1
     PyObject* kp_uuid(kp_octx* x, const unsigned char* p) nogil
     PyObject* kp_blob(kp_octx* x, int zero_copy, const unsigned char* base, const unsigned char* p,
                       Py_ssize_t n) nogil
@@ -146,6 +195,9 @@ cdef extern from *:
     PyObject* PyTuple_New(Py_ssize_t n) nogil
     void PyTuple_SET_ITEM(PyObject* t, Py_ssize_t i, PyObject* v) nogil
     PyObject* PyLong_FromUnsignedLong(unsigned long v) nogil
+    void PyObject_GC_UnTrack(void* o) nogil
+    int PyGC_Disable()
+    int PyGC_Enable()
     void Py_XDECREF(PyObject* o) nogil
     void Py_DECREF(PyObject* o) nogil
     PyObject* Py_None
@@ -179,7 +231,7 @@ cdef inline Dst sk_item(Dst arr, int64_t i) noexcept nogil:
 
 
 cdef inline int sk_int(Cur* c, Dst d, int kind, int64_t v) noexcept nogil:
-    return _stored(c, d, kp_bool(<int>v) if kind == K_BOOL else PyLong_FromLongLong(v))
+    return _stored(c, d, kp_bool(<int>v) if kind == K_BOOL else kp_int(v))
 
 
 cdef inline int sk_float(Cur* c, Dst d, double v) noexcept nogil:
@@ -206,6 +258,7 @@ cdef inline int sk_struct_begin(Cur* c, Dst d, Node* nd, Dst* me) noexcept nogil
     cdef PyObject* o = kp_new_object(nd.cls)
     if o == NULL:
         return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
+    PyObject_GC_UnTrack(o)  # see _untracked below
     me.obj = o  # borrowed: the parent holds it from here on
     me.where = 0
     me.attr = NULL
@@ -260,6 +313,7 @@ cdef inline int sk_array_begin(Cur* c, Dst d, Op* op, int64_t n, Dst* arr) noexc
     cdef PyObject* lst = PyList_New(n)
     if lst == NULL:
         return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
+    PyObject_GC_UnTrack(lst)
     arr.obj = lst
     arr.where = 0
     arr.attr = NULL
@@ -271,7 +325,7 @@ cdef inline int sk_int32s(Cur* c, Dst arr, const uint8_t* p, int64_t n) noexcept
     cdef int64_t i
     cdef PyObject* v
     for i in range(n):
-        v = PyLong_FromLongLong(<int32_t>kp_ld32(p + 4 * i))
+        v = kp_int(<int32_t>kp_ld32(p + 4 * i))
         if v == NULL:
             return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
         PyList_SET_ITEM(arr.obj, i, v)
@@ -431,6 +485,7 @@ cdef class Plan:
             PyMem_Free(nd)
             raise ValueError(f"{self.name}: more than 64 tagged fields")
         nd.cls = <PyObject*>self.cls
+        use_slots_dealloc(self.cls)
         nd.unknown_slot = self.unknown_off
         nd.wire_slot = self.wire_off
         nd.flexible = self.flexible
@@ -468,6 +523,8 @@ cdef object path_error(Cur* c):
     return exc
 
 
+kp_small_ints_init()
+
 cdef object _UUID_NEW = _uuid.UUID.__new__
 cdef object _UUID = _uuid.UUID
 cdef object _SETATTR = object.__setattr__
@@ -483,6 +540,9 @@ def _make_uuid(bytes raw):
 
 
 cdef object _MAKE_UUID = _make_uuid
+# an interpreter whose UUID slots are not plain object fields goes through _make_uuid
+cdef Py_ssize_t _UUID_INT = slot_offset(_UUID, "int")
+cdef Py_ssize_t _UUID_SAFE = slot_offset(_UUID, "is_safe")
 
 
 cdef int _reraise() except -1:
@@ -512,14 +572,22 @@ def decode_struct(Plan plan, data, Py_ssize_t offset=0, views=None):
     x.views = <PyObject*>views if views is not None else NULL
     x.make_uuid = <PyObject*>_MAKE_UUID
     x.empty_tuple = <PyObject*>_EMPTY
+    x.uuid_cls = <PyObject*>_UUID
+    x.uuid_int = _UUID_INT
+    x.uuid_safe = _UUID_SAFE
+    x.safe_unknown = <PyObject*>_SAFE_UNKNOWN
     c.ctx = &x
     root.obj = NULL
     root.where = 0
     root.attr = NULL
     root.mode = KP_ROOT
+    # the collector paused while the tree is built (it would only scan it)
+    cdef int was_enabled = PyGC_Disable()
     try:
         rc = _w_struct(&c, nd, root)
     finally:
+        if was_enabled:
+            PyGC_Enable()
         PyBuffer_Release(&view)
     if rc:
         partial = <object>x.root if x.root != NULL else None

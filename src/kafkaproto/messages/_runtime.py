@@ -8,7 +8,6 @@ encoding, which are tagged) and handed to the engine: the compiled one in
 
 from __future__ import annotations
 
-import gc
 import inspect
 import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -374,22 +373,13 @@ class Message(Struct):
         view of it does), and sees any later change to it: hand in bytes, or a
         buffer that is not reused while the message is in use.
         """
-        plan = cls.plan(version)
-        # A decoded message is a tree with no cycles: pausing the collector
-        # keeps it from scanning the half-built tree over and over (3-4x
-        # faster on large responses); the objects stay tracked.
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
+        plan = cls._BY_VERSION.get(version) or cls.plan(version)
         try:
             obj, end = engine.decode_struct(plan, data, offset, _views(data) if zero_copy else None)
         except KafkaProtocolError as exc:
             exc.set_context(plan.context)
             exc.partial = partial_result(cls, getattr(exc, "partial", None), exc.path)
             raise
-        finally:
-            if paused:
-                gc.enable()
         return (obj, end) if with_end else obj
 
     def encode(self, version: int, *, canonical: bool = False, lenient: bool = False) -> bytes:

@@ -25,7 +25,7 @@ from kafkaproto._wire cimport (
     _zig64, _uvsize, _wadd, Cur, Step, cur_init, cur_fail, cur_step, VARINT_TRUNCATED, P_INDEX, F_PYTHON, MAX_PATH,
 )
 from kafkaproto._codec cimport Writer, as_int, crc32_of
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset
+from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
 
 import time as _time
 from operator import index as _index
@@ -89,6 +89,8 @@ cdef Py_ssize_t _R_CONTROL = slot_offset(_RecordCls, "control")
 # an interpreter whose slots are not plain object fields builds records through __init__
 cdef bint _SLOTS = min(_R_OFFSET, _R_TIMESTAMP, _R_TS_TYPE, _R_ATTRIBUTES, _R_KEY, _R_VALUE, _R_HEADERS,
                        _R_CONTROL) > 0
+if _SLOTS:
+    use_slots_dealloc(_RecordCls)
 
 
 # ---------------------------------------------------------------------------
