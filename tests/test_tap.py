@@ -131,11 +131,10 @@ def test_mock_cluster_with_three_brokers(tmp_path):
 # --------------------------------------------------------------------------
 
 
-class ScriptedBroker:
-    """Answers each request frame with ``reply(api_key, version, corr)`` bytes."""
+class LoopbackUpstream:
+    """A server on 127.0.0.1 that hands each connection to ``_conn`` on a thread."""
 
-    def __init__(self, reply) -> None:
-        self.reply = reply
+    def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
@@ -150,6 +149,22 @@ class ScriptedBroker:
             except TimeoutError:
                 continue
             threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+class ScriptedBroker(LoopbackUpstream):
+    """Answers each request frame with ``reply(api_key, version, corr)`` bytes."""
+
+    def __init__(self, reply) -> None:
+        self.reply = reply
+        super().__init__()
 
     def _conn(self, conn) -> None:
         buf = b""
@@ -168,11 +183,6 @@ class ScriptedBroker:
                     key, version, corr = struct.unpack_from(">hhi", f, 0)
                     conn.sendall(self.reply(key, version, corr))
                 buf = buf[used:]
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
 
 
 def _recv(sock, n, timeout=5.0):
@@ -368,7 +378,7 @@ def _produce_head(claimed: int, corr: int, client: bytes) -> bytes:
             + b"\x00" + struct.pack(">hi", -1, 30_000))  # no transactional id, acks=-1, timeout
 
 
-class Sink:
+class Sink(LoopbackUpstream):
     """An upstream that answers nothing and keeps, per connection, the length,
     the SHA-256 and the first bytes of everything it received."""
 
@@ -376,21 +386,8 @@ class Sink:
         import hashlib
 
         self.hashlib = hashlib
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
         self.got: dict[bytes, tuple[int, str]] = {}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def _conn(self, conn) -> None:
         h, n, head = self.hashlib.sha256(), 0, b""
@@ -400,11 +397,6 @@ class Sink:
                 n += len(data)
                 head = (head + data)[:64]
         self.got[head[14:17]] = (n, h.hexdigest())  # keyed by the client id
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
 
 
 def _peak_rss(pid: int) -> tuple[int, int]:
