@@ -347,6 +347,41 @@ def test_pcapng_damage(tmp_path):
     assert "byte-order magic" in acc.errors[0] and not items
 
 
+@pytest.mark.parametrize("case", ["coarse", "offset", "negative", "top-bit", "high-resolution"])
+def test_pcapng_time_stamps_out_of_range_are_marked_not_fatal(tmp_path, case):
+    """A time stamp outside 1970..2262 (int64 ns) is read as no time and
+    counted; one that only looks odd (a very fine resolution) is kept."""
+    from kafkaproto.capture.segments import read_frames_ranged
+
+    packets = conversation_packets(exchange(2))
+    n = len(packets)
+    # (interface options, raw ticks of packet i (None: the packet's own time), packets out of range)
+    iface, ticks, bad = {
+        "coarse": ({"tsresol": 0}, lambda i: (1 << 64) - 1 - i if i % 3 == 0 else None, len(range(0, n, 3))),
+        "offset": ({"tsresol": 9, "tsoffset": (1 << 63) - 1}, lambda i: None, n),
+        "negative": ({"tsresol": 9, "tsoffset": -(1 << 63)}, lambda i: None, n),
+        "top-bit": ({"tsresol": 9}, lambda i: (1 << 63) + i if i % 3 == 0 else None, len(range(0, n, 3))),
+        # 2**-127 s ticks: any raw value is about 0 ns, which a column holds
+        "high-resolution": ({"tsresol": 0x80 | 127}, lambda i: (1 << 64) - 1 - i, 0),
+    }[case]
+    path = tmp_path / "t.pcapng"
+    with open(path, "wb") as f:
+        w = PcapngWriter(f)
+        w.interface(LINKTYPE_ETHERNET, **iface)
+        for i, (ts, d) in enumerate(packets):
+            w.write(ts, d, ticks=ticks(i))
+    items, acc = run(path)
+    assert summary(items) == EXPECTED[:8]
+    assert acc.bad_timestamps == bad
+    assert acc.to_dict()["bad_timestamps"] == bad and (f"{bad} packets with a time stamp out of range" in acc.format()
+                                                        or not bad)
+    assert all(d.frame.ts is None or 0 <= d.frame.ts < 1 << 63 for d in items)
+    assert all(d.frame.latency_ns is None or abs(d.frame.latency_ns) < 1 << 63 for d in items)
+    ranged = Accounting()
+    assert len(list(read_frames_ranged([str(path)], 300, acc=ranged))) == 8
+    assert ranged.bad_timestamps == bad and not ranged.problems()
+
+
 def test_inspect_prints_one_line_per_frame(tmp_path, capsys):
     from kafkaproto.__main__ import main
 

@@ -10,8 +10,8 @@ import struct
 import subprocess
 from pathlib import Path
 
-from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
-from kafkaproto.capture.writer import PcapWriter, TcpConversation
+from kafkaproto.capture.pcap import LINKTYPE_ETHERNET, CaptureFile
+from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation
 
 from .synthetic import write_capture
 
@@ -69,6 +69,39 @@ def damaged_captures(folder: Path):
     (folder / "noise.bin").write_bytes(bytes(rng.randrange(256) for _ in range(5000)))
     paths["noise.bin"] = folder / "noise.bin"
     return manifest, paths
+
+
+def hostile_pcapngs(clean: Path, folder: Path) -> dict[str, Path]:
+    """The packets of ``clean`` (a pcap) rewritten as pcapng files whose time
+    stamps no time column can hold: a 1-second resolution with huge raw
+    values, a huge or very negative ``if_tsoffset``, raw values with the top
+    bit set (negative when read as signed), and a file where good and bad
+    time stamps alternate within each connection."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(clean, "rb") as fh:
+        packets = [(ts, data) for ts, _lt, data, _orig in CaptureFile(fh)]
+    top = (1 << 64) - 1
+    cases = {
+        # if_tsresol 0: one tick a second; raw values near 2**64 seconds
+        "coarse-huge.pcapng": (dict(tsresol=0), lambda i, ts: top - len(packets) + i),
+        # 2**62 seconds added to every time stamp
+        "huge-offset.pcapng": (dict(tsresol=9, tsoffset=1 << 62), None),
+        # before 1970 by far: -2**62 seconds
+        "negative-offset.pcapng": (dict(tsresol=9, tsoffset=-(1 << 62)), None),
+        # top bit set: 2**63 ns and more
+        "top-bit.pcapng": (dict(tsresol=9), lambda i, ts: (1 << 63) + i),
+        # every other packet's time stamp is out of range
+        "mixed.pcapng": (dict(tsresol=0), lambda i, ts: ts // 1_000_000_000 if i % 2 else top - i),
+    }
+    out = {}
+    for name, (iface, ticks) in cases.items():
+        with open(folder / name, "wb") as fh:
+            w = PcapngWriter(fh)
+            w.interface(LINKTYPE_ETHERNET, **iface)
+            for i, (ts, data) in enumerate(packets):
+                w.write(ts, data, ticks=None if ticks is None else ticks(i, ts))
+        out[name] = folder / name
+    return out
 
 
 def _records(data: bytes):

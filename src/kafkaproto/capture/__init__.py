@@ -136,6 +136,7 @@ def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None) 
             if error:
                 acc.errors.append(f"{os.fspath(path)}: {error}")
             acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
+            acc.bad_timestamps += cap.bad_timestamps
     yield from out
     out.clear()
 
