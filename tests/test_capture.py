@@ -407,3 +407,54 @@ def test_format_line_for_unpaired_and_undecodable(tmp_path):
     assert "unpaired: no request with this correlation id" in lines[1]
     assert "undecodable: MetadataResponse v4" in lines[2]
     assert acc.frames == {"decoded": 1, "unpaired": 1, "undecodable": 1}
+
+
+def test_resync_skips_bytes_that_cannot_start_a_frame(tmp_path):
+    """Zero bytes (and other non-Kafka bytes) on the Kafka port are skipped as
+    not_kafka, and the requests after them are found."""
+    pairs = exchange(2)
+    for junk in (bytes(300_000), b"\0\0\0\x01" * 20_000, b"GET / HTTP/1.1\r\n\0\0\x01" * 5000):
+        c = TcpConversation(CLIENT4, SERVER4)
+        pk = c.handshake() + c.send(True, junk)
+        for req, resp in pairs:
+            pk += c.send(True, req) + c.send(False, resp)
+        path = write_pcap(tmp_path / "junk.pcap", pk + c.close())
+        items, acc = run(path, ports=[9092])
+        assert acc.bytes["not_kafka"] == len(junk)
+        assert summary(items) == [s for s in EXPECTED if s[3] in (1, 2, 3, 4)]
+
+
+def test_find_frame_start_twin_agrees():
+    import os as _os
+
+    from kafkaproto.capture import _scan_py
+    from kafkaproto.capture.streams import _version_table
+
+    impls = [_scan_py]
+    try:
+        from kafkaproto.capture import _scan
+
+        impls.append(_scan)
+    except ImportError:
+        pass
+    req = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 7, "app")
+    rng = random.Random(5)
+    bufs = [bytes(5000), _os.urandom(5000), b"\0\0\0\x01" * 500, bytes(100) + req + bytes(50),
+            b"\0\0\0\x0a" + b"\0" * 30, bytes(40) + req[:12], bytes(rng.choice(b"\0\x01\x06\x12\x20\xff")
+                                                                 for _ in range(4000))]
+    versions = _version_table()
+    for buf in bufs:
+        for is_request in (True, False):
+            for pos in (0, 1, 37, len(buf) - 10):
+                for mfs in (1 << 20, 20, -1):
+                    got = []
+                    for impl in impls:
+                        found, p = [], max(pos, 0)
+                        while len(found) < 50:
+                            p, v = impl.find_frame_start(bytearray(buf), p, is_request, mfs, versions, {7: None, 0: 1})
+                            found.append((p, v))
+                            if p < 0 or v is None:
+                                break
+                            p += 1
+                        got.append(found)
+                    assert all(g == got[0] for g in got), (buf[:16], is_request, pos, mfs)
