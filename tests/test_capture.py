@@ -458,3 +458,73 @@ def test_find_frame_start_twin_agrees():
                             p += 1
                         got.append(found)
                     assert all(g == got[0] for g in got), (buf[:16], is_request, pos, mfs)
+
+
+def _syn(i: int, seq: int = 100):
+    from kafkaproto.capture.pcap import SYN, TcpSegment
+
+    return TcpSegment(f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2", 9092,
+                      seq, 0, SYN, b"", 0)
+
+
+def test_open_connections_are_bounded_at_constant_cost():
+    """200,000 connection attempts that never close (40,000 on the twin): past
+    the bound the oldest are closed as new ones come, each counted, and the
+    books balance.  (The per-packet cost at 1k and 200k open connections is
+    in bench/bench_capture.py.)"""
+    import kafkaproto
+    from kafkaproto.capture.streams import MAX_OPEN_CONNECTIONS, Extractor
+
+    assert Extractor().max_open_connections == MAX_OPEN_CONNECTIONS
+    n, bound = (200_000, 20_000) if kafkaproto.COMPILED else (40_000, 5_000)
+    acc = Accounting()
+    ext = Extractor([9092], acc, max_open_connections=bound)
+    for i in range(n):
+        ext.tcp(1_700_000_000_000_000_000 + i, _syn(i))
+        if i % 997 == 0:
+            assert len(ext.flows) <= bound
+    assert len(ext.flows) == bound and acc.evicted_connections == n - bound
+    ext.finish()
+    assert acc.connections == n and acc.syn_only == n and not acc.problems()
+    assert f"{n - bound} connections closed early" in acc.format()
+
+
+def test_an_evicted_connection_continues_as_a_new_one(tmp_path):
+    """With room for 2 open connections, a third evicts the first; the first's
+    later packets start a new connection, which resynchronizes (a gap) and
+    decodes its next request and response."""
+    pairs = exchange(3)
+    a = TcpConversation(("10.1.0.1", 40001), SERVER4)
+    pk = a.handshake() + a.send(True, pairs[0][0]) + a.send(False, pairs[0][1])
+    for port in (40002, 40003):
+        pk += TcpConversation(("10.1.0.1", port), SERVER4).handshake()
+    for req, resp in pairs[1:]:
+        pk += a.send(True, req) + a.send(False, resp)
+    path = write_pcap(tmp_path / "evict.pcap", pk + a.close())
+    items, acc = run(path, ports=[9092], max_open_connections=2)
+    assert acc.evicted_connections == 2  # the first by the third, then the second by the first's return
+    assert acc.connections == 4 and acc.kafka_connections == 2
+    got = summary(items)
+    assert got[:2] == EXPECTED[:2] and set(got[2:]) <= set(EXPECTED[2:]) and len(got) > 2
+
+
+def test_bytes_waiting_out_of_order_are_bounded_in_all(tmp_path):
+    """Ten connections whose first data segment was lost: what waits behind
+    the holes is capped in all (max_pending_total) and per direction
+    (max_pending_bytes); the holes given up on are counted, nothing else lost."""
+    pk = []
+    for k in range(10):
+        c = TcpConversation(("10.1.0.1", 41000 + k), SERVER4)
+        pk += c.handshake()
+        segs = c.send(True, b"".join(req for req, _ in exchange(3, big=3000)))
+        pk += segs[1:]  # the first is lost: everything after it waits
+    path = write_pcap(tmp_path / "holes.pcap", pk)
+    for limits, forced in (({"max_pending_total": 8000}, True), ({"max_pending_bytes": 3000}, True), ({}, False)):
+        acc = Accounting()
+        items = list(read_frames(path, ports=[9092], acc=acc, **limits))
+        acc.check()
+        assert (acc.gaps_forced > 0) == forced, limits
+        assert acc.gaps >= 10 and acc.bytes["gap"] + acc.bytes["decoded"] + acc.bytes["framed"] > 0
+        assert sum(acc.bytes.values()) == acc.payload_bytes_total
+        if forced:
+            assert items  # frames after the forced gaps are found again

@@ -20,9 +20,13 @@ Bytes that are *missing* from the capture (lost by the capture, or cut by
 the snap length) are not in the ledger; they are counted apart as
 ``missing_bytes`` in ``gaps`` gaps.
 
-Packets that are read but marked: ``bad_timestamps`` (a time stamp no
-nanosecond column can hold: the packet is read without a time, its rows'
-``ts`` is null).
+Marks (:data:`MARKS`), counted apart from the ledgers: ``bad_timestamps``
+(packets whose time stamp no nanosecond column can hold: read without a
+time, their rows' ``ts`` is null); ``evicted_connections`` (connections
+closed early because more were open than the reader keeps: their later
+packets start a new connection, which resynchronizes); ``gaps_forced``
+(holes declared gaps because more bytes waited behind them than the reader
+keeps, per direction or in all).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ FRAME_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated")
 #: (not ledgers: what they count is also in the ledgers above) -> their wording
 MARKS = {
     "bad_timestamps": "packets with a time stamp out of range (read without a time)",
+    "evicted_connections": "connections closed early: more were open than the reader keeps",
+    "gaps_forced": "holes given up on: more bytes waited behind them than the reader keeps",
 }
 
 
@@ -59,6 +65,8 @@ class Accounting:
         self.file_bytes = 0
         self.unread_bytes = 0  # file bytes after a damaged or cut record
         self.bad_timestamps = 0  # packets read without a time: theirs lies outside 1970..2262 (int64 ns)
+        self.evicted_connections = 0  # open connections closed to admit new ones (Extractor.max_open_connections)
+        self.gaps_forced = 0  # holes declared gaps because too many bytes waited behind them
         self.errors: list[str] = []
 
     # -- updates -----------------------------------------------------------

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, FRAME_PARTIAL, frame_at
@@ -36,7 +37,7 @@ from ..messages import APIS, request_class
 from ..protocol import decode_request, decode_response, header_table
 from .accounting import Accounting
 from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
-from .tcp import HalfStream
+from .tcp import HalfStream, PendingPool
 
 # KafkaState: compiled (a cdef class of capture._scan, which frames in-order
 # data in C) or the twin's plain class.
@@ -54,7 +55,13 @@ _MIN_REQUEST = 8  # api key, version, correlation id (header v0)
 _MIN_RESPONSE = 4  # correlation id
 MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
 DETECT_BYTES = 64 * 1024  # bytes per direction looked at to tell whether a connection is Kafka
-_MAX_FLOWS = 1 << 17  # closed connections forgotten beyond this many
+#: connections open at once, at most: past it the one opened first is closed
+#: (counted as ``evicted_connections``; its later packets start a new one)
+MAX_OPEN_CONNECTIONS = 1 << 17
+#: bytes waiting behind holes, per direction and in all
+MAX_PENDING_BYTES = 8 << 20
+MAX_PENDING_TOTAL = 256 << 20
+_MAX_CLOSED = 1 << 16  # closed connections remembered (their late packets count as duplicate)
 
 _versions: dict[int, tuple[int, int]] = {}
 
@@ -470,6 +477,7 @@ class _Held:
 
     def release(self, target) -> None:
         self.target = target
+        self.flow = None  # no cycle back to the flow: a closed connection is freed by reference counting
         items, self.items, self.buf = self.items, [], bytearray()
         for item in items:
             if item[0] == "data":
@@ -492,7 +500,7 @@ class _Flow:
         self.conn_id = conn_id
         self.ends = (a, b)
         self.held = {a: _Held(self), b: _Held(self)}
-        self.halves = {a: HalfStream(self.held[a], ext.acc), b: HalfStream(self.held[b], ext.acc)}
+        self.halves = {end: HalfStream(self.held[end], ext.acc, ext.max_pending_bytes, ext.pool) for end in (a, b)}
         self.client: tuple[str, int] | None = None
         self.state = "undecided"
         self.fins: set[tuple[str, int]] = set()
@@ -566,6 +574,7 @@ class _Flow:
         if self.closed:
             return
         self.closed = True
+        self.ext._closed(self)
         for half in self.halves.values():
             half.close()
         if self.state == "undecided":
@@ -610,14 +619,29 @@ class Extractor:
     ``ports``: the brokers' ports; a connection is Kafka when either end uses
     one.  None: detect Kafka connections from their first bytes, each
     connection on its own.
+
+    The state kept is bounded: ``max_open_connections`` open at once (past
+    it the one opened first is closed: ``acc.evicted_connections``), and the
+    bytes waiting behind holes, ``max_pending_bytes`` per direction and
+    ``max_pending_total`` in all (past either a hole is given up on:
+    ``acc.gaps_forced``).  Every step costs the same whatever the number of
+    connections open.
     """
 
     def __init__(self, ports: Iterable[int] | None = None, acc: Accounting | None = None,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *,
+                 max_open_connections: int = MAX_OPEN_CONNECTIONS, max_pending_bytes: int = MAX_PENDING_BYTES,
+                 max_pending_total: int = MAX_PENDING_TOTAL) -> None:
         self.ports = None if ports is None else set(ports)
         self.acc = acc if acc is not None else Accounting()
         self.max_frame_size = max_frame_size
-        self.flows: dict[tuple, _Flow] = {}
+        self.max_open_connections = max(1, max_open_connections)
+        self.max_pending_bytes = max_pending_bytes
+        self.pool = PendingPool(max_pending_total)
+        # open connections, oldest first; closed ones (a bounded memory of them,
+        # so a late retransmission is a duplicate, not a new connection)
+        self.flows: OrderedDict[tuple, _Flow] = OrderedDict()
+        self.closed: OrderedDict[tuple, _Flow] = OrderedDict()
         self.out: list[CapturedFrame] = []
         #: a list to receive ``(connection, correlation id, RequestInfo)`` of
         #: every request still waiting for its response when its connection
@@ -649,12 +673,14 @@ class Extractor:
         src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
         key = (src, dst) if src < dst else (dst, src)
         flow = self.flows.get(key)
+        if flow is None:
+            flow = self.closed.get(key)
         syn_only = seg.flags & (SYN | ACK) == SYN
         if flow is not None and syn_only and (flow.closed or (
                 flow.halves[src].state.base is not None and
                 flow.halves[src].state.base != (seg.seq + 1) & 0xFFFFFFFF)):
             flow.close()  # the 4-tuple is reused by a new connection
-            del self.flows[key]
+            del self.closed[key]
             flow = None
         if flow is None:
             flow = self._new_flow(key, ts)
@@ -706,17 +732,32 @@ class Extractor:
         return flow.halves[a].state, flow.halves[b].state, kafka
 
     def _new_flow(self, key, ts) -> _Flow:
-        if len(self.flows) >= _MAX_FLOWS:
-            for k in [k for k, f in self.flows.items() if f.closed][: _MAX_FLOWS // 4]:
-                del self.flows[k]
+        flows = self.flows
+        while len(flows) >= self.max_open_connections:
+            # constant work per new connection: the one opened first is closed
+            # (its frames so far are kept; its later packets start a new connection)
+            old_key, oldest = next(iter(flows.items()))
+            oldest.close()
+            self.closed.pop(old_key, None)
+            self.acc.evicted_connections += 1
         self._next_id += 1
         self.acc.connections += 1
         flow = _Flow(self, self._next_id, key[0], key[1], ts)
-        self.flows[key] = flow
+        flows[key] = flow
         return flow
 
+    def _closed(self, flow: _Flow) -> None:
+        """``flow`` has just closed: from the open connections to the closed ones."""
+        key = flow.ends
+        if self.flows.get(key) is flow:
+            del self.flows[key]
+            closed = self.closed
+            closed[key] = flow
+            if len(closed) > _MAX_CLOSED:
+                closed.popitem(last=False)
+
     def finish(self) -> None:
-        for flow in self.flows.values():
+        for flow in list(self.flows.values()):
             flow.close()
 
     def close_all(self) -> None:
@@ -724,3 +765,4 @@ class Extractor:
         the segment path calls it after the last segment of a 4-tuple."""
         self.finish()
         self.flows.clear()
+        self.closed.clear()
