@@ -20,6 +20,7 @@ from support.report_helpers import (
     SAMPLE,
     damaged_captures,
     hostile_pcapngs,
+    hostile_tap,
     report_figures,
     report_tables,
     spark_session,
@@ -171,11 +172,12 @@ def test_no_capture_fails_the_report(spark, tmp_path, how):
     """Every damaged capture of the test data and pcapngs whose time stamps
     no column can hold (a coarse if_tsresol with huge raw values, a huge or
     very negative if_tsoffset, raw values with the top bit set, good and bad
-    mixed): the job finishes, every capture's books balance, and the
+    mixed), and a tap table with such time stamps: the job finishes, every capture's books balance, and the
     out-of-range time stamps are counted and left null."""
     _, paths = damaged_captures(tmp_path / "in")
     hostile = hostile_pcapngs(paths["clean.pcap"], tmp_path / "in" / "hostile")
     caps = {name: str(p) for name, p in {**paths, **hostile}.items()}
+    caps["hostile-tap"] = str(hostile_tap(tmp_path / "in"))
     kw = {"whole_file_max": 0, "range_bytes": 150_000} if how == "ranges" else {}
     result = _run(spark, caps, tmp_path / "out", **kw)
     accs = result.data.accounting_by_capture
@@ -189,6 +191,7 @@ def test_no_capture_fails_the_report(spark, tmp_path, how):
         assert acc.bytes["decoded"] == clean.bytes["decoded"], name
         expected = (clean.packets_total + 1) // 2 if name == "mixed.pcapng" else clean.packets_total
         assert acc.bad_timestamps == expected, name
+    assert accs["hostile-tap"].bad_timestamps == 5 and accs["hostile-tap"].bytes["decoded"] > 0
     assert "packets with a time stamp out of range" in result.summary
     req = pq.read_table(f"{result.data.out}/requests").to_pydict()
     ts = {}

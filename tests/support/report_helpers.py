@@ -104,6 +104,27 @@ def hostile_pcapngs(clean: Path, folder: Path) -> dict[str, Path]:
     return out
 
 
+def hostile_tap(folder: Path) -> Path:
+    """A tap table whose time stamps no nanosecond column can hold (2**62 µs,
+    before 1970), with a paired request and response and a request left
+    unanswered."""
+    from kafkaproto import encode_request, encode_response
+    from kafkaproto.capture.streams import CapturedFrame, Connection
+    from kafkaproto.capture.table import FrameTableWriter
+    from kafkaproto.messages import MetadataRequest, MetadataResponse
+
+    conn = Connection(1, "127.0.0.1:1", "127.0.0.1:9092")
+    out = folder / "hostile-tap"
+    with FrameTableWriter(out, fmt="arrow") as w:
+        for i, ts in enumerate(((1 << 62) * 1000, -(10 ** 18), (1 << 62) * 1000 + 5)):
+            w.write(CapturedFrame(ts, conn, "request", i * 100,
+                                  encode_request(MetadataRequest(topics=[]), 9, i, "c")[4:], 3, 9, i))
+            if i < 2:
+                w.write(CapturedFrame(ts + 1000, conn, "response", i * 100,
+                                      encode_response(MetadataResponse(brokers=[]), 9, i)[4:], 3, 9, i, ts))
+    return out
+
+
 def _records(data: bytes):
     pos = 24
     while pos + 16 <= len(data):
