@@ -528,3 +528,26 @@ def test_bytes_waiting_out_of_order_are_bounded_in_all(tmp_path):
         assert sum(acc.bytes.values()) == acc.payload_bytes_total
         if forced:
             assert items  # frames after the forced gaps are found again
+
+
+def test_bytes_held_for_detection_are_bounded_in_all(tmp_path):
+    """Without ports, a connection's first bytes are held until detection
+    decides; past max_pending_total held in all, the oldest undecided
+    connection is judged on what it sent so far, and counted."""
+    pk = []
+    convs = [TcpConversation(("10.1.0.1", 42000 + k), ("10.1.0.2", 7000 + k), isn=(1000 + k, 5000))
+             for k in range(20)]
+    for c in convs:  # caught mid-stream: no handshake; text that is no request
+        pk += c.send(True, b"GET /x HTTP/1.1\r\n" * 1200)
+    kafka = TcpConversation(("10.1.0.1", 43000), SERVER4)
+    pk += kafka.handshake()
+    for req, resp in exchange(2):
+        pk += kafka.send(True, req) + kafka.send(False, resp)
+    path = write_pcap(tmp_path / "held.pcap", pk + kafka.close())
+    for limits, forced in (({"max_pending_total": 100_000}, True), ({}, False)):
+        acc = Accounting()
+        items = list(read_frames(path, acc=acc, **limits))
+        acc.check()
+        assert (acc.detections_forced > 0) == forced
+        assert acc.bytes["not_kafka"] == 20 * len(b"GET /x HTTP/1.1\r\n" * 1200)
+        assert summary(list(dissect(iter(items), acc))) == EXPECTED[:8]

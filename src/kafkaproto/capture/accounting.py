@@ -26,7 +26,9 @@ time, their rows' ``ts`` is null); ``evicted_connections`` (connections
 closed early because more were open than the reader keeps: their later
 packets start a new connection, which resynchronizes); ``gaps_forced``
 (holes declared gaps because more bytes waited behind them than the reader
-keeps, per direction or in all).
+keeps, per direction or in all); ``detections_forced`` (connections judged
+Kafka or not on what they sent so far, because more bytes waited for
+detection in all than the reader keeps).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ MARKS = {
     "bad_timestamps": "packets with a time stamp out of range (read without a time)",
     "evicted_connections": "connections closed early: more were open than the reader keeps",
     "gaps_forced": "holes given up on: more bytes waited behind them than the reader keeps",
+    "detections_forced": "connections judged Kafka or not early: more bytes waited for detection than kept",
 }
 
 
@@ -67,6 +70,7 @@ class Accounting:
         self.bad_timestamps = 0  # packets read without a time: theirs lies outside 1970..2262 (int64 ns)
         self.evicted_connections = 0  # open connections closed to admit new ones (Extractor.max_open_connections)
         self.gaps_forced = 0  # holes declared gaps because too many bytes waited behind them
+        self.detections_forced = 0  # connections judged before detection had all it looks at (too many bytes held)
         self.errors: list[str] = []
 
     # -- updates -----------------------------------------------------------

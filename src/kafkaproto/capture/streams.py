@@ -461,7 +461,11 @@ class _Held:
         if self.nbytes < DETECT_BYTES:
             self.buf += chunk[:DETECT_BYTES - self.nbytes]
         self.nbytes += len(chunk)
+        ext = self.flow.ext
+        ext.held_bytes += len(chunk)
         self.flow.decide(self)
+        if ext.held_bytes > ext.pool.limit:
+            ext._judge_oldest()
 
     def gap(self, nbytes: int) -> None:
         if self.target is not None:
@@ -477,6 +481,7 @@ class _Held:
 
     def release(self, target) -> None:
         self.target = target
+        self.flow.ext.held_bytes -= self.nbytes
         self.flow = None  # no cycle back to the flow: a closed connection is freed by reference counting
         items, self.items, self.buf = self.items, [], bytearray()
         for item in items:
@@ -507,6 +512,7 @@ class _Flow:
         self.closed = False
         self.first_ts = ts
         self.conn: Connection | None = None
+        ext.undecided[self] = None
 
     def other(self, end):
         return self.ends[1] if end == self.ends[0] else self.ends[0]
@@ -554,6 +560,7 @@ class _Flow:
 
     def _settle(self, kafka: bool) -> None:
         ext = self.ext
+        ext.undecided.pop(self, None)
         if not kafka:
             self.state = "other"
             for held in self.held.values():
@@ -624,7 +631,10 @@ class Extractor:
     it the one opened first is closed: ``acc.evicted_connections``), and the
     bytes waiting behind holes, ``max_pending_bytes`` per direction and
     ``max_pending_total`` in all (past either a hole is given up on:
-    ``acc.gaps_forced``).  Every step costs the same whatever the number of
+    ``acc.gaps_forced``); the bytes held while detection decides whether a
+    connection is Kafka count against ``max_pending_total`` too (past it the
+    oldest undecided connection is judged on what it sent:
+    ``acc.detections_forced``).  Every step costs the same whatever the number of
     connections open.
     """
 
@@ -642,6 +652,10 @@ class Extractor:
         # so a late retransmission is a duplicate, not a new connection)
         self.flows: OrderedDict[tuple, _Flow] = OrderedDict()
         self.closed: OrderedDict[tuple, _Flow] = OrderedDict()
+        # connections not yet known to be Kafka or not, oldest first, and the
+        # bytes they hold for detection (bounded with those waiting out of order)
+        self.undecided: OrderedDict[_Flow, None] = OrderedDict()
+        self.held_bytes = 0
         self.out: list[CapturedFrame] = []
         #: a list to receive ``(connection, correlation id, RequestInfo)`` of
         #: every request still waiting for its response when its connection
@@ -746,6 +760,16 @@ class Extractor:
         flows[key] = flow
         return flow
 
+    def _judge_oldest(self) -> None:
+        """More bytes are held for detection than ``max_pending_total``: judge
+        the connections waited on longest with what they sent so far."""
+        undecided = self.undecided
+        while self.held_bytes > self.pool.limit and undecided:
+            flow = next(iter(undecided))
+            self.acc.detections_forced += 1
+            flow.decide(final=True)
+            undecided.pop(flow, None)
+
     def _closed(self, flow: _Flow) -> None:
         """``flow`` has just closed: from the open connections to the closed ones."""
         key = flow.ends
@@ -766,3 +790,4 @@ class Extractor:
         self.finish()
         self.flows.clear()
         self.closed.clear()
+        self.undecided.clear()
