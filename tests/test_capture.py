@@ -347,6 +347,41 @@ def test_pcapng_damage(tmp_path):
     assert "byte-order magic" in acc.errors[0] and not items
 
 
+@pytest.mark.parametrize("case", ["coarse", "offset", "negative", "top-bit", "high-resolution"])
+def test_pcapng_time_stamps_out_of_range_are_marked_not_fatal(tmp_path, case):
+    """A time stamp outside 1970..2262 (int64 ns) is read as no time and
+    counted; one that only looks odd (a very fine resolution) is kept."""
+    from kafkaproto.capture.segments import read_frames_ranged
+
+    packets = conversation_packets(exchange(2))
+    n = len(packets)
+    # (interface options, raw ticks of packet i (None: the packet's own time), packets out of range)
+    iface, ticks, bad = {
+        "coarse": ({"tsresol": 0}, lambda i: (1 << 64) - 1 - i if i % 3 == 0 else None, len(range(0, n, 3))),
+        "offset": ({"tsresol": 9, "tsoffset": (1 << 63) - 1}, lambda i: None, n),
+        "negative": ({"tsresol": 9, "tsoffset": -(1 << 63)}, lambda i: None, n),
+        "top-bit": ({"tsresol": 9}, lambda i: (1 << 63) + i if i % 3 == 0 else None, len(range(0, n, 3))),
+        # 2**-127 s ticks: any raw value is about 0 ns, which a column holds
+        "high-resolution": ({"tsresol": 0x80 | 127}, lambda i: (1 << 64) - 1 - i, 0),
+    }[case]
+    path = tmp_path / "t.pcapng"
+    with open(path, "wb") as f:
+        w = PcapngWriter(f)
+        w.interface(LINKTYPE_ETHERNET, **iface)
+        for i, (ts, d) in enumerate(packets):
+            w.write(ts, d, ticks=ticks(i))
+    items, acc = run(path)
+    assert summary(items) == EXPECTED[:8]
+    assert acc.bad_timestamps == bad
+    assert acc.to_dict()["bad_timestamps"] == bad and (f"{bad} packets with a time stamp out of range" in acc.format()
+                                                        or not bad)
+    assert all(d.frame.ts is None or 0 <= d.frame.ts < 1 << 63 for d in items)
+    assert all(d.frame.latency_ns is None or abs(d.frame.latency_ns) < 1 << 63 for d in items)
+    ranged = Accounting()
+    assert len(list(read_frames_ranged([str(path)], 300, acc=ranged))) == 8
+    assert ranged.bad_timestamps == bad and not ranged.problems()
+
+
 def test_inspect_prints_one_line_per_frame(tmp_path, capsys):
     from kafkaproto.__main__ import main
 
@@ -372,3 +407,147 @@ def test_format_line_for_unpaired_and_undecodable(tmp_path):
     assert "unpaired: no request with this correlation id" in lines[1]
     assert "undecodable: MetadataResponse v4" in lines[2]
     assert acc.frames == {"decoded": 1, "unpaired": 1, "undecodable": 1}
+
+
+def test_resync_skips_bytes_that_cannot_start_a_frame(tmp_path):
+    """Zero bytes (and other non-Kafka bytes) on the Kafka port are skipped as
+    not_kafka, and the requests after them are found."""
+    pairs = exchange(2)
+    for junk in (bytes(300_000), b"\0\0\0\x01" * 20_000, b"GET / HTTP/1.1\r\n\0\0\x01" * 5000):
+        c = TcpConversation(CLIENT4, SERVER4)
+        pk = c.handshake() + c.send(True, junk)
+        for req, resp in pairs:
+            pk += c.send(True, req) + c.send(False, resp)
+        path = write_pcap(tmp_path / "junk.pcap", pk + c.close())
+        items, acc = run(path, ports=[9092])
+        assert acc.bytes["not_kafka"] == len(junk)
+        assert summary(items) == [s for s in EXPECTED if s[3] in (1, 2, 3, 4)]
+
+
+def test_find_frame_start_twin_agrees():
+    import os as _os
+
+    from kafkaproto.capture import _scan_py
+    from kafkaproto.capture.streams import _version_table
+
+    impls = [_scan_py]
+    try:
+        from kafkaproto.capture import _scan
+
+        impls.append(_scan)
+    except ImportError:
+        pass
+    req = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 7, "app")
+    rng = random.Random(5)
+    bufs = [bytes(5000), _os.urandom(5000), b"\0\0\0\x01" * 500, bytes(100) + req + bytes(50),
+            b"\0\0\0\x0a" + b"\0" * 30, bytes(40) + req[:12], bytes(rng.choice(b"\0\x01\x06\x12\x20\xff")
+                                                                 for _ in range(4000))]
+    versions = _version_table()
+    for buf in bufs:
+        for is_request in (True, False):
+            for pos in (0, 1, 37, len(buf) - 10):
+                for mfs in (1 << 20, 20, -1):
+                    got = []
+                    for impl in impls:
+                        found, p = [], max(pos, 0)
+                        while len(found) < 50:
+                            p, v = impl.find_frame_start(bytearray(buf), p, is_request, mfs, versions, {7: None, 0: 1})
+                            found.append((p, v))
+                            if p < 0 or v is None:
+                                break
+                            p += 1
+                        got.append(found)
+                    assert all(g == got[0] for g in got), (buf[:16], is_request, pos, mfs)
+
+
+def _syn(i: int, seq: int = 100):
+    from kafkaproto.capture.pcap import SYN, TcpSegment
+
+    return TcpSegment(f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2", 9092,
+                      seq, 0, SYN, b"", 0)
+
+
+def test_open_connections_are_bounded_at_constant_cost():
+    """200,000 connection attempts that never close (40,000 on the twin): past
+    the bound the oldest are closed as new ones come, each counted, and the
+    books balance.  (The per-packet cost at 1k and 200k open connections is
+    in bench/bench_capture.py.)"""
+    import kafkaproto
+    from kafkaproto.capture.streams import MAX_OPEN_CONNECTIONS, Extractor
+
+    assert Extractor().max_open_connections == MAX_OPEN_CONNECTIONS
+    n, bound = (200_000, 20_000) if kafkaproto.COMPILED else (40_000, 5_000)
+    acc = Accounting()
+    ext = Extractor([9092], acc, max_open_connections=bound)
+    for i in range(n):
+        ext.tcp(1_700_000_000_000_000_000 + i, _syn(i))
+        if i % 997 == 0:
+            assert len(ext.flows) <= bound
+    assert len(ext.flows) == bound and acc.evicted_connections == n - bound
+    ext.finish()
+    assert acc.connections == n and acc.syn_only == n and not acc.problems()
+    assert f"{n - bound} connections closed early" in acc.format()
+
+
+def test_an_evicted_connection_continues_as_a_new_one(tmp_path):
+    """With room for 2 open connections, a third evicts the first; the first's
+    later packets start a new connection, which resynchronizes (a gap) and
+    decodes its next request and response."""
+    pairs = exchange(3)
+    a = TcpConversation(("10.1.0.1", 40001), SERVER4)
+    pk = a.handshake() + a.send(True, pairs[0][0]) + a.send(False, pairs[0][1])
+    for port in (40002, 40003):
+        pk += TcpConversation(("10.1.0.1", port), SERVER4).handshake()
+    for req, resp in pairs[1:]:
+        pk += a.send(True, req) + a.send(False, resp)
+    path = write_pcap(tmp_path / "evict.pcap", pk + a.close())
+    items, acc = run(path, ports=[9092], max_open_connections=2)
+    assert acc.evicted_connections == 2  # the first by the third, then the second by the first's return
+    assert acc.connections == 4 and acc.kafka_connections == 2
+    got = summary(items)
+    assert got[:2] == EXPECTED[:2] and set(got[2:]) <= set(EXPECTED[2:]) and len(got) > 2
+
+
+def test_bytes_waiting_out_of_order_are_bounded_in_all(tmp_path):
+    """Ten connections whose first data segment was lost: what waits behind
+    the holes is capped in all (max_pending_total) and per direction
+    (max_pending_bytes); the holes given up on are counted, nothing else lost."""
+    pk = []
+    for k in range(10):
+        c = TcpConversation(("10.1.0.1", 41000 + k), SERVER4)
+        pk += c.handshake()
+        segs = c.send(True, b"".join(req for req, _ in exchange(3, big=3000)))
+        pk += segs[1:]  # the first is lost: everything after it waits
+    path = write_pcap(tmp_path / "holes.pcap", pk)
+    for limits, forced in (({"max_pending_total": 8000}, True), ({"max_pending_bytes": 3000}, True), ({}, False)):
+        acc = Accounting()
+        items = list(read_frames(path, ports=[9092], acc=acc, **limits))
+        acc.check()
+        assert (acc.gaps_forced > 0) == forced, limits
+        assert acc.gaps >= 10 and acc.bytes["gap"] + acc.bytes["decoded"] + acc.bytes["framed"] > 0
+        assert sum(acc.bytes.values()) == acc.payload_bytes_total
+        if forced:
+            assert items  # frames after the forced gaps are found again
+
+
+def test_bytes_held_for_detection_are_bounded_in_all(tmp_path):
+    """Without ports, a connection's first bytes are held until detection
+    decides; past max_pending_total held in all, the oldest undecided
+    connection is judged on what it sent so far, and counted."""
+    pk = []
+    convs = [TcpConversation(("10.1.0.1", 42000 + k), ("10.1.0.2", 7000 + k), isn=(1000 + k, 5000))
+             for k in range(20)]
+    for c in convs:  # caught mid-stream: no handshake; text that is no request
+        pk += c.send(True, b"GET /x HTTP/1.1\r\n" * 1200)
+    kafka = TcpConversation(("10.1.0.1", 43000), SERVER4)
+    pk += kafka.handshake()
+    for req, resp in exchange(2):
+        pk += kafka.send(True, req) + kafka.send(False, resp)
+    path = write_pcap(tmp_path / "held.pcap", pk + kafka.close())
+    for limits, forced in (({"max_pending_total": 100_000}, True), ({}, False)):
+        acc = Accounting()
+        items = list(read_frames(path, acc=acc, **limits))
+        acc.check()
+        assert (acc.detections_forced > 0) == forced
+        assert acc.bytes["not_kafka"] == 20 * len(b"GET /x HTTP/1.1\r\n" * 1200)
+        assert summary(list(dissect(iter(items), acc))) == EXPECTED[:8]

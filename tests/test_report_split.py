@@ -16,7 +16,16 @@ from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
 from kafkaproto.capture.segments import plan_ranges, read_frames_ranged, read_range
 from kafkaproto.capture.writer import PcapWriter, TcpConversation
 from kafkaproto.report import run_report
-from support.report_helpers import SAMPLE, damaged_captures, report_figures, report_tables, spark_session, stop_session
+from support.report_helpers import (
+    SAMPLE,
+    damaged_captures,
+    hostile_pcapngs,
+    hostile_tap,
+    report_figures,
+    report_tables,
+    spark_session,
+    stop_session,
+)
 from support.synthetic import roll_capture, write_capture
 
 MB = 1_000_000
@@ -156,6 +165,41 @@ def test_damaged_and_non_kafka_captures_finish_in_ranges(spark, tmp_path):
     whole = _run(spark, {"clean.pcap": caps["clean.pcap"]}, tmp_path / "whole")
     assert whole.data.accounting_by_capture["clean.pcap"].to_dict() == accs["clean.pcap"].to_dict()
     assert "adds up: yes" in result.summary
+
+
+@pytest.mark.parametrize("how", ["whole", "ranges"])
+def test_no_capture_fails_the_report(spark, tmp_path, how):
+    """Every damaged capture of the test data and pcapngs whose time stamps
+    no column can hold (a coarse if_tsresol with huge raw values, a huge or
+    very negative if_tsoffset, raw values with the top bit set, good and bad
+    mixed), and a tap table with such time stamps: the job finishes, every capture's books balance, and the
+    out-of-range time stamps are counted and left null."""
+    _, paths = damaged_captures(tmp_path / "in")
+    hostile = hostile_pcapngs(paths["clean.pcap"], tmp_path / "in" / "hostile")
+    caps = {name: str(p) for name, p in {**paths, **hostile}.items()}
+    caps["hostile-tap"] = str(hostile_tap(tmp_path / "in"))
+    kw = {"whole_file_max": 0, "range_bytes": 150_000} if how == "ranges" else {}
+    result = _run(spark, caps, tmp_path / "out", **kw)
+    accs = result.data.accounting_by_capture
+    assert set(accs) == set(caps)
+    for name, acc in accs.items():
+        assert not acc.problems(), (name, acc.problems())
+    assert "adds up: yes" in result.summary and "adds up: NO" not in result.summary
+    clean = accs["clean.pcap"]
+    for name in hostile:
+        acc = accs[name]
+        assert acc.bytes["decoded"] == clean.bytes["decoded"], name
+        expected = (clean.packets_total + 1) // 2 if name == "mixed.pcapng" else clean.packets_total
+        assert acc.bad_timestamps == expected, name
+    assert accs["hostile-tap"].bad_timestamps == 5 and accs["hostile-tap"].bytes["decoded"] > 0
+    assert "packets with a time stamp out of range" in result.summary
+    req = pq.read_table(f"{result.data.out}/requests").to_pydict()
+    ts = {}
+    for cap, t in zip(req["capture"], req["ts"]):
+        ts.setdefault(cap, []).append(t)
+    for name in ("coarse-huge.pcapng", "huge-offset.pcapng", "negative-offset.pcapng", "top-bit.pcapng"):
+        assert ts[name] and all(t is None for t in ts[name]), name
+    assert all(t is not None for t in ts["clean.pcap"])
 
 
 def test_syn_only_connections_are_counted_apart(spark, tmp_path):

@@ -526,3 +526,20 @@ def test_proxy_streams_what_the_shared_budget_cannot_hold():
     a.close()
     b.close()
     assert budget.used == 0
+
+
+def test_table_time_stamps_out_of_range_are_marked(tmp_path):
+    """A tap table whose time stamps lie outside 1970..2262 reads like a pcap
+    with such time stamps: no time, counted."""
+
+    conn = Connection(7, "127.0.0.1:1", "127.0.0.1:2")
+    times = [1_700_000_000_000_000_000, (1 << 62) * 1000, -(10 ** 18), 1_700_000_000_000_001_000]
+    frames = [CapturedFrame(ts, conn, "request", i * 100, encode_request(MetadataRequest(topics=[]), 4, i, "c")[4:],
+                            3, 4, i) for i, ts in enumerate(times)]
+    with FrameTableWriter(tmp_path / "t", fmt="arrow") as w:
+        for f in frames:
+            w.write(f)
+    acc = Accounting()
+    back = list(iter_table_frames(tmp_path / "t", acc))
+    assert [b.ts for b in back] == [times[0], None, None, times[3]]
+    assert acc.bad_timestamps == 2 and not acc.problems()

@@ -10,8 +10,8 @@ import struct
 import subprocess
 from pathlib import Path
 
-from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
-from kafkaproto.capture.writer import PcapWriter, TcpConversation
+from kafkaproto.capture.pcap import LINKTYPE_ETHERNET, CaptureFile
+from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation
 
 from .synthetic import write_capture
 
@@ -84,6 +84,60 @@ def damaged_captures(folder: Path):
     (cut / "frames-1.arrows").write_bytes(tap[:100_000])
     paths["tap-cut"] = cut
     return manifest, paths
+
+
+def hostile_pcapngs(clean: Path, folder: Path) -> dict[str, Path]:
+    """The packets of ``clean`` (a pcap) rewritten as pcapng files whose time
+    stamps no time column can hold: a 1-second resolution with huge raw
+    values, a huge or very negative ``if_tsoffset``, raw values with the top
+    bit set (negative when read as signed), and a file where good and bad
+    time stamps alternate within each connection."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(clean, "rb") as fh:
+        packets = [(ts, data) for ts, _lt, data, _orig in CaptureFile(fh)]
+    top = (1 << 64) - 1
+    cases = {
+        # if_tsresol 0: one tick a second; raw values near 2**64 seconds
+        "coarse-huge.pcapng": (dict(tsresol=0), lambda i, ts: top - len(packets) + i),
+        # 2**62 seconds added to every time stamp
+        "huge-offset.pcapng": (dict(tsresol=9, tsoffset=1 << 62), None),
+        # before 1970 by far: -2**62 seconds
+        "negative-offset.pcapng": (dict(tsresol=9, tsoffset=-(1 << 62)), None),
+        # top bit set: 2**63 ns and more
+        "top-bit.pcapng": (dict(tsresol=9), lambda i, ts: (1 << 63) + i),
+        # every other packet's time stamp is out of range
+        "mixed.pcapng": (dict(tsresol=0), lambda i, ts: ts // 1_000_000_000 if i % 2 else top - i),
+    }
+    out = {}
+    for name, (iface, ticks) in cases.items():
+        with open(folder / name, "wb") as fh:
+            w = PcapngWriter(fh)
+            w.interface(LINKTYPE_ETHERNET, **iface)
+            for i, (ts, data) in enumerate(packets):
+                w.write(ts, data, ticks=None if ticks is None else ticks(i, ts))
+        out[name] = folder / name
+    return out
+
+
+def hostile_tap(folder: Path) -> Path:
+    """A tap table whose time stamps no nanosecond column can hold (2**62 µs,
+    before 1970), with a paired request and response and a request left
+    unanswered."""
+    from kafkaproto import encode_request, encode_response
+    from kafkaproto.capture.streams import CapturedFrame, Connection
+    from kafkaproto.capture.table import FrameTableWriter
+    from kafkaproto.messages import MetadataRequest, MetadataResponse
+
+    conn = Connection(1, "127.0.0.1:1", "127.0.0.1:9092")
+    out = folder / "hostile-tap"
+    with FrameTableWriter(out, fmt="arrow") as w:
+        for i, ts in enumerate(((1 << 62) * 1000, -(10 ** 18), (1 << 62) * 1000 + 5)):
+            w.write(CapturedFrame(ts, conn, "request", i * 100,
+                                  encode_request(MetadataRequest(topics=[]), 9, i, "c")[4:], 3, 9, i))
+            if i < 2:
+                w.write(CapturedFrame(ts + 1000, conn, "response", i * 100,
+                                      encode_response(MetadataResponse(brokers=[]), 9, i)[4:], 3, 9, i, ts))
+    return out
 
 
 def _records(data: bytes):

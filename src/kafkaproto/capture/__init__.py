@@ -61,7 +61,7 @@ def capture_kind(path) -> str:
 
 
 def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
-                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, unanswered: list | None = None
+                max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, unanswered: list | None = None, **limits: int
                 ) -> Iterator[CapturedFrame]:
     """Every Kafka frame of a capture, in capture order, paired.
 
@@ -75,10 +75,12 @@ def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | N
     connection (``acc.kafka_connections``) once it has given a frame.
     ``unanswered``: a list that receives ``(connection, correlation id,
     RequestInfo)`` for each request (of a pcap/pcapng capture) whose
-    response never came.
+    response never came.  ``limits``: the state a pcap/pcapng reader keeps
+    (:class:`~kafkaproto.capture.streams.Extractor`'s
+    ``max_open_connections``, ``max_pending_bytes``, ``max_pending_total``).
     """
     acc = acc if acc is not None else Accounting()
-    yield from numbered(_frames(path, ports, acc, max_frame_size, unanswered), acc)
+    yield from numbered(_frames(path, ports, acc, max_frame_size, unanswered, limits), acc)
 
 
 def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[CapturedFrame]:
@@ -97,7 +99,8 @@ def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[Captu
         yield f
 
 
-def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None) -> Iterator[CapturedFrame]:
+def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None, limits=None
+            ) -> Iterator[CapturedFrame]:
     kind = capture_kind(path)
     if kind == "table":
         from .table import iter_table_frames
@@ -107,7 +110,7 @@ def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None) 
     if kind == "raw":
         yield from _raw_frames(path, acc, max_frame_size)
         return
-    ext = Extractor(ports, acc, max_frame_size)
+    ext = Extractor(ports, acc, max_frame_size, **(limits or {}))
     ext.unanswered = unanswered
     out = ext.out
     with open(path, "rb") as fh:
@@ -136,6 +139,7 @@ def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None) 
             if error:
                 acc.errors.append(f"{os.fspath(path)}: {error}")
             acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
+            acc.bad_timestamps += cap.bad_timestamps
     yield from out
     out.clear()
 

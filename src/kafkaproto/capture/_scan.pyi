@@ -59,3 +59,10 @@ class CaptureScanner:
     def segments(self, ts: Any, src: list[bytes], dst: list[bytes], sport: Any, dport: Any, seq: Any, ack: Any,
                  flags: Any, length: Any, payload_offsets: Any, payload: Any, slow: Callable[[int], None]) -> None:
         """Segments of the byte-range path (numpy columns; raw addresses); row i not taken goes to ``slow(i)``."""
+
+def find_frame_start(buf: bytes | bytearray, pos: int, is_request: bool, max_frame_size: int, versions: bytes,
+                     outstanding: dict[int, Any]) -> tuple[int, bool | None]:
+    """``(p, True)``: the first position at or after ``pos`` whose header could
+    start a frame; ``(p, None)``: too few bytes yet to judge ``p``;
+    ``(-1, None)``: none (requests: the last 7 bytes are not judged)."""
+    ...

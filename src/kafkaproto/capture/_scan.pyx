@@ -636,3 +636,73 @@ cdef class CaptureScanner:
                 return True
         self.flush()
         return False
+
+
+# -- resynchronization ------------------------------------------------------
+# Where the next frame of an out-of-step direction could start
+# (streams.KafkaHalf._resync, and detection's scan for a request).  Every
+# position is judged in constant time on the header bytes alone; the whole
+# frame's decode is left to the caller, for the few positions that pass.
+
+def find_frame_start(buf, Py_ssize_t pos, bint is_request, int64_t max_frame_size, bytes versions,
+                     dict outstanding):
+    """``(p, verdict)``: the first position ``p >= pos`` of ``buf`` where a
+    frame could start -- ``verdict`` True: its header is plausible (requests:
+    size in 10..max_frame_size, a key and version of ``versions``, a client id
+    length inside the frame and a printable client id; responses: size in
+    4..max_frame_size and a correlation id waiting in ``outstanding``), None:
+    too few bytes yet to judge it -- or ``(-1, None)`` when no position can
+    (for requests, the last 7 bytes are never judged).  ``versions``: 512
+    bytes, the lowest and highest request version of each api key below 256
+    (highest below lowest: not known)."""
+    cdef const unsigned char[::1] view = buf
+    cdef const unsigned char* b
+    cdef const unsigned char* v = <const unsigned char*>PyBytes_AS_STRING(versions)
+    cdef Py_ssize_t n = view.shape[0], p = pos, i
+    cdef int64_t size
+    cdef int16_t clen
+    cdef int key, ver
+    if PyBytes_GET_SIZE(versions) != 512:
+        raise ValueError("versions must be 512 bytes")
+    if n == 0 or p >= n:
+        return -1, None
+    b = &view[0]
+    if is_request:
+        while p + 8 <= n:
+            if b[p] > 6 or b[p + 4] != 0 or b[p + 6] != 0:
+                p += 1
+                continue
+            if n - p < 14:
+                return p, None
+            size = <int32_t>kp_ld32(b + p)
+            key = b[p + 5]
+            ver = b[p + 7]
+            clen = <int16_t>kp_ld16(b + p + 12)
+            if size < 10 or (max_frame_size >= 0 and size > max_frame_size) or not (v[2 * key] <= ver <= v[2 * key + 1]) or \
+                    clen < -1 or 10 + (clen if clen > 0 else 0) > size:
+                p += 1
+                continue
+            if clen > 0:
+                if n - p < 14 + clen:
+                    return p, None
+                for i in range(p + 14, p + 14 + clen):
+                    if b[i] < 0x20 or b[i] == 0x7F:
+                        break
+                else:
+                    return p, True
+                p += 1
+                continue
+            return p, True
+        return -1, None
+    while p < n:
+        if b[p] > 6:
+            p += 1
+            continue
+        if n - p < 8:
+            return p, None
+        size = <int32_t>kp_ld32(b + p)
+        if size < 4 or (max_frame_size >= 0 and size > max_frame_size) or PyDict_GetItem(outstanding, <int32_t>kp_ld32(b + p + 4)) == NULL:
+            p += 1
+            continue
+        return p, True
+    return -1, None

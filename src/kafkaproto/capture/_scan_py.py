@@ -10,9 +10,10 @@ streams.KafkaHalf as ``state``; only the Python code uses them here.
 
 from __future__ import annotations
 
+import re
 import struct
 
-__all__ = ["COMPILED", "CaptureScanner", "HalfState", "KafkaState"]
+__all__ = ["COMPILED", "CaptureScanner", "HalfState", "KafkaState", "find_frame_start"]
 
 COMPILED = False
 
@@ -147,3 +148,62 @@ class CaptureScanner:
             if out:
                 return True
         return False
+
+
+# -- resynchronization ------------------------------------------------------
+# A request's size prefix is below 0x07000000 (Kafka's limits are far lower)
+# and its api key and version are below 256; a response's size prefix too:
+# cheap first filters, run by the regular expression engine.
+_REQUEST_START = re.compile(rb"[\x00-\x06]...\x00.\x00", re.S)
+_RESPONSE_START = re.compile(rb"[\x00-\x06]", re.S)
+_req_head = struct.Struct(">ihhih")
+_i32 = struct.Struct(">i")
+_ZEROS = bytes(4096)
+
+
+def _zeros_end(buf, p: int) -> int:
+    """The first position at or after ``p`` whose byte is not zero (or the end),
+    in steps of 4 kB compared at once."""
+    n = len(buf)
+    while p + 4096 <= n and buf[p:p + 4096] == _ZEROS:
+        p += 4096
+    chunk = bytes(buf[p:p + 4096])
+    return p + len(chunk) - len(chunk.lstrip(b"\0"))
+
+
+def find_frame_start(buf, pos: int, is_request: bool, max_frame_size: int, versions: bytes,
+                     outstanding: dict) -> tuple[int, bool | None]:
+    """See the compiled module: the same positions and verdicts."""
+    if len(versions) != 512:
+        raise ValueError("versions must be 512 bytes")
+    n = len(buf)
+    p = pos
+    pattern = _REQUEST_START if is_request else _RESPONSE_START
+    while True:
+        m = pattern.search(buf, p)
+        if m is None:
+            return -1, None
+        p = m.start()
+        if is_request:
+            if n - p < 14:
+                return p, None
+            size, key, ver, _corr, clen = _req_head.unpack_from(buf, p)
+            ok = size >= 10 and (max_frame_size < 0 or size <= max_frame_size) and \
+                versions[2 * key] <= ver <= versions[2 * key + 1] and clen >= -1 and 10 + max(clen, 0) <= size
+            if ok and clen > 0:
+                if n - p < 14 + clen:
+                    return p, None
+                ok = not any(c < 0x20 or c == 0x7F for c in buf[p + 14:p + 14 + clen])
+        else:
+            if n - p < 8:
+                return p, None
+            size, corr = _i32.unpack_from(buf, p)[0], _i32.unpack_from(buf, p + 4)[0]
+            ok = size >= 4 and (max_frame_size < 0 or size <= max_frame_size) and corr in outstanding
+        if ok:
+            return p, True
+        # a run of zero bytes cannot hold a size prefix (size 0) until its last 3
+        # bytes: skip it whole, up to the positions too near the end to judge
+        if buf[p:p + 4] == _ZEROS[:4]:
+            p = max(p + 1, min(_zeros_end(buf, p) - 3, n - (13 if is_request else 7)))
+        else:
+            p += 1

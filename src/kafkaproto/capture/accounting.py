@@ -22,18 +22,36 @@ Three ledgers, each adding up to a total that was measured independently:
 Bytes that are *missing* from the capture (lost by the capture, or cut by
 the snap length) are not in the ledger; they are counted apart as
 ``missing_bytes`` in ``gaps`` gaps.
+
+Marks (:data:`MARKS`), counted apart from the ledgers: ``bad_timestamps``
+(packets whose time stamp no nanosecond column can hold: read without a
+time, their rows' ``ts`` is null); ``evicted_connections`` (connections
+closed early because more were open than the reader keeps: their later
+packets start a new connection, which resynchronizes); ``gaps_forced``
+(holes declared gaps because more bytes waited behind them than the reader
+keeps, per direction or in all); ``detections_forced`` (connections judged
+Kafka or not on what they sent so far, because more bytes waited for
+detection in all than the reader keeps).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["Accounting", "connections_text", "BYTE_REASONS", "FRAME_REASONS", "PACKET_REASONS"]
+__all__ = ["Accounting", "connections_text", "BYTE_REASONS", "FRAME_REASONS", "MARKS", "PACKET_REASONS"]
 
 PACKET_REASONS = ("tcp", "not_tcp", "not_ip", "ip_fragment", "malformed", "unsupported_link")
 BYTE_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "gap", "not_kafka", "duplicate",
                 "not_kept")
 FRAME_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "not_kept")
+#: counters of things read but marked or cut short to keep the reader bounded
+#: (not ledgers: what they count is also in the ledgers above) -> their wording
+MARKS = {
+    "bad_timestamps": "packets (or tap rows) with a time stamp out of range (read without a time)",
+    "evicted_connections": "connections closed early: more were open than the reader keeps",
+    "gaps_forced": "holes given up on: more bytes waited behind them than the reader keeps",
+    "detections_forced": "connections judged Kafka or not early: more bytes waited for detection than kept",
+}
 
 
 class Accounting:
@@ -53,6 +71,10 @@ class Accounting:
         self.unanswered_requests = 0  # requests whose response never came (acks=0 Produce, cut captures)
         self.file_bytes = 0
         self.unread_bytes = 0  # file bytes after a damaged or cut record
+        self.bad_timestamps = 0  # packets read without a time: theirs lies outside 1970..2262 (int64 ns)
+        self.evicted_connections = 0  # open connections closed to admit new ones (Extractor.max_open_connections)
+        self.gaps_forced = 0  # holes declared gaps because too many bytes waited behind them
+        self.detections_forced = 0  # connections judged before detection had all it looks at (too many bytes held)
         self.errors: list[str] = []
 
     # -- updates -----------------------------------------------------------
@@ -74,7 +96,8 @@ class Accounting:
         for name in ("packets", "bytes", "frames"):
             getattr(self, name).update(getattr(other, name))
         for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
-                     "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes"):
+                     "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes",
+                     *MARKS):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.errors += other.errors
         return self
@@ -116,6 +139,9 @@ class Accounting:
                              "bytes": self.bytes.get(reason, 0)})
         if self.gaps or self.missing_bytes:
             rows.append({"ledger": "missing", "reason": "gap", "count": self.gaps, "bytes": self.missing_bytes})
+        for name in MARKS:
+            if getattr(self, name):
+                rows.append({"ledger": "marked", "reason": name, "count": getattr(self, name), "bytes": None})
         return rows
 
     def to_dict(self) -> dict[str, object]:
@@ -126,6 +152,7 @@ class Accounting:
             "kafka_connections": self.kafka_connections, "syn_only": self.syn_only,
             "unanswered_requests": self.unanswered_requests,
             "file_bytes": self.file_bytes, "unread_bytes": self.unread_bytes, "errors": list(self.errors),
+            **{name: getattr(self, name) for name in MARKS},
         }
 
     def format(self) -> str:
@@ -143,6 +170,7 @@ class Accounting:
             extra.append(f"{self.unanswered_requests} requests without a response")
         if self.unread_bytes:
             extra.append(f"{self.unread_bytes} file bytes unread")
+        extra += [f"{getattr(self, name)} {text}" for name, text in MARKS.items() if getattr(self, name)]
         lines.append("; ".join(extra))
         lines += [f"error: {e}" for e in self.errors]
         return "\n".join(lines)

@@ -13,7 +13,10 @@ a binary file object, so memory stays constant whatever the file's size.
 
 A damaged file never raises out of the iterator: it stops and says why in
 :attr:`CaptureFile.error`, with the bytes it could not read in
-:attr:`CaptureFile.unread_bytes`.
+:attr:`CaptureFile.unread_bytes`.  A time stamp no 64-bit nanosecond column
+can hold (a pcapng interface's coarse ``if_tsresol`` with huge raw values, a
+huge or negative ``if_tsoffset``) is read as None (no time) and counted in
+:attr:`CaptureFile.bad_timestamps`.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ _VLAN_TAGS = {0x8100, 0x88A8, 0x9100}
 _AF_INET6 = {24, 28, 30}
 
 _MAX_RECORD = 256 * 1024 * 1024  # larger captured lengths mean a damaged file
+#: the time stamps a packet may carry: nanoseconds since the epoch that fit in
+#: an int64 (1970 to 2262); every later difference (latency) fits too
+TS_MAX = (1 << 63) - 1
 _READ_STEP = 1 << 20
 
 
@@ -112,6 +118,8 @@ class CaptureFile:
         self.unread_bytes = 0
         self.bytes_read = 0
         self.records = 0
+        #: packets whose time stamp lies outside 0..TS_MAX: yielded with ts None
+        self.bad_timestamps = 0
         self._magic = b""
         #: file offset of the record (pcap) or block (pcapng) being read; ``base``
         #: is the offset the file object stands at when reading starts
@@ -277,6 +285,9 @@ class CaptureFile:
                 linktype, ticks, offset = interfaces[iface]
                 raw = (hi << 32) | lo
                 ts = (raw * 1_000_000_000) // ticks + offset * 1_000_000_000
+                if not 0 <= ts <= TS_MAX:
+                    ts = None
+                    self.bad_timestamps += 1
                 self.records += 1
                 yield ts, linktype, bytes(body[20:20 + cap]), orig
             elif btype == 3:  # simple packet: interface 0, no time stamp

@@ -249,7 +249,7 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
     schema = segment_schema()
     size = os.path.getsize(path)
     stats = {"file": os.fspath(path), "rank": rank, "start": start, "end": end, "size": size, "first": None,
-             "stop": None, "records": 0, "packets": {}, "error": None}
+             "stop": None, "records": 0, "packets": {}, "error": None, "bad_timestamps": 0}
     base = rank << _OFFSET_BITS
     cols: dict[str, list] = {f.name: [] for f in schema}
     nbytes = 0
@@ -314,12 +314,16 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
         if fmt == "pcap" and start == 0 and first is None:
             stats["error"] = f"{os.fspath(path)}: pcap header cut short: {len(head)} of 24 bytes"
         if cap is not None:
+            bad_seen = 0
             for ts, lt, data, _orig in records:
                 at = cap.at
                 if at >= end:
                     cap.records -= 1  # not this range's
                     stats["stop"] = at
                     break
+                if cap.bad_timestamps != bad_seen:  # this record's time is out of range (ts None)
+                    bad_seen = cap.bad_timestamps
+                    stats["bad_timestamps"] += 1
                 seg = decode_tcp(lt, data)
                 if isinstance(seg, str):
                     packets[seg] = packets.get(seg, 0) + 1
@@ -421,6 +425,7 @@ def range_accounting(stats: Sequence[dict]) -> Accounting:
             acc.packets_total += n
         if s["error"]:
             acc.errors.append(s["error"])
+        acc.bad_timestamps += s.get("bad_timestamps", 0)
     for _name, ranges in sorted(by_file.items(), key=lambda kv: kv[1][0]["rank"]):
         size = ranges[0]["size"]
         acc.file_bytes += size

@@ -25,8 +25,8 @@ from there on: it resynchronizes the same way, counting ``not_kafka``.
 from __future__ import annotations
 
 import hashlib
-import re
 import struct
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, FRAME_PARTIAL, frame_at
@@ -37,7 +37,7 @@ from ..messages import APIS, request_class
 from ..protocol import decode_request, decode_response, header_table
 from .accounting import Accounting
 from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
-from .tcp import HalfStream
+from .tcp import HalfStream, PendingPool
 
 # KafkaState: compiled (a cdef class of capture._scan, which frames in-order
 # data in C) or the twin's plain class.
@@ -55,7 +55,13 @@ _MIN_REQUEST = 8  # api key, version, correlation id (header v0)
 _MIN_RESPONSE = 4  # correlation id
 MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
 DETECT_BYTES = 64 * 1024  # bytes per direction looked at to tell whether a connection is Kafka
-_MAX_FLOWS = 1 << 17  # closed connections forgotten beyond this many
+#: connections open at once, at most: past it the one opened first is closed
+#: (counted as ``evicted_connections``; its later packets start a new one)
+MAX_OPEN_CONNECTIONS = 1 << 17
+#: bytes waiting behind holes, per direction and in all
+MAX_PENDING_BYTES = 8 << 20
+MAX_PENDING_TOTAL = 256 << 20
+_MAX_CLOSED = 1 << 16  # closed connections remembered (their late packets count as duplicate)
 
 _versions: dict[int, tuple[int, int]] = {}
 
@@ -236,10 +242,22 @@ def request_header_plausible(buf, p: int, max_frame_size: int) -> bool | None:
     return True
 
 
-# A request's size prefix is below 0x07000000 (Kafka's limits are far lower)
-# and its api key and version are below 256: a cheap first filter.
-_REQUEST_START = re.compile(rb"[\x00-\x06]...\x00.\x00", re.S)
-_RESPONSE_START = re.compile(rb"[\x00-\x06]", re.S)
+# Where a frame could start, judged on its header bytes in constant time per
+# byte (compiled, or the twin's): resynchronization and detection decode whole
+# frames only at the positions it gives.
+_find_frame_start = _load("capture._scan").find_frame_start
+_VERSIONS: list[bytes] = []
+
+
+def _version_table() -> bytes:
+    """Lowest and highest request version of each api key below 256 (512 bytes)."""
+    if not _VERSIONS:
+        table = bytearray(b"\xff\x00" * 256)
+        for key, (lo, hi) in request_versions().items():
+            if 0 <= key < 256:
+                table[2 * key], table[2 * key + 1] = min(lo, 255), min(hi, 255)
+        _VERSIONS.append(bytes(table))
+    return _VERSIONS[0]
 
 
 class KafkaHalf:
@@ -318,17 +336,15 @@ class KafkaHalf:
         """Look for the next plausible frame; True when found (synced)."""
         st = self.state
         buf = st.buf
-        pattern = _REQUEST_START if st.is_request else _RESPONSE_START
         p = st.pos
+        versions = _version_table()
         while True:
-            m = pattern.search(buf, p)
-            if m is None:
+            p, plausible = _find_frame_start(buf, p, st.is_request, st.max_frame_size, versions, st.outstanding)
+            if p < 0:
                 keep = 7 if st.is_request else 0
-                p = max(st.pos, len(buf) - keep)
-                self._skip(p)
+                self._skip(max(st.pos, len(buf) - keep))
                 return False
-            p = m.start()
-            verdict = self._candidate(p)
+            verdict = None if plausible is None else self._candidate(p)
             if verdict is None:  # wait for more bytes before judging this position
                 self._skip(p)
                 return False
@@ -345,12 +361,11 @@ class KafkaHalf:
             st.pos = p
 
     def _candidate(self, p: int) -> bool | None:
+        """Does the frame whose plausible header starts at ``p`` decode?  None:
+        not all of it is here yet."""
         st = self.state
         buf = st.buf
         if st.is_request:
-            ok = request_header_plausible(buf, p, st.max_frame_size)
-            if not ok:
-                return ok
             size = _i32.unpack_from(buf, p)[0]
             if len(buf) - p < 4 + size:
                 return None
@@ -359,16 +374,10 @@ class KafkaHalf:
             except KafkaProtocolError:
                 return False
             return True
-        if len(buf) - p < 8:
-            return None
         status, size = frame_at(buf, p, len(buf), st.max_frame_size, _MIN_RESPONSE)
-        if status == FRAME_BAD_SIZE:
-            return False
-        pending = st.outstanding.get(_i32.unpack_from(buf, p + 4)[0])
-        if pending is None:
-            return False
         if status == FRAME_PARTIAL:
             return None
+        pending = st.outstanding[_i32.unpack_from(buf, p + 4)[0]]
         try:
             decode_response(memoryview(buf)[p + 4:p + 4 + size], pending.api_key, pending.api_version)
         except KafkaProtocolError:
@@ -452,7 +461,11 @@ class _Held:
         if self.nbytes < DETECT_BYTES:
             self.buf += chunk[:DETECT_BYTES - self.nbytes]
         self.nbytes += len(chunk)
+        ext = self.flow.ext
+        ext.held_bytes += len(chunk)
         self.flow.decide(self)
+        if ext.held_bytes > ext.pool.limit:
+            ext._judge_oldest()
 
     def gap(self, nbytes: int) -> None:
         if self.target is not None:
@@ -468,6 +481,8 @@ class _Held:
 
     def release(self, target) -> None:
         self.target = target
+        self.flow.ext.held_bytes -= self.nbytes
+        self.flow = None  # no cycle back to the flow: a closed connection is freed by reference counting
         items, self.items, self.buf = self.items, [], bytearray()
         for item in items:
             if item[0] == "data":
@@ -490,13 +505,14 @@ class _Flow:
         self.conn_id = conn_id
         self.ends = (a, b)
         self.held = {a: _Held(self), b: _Held(self)}
-        self.halves = {a: HalfStream(self.held[a], ext.acc), b: HalfStream(self.held[b], ext.acc)}
+        self.halves = {end: HalfStream(self.held[end], ext.acc, ext.max_pending_bytes, ext.pool) for end in (a, b)}
         self.client: tuple[str, int] | None = None
         self.state = "undecided"
         self.fins: set[tuple[str, int]] = set()
         self.closed = False
         self.first_ts = ts
         self.conn: Connection | None = None
+        ext.undecided[self] = None
 
     def other(self, end):
         return self.ends[1] if end == self.ends[0] else self.ends[0]
@@ -544,6 +560,7 @@ class _Flow:
 
     def _settle(self, kafka: bool) -> None:
         ext = self.ext
+        ext.undecided.pop(self, None)
         if not kafka:
             self.state = "other"
             for held in self.held.values():
@@ -564,6 +581,7 @@ class _Flow:
         if self.closed:
             return
         self.closed = True
+        self.ext._closed(self)
         for half in self.halves.values():
             half.close()
         if self.state == "undecided":
@@ -582,13 +600,12 @@ def _scan_requests(buf, max_frame_size: int) -> bool | None:
     """A request frame that decodes somewhere in ``buf``?  None: maybe, later."""
     p = 0
     maybe = False
+    versions = _version_table()
     while True:
-        m = _REQUEST_START.search(buf, p)
-        if m is None:
+        p, plausible = _find_frame_start(buf, p, True, max_frame_size, versions, {})
+        if p < 0:
             return None if (maybe or len(buf) < DETECT_BYTES) else False
-        p = m.start()
-        ok = request_header_plausible(buf, p, max_frame_size)
-        if ok:
+        if plausible:
             size = _i32.unpack_from(buf, p)[0]
             if len(buf) - p >= 4 + size:
                 try:
@@ -598,7 +615,7 @@ def _scan_requests(buf, max_frame_size: int) -> bool | None:
                     pass
             else:
                 maybe = True
-        elif ok is None:
+        else:
             maybe = True
         p += 1
 
@@ -609,14 +626,36 @@ class Extractor:
     ``ports``: the brokers' ports; a connection is Kafka when either end uses
     one.  None: detect Kafka connections from their first bytes, each
     connection on its own.
+
+    The state kept is bounded: ``max_open_connections`` open at once (past
+    it the one opened first is closed: ``acc.evicted_connections``), and the
+    bytes waiting behind holes, ``max_pending_bytes`` per direction and
+    ``max_pending_total`` in all (past either a hole is given up on:
+    ``acc.gaps_forced``); the bytes held while detection decides whether a
+    connection is Kafka count against ``max_pending_total`` too (past it the
+    oldest undecided connection is judged on what it sent:
+    ``acc.detections_forced``).  Every step costs the same whatever the number of
+    connections open.
     """
 
     def __init__(self, ports: Iterable[int] | None = None, acc: Accounting | None = None,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *,
+                 max_open_connections: int = MAX_OPEN_CONNECTIONS, max_pending_bytes: int = MAX_PENDING_BYTES,
+                 max_pending_total: int = MAX_PENDING_TOTAL) -> None:
         self.ports = None if ports is None else set(ports)
         self.acc = acc if acc is not None else Accounting()
         self.max_frame_size = max_frame_size
-        self.flows: dict[tuple, _Flow] = {}
+        self.max_open_connections = max(1, max_open_connections)
+        self.max_pending_bytes = max_pending_bytes
+        self.pool = PendingPool(max_pending_total)
+        # open connections, oldest first; closed ones (a bounded memory of them,
+        # so a late retransmission is a duplicate, not a new connection)
+        self.flows: OrderedDict[tuple, _Flow] = OrderedDict()
+        self.closed: OrderedDict[tuple, _Flow] = OrderedDict()
+        # connections not yet known to be Kafka or not, oldest first, and the
+        # bytes they hold for detection (bounded with those waiting out of order)
+        self.undecided: OrderedDict[_Flow, None] = OrderedDict()
+        self.held_bytes = 0
         self.out: list[CapturedFrame] = []
         #: a list to receive ``(connection, correlation id, RequestInfo)`` of
         #: every request still waiting for its response when its connection
@@ -648,12 +687,14 @@ class Extractor:
         src, dst = (seg.src, seg.sport), (seg.dst, seg.dport)
         key = (src, dst) if src < dst else (dst, src)
         flow = self.flows.get(key)
+        if flow is None:
+            flow = self.closed.get(key)
         syn_only = seg.flags & (SYN | ACK) == SYN
         if flow is not None and syn_only and (flow.closed or (
                 flow.halves[src].state.base is not None and
                 flow.halves[src].state.base != (seg.seq + 1) & 0xFFFFFFFF)):
             flow.close()  # the 4-tuple is reused by a new connection
-            del self.flows[key]
+            del self.closed[key]
             flow = None
         if flow is None:
             flow = self._new_flow(key, ts)
@@ -705,17 +746,42 @@ class Extractor:
         return flow.halves[a].state, flow.halves[b].state, kafka
 
     def _new_flow(self, key, ts) -> _Flow:
-        if len(self.flows) >= _MAX_FLOWS:
-            for k in [k for k, f in self.flows.items() if f.closed][: _MAX_FLOWS // 4]:
-                del self.flows[k]
+        flows = self.flows
+        while len(flows) >= self.max_open_connections:
+            # constant work per new connection: the one opened first is closed
+            # (its frames so far are kept; its later packets start a new connection)
+            old_key, oldest = next(iter(flows.items()))
+            oldest.close()
+            self.closed.pop(old_key, None)
+            self.acc.evicted_connections += 1
         self._next_id += 1
         self.acc.connections += 1
         flow = _Flow(self, self._next_id, key[0], key[1], ts)
-        self.flows[key] = flow
+        flows[key] = flow
         return flow
 
+    def _judge_oldest(self) -> None:
+        """More bytes are held for detection than ``max_pending_total``: judge
+        the connections waited on longest with what they sent so far."""
+        undecided = self.undecided
+        while self.held_bytes > self.pool.limit and undecided:
+            flow = next(iter(undecided))
+            self.acc.detections_forced += 1
+            flow.decide(final=True)
+            undecided.pop(flow, None)
+
+    def _closed(self, flow: _Flow) -> None:
+        """``flow`` has just closed: from the open connections to the closed ones."""
+        key = flow.ends
+        if self.flows.get(key) is flow:
+            del self.flows[key]
+            closed = self.closed
+            closed[key] = flow
+            if len(closed) > _MAX_CLOSED:
+                closed.popitem(last=False)
+
     def finish(self) -> None:
-        for flow in self.flows.values():
+        for flow in list(self.flows.values()):
             flow.close()
 
     def close_all(self) -> None:
@@ -723,3 +789,5 @@ class Extractor:
         the segment path calls it after the last segment of a 4-tuple."""
         self.finish()
         self.flows.clear()
+        self.closed.clear()
+        self.undecided.clear()

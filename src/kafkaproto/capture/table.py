@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .accounting import Accounting
+from .pcap import TS_MAX
 from .streams import RESPONSE, CapturedFrame, Connection, pair_request, pair_response
 
 __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
@@ -322,7 +323,8 @@ def iter_table_frames(path, acc: Accounting | None = None) -> Iterator[CapturedF
     for file in table_files(path, acc):
         acc.file_bytes += file.stat().st_size
         for batch in _batches(file, acc):
-            cols = batch.to_pydict()
+            # ts as integers: a time stamp past year 9999 has no Python datetime
+            cols = {name: batch.column(name).to_pylist() for name in batch.schema.names if name != "ts"}
             cols["ts"] = batch.column("ts").cast(pa.int64()).to_pylist()
             n = batch.num_rows
             kept = cols.get("size") or [None] * n
@@ -341,6 +343,9 @@ def iter_table_frames(path, acc: Accounting | None = None) -> Iterator[CapturedF
                     continue
                 ts = cols["ts"][i]
                 ts_ns = None if ts is None else ts * 1000
+                if ts_ns is not None and not 0 <= ts_ns <= TS_MAX:
+                    ts_ns = None  # the rule of the pcap readers: no time, counted
+                    acc.bad_timestamps += 1
                 lat = cols["latency_us"][i]
                 direction = cols["direction"][i]
                 frame = cols["frame"][i]

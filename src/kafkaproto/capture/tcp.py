@@ -11,9 +11,11 @@ stream for a consumer with three methods::
 Sequence numbers are unwrapped to 64-bit stream offsets (offset 0 is the byte
 after the SYN, or the first byte seen for a connection caught mid-stream).
 The first copy of a byte wins; later copies count as ``duplicate``.  Segments
-ahead of a hole wait, at most ``max_pending_bytes``; a hole is declared a gap
-when that limit is passed, when the other side acknowledges data past it
-(the receiver had the bytes, so the capture lost them), or at the end.
+ahead of a hole wait, at most ``max_pending_bytes`` per direction and, with a
+:class:`PendingPool`, at most its ``limit`` over all directions; a hole is
+declared a gap when a limit is passed (counted in ``acc.gaps_forced``), when
+the other side acknowledges data past it (the receiver had the bytes, so the
+capture lost them), or at the end.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import heapq
 
 from .._impl import load as _load
 
-__all__ = ["HalfStream"]
+__all__ = ["HalfStream", "PendingPool"]
 
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
@@ -32,14 +34,37 @@ _HALF = 0x80000000
 _HalfState = _load("capture._scan").HalfState
 
 
+class PendingPool:
+    """The bytes waiting out of order in every direction of a capture, bounded:
+    past ``limit`` the direction that has waited longest gives up its first
+    hole (a gap), and the next, until the total is back under the limit."""
+
+    __slots__ = ("limit", "bytes", "waiting")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.bytes = 0
+        #: the directions with bytes waiting, oldest first (a dict as an ordered set)
+        self.waiting: dict[HalfStream, None] = {}
+
+    def shrink(self) -> None:
+        waiting = self.waiting
+        while self.bytes > self.limit and waiting:
+            half = next(iter(waiting))
+            if half.state.heap:
+                half.force_gap(forced=True)
+            else:
+                del waiting[half]
+
+
 class HalfStream:
     """One direction of a TCP connection; its reassembly state is ``state``
     (base, next, pending, heap, ended), which the compiled fast path of
     capture._scan also reads and advances for in-order segments."""
 
-    __slots__ = ("state", "consumer", "acc", "pending_bytes", "max_pending_bytes", "from_start")
+    __slots__ = ("state", "consumer", "acc", "pending_bytes", "max_pending_bytes", "from_start", "pool")
 
-    def __init__(self, consumer, acc, max_pending_bytes: int = 8 << 20) -> None:
+    def __init__(self, consumer, acc, max_pending_bytes: int = 8 << 20, pool: PendingPool | None = None) -> None:
         # state.base: sequence number of stream offset 0 (None until known);
         # state.next: next expected stream offset; state.pending: offset ->
         # [(ts, payload, length)] waiting behind a hole, state.heap: their offsets
@@ -49,6 +74,7 @@ class HalfStream:
         self.pending_bytes = 0
         self.max_pending_bytes = max_pending_bytes
         self.from_start = False  # True when the SYN was seen
+        self.pool = pool
 
     def offset(self, seq: int) -> int:
         st = self.state
@@ -88,10 +114,25 @@ class HalfStream:
             heapq.heappush(st.heap, off)
             st.pending[off] = []
         st.pending[off].append((ts, payload, length))
-        self.pending_bytes += len(payload)
+        self._pending(len(payload))
         self._drain()
         while self.pending_bytes > self.max_pending_bytes and st.heap:
-            self.force_gap()
+            self.force_gap(forced=True)
+        pool = self.pool
+        if pool is not None and pool.bytes > pool.limit:
+            pool.shrink()
+
+    def _pending(self, n: int) -> None:
+        """``n`` more bytes waiting (negative: fewer)."""
+        self.pending_bytes += n
+        pool = self.pool
+        if pool is not None:
+            pool.bytes += n
+            if self.pending_bytes:
+                if self not in pool.waiting:
+                    pool.waiting[self] = None
+            else:
+                pool.waiting.pop(self, None)
 
     def _deliver(self, ts, off, payload, length) -> None:
         if payload:
@@ -113,7 +154,7 @@ class HalfStream:
         while heap and heap[0] <= st.next:
             off = heapq.heappop(heap)
             for ts, payload, length in pending.pop(off):
-                self.pending_bytes -= len(payload)
+                self._pending(-len(payload))
                 if off + length <= st.next:
                     self.acc.bytes["duplicate"] += len(payload)
                     continue
@@ -122,10 +163,13 @@ class HalfStream:
                     self.acc.bytes["duplicate"] += min(cut, len(payload))
                 self._deliver(ts, st.next, payload[cut:], length - cut)
 
-    def force_gap(self) -> None:
-        """Give up waiting for the hole before the first waiting segment."""
+    def force_gap(self, forced: bool = False) -> None:
+        """Give up waiting for the hole before the first waiting segment
+        (``forced``: because too many bytes wait, counted as ``gaps_forced``)."""
         st = self.state
         if st.heap:
+            if forced:
+                self.acc.gaps_forced += 1
             self._gap(st.heap[0] - st.next)
             self._drain()
 

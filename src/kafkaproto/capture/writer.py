@@ -143,16 +143,24 @@ class PcapngWriter:
         n = len(body) + 12
         self.f.write(struct.pack(self.o + "II", btype, n) + body + struct.pack(self.o + "I", n))
 
-    def interface(self, linktype: int, *, tsresol: int = 6, snaplen: int = 262144) -> int:
+    def interface(self, linktype: int, *, tsresol: int = 6, snaplen: int = 262144, tsoffset: int | None = None) -> int:
         """Add an interface; ``tsresol`` is the pcapng option byte (6: µs, 9: ns,
-        0x80 | n: 2**-n seconds)."""
-        opts = struct.pack(self.o + "HHB3x", 9, 1, tsresol) + struct.pack(self.o + "HH", 0, 0)
+        0x80 | n: 2**-n seconds); ``tsoffset``: the ``if_tsoffset`` option
+        (seconds added to every time stamp, a signed 64-bit number)."""
+        opts = struct.pack(self.o + "HHB3x", 9, 1, tsresol)
+        if tsoffset is not None:
+            opts += struct.pack(self.o + "HHq", 14, 8, tsoffset)
+        opts += struct.pack(self.o + "HH", 0, 0)
         self._block(1, struct.pack(self.o + "HHI", linktype, 0, snaplen) + opts)
         self.resolution.append(2 ** (tsresol & 0x7F) if tsresol & 0x80 else 10 ** tsresol)
         return len(self.resolution) - 1
 
-    def write(self, ts_ns: int, data: bytes, iface: int = 0, orig_len: int | None = None) -> None:
-        ticks = ts_ns * self.resolution[iface] // 1_000_000_000
+    def write(self, ts_ns: int, data: bytes, iface: int = 0, orig_len: int | None = None, *,
+              ticks: int | None = None) -> None:
+        """One enhanced packet block; ``ticks``: the raw 64-bit time stamp to
+        write instead of ``ts_ns`` in the interface's resolution."""
+        if ticks is None:
+            ticks = ts_ns * self.resolution[iface] // 1_000_000_000
         self._block(6, struct.pack(self.o + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
                                    orig_len or len(data)) + data)
 

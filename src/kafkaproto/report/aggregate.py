@@ -178,8 +178,9 @@ class TaskAggregates:
         for r in _group(cols, ["capture", "conn"], [("ts", "min"), ("ts", "max"), ("size", "sum"),
                                                      ("conn", "count"), ("undecodable", "sum")]):
             c = self._conn(r["capture"], r["conn"])
-            c["first_ts"] = r["ts_min"] if c["first_ts"] is None else min(c["first_ts"], r["ts_min"])
-            c["last_ts"] = r["ts_max"] if c["last_ts"] is None else max(c["last_ts"], r["ts_max"])
+            # a frame without a time (pcapng simple packets, time stamps out of range) has a null ts
+            c["first_ts"] = min((t for t in (c["first_ts"], r["ts_min"]) if t is not None), default=None)
+            c["last_ts"] = max((t for t in (c["last_ts"], r["ts_max"]) if t is not None), default=None)
             c[kind] += r["conn_count"]
             c["bytes_to_broker" if request else "bytes_from_broker"] += r["size_sum"] or 0
             c["undecodable"] += r["undecodable_sum"] or 0

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from .. import arrow as karrow
 from ..capture import Accounting, read_frames
+from ..capture.accounting import MARKS
 from ..capture.dissect import removed_in_kafka4
 from ..capture.streams import REQUEST, RESPONSE
 from ..capture.table import _append as _append_frame
@@ -931,7 +932,7 @@ def accounting_from_dict(d: dict[str, object]) -> Accounting:
     for name in ("packets", "bytes", "frames"):
         getattr(acc, name).update(d.get(name, {}))
     for name in ("packets_total", "payload_bytes_total", "missing_bytes", "gaps", "connections",
-                 "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes"):
+                 "kafka_connections", "syn_only", "unanswered_requests", "file_bytes", "unread_bytes", *MARKS):
         setattr(acc, name, int(d.get(name, 0)))
     acc.errors = list(d.get("errors", []))
     return acc

@@ -9,7 +9,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ..capture.accounting import BYTE_REASONS, connections_text
+from ..capture.accounting import BYTE_REASONS, MARKS, connections_text
 from .job import ReportData
 
 __all__ = ["html_page", "summary"]
@@ -173,7 +173,8 @@ def _latency_cells(r) -> tuple[object, ...]:
 def _accounting_rows(acc) -> list[tuple[object, ...]]:
     rows = []
     for r in acc.rows():
-        rows.append((r["ledger"], r["reason"], r["count"], r["bytes"]))
+        reason = MARKS.get(r["reason"], r["reason"]) if r["ledger"] == "marked" else r["reason"]
+        rows.append((r["ledger"], reason, r["count"], r["bytes"]))
     rows.append(("totals", "packets read", acc.packets_total, None))
     rows.append(("totals", "frames, payload bytes", acc.frames_total, acc.payload_bytes_total))
     rows.append(("totals", "TCP connections", acc.connections, None))
