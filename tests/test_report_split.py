@@ -192,7 +192,7 @@ def test_no_capture_fails_the_report(spark, tmp_path, how):
         expected = (clean.packets_total + 1) // 2 if name == "mixed.pcapng" else clean.packets_total
         assert acc.bad_timestamps == expected, name
     assert accs["hostile-tap"].bad_timestamps == 5 and accs["hostile-tap"].bytes["decoded"] > 0
-    assert "packets with a time stamp out of range" in result.summary
+    assert "packets (or tap rows) with a time stamp out of range" in result.summary
     req = pq.read_table(f"{result.data.out}/requests").to_pydict()
     ts = {}
     for cap, t in zip(req["capture"], req["ts"]):
