@@ -517,6 +517,7 @@ RECORDS_SCHEMA = pa.schema([
 _RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "timestampType", "headers", "row")
 # their layouts, worked out once (timestamps are filled as int64 microseconds:
 # the same buffers as the timestamp type)
+_RECORD_NAMES = frozenset(RECORDS_SCHEMA.names)
 _RECORD_LAYOUTS = {name: _layout(RECORDS_SCHEMA.field(name).type) for name in _RECORD_COLUMNS}
 
 
@@ -621,8 +622,8 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     """
     max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
                                                               max_headers_per_batch)
-    names = set(RECORDS_SCHEMA.names) if columns is None else set(columns) | {"row", "error"}
-    unknown = names - set(RECORDS_SCHEMA.names)
+    names = _RECORD_NAMES if columns is None else set(columns) | {"row", "error"}
+    unknown = names - _RECORD_NAMES
     if unknown:
         raise ValueError(f"no such records column: {', '.join(sorted(unknown))}")
     chunks, _ = _chunks(blobs)
