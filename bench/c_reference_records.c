@@ -6,9 +6,13 @@
  * offset, timestamp in microseconds, header list offsets, header keys (UTF-8
  * checked: ASCII fast path) and values.  The caller gives buffers big enough
  * (the records' byte size bounds every column).
+ *
+ * ref_records_kvot: the projected reference (offset, timestamp, key, value
+ * only), allocating its buffers per call as the decoder must.
  */
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint32_t crc_table[8][256];
@@ -146,6 +150,93 @@ long ref_records_to_columns(const unsigned char *batch, size_t batch_len, const 
             hn++;
         }
         c->hoffs[i + 1] = hn;
+        if (pos != rend) return -1;
+        c->offset[i] = base_offset + od;
+        c->ts[i] = (base_ts + tsd) * 1000;
+    }
+    return pos == n ? count : -1;
+}
+
+/* The projected reference: exactly the columns offset, timestamp, key and
+ * value (validity bitmap + int64 offsets + bytes for key and value), in
+ * buffers it allocates per call, sized from the batch (count, the records'
+ * bytes), as the decoder must; the caller frees them with ref_free_kvot. */
+typedef struct {
+    int64_t *offset; int64_t *ts;
+    unsigned char *kvalid; int64_t *koffs; unsigned char *kdata;
+    unsigned char *vvalid; int64_t *voffs; unsigned char *vdata;
+} ref_kvot;
+
+void ref_free_kvot(ref_kvot *c) {
+    free(c->offset); free(c->ts);
+    free(c->kvalid); free(c->koffs); free(c->kdata);
+    free(c->vvalid); free(c->voffs); free(c->vdata);
+    memset(c, 0, sizeof(*c));
+}
+
+long ref_records_kvot(const unsigned char *batch, size_t batch_len, const unsigned char *recs, size_t n,
+                      ref_kvot *c) {
+    if (batch_len < 61) return -1;
+    if (ld32(batch + 17) != crc32c(batch + 21, batch_len - 21)) return -2;
+    int64_t base_offset = (int64_t)ld64(batch);
+    int64_t base_ts = (int64_t)ld64(batch + 27);
+    int32_t count = (int32_t)ld32(batch + 57);
+    if (count < 0) return -1;
+    if (recs == NULL) {
+        recs = batch + 61;
+        n = batch_len - 61;
+    }
+    size_t bits = ((size_t)count + 7) / 8;
+    c->offset = malloc((size_t)count * 8 + 8);
+    c->ts = malloc((size_t)count * 8 + 8);
+    c->kvalid = calloc(bits + 1, 1);
+    c->vvalid = calloc(bits + 1, 1);
+    c->koffs = malloc(((size_t)count + 1) * 8);
+    c->voffs = malloc(((size_t)count + 1) * 8);
+    c->kdata = malloc(n + 1);
+    c->vdata = malloc(n + 1);
+    if (!c->offset || !c->ts || !c->kvalid || !c->vvalid || !c->koffs || !c->voffs || !c->kdata || !c->vdata)
+        return -3;
+    size_t pos = 0;
+    int64_t kl = 0, vl = 0;
+    c->koffs[0] = c->voffs[0] = 0;
+    for (int32_t i = 0; i < count; i++) {
+        uint64_t u;
+        if (uvar(recs, &pos, n, &u)) return -1;
+        int64_t len = unzig(u);
+        if (len < 0 || (size_t)len > n - pos) return -1;
+        size_t rend = pos + (size_t)len;
+        pos++; /* attributes */
+        if (uvar(recs, &pos, rend, &u)) return -1;
+        int64_t tsd = unzig(u);
+        if (uvar(recs, &pos, rend, &u)) return -1;
+        int64_t od = unzig(u);
+        if (uvar(recs, &pos, rend, &u)) return -1;
+        int64_t klen = unzig(u);
+        if (klen < -1 || klen > (int64_t)(rend - pos)) return -1;
+        if (klen >= 0) c->kvalid[i >> 3] |= (unsigned char)(1u << (i & 7));
+        if (klen > 0) { memcpy(c->kdata + kl, recs + pos, (size_t)klen); kl += klen; pos += (size_t)klen; }
+        c->koffs[i + 1] = kl;
+        if (uvar(recs, &pos, rend, &u)) return -1;
+        int64_t vlen = unzig(u);
+        if (vlen < -1 || vlen > (int64_t)(rend - pos)) return -1;
+        if (vlen >= 0) c->vvalid[i >> 3] |= (unsigned char)(1u << (i & 7));
+        if (vlen > 0) { memcpy(c->vdata + vl, recs + pos, (size_t)vlen); vl += vlen; pos += (size_t)vlen; }
+        c->voffs[i + 1] = vl;
+        /* headers: walked (varints, lengths and key text checked, as the decoder must), not stored */
+        if (uvar(recs, &pos, rend, &u)) return -1;
+        int64_t hc = unzig(u);
+        if (hc < 0 || hc > (int64_t)(rend - pos)) return -1;
+        for (int64_t j = 0; j < hc; j++) {
+            if (uvar(recs, &pos, rend, &u)) return -1;
+            int64_t l = unzig(u);
+            if (l < 0 || l > (int64_t)(rend - pos) || !ascii_or_utf8(recs + pos, l)) return -1;
+            pos += (size_t)l;
+            if (uvar(recs, &pos, rend, &u)) return -1;
+            l = unzig(u);
+            if (l < -1 || l > (int64_t)(rend - pos)) return -1;
+            if (l > 0) pos += (size_t)l;
+        }
         if (pos != rend) return -1;
         c->offset[i] = base_offset + od;
         c->ts[i] = (base_ts + tsd) * 1000;

@@ -5,7 +5,9 @@ Every benchmark sets ``benchmark.group`` and ``benchmark.extra_info["impl"]``;
 the table gives each row's time over kafkaproto's compiled core in the same
 run (> 1: kafkaproto is that many times faster), and, in a group with a
 ``floor`` row (``bench/_floor.pyx``: the same object tree built from values
-already parsed), kafkaproto's time over the floor's.
+already parsed), kafkaproto's time over the floor's; in a group with a C reference row
+(a C loop allocating its buffers per call, as kafkaproto must: its impl starts
+with "C reference" or "C loop"), kafkaproto's time over the C loop's.
 Other ``extra_info`` entries (throughput, bytes allocated) are printed under
 their row.
 """
@@ -83,8 +85,13 @@ def pytest_terminal_summary(terminalreporter, config):
         ours = [b for b in items if b.extra_info.get("impl") == "kafkaproto"]
         base = ours[0].stats.median if ours else None
         floor = [b for b in items if b.extra_info.get("impl") == "floor"]
+        cref = [b for b in items if b.extra_info.get("impl", "").startswith(("C reference", "C loop"))
+                and "reused" not in b.extra_info["impl"]]
         if base and floor:
             tr.write_line(f"{group}    kafkaproto/floor {base / floor[0].stats.median:.2f}x")
+        elif base and cref:
+            tr.write_line(f"{group}    kafkaproto/C reference {base / cref[0].stats.median:.2f}x"
+                          f" (min {ours[0].stats.min / cref[0].stats.min:.2f}x)")
         else:
             tr.write_line(f"{group}")
         for b in sorted(items, key=lambda b: b.stats.median):

@@ -50,6 +50,10 @@ def record_cap(value, name: str, least: int = 0, most: int = _INT32_MAX) -> int:
 
 def record_caps(max_records_per_batch, max_headers_per_record, max_headers_per_batch) -> tuple[int, int, int]:
     """The three record caps, checked (a batch holds at least one record)."""
+    if (type(max_records_per_batch) is int and type(max_headers_per_record) is int
+            and type(max_headers_per_batch) is int and 1 <= max_records_per_batch <= _INT32_MAX
+            and 0 <= max_headers_per_record <= _INT32_MAX and 0 <= max_headers_per_batch <= _INT64_MAX):
+        return max_records_per_batch, max_headers_per_record, max_headers_per_batch  # in range already
     return (record_cap(max_records_per_batch, "max_records_per_batch", 1),
             record_cap(max_headers_per_record, "max_headers_per_record"),
             record_cap(max_headers_per_batch, "max_headers_per_batch", 0, _INT64_MAX))

@@ -251,8 +251,21 @@ def _zeros(size: int) -> pa.Buffer:
     return _ZEROS[0].slice(0, size)
 
 
+_NULL_COLUMNS: dict = {}
+
+
 def _all_null(typ, n: int) -> pa.Array:
-    """A column of ``n`` nulls (int32/int64 or large string/binary) without allocating."""
+    """A column of ``n`` nulls (int32/int64 or large string/binary) without allocating
+    (arrays are immutable: the last few made are kept and handed out again)."""
+    got = _NULL_COLUMNS.get((typ, n))
+    if got is None:
+        if len(_NULL_COLUMNS) >= 16:
+            _NULL_COLUMNS.clear()
+        got = _NULL_COLUMNS[(typ, n)] = _make_all_null(typ, n)
+    return got
+
+
+def _make_all_null(typ, n: int) -> pa.Array:
     bitmap = _zeros((n + 7) // 8)
     if pa.types.is_large_string(typ) or pa.types.is_large_binary(typ):
         return pa.Array.from_buffers(typ, n, [bitmap, _zeros((n + 1) * 8), _zeros(0)], null_count=n)
@@ -502,7 +515,10 @@ RECORDS_SCHEMA = pa.schema([
 
 # the columns the compiled loop fills, in its order
 _RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "timestampType", "headers", "row")
-_FILLED_TYPES = {"timestamp": pa.int64()}
+# their layouts, worked out once (timestamps are filled as int64 microseconds:
+# the same buffers as the timestamp type)
+_RECORD_NAMES = frozenset(RECORDS_SCHEMA.names)
+_RECORD_LAYOUTS = {name: _layout(RECORDS_SCHEMA.field(name).type) for name in _RECORD_COLUMNS}
 
 
 def _pass_through(values, n: int, typ, what: str):
@@ -541,13 +557,7 @@ def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, ba
     status, tree, errors, walked = lib.arrow_records(arr, kind, check_crc, limit, want, batches, max_records,
                                                      max_headers, max_batch_headers)
     filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
-    cols = {}
-    for name, node in zip(filled, tree[4]):
-        typ = RECORDS_SCHEMA.field(name).type
-        if name == "timestamp":
-            cols[name] = _from_tree(_layout(pa.int64()), node).view(typ)
-        else:
-            cols[name] = _from_tree(_layout(typ), node)
+    cols = {name: _from_tree(_RECORD_LAYOUTS[name], node) for name, node in zip(filled, tree[4])}
     rows = cols["row"]
     if "topic" in names:
         cols["topic"] = _all_null(pa.large_string(), len(rows)) if topic is None else topic.take(rows)
@@ -612,8 +622,8 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     """
     max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
                                                               max_headers_per_batch)
-    names = set(RECORDS_SCHEMA.names) if columns is None else set(columns) | {"row", "error"}
-    unknown = names - set(RECORDS_SCHEMA.names)
+    names = _RECORD_NAMES if columns is None else set(columns) | {"row", "error"}
+    unknown = names - _RECORD_NAMES
     if unknown:
         raise ValueError(f"no such records column: {', '.join(sorted(unknown))}")
     chunks, _ = _chunks(blobs)

@@ -438,6 +438,17 @@ cdef int _error_row(RecCols* rc, int64_t row) except -1:
     return 0
 
 
+cdef int64_t _rows_bytes(Rows* r, arr):
+    """The bytes of the rows (what arr.nbytes would say of their data, without its cost)."""
+    if r.n == 0:
+        return 0
+    if r.off64 != NULL:
+        return r.off64[r.off + r.n] - r.off64[r.off]
+    if r.off32 != NULL:
+        return r.off32[r.off + r.n] - r.off32[r.off]
+    return arr.nbytes
+
+
 def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False,
                   max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
                   max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS):
@@ -461,7 +472,7 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     cdef RecCols rc
     cdef Col* c
     cdef int k, m = 0
-    cdef int64_t cap = min(max(arr.nbytes // 64, 64), 1 << 20)
+    cdef int64_t cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
     cdef LSink ls = LSink()
     cdef _BatchRows out = _BatchRows() if batches else None
     cdef Py_ssize_t first
