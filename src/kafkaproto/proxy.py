@@ -308,13 +308,8 @@ class ProxyConnection:
         return [Streamed(held, sf, True, False)]
 
     def _read_head(self, side, sf):
-        if side == 0:
-            ev = read_request(sf.head, sf.offset, decode=False)
-            if ev.expects_response and ev.correlation_id is not None:
-                self.pending.add(ev.correlation_id, ev.ref)
-            return ev
-        req = self.pending.pop(_cid.unpack_from(sf.head, 0)[0]) if len(sf.head) >= 4 else None
-        return read_response(sf.head, sf.offset, req, decode=False)
+        # the head alone is never decoded, but paired as a whole frame is
+        return (self._request if side == 0 else self._response)(sf.head, sf.offset, head_only=True)
 
     def _framed(self, side, frame, make):
         at = self._offsets[side]
@@ -326,16 +321,16 @@ class ProxyConnection:
         self._offsets[side] = at + len(data)
         return Unframed(data, at, exc)
 
-    def _request(self, frame, at) -> ReceivedRequest:
-        decode = len(frame) >= 2 and self._decodes(_key.unpack_from(frame, 0)[0])
+    def _request(self, frame, at, head_only=False) -> ReceivedRequest:
+        decode = not head_only and len(frame) >= 2 and self._decodes(_key.unpack_from(frame, 0)[0])
         ev = read_request(frame, at, decode=decode, zero_copy=self.zero_copy)
         if ev.expects_response and ev.correlation_id is not None:
             self.pending.add(ev.correlation_id, ev.ref)  # a few fields, not the frame
         return ev
 
-    def _response(self, frame, at) -> ReceivedResponse:
+    def _response(self, frame, at, head_only=False) -> ReceivedResponse:
         req = self.pending.pop(_cid.unpack_from(frame, 0)[0]) if len(frame) >= 4 else None
-        decode = req is not None and req.api_key is not None and self._decodes(req.api_key)
+        decode = not head_only and req is not None and req.api_key is not None and self._decodes(req.api_key)
         return read_response(frame, at, req, decode=decode, zero_copy=self.zero_copy)
 
 
