@@ -453,7 +453,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from . import _scan, numbered
+    from .frames import _take
     from .streams import Extractor
 
     acc = acc if acc is not None else Accounting()
@@ -468,25 +468,19 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     acc.merge(range_accounting(stats))
     kw = {} if max_frame_size is None else {"max_frame_size": max_frame_size}
     ext = Extractor(ports, acc, **kw)
-    scan = ext.scanner(_scan)
+    scan = ext.scanner()
+    sink = ext.sink
     segs = table.filter(pc.invert(is_stats)).combine_chunks()
     keys = segs["key"].to_numpy()
-    out = ext.out
-
-    def frames():
-        start = 0
-        n = len(keys)
-        while start < n:
-            stop = start
-            while stop < n and keys[stop] == keys[start]:
-                stop += 1
-            for b in segs.slice(start, stop - start).to_batches():
-                feed(ext, b, scan)
-                yield from out
-                out.clear()
-            ext.close_all()
-            yield from out
-            out.clear()
-            start = stop
-
-    yield from numbered(frames(), acc)
+    start = 0
+    n = len(keys)
+    while start < n:
+        stop = start
+        while stop < n and keys[stop] == keys[start]:
+            stop += 1
+        for b in segs.slice(start, stop - start).to_batches():
+            feed(ext, b, scan)
+        ext.close_all()
+        start = stop
+    sink.flush()
+    yield from _take(sink).frames()
