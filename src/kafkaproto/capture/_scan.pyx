@@ -387,10 +387,13 @@ cdef class FrameSink:
         kh.client = ix
         return ix
 
-    cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset) except -1:
+    cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset,
+                 int64_t request_ts=INT64_MIN) except -1:
         """One frame ``f[:n]`` (size prefix removed) of ``kh``'s direction, whose
         prefix is at stream ``offset``: paired, numbered, counted, stored.  The
-        one rule for every frame, from the fast path and the Python code alike."""
+        one rule for every frame, from the fast path and the Python code alike.
+        ``request_ts``: a paired response's request time when the reader knows
+        it better than the request's row does (the tap's own clock)."""
         cdef Pairing pr = kh.pairing
         cdef Row* row
         cdef Cur c
@@ -458,7 +461,7 @@ cdef class FrameSink:
                 row.api_version = req.api_version
                 row.client = req.client
                 row.request_seq = req.seq
-                row.request_ts = req.ts
+                row.request_ts = req.ts if request_ts == INT64_MIN else request_ts
                 hv = -1
                 if 0 <= row.api_key < self.nr and 0 <= row.api_version < 64:
                     hv = self.hvr[64 * row.api_key + row.api_version]
@@ -479,12 +482,13 @@ cdef class FrameSink:
         row.end = self.dlen
         return 0
 
-    def emit(self, KafkaState kh, frame, int64_t offset):
+    def emit(self, KafkaState kh, frame, int64_t offset, request_ts=None):
         """A frame the Python code made (any contiguous buffer of its bytes, size prefix removed)."""
         cdef Py_buffer view
         PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE)
         try:
-            self.add(kh, <const unsigned char*>view.buf, view.len, offset)
+            self.add(kh, <const unsigned char*>view.buf, view.len, offset,
+                     INT64_MIN if request_ts is None else <int64_t>request_ts)
         finally:
             PyBuffer_Release(&view)
 

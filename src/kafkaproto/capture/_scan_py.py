@@ -203,7 +203,8 @@ class FrameSink:
             pos = _skip_tags(f, pos, n)
         return client, pos
 
-    def emit(self, kh, frame, offset: int) -> None:
+    def emit(self, kh, frame, offset: int, request_ts: int | None = None) -> None:
+        request_ts_given = request_ts
         f = bytes(frame)
         n = len(f)
         pr = kh.pairing
@@ -241,6 +242,8 @@ class FrameSink:
             if req is not None:
                 flags |= FL_HEADER
                 request_ts, request_seq, client, _corr, key, version = req
+                if request_ts_given is not None:
+                    request_ts = request_ts_given
                 hv = -1
                 if 0 <= key < self.hr.shape[0] and 0 <= version < 64:
                     hv = int(self.hr[key, version])

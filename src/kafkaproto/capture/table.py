@@ -350,7 +350,7 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
             if bad:
                 acc.bad_rows += bad
             cols = {name: batch.column(name).to_pylist() for name in ("conn", "client", "server", "direction",
-                                                                        "offset")}
+                                                                        "offset", "latency_us")}
             ts = ts_col.to_pylist()
             frames = batch.column("frame")
             kept = batch.column("size").to_pylist() if "size" in batch.schema.names else None
@@ -381,7 +381,10 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
                 kh.ts = ts_ns
                 frame = frames[i].as_buffer()
                 acc.payload_bytes_total += len(frame) + 4
-                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0)
+                # the tap's own clock timed each response (its rows' times are in microseconds)
+                lat = cols["latency_us"][i]
+                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0,
+                          None if lat is None or ts_ns is None else ts_ns - lat * 1000)
                 if sink.full():
                     yield _take(sink)
     for _conn, pairing, _q, _r in conns.values():
