@@ -23,7 +23,7 @@ from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .frames import FrameBatch, read_frame_batches
 from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
-from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf
+from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor
 
 __all__ = [
     "Accounting",

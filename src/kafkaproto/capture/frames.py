@@ -24,9 +24,9 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
+from . import streams
 from .accounting import Accounting
 from .pcap import CaptureFile, sniff_format
-from . import streams
 from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf, RequestInfo
 
 __all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "read_frame_batches"]
@@ -142,7 +142,6 @@ class FrameBatch:
         """The frames (or those at rows ``idx``) as a ``binary_view`` column over
         :attr:`data`: no byte is copied.  ``offset``: a per-row number of bytes
         to leave out at the start of each (e.g. the header size)."""
-        import pyarrow as pa
 
         starts = self.starts
         ends = self.rows["end"]
@@ -387,7 +386,8 @@ def _raw_batches(path, acc: Accounting, max_frame_size: int, batch_rows: int,
     from ..protocol import header_table
     from .streams import MAX_OUTSTANDING
 
-    sink = streams._scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows, batch_bytes)
+    sink = streams._scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows,
+                                   batch_bytes)
     conn = Connection(1, "client", os.path.basename(os.fspath(path)))
     acc.connections += 1
     pairing = sink.connection(conn)

@@ -43,8 +43,7 @@ from ..messages import APIS, api_name
 from ..records._compression import CODEC_NAMES
 
 __all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "TASK_TABLES", "CaptureDecoder", "TableWriter", "accounting_batch",
-           "accounting_from_dict", "decode_capture", "decode_segments", "record_set_summary", "table_schema",
-           "write_segment_tables", "write_tables"]
+           "accounting_from_dict", "decode_capture", "decode_segments", "record_set_summary", "table_schema"]
 
 TS = pa.timestamp("us", tz="UTC")
 # The records columns keep the types kafkaproto.arrow.records gives them (64-bit
@@ -797,17 +796,19 @@ def decode_capture(path, *, capture: str | None = None, ports=None, batch_rows: 
     yield "accounting", accounting_batch(capture, acc)
 
 
-def decode_segments(batches, names: Sequence[str], *, ports=None, accs: dict[str, Accounting] | None = None,
+def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: dict[str, Accounting] | None = None,
                     batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES
                     ) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """The rows of the connections whose TCP segments are in ``batches``
-    (record batches of :func:`kafkaproto.capture.segments.segment_schema`,
-    sorted by capture, connection key and order: what one task gets after
-    the shuffle).  ``names``: capture number -> name.  Each capture's
-    accounting is left in ``accs[name]`` (statistics rows of its ranges
-    included); no accounting rows are yielded."""
+    """The rows of the connections whose TCP segment positions are in
+    ``batches`` (record batches of
+    :func:`kafkaproto.capture.segments.segment_schema`, sorted by capture,
+    connection key and order: what one task gets), their payloads read from
+    ``files`` (a :class:`~kafkaproto.capture.segments.Files`).  ``names``:
+    capture number -> name.  Each capture's accounting is left in
+    ``accs[name]`` (statistics rows of its ranges included); no accounting
+    rows are yielded."""
     from ..capture.frames import _take
-    from ..capture.segments import STATS_KEY, feed, range_accounting
+    from ..capture.segments import STATS_KEY, Positions, feed, range_accounting
     from ..capture.streams import Extractor
 
     accs = accs if accs is not None else {}
@@ -832,23 +833,23 @@ def decode_segments(batches, names: Sequence[str], *, ports=None, accs: dict[str
     for batch in batches:
         if not batch.num_rows:
             continue
-        caps = batch.column(0).to_numpy()
-        keys = batch.column(1).to_numpy()
+        pos = Positions(batch)
+        caps, keys = pos.capture, pos.key
         # runs of one (capture, key)
         change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
-        bounds = [0, *change.tolist(), batch.num_rows]
+        bounds = [0, *change.tolist(), pos.n]
         for a, b in zip(bounds[:-1], bounds[1:]):
             cap, key = int(caps[a]), int(keys[a])
             ext, dec, stats, scan = of(cap)
             if key == STATS_KEY:
-                stats += [json.loads(p) for p in batch.column("payload").slice(a, b - a).to_pylist()]
+                stats += [json.loads(p) for p in batch.column("info").slice(a, b - a).to_pylist()]
                 continue
             if current is not None and current != (cap, key):
                 pext, pdec, _, _ = of(current[0])
                 pext.close_all()  # the previous connection's last segment was fed
                 yield from drain(pext, pdec)
             current = (cap, key)
-            feed(ext, batch.slice(a, b - a), scan)
+            feed(ext, pos, a, b, scan, files)
             yield from drain(ext, dec)
     for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
         ext.close_all()
@@ -927,40 +928,6 @@ class TableWriter:
         pq.write_table(conns, conn_file, filesystem=self.fs)
         return [(t, f"{self.out}/{t}/{self.part}.parquet", self.counts[t]) for t in TASK_TABLES] + \
             [("connections", conn_file, conns.num_rows)]
-
-
-def write_tables(path, out: str, part: str, *, capture: str | None = None, ports=None,
-                 filesystem=None, aggregates=None) -> tuple[list[tuple[str, str, int]], Accounting]:
-    """Decode one capture file and write its rows (:class:`TableWriter`).
-    Returns ``([(table, file, rows)], accounting)``."""
-    w = TableWriter(out, part, filesystem=filesystem, aggregates=aggregates)
-    acc_info = None
-    ok = False
-    try:
-        for table, batch in decode_capture(path, capture=capture, ports=ports):
-            if table == "accounting":
-                acc_info = batch.column(batch.schema.get_field_index("info"))[batch.num_rows - 1].as_py()
-            w.write(table, batch)
-        ok = True
-    finally:
-        written = w.close(ok)
-    return written, accounting_from_dict(json.loads(acc_info or "{}"))
-
-
-def write_segment_tables(batches, names: Sequence[str], out: str, part: str, *, ports=None, filesystem=None,
-                         aggregates=None) -> tuple[list[tuple[str, str, int]], dict[str, Accounting]]:
-    """Decode the connections of ``batches`` (:func:`decode_segments`) and
-    write their rows.  Returns ``([(table, file, rows)], {capture: accounting})``."""
-    w = TableWriter(out, part, filesystem=filesystem, aggregates=aggregates)
-    accs: dict[str, Accounting] = {}
-    ok = False
-    try:
-        for table, batch in decode_segments(batches, names, ports=ports, accs=accs):
-            w.write(table, batch)
-        ok = True
-    finally:
-        written = w.close(ok)
-    return written, accs
 
 
 def accounting_from_dict(d: dict[str, object]) -> Accounting:
