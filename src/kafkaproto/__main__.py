@@ -6,8 +6,9 @@
                                a raw stream of size-prefixed request frames
 ``kafkaproto tap ...``         a recording proxy in front of Kafka brokers
 ``kafkaproto report CAPTURE... --out DIR``
-                               the traffic report on Spark: Parquet tables,
-                               a terminal summary and an HTML page
+                               the traffic report: Parquet tables, a terminal
+                               summary and an HTML page (embedded engine, or
+                               Spark with --master/--remote)
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ def report(args) -> int:
     conf = dict(kv.split("=", 1) for kv in args.conf)
     split = {k: v for k, v in (("range_bytes", args.range_bytes), ("whole_file_max", args.whole_file_max))
              if v is not None}
+    if args.workers is not None:
+        split["workers"] = args.workers
     result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
                         progress=not args.quiet, conf=conf, **split)
     print(result.summary)
@@ -119,18 +122,23 @@ def main(argv=None) -> int:
     from .capture.tap import add_tap_arguments, run_tap_cli
 
     add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
-    r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report (Spark)")
+    r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report "
+                                      "(embedded engine, or Spark with --master/--remote)")
     r.add_argument("captures", nargs="+", metavar="CAPTURE",
                    help="a pcap/pcapng file; a folder of them (one capture rolled into files by tcpdump -C/-G); "
                         "NAME=FILE,FILE... (or a quoted glob); tap output (files or folders); raw request streams")
     r.add_argument("--out", required=True, help="folder (or URI) for the tables, report.html and summary.txt")
-    r.add_argument("--master", default=None, help="Spark master (default local[*]); passed to Spark unchanged")
-    r.add_argument("--remote", default=None, metavar="sc://HOST:PORT", help="run on a Spark Connect server instead")
+    r.add_argument("--workers", type=int, default=None,
+                   help="worker processes of the embedded engine (default: the machine's cores)")
+    r.add_argument("--master", default=None,
+                   help="run on Spark with this master (local[*], spark://..., yarn): passed to Spark unchanged")
+    r.add_argument("--remote", default=None, metavar="sc://HOST:PORT", help="run on a Spark Connect server")
     r.add_argument("--range-bytes", type=_bytes, default=None,
                    help="byte ranges a large or rolled capture is read in (default 128M)")
     r.add_argument("--whole-file-max", type=_bytes, default=None,
-                   help="a capture of one file up to this size is read whole by one task (default: 256M on 6 "
-                        "cores or more, else any size; 0: always in byte ranges)")
+                   help="a capture up to this size is read whole by one task (default: embedded, the larger of "
+                        "64M and a core's share of the input; Spark, 256M on 6 cores or more, else any size; "
+                        "0: always in byte ranges)")
     r.add_argument("--ports", type=_ports, default=None,
                    help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
     r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
