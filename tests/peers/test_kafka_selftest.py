@@ -20,7 +20,6 @@ from kafkaproto.messages import (
 from support.live_helpers import LiveConnection
 
 from . import clients
-from .conftest_peers import kafka_broker, kafka_broker_factory, kafka_cluster  # noqa: F401
 from .kafka_broker import KAFKA_VERSION, TOOLS
 
 pytestmark = [pytest.mark.peers, pytest.mark.engine_independent]
