@@ -5,6 +5,7 @@ authorizer, and a three-node cluster moves leaders when a node stops."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -20,7 +21,8 @@ from kafkaproto.messages import (
 from support.live_helpers import LiveConnection
 
 from . import clients
-from .kafka_broker import KAFKA_VERSION, TOOLS
+from .brokers import PeerError
+from .kafka_broker import KAFKA_VERSION, TOOLS, KafkaCluster
 
 pytestmark = [pytest.mark.peers, pytest.mark.engine_independent]
 
@@ -123,6 +125,18 @@ def test_kafka_with_an_authorizer(kafka_broker_factory):
                "--operation", "Read", "--topic", topic)
     listed = kafka.tool("kafka-acls", "--bootstrap-server", "{bootstrap}", "--list", "--topic", topic).stdout
     assert "principal=User:alice" in listed and "operation=READ" in listed
+
+
+def test_kafka_that_cannot_start_is_an_error_with_its_logs_kept():
+    broken = KafkaCluster(extra_properties={"node.id": "-7"}, start_timeout=60)
+    with pytest.raises(PeerError) as info:
+        broken.start()
+    try:
+        assert str(broken.work_dir) in str(info.value)
+        assert (broken.work_dir / "node-1" / "server.properties").read_text().count("node.id=-7") == 1
+        assert any(broken.work_dir.glob("node-1/*.log"))
+    finally:
+        shutil.rmtree(broken.work_dir)
 
 
 # ---------------------------------------------------------------- three nodes
