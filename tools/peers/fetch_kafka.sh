@@ -60,9 +60,13 @@ fetch() {  # fetch POM DEST POM_HASH
     trap 'rm -rf "$tmp"' EXIT
     started=$SECONDS
     log "fetching $(basename "$dest") with Maven (pom: ${pom#"$ROOT"/})"
-    "$MVN" -B -q -Dstyle.color=never -Dmaven.repo.local="$M2" -f "$pom" "$COPY_GOAL" \
-        -DoutputDirectory="$tmp/jars" -DincludeScope=runtime -DoverWriteIfNewer=false \
-        >"$tmp/mvn.log" 2>&1 || { cat "$tmp/mvn.log" >&2; die "mvn failed for $pom"; }
+    local args=(-B -q -Dstyle.color=never -Dmaven.repo.local="$M2" -f "$pom" "$COPY_GOAL"
+                -DoutputDirectory="$tmp/jars" -DincludeScope=runtime)
+    # Offline first: Maven's local repository may hold everything already.
+    if ! "$MVN" -o "${args[@]}" >"$tmp/mvn.log" 2>&1; then
+        rm -rf "$tmp/jars"
+        "$MVN" "${args[@]}" >"$tmp/mvn.log" 2>&1 || { cat "$tmp/mvn.log" >&2; die "mvn failed for $pom"; }
+    fi
     (cd "$tmp/jars" && ls -1 -- *.jar) >"$tmp/jars/.jars" || die "Maven copied no jars for $pom"
     printf '%s\n' "$want" >"$tmp/jars/.complete"
     chmod 755 "$tmp/jars"
