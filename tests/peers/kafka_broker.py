@@ -588,3 +588,37 @@ class KafkaCluster:
 
     def __repr__(self) -> str:
         return f"<KafkaCluster {self.name} {self.cluster_id} nodes={self.nodes}>"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m peers.kafka_broker [--nodes 3] [--property k=v ...]`` (from
+    tests/): a cluster on 127.0.0.1 until Ctrl-C, for trying clients by hand."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m peers.kafka_broker", description=main.__doc__)
+    parser.add_argument("--nodes", type=int, default=1, help="combined broker+controller nodes (default 1)")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra server property for every node (repeatable)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder when stopping")
+    args = parser.parse_args(argv)
+    extra = dict(p.split("=", 1) for p in args.property)
+    cluster = KafkaCluster(args.nodes, extra_properties=extra)
+    cluster.start()
+    print(f"Apache Kafka {KAFKA_VERSION}, {args.nodes} node(s) up in {cluster.startup_seconds:.1f} s\n"
+          f"  bootstrap   {cluster.bootstrap}\n  cluster id  {cluster.cluster_id}\n"
+          f"  work folder {cluster.work_dir}\nCtrl-C stops it.", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5) and cluster.running:
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop(keep=args.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
