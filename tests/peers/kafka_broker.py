@@ -222,12 +222,16 @@ def random_cluster_id() -> str:
 class KafkaNode:
     """One combined broker + controller JVM of a :class:`KafkaCluster`."""
 
-    def __init__(self, cluster: KafkaCluster, node_id: int, port: int, controller_port: int) -> None:
+    def __init__(self, cluster: KafkaCluster, node_id: int, port: int, internal_port: int,
+                 controller_port: int) -> None:
         self.cluster = cluster
         self.node_id = node_id
         self.host = LOOPBACK
         self.port = port
+        self.internal_port = internal_port
         self.controller_port = controller_port
+        # what Metadata tells clients; the nodes reach each other on internal_port
+        self.advertised_host, self.advertised_port = cluster.advertised.get(node_id, (self.host, port))
         self.dir = cluster.work_dir / f"node-{node_id}"
         self.log_dir = self.dir / "data"
         self.config_path = self.dir / "server.properties"
@@ -240,6 +244,10 @@ class KafkaNode:
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def advertised(self) -> str:
+        return f"{self.advertised_host}:{self.advertised_port}"
 
     @property
     def running(self) -> bool:
@@ -256,11 +264,13 @@ class KafkaNode:
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": c.voters,
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            # clients (PLAINTEXT, maybe advertised as a proxy), replication (INTERNAL), the quorum
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},INTERNAL://{self.host}:{self.internal_port},"
+                         f"CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.advertised},INTERNAL://{self.host}:{self.internal_port}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.log_dir),
             "num.partitions": "1",
             "default.replication.factor": rf,
@@ -314,7 +324,8 @@ class KafkaNode:
     def wait_ready(self, deadline: float, expect_nodes: Iterable[int]) -> None:
         """Until the node answers ApiVersions and its Metadata lists every
         node of ``expect_nodes`` at its advertised address."""
-        wanted = {(n.node_id, n.host, n.port) for n in self.cluster.nodes if n.node_id in set(expect_nodes)}
+        wanted = {(n.node_id, n.advertised_host, n.advertised_port) for n in self.cluster.nodes
+                  if n.node_id in set(expect_nodes)}
         last: BaseException | None = None
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
@@ -395,6 +406,10 @@ class KafkaCluster:
          "super.users": "User:ANONYMOUS"}
 
     ``node_properties`` ({node_id: {...}}) apply to one node only.
+    ``advertised`` ({node_id: (host, port)}) is the client address a node's
+    Metadata gives instead of its own, e.g. a proxy in front of it (start the
+    proxy first; it forwards to ``node.bootstrap``); the nodes replicate and
+    talk among themselves on a listener of their own, never through it.
     ``features`` ({"share.version": 1}) and ``release_version`` ("4.4-IV2")
     are handed to the storage format (the defaults: the release's latest
     production metadata version and features).
@@ -403,6 +418,7 @@ class KafkaCluster:
     def __init__(self, nodes: int = 1, *, extra_properties: Mapping[str, object] | None = None,
                  node_properties: Mapping[int, Mapping[str, object]] | None = None,
                  features: Mapping[str, int] | None = None, release_version: str | None = None,
+                 advertised: Mapping[int, tuple[str, int]] | None = None,
                  jvm_args: Sequence[str] = (), start_timeout: float = 120.0, name: str = "kafka") -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
@@ -411,6 +427,7 @@ class KafkaCluster:
         self.node_properties = {int(n): {k: str(v) for k, v in p.items()} for n, p in (node_properties or {}).items()}
         self.features = dict(features or {})
         self.release_version = release_version
+        self.advertised = {int(n): (h, int(p)) for n, (h, p) in (advertised or {}).items()}
         self.jvm_args = list(jvm_args)
         self.start_timeout = start_timeout
         self.name = name
@@ -510,10 +527,10 @@ class KafkaCluster:
     def _start_once(self) -> None:
         self.work_dir = Path(tempfile.mkdtemp(prefix=f"kafkaproto-{self.name}-"))
         ports = set()
-        while len(ports) < 2 * self.size:
+        while len(ports) < 3 * self.size:
             ports.add(free_port())
-        ports_list = sorted(ports)
-        self.nodes = [KafkaNode(self, i + 1, ports_list[2 * i], ports_list[2 * i + 1]) for i in range(self.size)]
+        p = sorted(ports)
+        self.nodes = [KafkaNode(self, i + 1, *p[3 * i:3 * i + 3]) for i in range(self.size)]
         for n in self.nodes:
             n.write_config()
         t0 = time.monotonic()

@@ -127,6 +127,22 @@ def test_kafka_with_an_authorizer(kafka_broker_factory):
     assert "principal=User:alice" in listed and "operation=READ" in listed
 
 
+def test_kafka_behind_a_proxy(recording_proxy):
+    """A node that advertises a proxy: clients reach it only through the proxy,
+    which sees every request (the nodes' own traffic stays off it)."""
+    proxy = recording_proxy()
+    with KafkaCluster(advertised={1: (proxy.host, proxy.port)}) as kafka:
+        node = kafka.nodes[0]
+        assert node.advertised == proxy.bootstrap != node.bootstrap
+        proxy.set_upstream(node.host, node.port)
+        topic = clients.unique_topic("proxied")
+        create_topics(node, topic)
+        clients.produce_confluent(proxy.bootstrap, topic, [{"key": b"k", "value": b"v"}], "lz4", timeout=30)
+        assert [r["value"] for r in clients.consume_confluent(proxy.bootstrap, topic, 1, timeout=30)] == [b"v"]
+        keys = {k for c in proxy.connections for k in c.request_api_keys()}
+        assert {0, 1, 3, 18} <= keys  # Produce, Fetch, Metadata, ApiVersions through the proxy
+
+
 def test_kafka_that_cannot_start_is_an_error_with_its_logs_kept():
     broken = KafkaCluster(extra_properties={"node.id": "-7"}, start_timeout=60)
     with pytest.raises(PeerError) as info:
