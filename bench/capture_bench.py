@@ -387,6 +387,10 @@ def profile_decode(path: str, top: int) -> dict:
     from pyinstrument import Profiler
 
     decode = entry("decode")
+    try:  # imported lazily inside the pass (through pyarrow): paid once, not per frame
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
     prof = Profiler(interval=0.0005)
     prof.start()
     for _ in decode(path):
