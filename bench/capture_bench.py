@@ -621,6 +621,10 @@ def main(argv=None) -> int:
         small_path, _ = capture(folder, args.small_size * 10, args, f"{args.profile}-coverage-s{args.seed}.pcap")
         print(tshark_coverage(small_path))
     out = Path(args.out) / f"results-{args.profile}-{_label(size)}.json"
+    if out.exists():  # a run of some cases keeps the other cases' results on the same capture
+        old = json.loads(out.read_text())
+        if old.get("capture") == desc and old.get("compiled") == kafkaproto.COMPILED:
+            results = {**old["results"], **results}
     out.write_text(json.dumps({"capture": desc, "bytes": nbytes, "args": {k: v for k, v in vars(args).items()
                                                                            if not k.startswith("rolled")},
                                "compiled": kafkaproto.COMPILED, "results": results}, indent=1, default=str))
