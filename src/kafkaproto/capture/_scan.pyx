@@ -131,6 +131,7 @@ cdef struct Pend:
     int64_t seq
     int32_t client
     int32_t next            # the next slot waiting with the same correlation id (in order), -1: none
+    int32_t last            # (the first slot of an id) the last slot waiting with it
     int32_t correlation_id
     int16_t api_key
     int16_t api_version
@@ -191,6 +192,7 @@ cdef class Pairing:
         cdef PyObject* hit
         self.slots[s] = req[0]
         self.slots[s].next = -1
+        self.slots[s].last = s
         self.waiting += 1
         key = req.correlation_id
         hit = PyDict_GetItem(self.pending, key)
@@ -198,9 +200,8 @@ cdef class Pairing:
             self.pending[key] = s
             return 0
         t = <object>hit
-        while self.slots[t].next >= 0:
-            t = self.slots[t].next
-        self.slots[t].next = s
+        self.slots[self.slots[t].last].next = s
+        self.slots[t].last = s
         return 1
 
     cdef int pop(self, int32_t corr, Pend* out) except -1:
@@ -212,6 +213,7 @@ cdef class Pairing:
         s = <object>hit
         out[0] = self.slots[s]
         if out.next >= 0:
+            self.slots[out.next].last = out.last
             self.pending[corr] = out.next
         else:
             del self.pending[corr]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import deque
 
 import numpy as np
 
@@ -70,14 +71,14 @@ class Pairing:
         self.index = index
         self.frames = 0
         self.waiting = 0
-        #: correlation id -> its waiting requests, oldest first: [(ts, seq, client, corr, key, version)]
-        self.pending: dict[int, list] = {}
+        #: correlation id -> its waiting requests, oldest first: (ts, seq, client, corr, key, version)
+        self.pending: dict[int, deque] = {}
 
     def push(self, req: tuple) -> bool:
         self.waiting += 1
         got = self.pending.get(req[3])
         if got is None:
-            self.pending[req[3]] = [req]
+            self.pending[req[3]] = deque((req,))
             return False
         got.append(req)
         return True
@@ -86,7 +87,7 @@ class Pairing:
         got = self.pending.get(corr)
         if got is None:
             return None
-        req = got.pop(0)
+        req = got.popleft()
         if not got:
             del self.pending[corr]
         self.waiting -= 1
