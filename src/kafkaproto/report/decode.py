@@ -609,11 +609,14 @@ class CaptureDecoder:
         out = []
         for source, rows, topic, part, blob in blobs:
             # null or empty: a partition with nothing to produce or fetch
-            ok = pc.fill_null(pc.greater(pc.binary_length(blob), 0), False).to_numpy(zero_copy_only=False)
+            lengths = pc.binary_length(blob).fill_null(0).to_numpy(zero_copy_only=False)
+            ok = lengths > 0
             keep = None if ok.all() else np.flatnonzero(ok)
             if keep is not None:
+                lengths = lengths[keep]
+                # the kept blobs as views of their bytes (a take would copy every record set)
                 rows, topic, part, blob = rows[keep], topic.take(pa.array(keep)), part.take(pa.array(keep)), \
-                    blob.take(pa.array(keep))
+                    _blob_views(blob, keep)
             m = len(blob)
             if not m:
                 continue
@@ -636,7 +639,6 @@ class CaptureDecoder:
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
             out.append(("records", _batch("records", rcols, k)))
-            lengths = pc.binary_length(blob).to_numpy(zero_copy_only=False)
             srow, codecs, nb, nrec, nbytes = record_set_summary(walked, lengths)
             errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
             st = pa.array(srow)
@@ -692,6 +694,18 @@ class CaptureDecoder:
 
 
 _STATUS_NAMES = pa.array(["framed", "unpaired", "decoded", "undecodable"], pa.string())
+
+
+def _blob_views(blob, idx: np.ndarray):
+    """The values ``blob[idx]`` of a (large) binary column as a binary_view
+    column over the same bytes: nothing is copied."""
+    from ..capture.frames import _views
+
+    width = np.int64 if pa.types.is_large_binary(blob.type) else np.int32
+    bufs = blob.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=width)[blob.offset:blob.offset + len(blob) + 1].astype(np.int64)
+    data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+    return _views(data, offsets[idx], offsets[idx + 1])
 
 
 def _sparse_errors(n: int, errors: dict[int, str]) -> pa.Array:
