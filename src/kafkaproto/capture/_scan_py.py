@@ -131,6 +131,9 @@ class FrameSink:
     """See the compiled module: a row per frame (:data:`ROW_DTYPE`) and the
     frames' bytes back to back."""
 
+    __slots__ = ("hq", "hr", "acc", "max_outstanding", "batch_rows", "batch_bytes", "conns", "clients",
+                 "_client_index", "unanswered", "_rows", "_data", "_n", "_kafka", "_evicted")
+
     def __init__(self, acc, request_headers, response_headers, max_outstanding: int, batch_rows: int = 65536,
                  batch_bytes: int = 32 << 20) -> None:
         self.hq, self.hr = request_headers, response_headers
@@ -542,6 +545,8 @@ def _plausible(buf, p: int, n: int, is_request: bool, max_frame_size: int, versi
 class BodyCheck:
     """See the compiled module: a candidate frame judged by decoding it (whole
     up to ``limit`` bytes, else its first ``limit`` bytes and the next header)."""
+
+    __slots__ = ("plan_of", "hq", "hr", "limit")
 
     def __init__(self, plan_of, request_headers, response_headers, limit: int = 512) -> None:
         self.plan_of = plan_of
