@@ -164,6 +164,13 @@ class Files:
             got = self._maps[key] = map_file(self.paths[key])
         return got
 
+    def release(self) -> None:
+        """Drop the pages read so far from this process (the system keeps them
+        cached): a task's memory stays what it holds, not what it has read."""
+        for m in self._maps.values():
+            if isinstance(m, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                m.madvise(mmap.MADV_DONTNEED)
+
     def close(self) -> None:
         for m in self._maps.values():
             if isinstance(m, mmap.mmap):

@@ -235,6 +235,8 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 
 
 _NO_IDS: dict[bytes, tuple[int, str]] = {}
+#: a segment task lets the pages of the capture files it has read go every so many bytes
+RELEASE_BYTES = 64 << 20
 
 
 def _uuid_text(b: bytes) -> str:
@@ -844,6 +846,7 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
             yield from dec.unanswered(fb)
 
     current = None  # (capture, key) being fed
+    fed = 0  # payload bytes read from the files since their pages were last released
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -862,8 +865,12 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
                 pext, pdec, _, _ = of(current[0])
                 pext.close_all()  # the previous connection's last segment was fed
                 yield from drain(pext, pdec)
+                if fed > RELEASE_BYTES:
+                    files.release()
+                    fed = 0
             current = (cap, key)
             feed(ext, pos, a, b, scan, files)
+            fed += int(pos.caplen[a:b].sum())
             yield from drain(ext, dec)
     for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
         ext.close_all()
