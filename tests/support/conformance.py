@@ -1,0 +1,142 @@
+"""Every frame of recorded client↔broker connections, checked in one pass.
+
+:func:`check_events` takes what a :class:`kafkaproto.proxy.ProxyConnection`
+handed back for one connection (``(to_server, event)`` pairs, as a decoding
+``RecordingProxy`` keeps them) and checks each frame: it decoded (request
+and response, paired by correlation id), it re-encodes to its exact bytes
+(header tags and bytes after the body included), and it yields the values
+to hold against Kafka's own classes: the body's bytes and the message in
+Kafka's JSON form.
+
+:func:`replay` does the same from the raw byte streams alone, through a new
+ProxyConnection: run in another process with the other engine
+(``python -m support.conformance STREAMS.pickle OUT.json``, with or without
+``KAFKAPROTO_PURE=1``), it says whether both engines read every frame to
+the same values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import sys
+from dataclasses import dataclass, field
+
+from kafkaproto import encode_request, request_header_version, response_header_version
+from kafkaproto.headers import decode_request_header, decode_response_header
+from kafkaproto.protocol import trailing_bytes
+from kafkaproto.proxy import ProxyConnection, Unframed
+
+from .message_values import to_kafka_json
+
+__all__ = ["FrameCheck", "check_events", "replay", "digest"]
+
+
+@dataclass
+class FrameCheck:
+    """One frame of a connection and what became of it."""
+
+    conn: int
+    kind: str  # "request" | "response"
+    api_key: int | None
+    version: int | None
+    correlation_id: int | None
+    client_id: str | None
+    decoded: bool = False
+    error: str | None = None
+    reencoded: bool = False
+    body: bytes = b""  # the message body: what Kafka's classes read
+    trailing: int = 0  # bytes after the body (kept, written back)
+    json: dict | None = None
+    message: object = field(default=None, repr=False)
+
+    @property
+    def where(self) -> str:
+        return (f"connection {self.conn} {self.kind} api {self.api_key} v{self.version} "
+                f"correlation {self.correlation_id} client {self.client_id!r}")
+
+
+def digest(json_value) -> str:
+    return hashlib.sha256(json.dumps(json_value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _request(conn: int, ev) -> FrameCheck:
+    fc = FrameCheck(conn, "request", ev.api_key, ev.api_version, ev.correlation_id, ev.client_id)
+    if ev.message is None:
+        fc.error = str(ev.error)
+        return fc
+    fc.decoded, fc.message = True, ev.message
+    h = ev.header
+    again = encode_request(ev.message, ev.api_version, h.correlation_id, h.client_id,
+                           header_tagged_fields=h.unknown_tagged_fields or None)
+    fc.reencoded = again[4:] == bytes(ev.frame)
+    _, start = decode_request_header(memoryview(ev.frame), request_header_version(ev.api_key, ev.api_version))
+    fc.trailing = trailing_bytes(ev.message)
+    fc.body = bytes(ev.frame[start:])
+    fc.json = to_kafka_json(ev.message, ev.api_version)
+    return fc
+
+
+def _response(conn: int, ev) -> FrameCheck:
+    req = ev.request
+    fc = FrameCheck(conn, "response", ev.api_key, ev.api_version, ev.correlation_id,
+                    None if req is None else req.client_id)
+    if ev.message is None:
+        fc.error = "unpaired response" if req is None else str(ev.error)
+        return fc
+    fc.decoded, fc.message = True, ev.message
+    fc.reencoded = b"".join(bytes(p) for p in ev.encode()) == b"".join(bytes(p) for p in ev.parts())
+    _, start = decode_response_header(memoryview(ev.frame), response_header_version(ev.api_key, ev.api_version))
+    fc.trailing = trailing_bytes(ev.message)
+    fc.body = bytes(ev.frame[start:])
+    fc.json = to_kafka_json(ev.message, ev.api_version)
+    return fc
+
+
+def check_events(conn: int, events) -> list[FrameCheck]:
+    """One FrameCheck per frame event of a connection; an Unframed event is
+    a failed check of its own (Kafka frames never stop framing)."""
+    out = []
+    for to_server, ev in events:
+        if isinstance(ev, Unframed):
+            out.append(FrameCheck(conn, "request" if to_server else "response", None, None, None, None,
+                                  error=f"{len(ev.data)} bytes stopped framing: {ev.error}"))
+        else:
+            out.append(_request(conn, ev) if to_server else _response(conn, ev))
+    return out
+
+
+def replay(streams) -> list[FrameCheck]:
+    """``[(client bytes, broker bytes), ...]`` → the checks, through fresh
+    ProxyConnections (the requests of a connection fed before its responses:
+    the pairing waits for nothing else)."""
+    out = []
+    for i, (c2s, s2c) in enumerate(streams):
+        middle = ProxyConnection(decode=True, zero_copy=False)
+        events = [(True, ev) for ev in middle.from_client(c2s)] + [(False, ev) for ev in middle.from_broker(s2c)]
+        out += check_events(i, events)
+    return out
+
+
+def summary(checks) -> list[list]:
+    """What the other engine must agree on, per frame, as JSON."""
+    ordered = sorted(checks, key=lambda c: (c.conn, c.kind))  # stable: each direction in its order
+    return [[c.conn, c.kind, c.api_key, c.version, c.correlation_id, c.decoded, c.reencoded, c.trailing,
+             None if c.json is None else digest(c.json)] for c in ordered]
+
+
+def main(argv=None) -> int:
+    import kafkaproto
+
+    src, dst = (argv or sys.argv[1:])[:2]
+    with open(src, "rb") as f:
+        streams = pickle.load(f)
+    checks = replay(streams)
+    with open(dst, "w") as f:
+        json.dump({"compiled": kafkaproto.COMPILED, "frames": summary(checks)}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
