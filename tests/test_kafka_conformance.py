@@ -38,7 +38,7 @@ import pytest
 import kafkaproto
 from kafkaproto.messages import api_name
 from peers.kafka_scenarios import PROBES, client_family
-from support.conformance import check_events, summary
+from support.conformance import check_events, records_summary, summary
 from support.message_values import compare_with_java, tagged_paths
 
 pytestmark = [pytest.mark.peers, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
@@ -121,6 +121,33 @@ def test_every_frame_agrees_with_kafkas_classes(checks, java_oracle):
     print(f"\n{len(checks)} frames agree with kafka-clients {java_oracle.kafka_version}; "
           f"written back otherwise by Kafka's classes: {dict(rewritten) or 'none'}")
     assert not [k for k in rewritten if k[0] == "response"], rewritten  # the broker writes with those classes
+
+
+JAVA_BATCH_FIELDS = ("base_offset", "last_offset", "magic", "crc", "transactional", "control", "producer_id",
+                     "producer_epoch", "base_sequence", "partition_leader_epoch", "max_timestamp", "count")
+
+
+def test_every_record_batch_agrees_with_kafkas_classes(checks, java_oracle):
+    """The record batches inside the frames (Produce requests, Fetch and
+    ShareFetch responses): Kafka's MemoryRecords and kafkaproto.records read
+    the same batches and records."""
+    blobs = [(c, blob) for c in checks for blob in c.records]
+    replies = java_oracle.request_many({"op": "records_decode", "hex": blob.hex()} for _, blob in blobs)
+    failures, batches, codecs = [], 0, collections.Counter()
+    for (c, blob), rep in zip(blobs, replies):
+        ours = records_summary(blob)
+        java = [{k: b[k] for k in JAVA_BATCH_FIELDS} | {"records": [
+            [r["offset"], r["timestamp"], r["key_hex"], r["value_hex"], [list(h) for h in r["headers"]]]
+            for r in b["records"]]} for b in rep.get("batches", [])]
+        for b in java:
+            b["crc"] &= 0xFFFFFFFF
+        if "error" in rep or ours != java:
+            failures.append(f"{c.where}: {rep.get('error') or 'batches differ'}")
+        batches += len(ours)
+        codecs.update(b["compression"] for b in rep.get("batches", []))
+    assert not failures, "\n".join(failures[:10])
+    print(f"\n{len(blobs)} records fields, {batches} batches agree with Kafka's; codecs {dict(codecs)}")
+    assert batches > 10 and {"none", "gzip", "zstd"} <= set(codecs)
 
 
 def test_the_other_engine_reads_every_frame_the_same(kafka_conformance, checks, tmp_path):

@@ -28,9 +28,11 @@ from kafkaproto.headers import decode_request_header, decode_response_header
 from kafkaproto.protocol import trailing_bytes
 from kafkaproto.proxy import ProxyConnection, Unframed
 
+from kafkaproto import _kinds as K
+
 from .message_values import to_kafka_json
 
-__all__ = ["FrameCheck", "check_events", "replay", "digest"]
+__all__ = ["FrameCheck", "check_events", "digest", "records_fields", "records_summary", "replay"]
 
 
 @dataclass
@@ -50,6 +52,7 @@ class FrameCheck:
     trailing: int = 0  # bytes after the body (kept, written back)
     json: dict | None = None
     message: object = field(default=None, repr=False)
+    records: list = field(default_factory=list, repr=False)  # every records field's bytes (Produce, Fetch...)
 
     @property
     def where(self) -> str:
@@ -59,6 +62,22 @@ class FrameCheck:
 
 def digest(json_value) -> str:
     return hashlib.sha256(json.dumps(json_value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def records_fields(obj) -> list[bytes]:
+    """The bytes of every non-empty ``records`` field of a decoded message, in field order."""
+    out, todo = [], [obj]
+    while todo:
+        o = todo.pop()
+        for f in reversed(type(o)._FIELDS):
+            v = getattr(o, f.attr)
+            if f.kind == K.RECORDS and v:
+                out.append(bytes(v))
+            elif f.kind == K.STRUCT and v is not None:
+                todo.append(v)
+            elif f.kind == K.ARRAY and f.elem == K.STRUCT and v:
+                todo.extend(reversed(v))
+    return out
 
 
 def _request(conn: int, ev) -> FrameCheck:
@@ -75,6 +94,7 @@ def _request(conn: int, ev) -> FrameCheck:
     fc.trailing = trailing_bytes(ev.message)
     fc.body = bytes(ev.frame[start:])
     fc.json = to_kafka_json(ev.message, ev.api_version)
+    fc.records = records_fields(ev.message)
     return fc
 
 
@@ -91,6 +111,7 @@ def _response(conn: int, ev) -> FrameCheck:
     fc.trailing = trailing_bytes(ev.message)
     fc.body = bytes(ev.frame[start:])
     fc.json = to_kafka_json(ev.message, ev.api_version)
+    fc.records = records_fields(ev.message)
     return fc
 
 
@@ -119,11 +140,35 @@ def replay(streams) -> list[FrameCheck]:
     return out
 
 
+def records_summary(blob: bytes) -> list:
+    """kafkaproto's reading of a records field, as plain data comparable with
+    the Java oracle's ``records_decode``: whole batches only (the last batch
+    of a Fetch may be cut short)."""
+    from kafkaproto import records as R
+
+    def plain(v):
+        return None if v is None else bytes(v).hex()
+
+    out = []
+    for b in R.decode(blob):
+        if b.truncated:
+            continue
+        out.append({"base_offset": b.base_offset, "last_offset": b.last_offset, "magic": b.magic,
+                    "crc": b.crc, "transactional": b.is_transactional, "control": b.is_control,
+                    "producer_id": b.producer_id, "producer_epoch": b.producer_epoch,
+                    "base_sequence": b.base_sequence, "partition_leader_epoch": b.partition_leader_epoch,
+                    "max_timestamp": b.max_timestamp, "count": b.record_count,
+                    "records": [[r.offset, r.timestamp, plain(r.key), plain(r.value),
+                                 [[k, plain(v)] for k, v in r.headers]] for r in b.records]})
+    return out
+
+
 def summary(checks) -> list[list]:
     """What the other engine must agree on, per frame, as JSON."""
     ordered = sorted(checks, key=lambda c: (c.conn, c.kind))  # stable: each direction in its order
     return [[c.conn, c.kind, c.api_key, c.version, c.correlation_id, c.decoded, c.reencoded, c.trailing,
-             None if c.json is None else digest(c.json)] for c in ordered]
+             None if c.json is None else digest(c.json), digest([records_summary(r) for r in c.records])]
+            for c in ordered]
 
 
 def main(argv=None) -> int:
