@@ -202,13 +202,16 @@ public final class KafkaClients {
             step("listTopics", () -> get(admin.listTopics().names()));
             step("describeTopics", () -> get(admin.describeTopics(List.of(main)).allTopicNames()).keySet());
             step("describeCluster", () -> get(admin.describeCluster().clusterId()));
+            Object first = step("describeCluster.nodes", () -> get(admin.describeCluster().nodes()).iterator().next()
+                    .id());
+            int node = first instanceof Integer ? (Integer) first : 1;
             step("describeFeatures", () -> get(admin.describeFeatures().featureMetadata()).finalizedFeatures());
             step("updateFeatures", () -> get(admin.updateFeatures(Map.of("group.version",
                     new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE)),
                     new UpdateFeaturesOptions().validateOnly(true)).all()));
             step("describeMetadataQuorum", () -> get(admin.describeMetadataQuorum().quorumInfo()).leaderId());
             step("describeConfigs", () -> get(admin.describeConfigs(List.of(topic(main),
-                    new ConfigResource(ConfigResource.Type.BROKER, "1"))).all()).size());
+                    new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(node)))).all()).size());
             step("incrementalAlterConfigs", () -> get(admin.incrementalAlterConfigs(Map.of(topic(main), List.of(
                     new AlterConfigOp(new ConfigEntry("retention.ms", "86400000"), AlterConfigOp.OpType.SET))))
                     .all()));
@@ -232,16 +235,16 @@ public final class KafkaClients {
             step("describeUserScramCredentials", () -> get(admin.describeUserScramCredentials().all()).keySet());
 
             // -- log dirs, leaders, reassignments -------------------------------
-            TopicPartitionReplica replica = new TopicPartitionReplica(main, 0, 1);
-            Object dirs = step("describeLogDirs", () -> get(admin.describeLogDirs(List.of(1)).allDescriptions())
-                    .get(1).keySet().iterator().next());
+            TopicPartitionReplica replica = new TopicPartitionReplica(main, 0, node);
+            Object dirs = step("describeLogDirs", () -> get(admin.describeLogDirs(List.of(node)).allDescriptions())
+                    .get(node).keySet().iterator().next());
             step("describeReplicaLogDirs", () -> get(admin.describeReplicaLogDirs(List.of(replica)).all()));
             step("alterReplicaLogDirs", () -> get(admin.alterReplicaLogDirs(Map.of(replica, String.valueOf(dirs)))
                     .all()));
             step("electLeaders", () -> get(admin.electLeaders(ElectionType.PREFERRED,
                     Set.of(new TopicPartition(main, 0))).partitions()));
             step("alterPartitionReassignments", () -> get(admin.alterPartitionReassignments(Map.of(
-                    new TopicPartition(main, 0), Optional.of(new NewPartitionReassignment(List.of(1))))).all()));
+                    new TopicPartition(main, 0), Optional.of(new NewPartitionReassignment(List.of(node))))).all()));
             step("listPartitionReassignments", () -> get(admin.listPartitionReassignments().reassignments()));
 
             // -- what a plaintext single-node cluster refuses: still an exchange --
@@ -312,6 +315,7 @@ public final class KafkaClients {
                 Object states = step("describeProducers", () -> get(admin.describeProducers(List.of(txp)).all())
                         .get(txp).activeProducers());
                 step("abortTransaction", () -> {
+                    if (states == null) throw new IllegalStateException("no producers described");
                     for (Object o : (Collection<?>) states) {
                         ProducerState s = (ProducerState) o;
                         if (s.currentTransactionStartOffset().isPresent()) {
