@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -32,12 +31,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkaproto import ErrorCode, KafkaProtocolError, decode_response, encode_request
+from kafkaproto import ErrorCode, KafkaProtocolError
 from kafkaproto import messages as M
 from kafkaproto import records as R
 from kafkaproto.messages import api_name
 from kafkaproto.protocol import api_versions_handshake, supported_versions
-from peers.kafka_scenarios import build, run_all
+from peers.kafka_scenarios import build, exchange, run_all
 
 pytestmark = [pytest.mark.peers, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
 
@@ -99,22 +98,6 @@ def _batch(n: int = 3) -> bytes:
                      for i in range(n)])
 
 
-def _exchange(host: str, port: int, msg, version: int):
-    """One request on a connection of its own → the decoded response.  One
-    message serves every version: the fields a version lacks are left out
-    (``lenient``)."""
-    frame = encode_request(msg, version, 1, "kafkaproto-probe", lenient=True)
-    with socket.create_connection((host, port), timeout=10) as sock:
-        sock.sendall(frame)
-        data = b""
-        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError(f"closed after {len(data)} bytes")
-            data += chunk
-    return decode_response(data[4:], msg.API_KEY, version)[1]
-
-
 def _subscription(topic: str) -> bytes:
     """A consumer's JoinGroup metadata (ConsumerProtocolSubscription v0): one topic, no user data."""
     return struct.pack(">hih", 0, 1, len(topic)) + topic.encode() + struct.pack(">i", -1)
@@ -137,7 +120,7 @@ def run_probes(host: str, port: int, versions: dict[int, int]) -> list[Answer]:
             out.append(Answer(label, key, None, None, "not offered"))
             return None
         try:
-            got = _exchange(host, port, build(cls, fields), versions[key])
+            got = exchange(host, port, build(cls, fields), versions[key], client_id="kafkaproto-probe")
         except (OSError, KafkaProtocolError) as exc:
             out.append(Answer(label, key, versions[key], None, f"no answer ({type(exc).__name__})"))
             return None
@@ -200,7 +183,8 @@ def run_probes(host: str, port: int, versions: dict[int, int]) -> list[Answer]:
                                                           "member_id": "nobody"})
     ask("LeaveGroup", M.LeaveGroupRequest, {"group_id": GROUP, "member_id": member, "members": [
         {"member_id": member}]})
-    ask("ListGroups", M.ListGroupsRequest, {})
+    if ask("ListGroups", M.ListGroupsRequest, {}) is not None:  # this sequence's group (the others are the clients')
+        out[-1].response["groups"] = [g for g in out[-1].response["groups"] if g["group_id"] == GROUP]
     ask("DescribeGroups", M.DescribeGroupsRequest, {"groups": [GROUP]})
     ask("DescribeConfigs", M.DescribeConfigsRequest, {"resources": [
         {"resource_type": 2, "resource_name": TOPIC, "configuration_keys": ["cleanup.policy"]}]})

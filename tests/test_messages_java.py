@@ -21,7 +21,6 @@ import zlib
 
 import pytest
 
-from kafkaproto import _kinds as K
 from kafkaproto import request_header_version, response_header_version
 from kafkaproto.messages import CLASSES, get
 from kafkaproto.messages._runtime import versions_mask

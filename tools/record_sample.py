@@ -239,7 +239,8 @@ def record_kafka(out: Path, log) -> int:
                      "librdkafka": __import__("confluent_kafka").libversion()[0],
                      "kafka_python": __import__("kafka").__version__,
                      "aiokafka": __import__("aiokafka").__version__,
-                     "kafkajs": json.loads((scenarios.NODE_MODULES / "kafkajs" / "package.json").read_text())["version"],
+                     "kafkajs": json.loads((scenarios.NODE_MODULES / "kafkajs" / "package.json").read_text())[
+                         "version"],
                      "kafka_clients": KAFKA_VERSION},
     }
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")

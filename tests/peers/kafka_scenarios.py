@@ -148,7 +148,8 @@ def run_kafkajs(bootstrap: str, topic: str, group: str, count: int = 5, timeout:
 
 
 def _records(client: str, n: int = 5) -> list[dict]:
-    return [{"key": None if i == 1 else f"{client}-{i}".encode(), "value": f"value {i} from {client} ".encode() * (i + 1),
+    return [{"key": None if i == 1 else f"{client}-{i}".encode(),
+             "value": f"value {i} from {client} ".encode() * (i + 1),
              "headers": [("dup", b"a"), ("dup", b"b")], "timestamp_ms": None} for i in range(n)]
 
 
@@ -264,88 +265,110 @@ def _share_state(topic_id: uuid.UUID, group: str) -> dict[str, dict]:
     }
 
 
-def probes(prefix: str, topic: str, topic_id: uuid.UUID) -> list[tuple[str, dict, bool]]:
-    """kafkaproto's requests: (message class name, fields, own connection?).
+def exchange(host: str, port: int, msg, version: int, client_id: str = "kafkaproto", timeout: float = 10.0):
+    """One request on a connection of its own → the decoded response.  One
+    message serves every version: the fields a version lacks are left out
+    (``lenient``), so a request can carry both forms of a message that
+    changed shape (AddPartitionsToTxn v3 and v4)."""
+    import socket
+    import struct
+
+    from kafkaproto import decode_response, encode_request
+
+    frame = encode_request(msg, version, 1, client_id, lenient=True)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(frame)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError(f"{host}:{port} closed the connection after {len(data)} bytes")
+            data += chunk
+    return decode_response(data[4:], msg.API_KEY, version)[1]
+
+
+def probes(prefix: str, topic: str, topic_id: uuid.UUID) -> list[tuple[str, dict]]:
+    """kafkaproto's requests: (message class name, fields).
 
     What no client of the suite sends to a broker: SASL on a plaintext
-    listener (each on a connection of its own: the broker may close it),
+    listener,
     AlterConfigs (Kafka's admin client dropped it in 4.0), transactions'
     calls that transaction.version 2 no longer makes (AddPartitionsToTxn,
     AddOffsetsToTxn), the share coordinator's state APIs (brokers send them
     to each other), the streams-group APIs (Kafka Streams' client).  Broker
     answers with an error code are exchanges all the same."""
     group = f"{prefix}-kafkaproto"
-    out: list[tuple[str, dict, bool]] = [
-        ("ApiVersionsRequest", {"client_software_name": "kafkaproto", "client_software_version": "0"}, False),
-        ("MetadataRequest", {"topics": [{"name": topic}]}, False),
+    txn = f"{group}-txn"
+    out: list[tuple[str, dict]] = [
+        ("ApiVersionsRequest", {"client_software_name": "kafkaproto", "client_software_version": "0"}),
+        ("MetadataRequest", {"topics": [{"name": topic}]}),
         ("AlterConfigsRequest", {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
-            {"name": "retention.ms", "value": "3600000"}]}], "validate_only": True}, False),
-        ("AddPartitionsToTxnRequest", {"transactions": [{"transactional_id": f"{group}-txn", "producer_id": 0,
+            {"name": "retention.ms", "value": "3600000"}]}], "validate_only": True}),
+        # v4+: a broker's batch of transactions; v0-3: a client's one
+        ("AddPartitionsToTxnRequest", {"transactions": [{"transactional_id": txn, "producer_id": 0,
                                                          "producer_epoch": 0, "verify_only": True, "topics": [
-                                                             {"name": topic, "partitions": [0]}]}]}, False),
-        ("AddOffsetsToTxnRequest", {"transactional_id": f"{group}-txn", "producer_id": 0, "producer_epoch": 0,
-                                    "group_id": group}, False),
+                                                             {"name": topic, "partitions": [0]}]}],
+                                       "v3_and_below_transactional_id": txn, "v3_and_below_producer_id": 0,
+                                       "v3_and_below_producer_epoch": 0,
+                                       "v3_and_below_topics": [{"name": topic, "partitions": [0]}]}),
+        ("AddOffsetsToTxnRequest", {"transactional_id": txn, "producer_id": 0, "producer_epoch": 0,
+                                    "group_id": group}),
         ("OffsetForLeaderEpochRequest", {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
-            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}, False),
-        *((name, fields, False) for name, fields in _share_state(topic_id, group).items()),
+            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}),
+        *_share_state(topic_id, group).items(),
         ("StreamsGroupHeartbeatRequest", {"group_id": f"{group}-streams", "member_id": str(uuid.uuid4()),
                                           "member_epoch": 0, "rebalance_timeout_ms": 30000, "topology": {
                                               "epoch": 0, "subtopologies": []}, "active_tasks": [],
-                                          "standby_tasks": [], "warmup_tasks": [], "process_id": "p"}, False),
+                                          "standby_tasks": [], "warmup_tasks": [], "process_id": "p"}),
         ("StreamsGroupTopologyDescriptionUpdateRequest", {"group_id": f"{group}-streams",
-                                                          "member_id": str(uuid.uuid4())}, False),
-        ("SaslHandshakeRequest", {"mechanism": "PLAIN"}, True),
-        ("SaslAuthenticateRequest", {"auth_bytes": b"\x00user\x00password"}, True),
+                                                          "member_id": str(uuid.uuid4())}),
+        ("SaslHandshakeRequest", {"mechanism": "PLAIN"}),
+        ("SaslAuthenticateRequest", {"auth_bytes": b"\x00user\x00password"}),
     ]
     return out
 
 
 #: the names of the probes, for documentation and tests
-PROBES = tuple(name for name, _, _ in probes("p", "t", uuid.UUID(int=1)))
+PROBES = tuple(name for name, _ in probes("p", "t", uuid.UUID(int=1)))
 
 
 def run_kafkaproto(host: str, port: int, prefix: str, topic: str | None = None,
                    timeout: float = 15.0) -> list[Step]:
-    """kafkaproto's own requests (:func:`probes`), each at the highest version
+    """kafkaproto's own requests (:func:`probes`), each on a connection of its
+    own (a broker may hang up on one it does not take) at the highest version
     both sides have; ``topic`` (made if None) names a topic whose id the
     share-group state requests use."""
-    from kafkaproto import ErrorCode
+    from kafkaproto import ErrorCode, KafkaProtocolError
     from kafkaproto import messages as M
     from kafkaproto.protocol import api_versions_handshake, negotiate_versions
-    from support.live_helpers import LiveConnection
 
     steps: list[Step] = []
     _, resp = api_versions_handshake(host, port, client_id="kafkaproto", timeout=timeout)
     versions = negotiate_versions(resp)
-    with LiveConnection(host, port, client_id="kafkaproto", timeout=timeout) as conn:
-        if topic is None:
-            topic = f"{prefix}-kafkaproto"
-            create = build(M.CreateTopicsRequest, {"topics": [{"name": topic, "num_partitions": 1,
-                                                               "replication_factor": 1}], "timeout_ms": 10000})
-            got = conn.request(create, versions[19])
-            steps.append(Step("kafkaproto", "CreateTopicsRequest", True, repr(got.topics[0].error_code)))
-        md = conn.request(M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(name=topic)]),
-                          min(versions[3], 12))
-        topic_id = md.topics[0].topic_id if md.topics else uuid.UUID(int=0)
-        for name, fields, own in probes(prefix, topic, topic_id):
-            cls = getattr(M, name)
-            key = cls.API_KEY
-            if key not in versions:
-                steps.append(Step("kafkaproto", name, False, "not offered by the broker"))
-                continue
-            msg = build(cls, fields)
-            try:
-                if own:
-                    with LiveConnection(host, port, client_id="kafkaproto", timeout=timeout) as c:
-                        answer = c.request(msg, versions[key])
-                else:
-                    answer = conn.request(msg, versions[key])
-            except (OSError, TimeoutError) as exc:
-                steps.append(Step("kafkaproto", name, False, f"{type(exc).__name__}: {exc}"))
-                continue
-            codes = sorted({ErrorCode(v).name if v in ErrorCode._value2member_map_ else str(v)
-                            for v in _error_codes(answer.to_dict())})
-            steps.append(Step("kafkaproto", name, not codes or codes == ["NONE"], ",".join(codes) or "-"))
+    if topic is None:
+        topic = f"{prefix}-kafkaproto"
+        create = build(M.CreateTopicsRequest, {"topics": [{"name": topic, "num_partitions": 1,
+                                                           "replication_factor": 1}], "timeout_ms": 10000})
+        got = exchange(host, port, create, versions[19], timeout=timeout)
+        steps.append(Step("kafkaproto", "CreateTopicsRequest", True, repr(got.topics[0].error_code)))
+    md = exchange(host, port, build(M.MetadataRequest, {"topics": [{"name": topic}]}), min(versions[3], 12),
+                  timeout=timeout)
+    topic_id = md.topics[0].topic_id if md.topics else uuid.UUID(int=0)
+    for name, fields in probes(prefix, topic, topic_id):
+        cls = getattr(M, name)
+        key = cls.API_KEY
+        if key not in versions:
+            steps.append(Step("kafkaproto", name, False, "not offered by the broker"))
+            continue
+        try:
+            answer = exchange(host, port, build(cls, fields), versions[key], timeout=timeout)
+        except (OSError, KafkaProtocolError) as exc:
+            steps.append(Step("kafkaproto", name, False, f"{type(exc).__name__}: {exc}"))
+            continue
+        codes = sorted({ErrorCode(v).name if v in ErrorCode._value2member_map_ else str(v)
+                        for v in _error_codes(answer.to_dict())})
+        steps.append(Step("kafkaproto", name, not codes or codes == ["NONE"], ",".join(codes) or "-"))
     return steps
 
 

@@ -23,12 +23,11 @@ import pickle
 import sys
 from dataclasses import dataclass, field
 
+from kafkaproto import _kinds as K
 from kafkaproto import encode_request, request_header_version, response_header_version
 from kafkaproto.headers import decode_request_header, decode_response_header
 from kafkaproto.protocol import trailing_bytes
 from kafkaproto.proxy import ProxyConnection, Unframed
-
-from kafkaproto import _kinds as K
 
 from .message_values import to_kafka_json
 
