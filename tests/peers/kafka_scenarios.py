@@ -41,7 +41,7 @@ from .kafka_broker import LOG4J_CONFIG, TOOL_JVM_ARGS, _java, kafka_classpath
 
 __all__ = ["CONFORMANCE_PROPERTIES", "PROBES", "KafkaRun", "Step", "client_family", "java_clients_dir",
            "record_kafka", "run_all", "run_java_clients", "run_kafkajs", "run_kafkaproto", "run_python_clients",
-           "telemetry_classpath"]
+           "start_java_moving", "telemetry_classpath"]
 
 SETUP_SCRIPT = REPO_ROOT / "tools" / "peers" / "setup_java_oracle.sh"
 KAFKAJS_SCRIPT = Path(__file__).resolve().parent / "kafkajs_client.js"
@@ -113,17 +113,43 @@ def _json_steps(client: str, out: str) -> list[Step]:
     return steps
 
 
+def _java_clients(*args: str) -> list[str]:
+    classes = java_clients_dir()
+    return [_java(), *TOOL_JVM_ARGS, f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Dkafkaproto.log.level=ERROR",
+            "-Dkafkaproto.log.target=SYSTEM_ERR", "-cp", os.pathsep.join([str(classes), kafka_classpath()]),
+            "KafkaClients", *args]
+
+
+def _java_steps(out: str, err: str, code: int | None) -> list[Step]:
+    steps = _json_steps("Java", out)
+    if not steps:
+        raise PeerError(f"KafkaClients printed no step (exit {code}):\n{err[-3000:]}")
+    return steps
+
+
 def run_java_clients(bootstrap: str, prefix: str, timeout: float = 240.0) -> list[Step]:
     """Kafka's Java clients through ``KafkaClients.java``'s scenario."""
-    classes = java_clients_dir()
-    cmd = [_java(), *TOOL_JVM_ARGS, f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Dkafkaproto.log.level=ERROR",
-           "-Dkafkaproto.log.target=SYSTEM_ERR", "-cp", os.pathsep.join([str(classes), kafka_classpath()]),
-           "KafkaClients", bootstrap, prefix]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(BUILD_DIR))
-    steps = _json_steps("Java", proc.stdout)
-    if not steps:
-        raise PeerError(f"KafkaClients printed no step (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return steps
+    proc = subprocess.run(_java_clients(bootstrap, prefix), capture_output=True, text=True, timeout=timeout,
+                          cwd=str(BUILD_DIR))
+    return _java_steps(proc.stdout, proc.stderr, proc.returncode)
+
+
+def start_java_moving(bootstrap: str, topic: str, seconds: int) -> Callable[[], list[Step]]:
+    """Starts ``KafkaClients moving``: a Java producer and consumer on
+    partition 0 of ``topic`` for ``seconds`` while the caller moves its
+    leader → a function that waits for them and returns their steps."""
+    proc = subprocess.Popen(_java_clients("moving", bootstrap, topic, str(seconds)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(BUILD_DIR))
+
+    def wait() -> list[Step]:
+        try:
+            out, err = proc.communicate(timeout=seconds + 120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return _java_steps(out, err, proc.returncode)
+
+    return wait
 
 
 # --------------------------------------------------------------------------

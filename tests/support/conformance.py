@@ -17,11 +17,15 @@ the same values.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
+import os
 import pickle
+import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kafkaproto import _kinds as K
 from kafkaproto import encode_request, request_header_version, response_header_version
@@ -29,9 +33,10 @@ from kafkaproto.headers import decode_request_header, decode_response_header
 from kafkaproto.protocol import trailing_bytes
 from kafkaproto.proxy import ProxyConnection, Unframed
 
-from .message_values import to_kafka_json
+from .message_values import compare_with_java, tagged_paths, to_kafka_json
 
-__all__ = ["FrameCheck", "check_events", "digest", "records_fields", "records_summary", "replay"]
+__all__ = ["FrameCheck", "check_events", "digest", "java_disagreements", "other_engine_disagreements",
+           "records_fields", "records_summary", "replay"]
 
 
 @dataclass
@@ -168,6 +173,78 @@ def summary(checks) -> list[list]:
     return [[c.conn, c.kind, c.api_key, c.version, c.correlation_id, c.decoded, c.reencoded, c.trailing,
              None if c.json is None else digest(c.json), digest([records_summary(r) for r in c.records])]
             for c in ordered]
+
+
+JAVA_BATCH_FIELDS = ("base_offset", "last_offset", "magic", "crc", "transactional", "control", "producer_id",
+                     "producer_epoch", "base_sequence", "partition_leader_epoch", "max_timestamp", "count")
+
+
+def java_disagreements(checks, oracle) -> tuple[list[str], collections.Counter, collections.Counter]:
+    """Kafka's classes (``oracle``) against every checked frame, in two round
+    trips: each body read by Kafka to the same value in every field, with the
+    same bytes left unread (a field of ours missing from Kafka's reading
+    must be a tagged one at its default), and each records field to the same
+    batches and records → (failures, frames Kafka writes back otherwise by
+    (kind, api, version, client id), the codecs of the batches compared)."""
+    failures: list[str] = []
+    rewritten: collections.Counter = collections.Counter()
+    reqs = [{"op": "decode", "api_key": c.api_key, "kind": c.kind, "version": c.version, "hex": c.body.hex()}
+            for c in checks]
+    for c, rep in zip(checks, oracle.request_many(reqs)):
+        if "error" in rep:
+            failures.append(f"{c.where}: Kafka cannot read it: {rep['error'][:200]}")
+            continue
+        if rep["trailing"] != c.trailing:
+            failures.append(f"{c.where}: Kafka left {rep['trailing']} bytes unread, we {c.trailing}")
+        problems: list[str] = []
+        compare_with_java(c.json, rep["json"], "", type(c.message).NAME, problems, tagged_paths(c.message, c.version))
+        if problems:
+            failures.append(f"{c.where}: values differ from Kafka's reading: {problems[:3]}")
+        if bytes.fromhex(rep["hex"]) != c.body[:len(c.body) - c.trailing]:
+            # a client that writes what Kafka's classes would not (a default-valued tag...)
+            rewritten[(c.kind, c.api_key, c.version, c.client_id)] += 1
+    blobs = [(c, blob) for c in checks for blob in c.records]
+    codecs: collections.Counter = collections.Counter()
+    replies = oracle.request_many({"op": "records_decode", "hex": blob.hex()} for _, blob in blobs)
+    for (c, blob), rep in zip(blobs, replies):
+        java = [{k: b[k] for k in JAVA_BATCH_FIELDS} | {"records": [
+            [r["offset"], r["timestamp"], r["key_hex"], r["value_hex"], [list(h) for h in r["headers"]]]
+            for r in b["records"]]} for b in rep.get("batches", [])]
+        for b in java:
+            b["crc"] &= 0xFFFFFFFF
+        if "error" in rep or records_summary(blob) != java:
+            failures.append(f"{c.where}: record batches: {rep.get('error') or 'they differ from Kafka reading'}")
+        codecs.update(b["compression"] for b in rep.get("batches", []))
+    return failures, rewritten, codecs
+
+
+def other_engine_disagreements(streams, checks, work: Path) -> list:
+    """The byte streams (``[(client bytes, broker bytes)]``) through a
+    ProxyConnection of the other engine in a child process (the twin when
+    this one is compiled, and the other way round) → the frames where its
+    summary differs from ``checks``'.  Fails when there is no other engine."""
+    import kafkaproto
+
+    src, dst = work / "streams.pickle", work / "other.json"
+    with open(src, "wb") as f:
+        pickle.dump(list(streams), f)
+    env = dict(os.environ)
+    if kafkaproto.COMPILED:
+        env["KAFKAPROTO_PURE"] = "1"
+    else:
+        env.pop("KAFKAPROTO_PURE", None)
+    tests = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "support.conformance", str(src), str(dst)], cwd=str(tests),
+                          env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise AssertionError(f"the other engine's pass failed:\n{proc.stderr[-3000:]}")
+    other = json.loads(dst.read_text())
+    if other["compiled"] == kafkaproto.COMPILED:
+        raise AssertionError("the compiled core is not built: no other engine to compare with")
+    ours = json.loads(json.dumps(summary(checks)))
+    if len(other["frames"]) != len(ours):
+        return [("frame count", len(ours), len(other["frames"]))]
+    return [(a, b) for a, b in zip(ours, other["frames"]) if a != b]
 
 
 def main(argv=None) -> int:

@@ -64,7 +64,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * transactions), an idempotent and a transactional producer, a classic and a
  * KIP-848 consumer, a share consumer.
  *
- * <pre>java -cp driver:kafka-jars/* KafkaClients BOOTSTRAP PREFIX</pre>
+ * <pre>java -cp driver:kafka-jars/* KafkaClients BOOTSTRAP PREFIX
+ * java -cp driver:kafka-jars/* KafkaClients moving BOOTSTRAP TOPIC SECONDS</pre>
  *
  * Every step prints one JSON line, {"step": name, "ok": bool, "detail": text}:
  * a step the broker refuses is traffic too (delegation tokens over plaintext,
@@ -181,7 +182,50 @@ public final class KafkaClients {
         return got;
     }
 
+    /**
+     * {@code moving BOOTSTRAP TOPIC SECONDS}: an idempotent producer writes a
+     * record every 20 ms to partition 0 and a consumer reads it back, for as
+     * long as that, while the caller moves the partition's leader: their
+     * requests meet NOT_LEADER_OR_FOLLOWER answers that name the new leader.
+     */
+    static void moving(String topic, int seconds) throws Exception {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        Properties pp = producerProps("java-producer-moving");
+        pp.put(ProducerConfig.ACKS_CONFIG, "all");
+        pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Thread reader = new Thread(() -> step("movingConsumer", () -> {
+            Properties cp = consumerProps("java-consumer-moving", topic + "-readers", null);
+            cp.remove(ConsumerConfig.GROUP_ID_CONFIG);
+            cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            cp.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "100");
+            int got = 0;
+            try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp)) {
+                c.assign(List.of(tp));
+                while (System.nanoTime() < end) got += c.poll(Duration.ofMillis(100)).count();
+            }
+            return got + " records";
+        }));
+        reader.start();
+        step("movingProducer", () -> {
+            int sent = 0;
+            try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
+                while (System.nanoTime() < end) {
+                    p.send(record(topic, 0, sent++)).get(WAIT, TimeUnit.SECONDS);
+                    Thread.sleep(20);
+                }
+            }
+            return sent + " records";
+        });
+        reader.join();
+    }
+
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("moving")) {
+            bootstrap = args[1];
+            moving(args[2], Integer.parseInt(args[3]));
+            System.exit(0);
+        }
         bootstrap = args[0];
         String prefix = args[1];
         String main = prefix + "-java", txnTopic = prefix + "-java-txn", shareTopic = prefix + "-java-share";
