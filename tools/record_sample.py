@@ -234,7 +234,9 @@ def record_kafka(out: Path, log) -> int:
         "pcap": pcap.name,
         "taps": {"kafka": tap_dir.name},
         "kafka": KAFKA_VERSION,
-        "steps": [{"client": s.client, "step": s.name, "ok": s.ok, "detail": s.detail[:200]} for s in steps],
+        # the broker's own answers name its work folder (log dirs): not in the manifest
+        "steps": [{"client": s.client, "step": s.name, "ok": s.ok,
+                   "detail": s.detail.replace(str(kafka.work_dir), "<work folder>")[:200]} for s in steps],
         "versions": {"confluent_kafka": __import__("confluent_kafka").version()[0],
                      "librdkafka": __import__("confluent_kafka").libversion()[0],
                      "kafka_python": __import__("kafka").__version__,

@@ -297,21 +297,22 @@ def exchange(host: str, port: int, msg, version: int, client_id: str = "kafkapro
     (``lenient``), so a request can carry both forms of a message that
     changed shape (AddPartitionsToTxn v3 and v4)."""
     import socket
-    import struct
 
-    from kafkaproto import decode_response, encode_request
+    from kafkaproto import FrameReader, decode_response
+    from kafkaproto.net import send_parts
+    from kafkaproto.protocol import encode_request_parts
 
-    frame = encode_request(msg, version, 1, client_id, lenient=True)
+    reader = FrameReader()
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        sock.sendall(frame)
-        data = b""
-        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+        send_parts(sock, encode_request_parts(msg, version, 1, client_id, lenient=True))
+        while True:
             chunk = sock.recv(1 << 16)
             if not chunk:
-                raise ConnectionError(f"{host}:{port} closed the connection after {len(data)} bytes")
-            data += chunk
-    return decode_response(data[4:], msg.API_KEY, version)[1]
+                raise ConnectionError(f"{host}:{port} closed the connection without an answer")
+            frames = reader.feed(chunk)
+            if frames:
+                return decode_response(frames[0], msg.API_KEY, version)[1]
 
 
 def probes(prefix: str, topic: str, topic_id: uuid.UUID) -> list[tuple[str, dict]]:
