@@ -19,6 +19,10 @@ directions, in one pass each:
   at least once; ``docs/kafka-conformance.md`` lists them
   (``KAFKAPROTO_WRITE_DOCS=1`` writes it from the run).
 
+The same checks hold for what went to the node's controller listener
+(KIP-919: the cluster, the quorum, configs, ACLs as the controllers
+describe them), through a decoding proxy of its own.
+
 The run is shared by the session (one broker, one recording): the compiled
 pass checks the twin in its child process and the other way round.
 """
@@ -46,10 +50,18 @@ NOT_EXCHANGED: dict[int, str] = {}
 
 @pytest.fixture(scope="module")
 def checks(kafka_conformance):
-    out = []
-    for snap in kafka_conformance.connections:
-        out += check_events(snap.index, snap.events)
-    return out
+    """Every frame on the client listener."""
+    return [c for snap in kafka_conformance.connections for c in check_events(snap.index, snap.events)]
+
+
+@pytest.fixture(scope="module")
+def controller_checks(kafka_conformance):
+    """Every frame on the controller listener."""
+    return [c for snap in kafka_conformance.controller_connections for c in check_events(snap.index, snap.events)]
+
+
+def _snapshots(run):
+    return run.connections + run.controller_connections
 
 
 def test_every_scenario_ran(kafka_conformance):
@@ -69,16 +81,21 @@ def test_every_scenario_ran(kafka_conformance):
             ("aiokafka", "produce"), ("aiokafka", "consume(group)")]:
         assert needed in done, (needed, [str(s) for s in steps if s.client == needed[0]])
     assert {s.name for s in steps if s.client == "kafkaproto"} >= set(PROBES)
+    controller = kafka_conformance.controller_steps
+    print("on the controller listener: " + "; ".join(map(str, controller)))
+    assert all(s.ok for s in controller if s.client == "Java (controller)"), controller
+    assert {s.name for s in controller if s.ok} >= {"DescribeClusterRequest", "DescribeQuorumRequest"}
 
 
 def test_the_proxy_forwards_every_byte_unchanged(kafka_conformance):
-    for snap in kafka_conformance.connections:
+    for snap in _snapshots(kafka_conformance):
         assert snap.to_broker == snap.from_client, snap.index
         assert snap.to_client == snap.from_broker, snap.index
     assert sum(len(s.from_client) + len(s.from_broker) for s in kafka_conformance.connections) > 100_000
 
 
-def test_every_frame_decodes_and_reencodes(checks):
+def test_every_frame_decodes_and_reencodes(checks, controller_checks):
+    checks = checks + controller_checks
     bad = [f"{c.where}: {c.error}" for c in checks if not c.decoded]
     assert not bad, "\n".join(bad[:20])
     different = [c.where for c in checks if not c.reencoded]
@@ -90,12 +107,13 @@ def test_every_frame_decodes_and_reencodes(checks):
     assert kinds["request"] >= kinds["response"] > 300
 
 
-def test_every_frame_agrees_with_kafkas_classes(checks, java_oracle):
+def test_every_frame_agrees_with_kafkas_classes(checks, controller_checks, java_oracle):
     """Kafka 4.4's generated classes read every body (no byte left unread but
     those we also leave, the same value in every field) and, Kafka's writers
     being those classes, write it back the same; Kafka's MemoryRecords and
     kafkaproto.records read the same batches in every records field (Produce
     requests, Fetch and ShareFetch responses)."""
+    checks = checks + controller_checks
     failures, rewritten, codecs = java_disagreements(checks, java_oracle)
     assert not failures, f"{len(failures)} of {len(checks)} frames:\n" + "\n".join(failures[:20])
     rewritten = {(kind, api_name(key), v, client_family(cid)): n for (kind, key, v, cid), n in rewritten.items()}
@@ -105,11 +123,11 @@ def test_every_frame_agrees_with_kafkas_classes(checks, java_oracle):
     assert sum(codecs.values()) > 10 and {"none", "gzip", "snappy", "lz4", "zstd"} <= set(codecs)
 
 
-def test_the_other_engine_reads_every_frame_the_same(kafka_conformance, checks, tmp_path):
+def test_the_other_engine_reads_every_frame_the_same(kafka_conformance, checks, controller_checks, tmp_path):
     """The recorded byte streams through a ProxyConnection of the other engine,
     in a child process: the same frames, decoded to the same values."""
-    streams = [(s.from_client, s.from_broker) for s in kafka_conformance.connections]
-    differ = other_engine_disagreements(streams, checks, tmp_path)
+    streams = [(s.from_client, s.from_broker) for s in _snapshots(kafka_conformance)]
+    differ = other_engine_disagreements(streams, checks + controller_checks, tmp_path)
     assert not differ, differ[:10]
 
 
@@ -132,7 +150,19 @@ def coverage(kafka_conformance, checks) -> list[dict]:
     return rows
 
 
-def render(rows: list[dict], kafka_conformance) -> str:
+def controller_rows(controller_checks) -> list[tuple]:
+    """(key, api, versions seen, by) of what went through the controller listener's proxy."""
+    seen: dict = {}
+    for c in controller_checks:
+        if c.kind == "request" and c.decoded:
+            versions, who = seen.setdefault(c.api_key, (set(), set()))
+            versions.add(c.version)
+            who.add("Java" if (c.client_id or "").startswith("java") else "kafkaproto")
+    return [(k, api_name(k), ",".join(map(str, sorted(v))), ", ".join(sorted(w)))
+            for k, (v, w) in sorted(seen.items())]
+
+
+def render(rows: list[dict], kafka_conformance, controller: list[tuple] = ()) -> str:
     n = sum(r["exchanged"] for r in rows)
     lines = [
         "# Apache Kafka 4.4 against kafkaproto: api keys exchanged",
@@ -162,6 +192,24 @@ def render(rows: list[dict], kafka_conformance) -> str:
     for r in rows:
         lines.append(f"| {r['key']} | {r['name']} | {r['advertised']} | {'yes' if r['exchanged'] else '**no**'} "
                      f"| {r['versions']} | {r['clients']} |")
+    lines += [
+        "",
+        "## The controller listener",
+        "",
+        "The quorum and the cluster as the controllers describe them (KIP-919), through a",
+        "decoding proxy of their own in front of the node's controller listener: Kafka's Java",
+        "admin client with `bootstrap.controllers` (its bootstrap connection: it then dials the",
+        "voters' own addresses) and kafkaproto.  The other keys the controller listener offers",
+        "are the nodes' own (Vote, Fetch of the metadata log, BrokerHeartbeat...) or the admin",
+        "calls made above through a broker.  4.4.0's controller lists DescribeUserScramCredentials",
+        "but does not handle it: it answers UNKNOWN_SERVER_ERROR for named users, and asked for",
+        "every user (users null, as the admin client asks) it answers nothing (building the error",
+        "answer fails in `DescribeUserScramCredentialsRequest.getErrorResponse`).",
+        "",
+        "| key | api | versions seen | by |",
+        "| ---: | --- | --- | --- |",
+    ]
+    lines += [f"| {k} | {n} | {v} | {w} |" for k, n, v, w in controller]
     return "\n".join(lines) + "\n"
 
 
@@ -175,9 +223,10 @@ def _table_keys(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def test_every_advertised_api_key_is_exchanged(kafka_conformance, checks):
+def test_every_advertised_api_key_is_exchanged(kafka_conformance, checks, controller_checks):
     rows = coverage(kafka_conformance, checks)
-    text = render(rows, kafka_conformance)
+    controller = controller_rows(controller_checks)
+    text = render(rows, kafka_conformance, controller)
     if os.environ.get("KAFKAPROTO_WRITE_DOCS") == "1":
         DOC.write_text(text)
     missing = {r["key"]: r["name"] for r in rows if not r["exchanged"]}
@@ -186,3 +235,4 @@ def test_every_advertised_api_key_is_exchanged(kafka_conformance, checks):
     assert set(missing) == set(NOT_EXCHANGED), missing
     assert _table_keys(DOC.read_text()) == _table_keys(text), (
         f"{DOC.name} is out of date: run with KAFKAPROTO_WRITE_DOCS=1")
+    assert {55, 60} <= {k for k, *_ in controller}  # DescribeQuorum, DescribeCluster on the controller listener

@@ -65,7 +65,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * KIP-848 consumer, a share consumer.
  *
  * <pre>java -cp driver:kafka-jars/* KafkaClients BOOTSTRAP PREFIX
- * java -cp driver:kafka-jars/* KafkaClients moving BOOTSTRAP TOPIC SECONDS</pre>
+ * java -cp driver:kafka-jars/* KafkaClients moving BOOTSTRAP TOPIC SECONDS
+ * java -cp driver:kafka-jars/* KafkaClients controller CONTROLLERS</pre>
  *
  * Every step prints one JSON line, {"step": name, "ok": bool, "detail": text}:
  * a step the broker refuses is traffic too (delegation tokens over plaintext,
@@ -220,7 +221,31 @@ public final class KafkaClients {
         reader.join();
     }
 
+    /**
+     * {@code controller CONTROLLERS}: the admin client on the controller
+     * listener (KIP-919, {@code bootstrap.controllers}): the cluster, the
+     * quorum, features and configs as the controllers answer them.
+     */
+    static void controller(String controllers) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_CONTROLLERS_CONFIG, controllers);
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, "java-admin-controller");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+        try (Admin admin = Admin.create(p)) {
+            Object first = step("describeCluster", () -> get(admin.describeCluster().nodes()).iterator().next().id());
+            step("describeMetadataQuorum", () -> get(admin.describeMetadataQuorum().quorumInfo()).voters().size());
+            step("describeFeatures", () -> get(admin.describeFeatures().featureMetadata()).finalizedFeatures()
+                    .keySet());
+            step("describeConfigs", () -> get(admin.describeConfigs(List.of(new ConfigResource(
+                    ConfigResource.Type.BROKER, String.valueOf(first)))).all()).size());
+        }
+    }
+
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("controller")) {
+            controller(args[1]);
+            System.exit(0);
+        }
         if (args[0].equals("moving")) {
             bootstrap = args[1];
             moving(args[2], Integer.parseInt(args[3]));
