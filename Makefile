@@ -62,10 +62,14 @@ test-compiled:
 	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
 
 # The peers' own self-tests do not depend on the implementation: run once.
+# So do the Kafka client scenarios: the compiled pass records them once and
+# checks every frame in both engines (the twin in a child process), then
+# measures the example broker against the same run.
 test-pure:
 	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
 		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/peers/test_kafka_selftest.py \
-		--ignore=tests/oracle/test_java_oracle_selftest.py \
+		--ignore=tests/oracle/test_java_oracle_selftest.py --ignore=tests/test_kafka_conformance.py \
+		--ignore=tests/test_kafka_vs_mini.py --ignore=tests/test_kafka_conformance_cluster.py \
 		$(PYTEST_ARGS) tests
 
 # Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,

@@ -46,6 +46,7 @@ from peers.conftest_peers import (  # noqa: E402,F401
     kafka_broker,
     kafka_broker_factory,
     kafka_cluster,
+    kafka_conformance,
     mock_cluster,
     recording_proxy,
     tansu,

@@ -21,25 +21,15 @@ import zlib
 
 import pytest
 
-from kafkaproto import _kinds as K
 from kafkaproto import request_header_version, response_header_version
 from kafkaproto.messages import CLASSES, get
 from kafkaproto.messages._runtime import versions_mask
 from oracle.conftest_oracle import get_oracle
 from oracle.java_oracle import KAFKA, LEGACY_KAFKA, JavaOracle
-from support.message_values import random_message, to_kafka_json
+from support.message_values import RENAMED, compare_with_java, random_message, tagged_paths, to_kafka_json
 
 pytestmark = pytest.mark.peers
 
-# Fields whose names differ between Kafka 3.9.1 and the newest schemas with the
-# same bytes: (class, Java 3.9.1's name) -> ours.
-RENAMED = {
-    ("VoteRequest", "candidateEpoch"): "replicaEpoch", ("VoteRequest", "candidateId"): "replicaId",
-    ("VoteRequest", "candidateDirectoryId"): "replicaDirectoryId",
-    ("ListConfigResourcesResponse", "clientMetricsResources"): "configResources",
-    ("ListConfigResourcesResponse", "name"): "resourceName",
-    ("TxnOffsetCommitRequest", "generationId"): "generationIdOrMemberEpoch",
-}
 SEEDS = 4
 # which of our classes' version sets each oracle checks
 LAYERS = {KAFKA: "NEWEST_VERSIONS", LEGACY_KAFKA: "SNAPSHOT_ONLY_VERSIONS"}
@@ -61,53 +51,6 @@ def pairs(kafka_version: str) -> list[tuple[type, int]]:
 @pytest.fixture(scope="module", params=[KAFKA, LEGACY_KAFKA])
 def oracle(request) -> JavaOracle:
     return get_oracle(request.param)
-
-
-def _tagged_paths(obj, version, path=""):
-    """The JSON paths of ``obj``'s tagged fields (Kafka's converter leaves out
-    those at their default)."""
-    out = set()
-    for f in type(obj)._FIELDS:
-        if not f.versions >> version & 1:
-            continue
-        p = f"{path}.{f.wire[0].lower()}{f.wire[1:]}"
-        if f.tagged >> version & 1:
-            out.add(p)
-        value = getattr(obj, f.attr)
-        if f.kind == K.STRUCT and value is not None:
-            out |= _tagged_paths(value, version, p)
-        elif f.kind == K.ARRAY and f.elem == K.STRUCT and value:
-            for i, x in enumerate(value):
-                out |= _tagged_paths(x, version, f"{p}[{i}]")
-    return out
-
-
-def _compare(ours, java, path, name, problems, tagged=frozenset()):
-    """Every field of Java's reading equals ours; every field of ours that
-    Java's JSON lacks is a tagged one (the bytes already showed it at its
-    default)."""
-    if isinstance(java, dict):
-        seen = set()
-        for k, jv in java.items():
-            mine = k if k in ours else RENAMED.get((name, k))
-            if mine not in ours:
-                problems.append(f"{path}.{k} missing")
-                continue
-            seen.add(mine)
-            _compare(ours[mine], jv, f"{path}.{k}", name, problems, tagged)
-        problems += [f"{path}.{k} not in Java's reading" for k in ours.keys() - seen
-                     if f"{path}.{k}" not in tagged]
-    elif isinstance(java, list):
-        if not isinstance(ours, list) or len(ours) != len(java):
-            problems.append(f"{path}: {ours!r} != {java!r}")
-            return
-        for i, (a, b) in enumerate(zip(ours, java)):
-            _compare(a, b, f"{path}[{i}]", name, problems, tagged)
-    elif isinstance(java, float) or isinstance(ours, float):
-        if float(ours) != float(java):
-            problems.append(f"{path}: {ours!r} != {java!r}")
-    elif ours != java:
-        problems.append(f"{path}: {ours!r} != {java!r}")
 
 
 def _renamed_json(json, name):
@@ -188,7 +131,7 @@ def test_java_reads_and_rewrites_our_bytes(oracle):
         if cls.decode(java_bytes, v) != obj:
             failures.append(f"{where}: decoding Java's bytes gave another value")
         problems = []
-        _compare(to_kafka_json(obj, v), rep["json"], "", cls.NAME, problems, _tagged_paths(obj, v))
+        compare_with_java(to_kafka_json(obj, v), rep["json"], "", cls.NAME, problems, tagged_paths(obj, v))
         if problems:
             failures.append(f"{where}: values differ from Java's reading: {problems[:3]}")
     assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:20])

@@ -235,7 +235,8 @@ def _committed_frames():
     """(what, frame without its size prefix, api key, version, is_request) of every
     committed capture, sample and corpus."""
     for path in [ROOT / "samples/capture/kafka.pcap", ROOT / "samples/capture/tap-tansu",
-                 ROOT / "samples/capture/tap-mock"]:
+                 ROOT / "samples/capture/tap-mock", ROOT / "samples/capture/kafka44.pcap",
+                 ROOT / "samples/capture/tap-kafka44"]:
         for f in read_frames(path):
             if f.api_key is not None:
                 yield path.name, bytes(f.frame), f.api_key, f.api_version, f.direction == "request"

@@ -116,6 +116,25 @@ def test_zero_copy_records_in_requests_and_fetch_partitions_as_parts():
     assert [r.offset for b in R.decode(got.records) for r in b.records] == list(range(1000, 1020))
 
 
+def test_fetch_partition_writes_null_aborted_transactions_by_default():
+    """Kafka answers a read-uncommitted Fetch with null AbortedTransactions (a
+    count of -1), a read-committed one with a list, empty or not; versions
+    before 4 have no such field."""
+    frames = {}
+    for aborted in (None, [], [(7, 1000)]):
+        part = fetch_partition(0, b"", high_watermark=0, aborted_transactions=aborted)
+        resp = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[part])])
+        frames[repr(aborted)] = frame = joined(encode_response_parts(resp, 11, 9))
+        _, back = decode_response(frame[4:], 1, 11)
+        got = back.responses[0].partitions[0].aborted_transactions
+        assert (got is None) if aborted is None else len(got) == len(aborted)
+        assert encode_response_parts(resp, 3, 9)  # v3 has no such field: nothing to write
+    null, empty = frames["None"], frames["[]"]
+    at = next(i for i in range(len(null)) if null[i] != empty[i])
+    assert len(null) == len(empty) and (null[at:at + 4], empty[at:at + 4]) == (b"\xff" * 4, b"\x00" * 4)
+    assert null[at + 4:] == empty[at + 4:]
+
+
 # --------------------------------------------------------------------------
 # requests we cannot read
 

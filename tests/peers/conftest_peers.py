@@ -213,6 +213,20 @@ def kafka_broker(kafka_broker_factory) -> KafkaCluster:
 
 
 @pytest.fixture(scope="session")
+def kafka_conformance(kafka_broker_factory):
+    """Every client scenario of :mod:`peers.kafka_scenarios` run once in the
+    session against a broker of its own (an authorizer, client telemetry)
+    behind a decoding recording proxy: a :class:`~peers.kafka_scenarios.KafkaRun`
+    (its steps, and each proxied connection's bytes and events)."""
+    from .kafka_scenarios import record_kafka
+
+    try:
+        return record_kafka(lambda **kw: kafka_broker_factory(1, **kw))
+    except PeerUnavailable as exc:
+        pytest.fail(f"the client scenarios could not run: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
 def kafka_cluster(kafka_broker_factory) -> KafkaCluster:
     """Three Apache Kafka 4.4.0 nodes (each broker + controller) for the
     session; ``.stop_node(id)`` / ``.start_node(id)`` move leaders."""

@@ -310,7 +310,8 @@ class KafkaNode:
         if self.running:
             return
         self._log_file = open(self.log_path, "ab")
-        cds = _cds_args(self.cluster.cds, train=True)
+        # an archive is written with Kafka's jars alone: a longer class path would not fit the other JVMs
+        cds = _cds_args(self.cluster.cds, train=not self.cluster.extra_classpath)
         if cds and cds[0].startswith("-XX:ArchiveClassesAtExit="):
             self.writes_cds = Path(cds[0].split("=", 1)[1])
         cmd = [_java(), *NODE_JVM_ARGS, *cds, *self.cluster.jvm_args, f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
@@ -412,14 +413,17 @@ class KafkaCluster:
     talk among themselves on a listener of their own, never through it.
     ``features`` ({"share.version": 1}) and ``release_version`` ("4.4-IV2")
     are handed to the storage format (the defaults: the release's latest
-    production metadata version and features).
+    production metadata version and features).  ``extra_classpath``: more
+    classes for the nodes (a metrics reporter, an authorizer of one's own),
+    after Kafka's jars.
     """
 
     def __init__(self, nodes: int = 1, *, extra_properties: Mapping[str, object] | None = None,
                  node_properties: Mapping[int, Mapping[str, object]] | None = None,
                  features: Mapping[str, int] | None = None, release_version: str | None = None,
                  advertised: Mapping[int, tuple[str, int]] | None = None,
-                 jvm_args: Sequence[str] = (), start_timeout: float = 120.0, name: str = "kafka") -> None:
+                 jvm_args: Sequence[str] = (), extra_classpath: Sequence[os.PathLike | str] = (),
+                 start_timeout: float = 120.0, name: str = "kafka") -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
         self.size = nodes
@@ -429,6 +433,7 @@ class KafkaCluster:
         self.release_version = release_version
         self.advertised = {int(n): (h, int(p)) for n, (h, p) in (advertised or {}).items()}
         self.jvm_args = list(jvm_args)
+        self.extra_classpath = [str(p) for p in extra_classpath]
         self.start_timeout = start_timeout
         self.name = name
         self.cluster_id = random_cluster_id()
@@ -504,7 +509,7 @@ class KafkaCluster:
     def start(self) -> KafkaCluster:
         if self.running:
             return self
-        self.classpath = kafka_classpath()
+        self.classpath = os.pathsep.join([kafka_classpath(), *self.extra_classpath])
         self.cds = cds_archive()
         t0 = time.monotonic()
         # A port chosen by free_port() can be taken before the JVM binds it:

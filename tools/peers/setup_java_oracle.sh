@@ -5,6 +5,11 @@
 #   4.4.0  every (message, version) of Kafka 4.4's schemas
 #   3.9.1  the versions Kafka 4.0 removed (KIP-896), which 4.4 no longer reads
 #
+# and, against 4.4.0, Kafka's Java clients as peers (tests/peers/java/: a
+# scenario of the admin client, producers and consumers, and a metrics
+# reporter that makes a broker take client telemetry) into
+# build/peers/clients-4.4.0/classes.
+#
 # The jars come from Maven Central through tools/peers/fetch_kafka.sh (pinned
 # poms).  The source is written against 4.4.0; the 3.9.1 build compiles a copy
 # whose imports name the packages 3.9 had (4.x moved the record classes to
@@ -96,4 +101,22 @@ for build in "${BUILDS[@]}"; do
     mv "$out/classpath.txt.tmp" "$out/classpath.txt"
 done
 
-log "ready (build/peers/oracle-4.4.0, build/peers/oracle-3.9.1)"
+# Kafka's Java clients as peers: every source of tests/peers/java, against 4.4.0.
+clients_out="$PEERS/clients-4.4.0"
+clients_hash="$( (cat "$ROOT"/tests/peers/java/*.java; cat "$PEERS/kafka-4.4.0/.complete") | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$clients_out/classes/.source-sha256" || "$(cat "$clients_out/classes/.source-sha256")" != "$clients_hash" ]]; then
+    command -v "$JAVAC" >/dev/null 2>&1 || die "javac not found (install a JDK 17 or set JAVA_HOME)"
+    mkdir -p "$clients_out"
+    tmp="$(mktemp -d "$clients_out/.build.XXXXXX")"
+    trap 'rm -rf "$tmp"' EXIT
+    log "compiling tests/peers/java against kafka-clients 4.4.0"
+    "$JAVAC" -encoding UTF-8 -nowarn -d "$tmp" -cp "$PEERS/kafka-4.4.0/*" "$ROOT"/tests/peers/java/*.java \
+        || die "javac failed on tests/peers/java"
+    printf '%s\n' "$clients_hash" >"$tmp/.source-sha256"
+    chmod 755 "$tmp"
+    rm -rf "$clients_out/classes"
+    mv "$tmp" "$clients_out/classes"
+    trap - EXIT
+fi
+
+log "ready (build/peers/oracle-4.4.0, build/peers/oracle-3.9.1, build/peers/clients-4.4.0)"
