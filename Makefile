@@ -35,7 +35,8 @@ build: $(STAMP)
 # processes, no JVM), then the same captures through the Spark pipeline
 # (local[2]; Java must be on the machine) and the two outputs compared.
 DEMO_OUT ?= build/demo-report
-DEMO_CAPTURES ?= samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock
+DEMO_CAPTURES ?= samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock \
+	samples/capture/kafka44.pcap samples/capture/tap-kafka44
 demo: build
 	$(PY) -m kafkaproto report $(DEMO_CAPTURES) --out $(DEMO_OUT) --quiet
 	@echo
