@@ -1402,7 +1402,7 @@ cdef class BodyCheck:
             if hv < 0:
                 return 0
             if cur_request_head(&c, hv, &h) or (hv >= 2 and cur_skip_tags(&c)):
-                return 1 if stop < end and (c.fail == F_NEED or c.fail == F_COUNT) else 0
+                return _cut(&c, stop, end)
         else:
             if pr is None:
                 return 0
@@ -1419,14 +1419,22 @@ cdef class BodyCheck:
                 return 0
             c.pos += 4
             if hv >= 1 and cur_skip_tags(&c):
-                return 1 if stop < end and (c.fail == F_NEED or c.fail == F_COUNT) else 0
+                return _cut(&c, stop, end)
         nd = self._node(is_request, key, version)
         if nd == NULL:
             return 0
         if _w_struct(&c, nd, NULL) == 0:
             return 1
-        # a body cut by the end of the look (not of the frame) still reads
-        return 1 if stop < end and (c.fail == F_NEED or c.fail == F_COUNT) else 0
+        return _cut(&c, stop, end)
+
+
+cdef inline int _cut(Cur* c, Py_ssize_t stop, Py_ssize_t end) noexcept nogil:
+    """After a failed walk: 1 when only the end of the look cut it (the bytes
+    or the elements it needed lie inside the frame), else 0."""
+    if stop >= end or (c.fail != F_NEED and c.fail != F_COUNT):
+        return 0
+    # F_NEED: x bytes needed, y left before the look's end; F_COUNT: x elements, y bytes left
+    return 1 if c.x - c.y <= end - stop else 0
 
 
 cdef inline int _plausible(const unsigned char* b, Py_ssize_t p, Py_ssize_t n, bint is_request,

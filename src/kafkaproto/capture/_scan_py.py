@@ -586,14 +586,17 @@ class BodyCheck:
                 decode_request(view)
             else:
                 decode_response(view, key, version)
-        except TruncatedError:
-            return 1 if stop < end else 0
-        except InvalidValueError as exc:
-            counted = exc.detail.startswith("count ") and " larger than the " in exc.detail
-            return 1 if stop < end and counted else 0
+        except (TruncatedError, InvalidValueError) as exc:
+            # only the end of the look cut it: what it needed lies inside the frame
+            m = _NEED.match(exc.detail) or _COUNT.match(exc.detail)
+            return 1 if stop < end and m and int(m.group(1)) - int(m.group(2)) <= end - stop else 0
         except KafkaProtocolError:
             return 0
         return 1
+
+
+_NEED = re.compile(r"need (\d+) bytes, (\d+) left$")
+_COUNT = re.compile(r"count (\d+) larger than the (\d+) bytes left$")
 
 
 # -- resynchronization ------------------------------------------------------
