@@ -171,7 +171,7 @@ class PartitionWriter:
 
 
 def simple_partition(root: Path, n: int = 600, *, topic: str = "orders", partition: int = 0, per_batch: int = 5,
-                     codecs=("none", "gzip", "snappy", "lz4", "zstd"), segment_bytes: int = 16 << 10,
+                     codecs=("none", "gzip", "snappy", "lz4", "zstd"), segment_bytes: int = 8 << 10,
                      value_bytes: int = 60) -> PartitionWriter:
     """``n`` records in batches of ``per_batch``, every codec in turn, timestamps growing
     (with a step back now and then, as producers' clocks do)."""

@@ -53,6 +53,7 @@ __all__ = [
     "OffsetIndex",
     "Partition",
     "ProducerEntry",
+    "ReadOptions",
     "Scan",
     "Segment",
     "Snapshot",

@@ -108,6 +108,8 @@ class Task:
     stop: int | None = None
     #: ``start`` is an index entry's position: the batch there must hold offsets up to this one
     check_offset: int | None = None
+    #: ``start`` is where the task before it (same segment) stops
+    split: bool = False
 
 
 def plan_partition(fs, part: Partition, bounds: Bounds, *, split_bytes: int | None = None) -> list[Task]:
@@ -143,14 +145,14 @@ def plan_partition(fs, part: Partition, bounds: Bounds, *, split_bytes: int | No
             stop = index.position_after(hi - 1)
         end = seg.size if stop is None else stop
         if split_bytes and index is not None and end - start > split_bytes:
-            a, a_check = start, check
+            a, a_check, split = start, check, False
             while True:
                 nxt = index.from_position(a + split_bytes)
                 if nxt is None or nxt[2] >= end or nxt[2] <= a:
-                    tasks.append(Task(seg, a, stop, a_check))
+                    tasks.append(Task(seg, a, stop, a_check, split))
                     break
-                tasks.append(Task(seg, a, nxt[2], a_check))
-                a, a_check = nxt[2], nxt[1]
+                tasks.append(Task(seg, a, nxt[2], a_check, split))
+                a, a_check, split = nxt[2], nxt[1], True
         else:
             tasks.append(Task(seg, start, stop, check))
     return tasks
@@ -284,7 +286,7 @@ def read_task(fs, task: Task, names, bounds: Bounds, *, txn: Transactions | None
     """The tables (``names`` columns) of one task, in file order: records, and one
     row per damaged region (also appended to ``problems``)."""
     seg = task.segment
-    scan = Scan(fs, seg, start=task.start, stop=task.stop, check_offset=task.check_offset,
+    scan = Scan(fs, seg, start=task.start, stop=task.stop, check_offset=task.check_offset, split=task.split,
                 stop_offset=bounds.offset_to, columns=walk_columns(names), control=control, check_crc=check_crc,
                 window=window, limits=limits)
     for item in scan:

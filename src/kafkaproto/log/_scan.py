@@ -95,8 +95,9 @@ class Scan:
     ``check_offset``: ``start`` came from an index entry for this offset: the
     batch there must hold offsets up to it (its base offset at most that),
     else the index disagrees with the log -- reported, and the segment is
-    walked from its start instead, batches before ``start`` left out (whoever
-    reads the range before ``start`` reads them).
+    walked from its start instead; with ``split`` (``start`` is where another
+    walk of the segment stops), the batches before ``start`` are left out:
+    that walk reads them.
     ``stop_offset``: no window is read after one holding a batch that starts
     at or above it.
     """
@@ -104,8 +105,9 @@ class Scan:
     def __init__(self, fs, seg: Segment, *, start: int = 0, stop: int | None = None,
                  check_offset: int | None = None, stop_offset: int | None = None, columns=WALK_COLUMNS,
                  control: bool = False, check_crc: bool = True, window: int = DEFAULT_WINDOW, limits=None,
-                 index: OffsetIndex | None = None):
+                 index: OffsetIndex | None = None, split: bool = False):
         self.fs, self.seg = fs, seg
+        self.split = split
         self.start = start
         self.stop = seg.size if stop is None else min(stop, seg.size)
         self.check_offset = check_offset
@@ -165,6 +167,11 @@ class Scan:
         size_hint = 0          # bytes needed at ``pos`` (a batch the window's end cut)
         stop, size = self.stop, self.seg.size
         end_of_range = None if stop >= size else stop
+        if check is not None and pos >= size:
+            yield self._problem("index", self.start, None,
+                                f"the index sends offset {check} to this byte, past the file's end ({size} bytes): "
+                                "the segment is read from its start instead")
+            pos, skip_before, check = 0, (self.start if self.split else 0), None
         while pos < stop:
             buf = self._read(f, pos, max(min(self.window, stop - pos), size_hint, 61))
             size_hint = 0
@@ -195,7 +202,7 @@ class Scan:
                     yield self._problem("index", self.start, None,
                                         f"the index sends offset {self.check_offset} to this byte, {why}: the "
                                         "segment is read from its start instead")
-                    pos, skip_before = 0, self.start
+                    pos, skip_before = 0, (self.start if self.split else 0)
                     continue
             if expect is not None and first is not None and (
                     first["base_offset"] > expect or (last_offset is not None and first["base_offset"] <= last_offset)):
