@@ -206,7 +206,7 @@ def record_lines(recs: pa.Table, b: pa.Table, which: np.ndarray, opts: DumpOptio
         if (magic >= 2).all():
             parts.append(v2)
         else:
-            legacy = _join(" isValid: true crc: ", _str(pa.array(crcs)), "}")
+            legacy = _join(" isValid: true crc: ", _str(pa.array(crcs)))
             parts.append(pc.if_else(pa.array(magic >= 2), v2, legacy))
         if control.any():
             ctype = b.column("control_type").to_numpy()[which]
@@ -334,8 +334,8 @@ def _dump_log(fs, path: str, shown: str, opts: DumpOptions, out, err) -> int:
                       index_size=seg.index_size)
     scan = Scan(fs, seg, columns=WALK_COLUMNS if opts.deep else (), control=True, check_crc=opts.check_crc,
                 window=opts.window)
-    gaps = []
-    last = None
+    gaps: dict = {}
+    last = -1  # as Kafka's tool: a first record at an offset other than 0 follows "-1"
     status = 0
     with fs.open_input_file(path) as f:
         for item in scan:
@@ -350,10 +350,14 @@ def _dump_log(fs, path: str, shown: str, opts: DumpOptions, out, err) -> int:
             else:
                 last = _text_window(item, opts, out, last, gaps, f)
     if gaps:
-        print(f"Non-consecutive offsets in {shown}", file=err)
-        for a, b in gaps:
-            print(f"  {a} is followed by {b}", file=err)
+        print(f"Non-consecutive offsets in {_absolute(fs, path)}", file=err)
+        for a in sorted(gaps):
+            print(f"  {a} is followed by {gaps[a]}", file=err)
     return status
+
+
+def _absolute(fs, path: str) -> str:
+    return os.path.abspath(path) if isinstance(fs, pafs.LocalFileSystem) else path
 
 
 def _print_problem(p: LogProblem, seg: Segment, name: str, opts: DumpOptions, out) -> None:
@@ -372,14 +376,15 @@ def _window_records(win: Window, opts: DumpOptions):
     return counts, which
 
 
-def _gaps(offsets: np.ndarray, last, gaps: list):
+def _gaps(offsets: np.ndarray, last: int, gaps: dict) -> int:
+    """Record pairs whose offsets do not follow each other (``gaps``: offset before → offset after)."""
     if len(offsets) == 0:
         return last
-    if last is not None and offsets[0] != last + 1:
-        gaps.append((int(last), int(offsets[0])))
+    if offsets[0] != last + 1:
+        gaps[int(last)] = int(offsets[0])
     if len(offsets) > 1:
-        d = np.flatnonzero(np.diff(offsets) != 1)
-        gaps += [(int(offsets[i]), int(offsets[i + 1])) for i in d]
+        for i in np.flatnonzero(np.diff(offsets) != 1):
+            gaps[int(offsets[i])] = int(offsets[i + 1])
     return int(offsets[-1])
 
 
@@ -477,26 +482,42 @@ def _json_window(win: Window, seg: Segment, opts: DumpOptions, out, last, gaps):
     return last
 
 
-def _dump_index(fs, path: str, shown: str, out, err, verify: bool) -> int:
+class _Emit:
+    """One entry of an index or snapshot file: Kafka's text line, or a JSON object."""
+
+    def __init__(self, out, shown: str, fmt: str):
+        self.out, self.shown, self.json = out, shown, fmt == "json"
+
+    def __call__(self, text: str, **fields) -> None:
+        if self.json:
+            print(json.dumps({"file": self.shown, **fields}, separators=(",", ":")), file=self.out)
+        else:
+            print(text, file=self.out)
+
+
+def _dump_index(fs, path: str, emit: _Emit, err, verify: bool) -> int:
     info = fs.get_file_info(path)
     seg = _segment(fs, path[:-len(".index")] + ".log", size=0)
     idx = OffsetIndex(fs, path, info.size, seg.base_offset)
     if idx.count == 0:
-        print(f"{shown} is empty.", file=out)
+        if not emit.json:
+            emit(f"{emit.shown} is empty.")
         return 0
     log_path = path[:-len(".index")] + ".log"
     log_info = fs.get_file_info(log_path)
     mismatches = []
     with fs.open_input_file(log_path) if verify and log_info.type == pafs.FileType.File else _Null() as f:
         for off, pos in idx.entries():
+            found = None
             if f is not None:
                 found = _last_offset_at(f, pos, log_info.size)
                 if found != off:
                     mismatches.append((off, found))
-            print(f"offset: {off} position: {pos}", file=out)
+            emit(f"offset: {off} position: {pos}", offset=off, position=pos,
+                 **({} if found is None else {"logOffset": found}))
     if mismatches:
-        print(f"Mismatches in :{shown}", file=err)
-        for a, b in mismatches:
+        print(f"Mismatches in :{_absolute(fs, path)}", file=err)
+        for a, b in sorted(dict(mismatches).items(), reverse=True):
             print(f"  Index offset: {a}, log offset: {b}", file=err)
     return 1 if mismatches else 0
 
@@ -521,12 +542,12 @@ def _last_offset_at(f, pos: int, size: int):
     return base  # a legacy message's offset is its last
 
 
-def _dump_timeindex(fs, path: str, shown: str, out) -> int:
+def _dump_timeindex(fs, path: str, emit: _Emit) -> int:
     info = fs.get_file_info(path)
     seg = _segment(fs, path[:-len(".timeindex")] + ".log", size=0)
     idx = TimeIndex(fs, path, info.size, seg.base_offset)
     for ts, off in idx.entries():
-        print(f"timestamp: {ts} offset: {off}", file=out)
+        emit(f"timestamp: {ts} offset: {off}", timestamp=ts, offset=off)
     return 0
 
 
@@ -535,13 +556,16 @@ def _read_all(fs, path: str) -> bytes:
         return f.read_buffer(fs.get_file_info(path).size).to_pybytes()
 
 
-def _dump_txnindex(fs, path: str, shown: str, out) -> int:
+def _dump_txnindex(fs, path: str, emit: _Emit) -> int:
     entries, left = read_txn_index(_read_all(fs, path))
     for e in entries:
-        print(f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
-              f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}", file=out)
+        emit(f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+             f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}", version=e.version,
+             producerId=e.producer_id, firstOffset=e.first_offset, lastOffset=e.last_offset,
+             lastStableOffset=e.last_stable_offset)
     if left:
-        print(f"Damage: {shown}: {left} bytes after the last whole entry not read", file=out)
+        emit(f"Damage: {emit.shown}: {left} bytes after the last whole entry not read", damage="txnindex",
+             error=f"{left} bytes after the last whole entry not read")
         return 1
     return 0
 
@@ -550,22 +574,29 @@ def _optional(v: int) -> str:
     return f"OptionalLong[{v}]" if v >= 0 else "OptionalLong.empty"
 
 
-def _dump_snapshot(fs, path: str, shown: str, out, err) -> int:
+def _dump_snapshot(fs, path: str, emit: _Emit, err) -> int:
     try:
         entries = read_producer_snapshot(_read_all(fs, path))
     except SnapshotError as exc:
-        print(f"Damage: {shown}: {exc}", file=err)
+        print(f"Damage: {emit.shown}: {exc}", file=err)
         return 1
     for e in entries:
         line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: "
                 f"{e.coordinator_epoch} currentTxnFirstOffset: {_optional(e.current_txn_first_offset)} "
-                f"lastTimestamp: {e.timestamp} ")
+                f"lastTimestamp: {e.timestamp}")
+        fields = {"producerId": e.producer_id, "producerEpoch": e.producer_epoch,
+                  "coordinatorEpoch": e.coordinator_epoch,
+                  "currentTxnFirstOffset": None if e.current_txn_first_offset < 0 else e.current_txn_first_offset,
+                  "lastTimestamp": e.timestamp}
         if e.last_offset >= 0:
-            first = int(_next_sequence(np.array([e.last_sequence]), np.array([-e.offset_delta]))[0]) \
-                if e.last_sequence >= 0 else e.last_sequence
-            line += (f"firstSequence: {first} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+            # Kafka's decrementSequence: below zero it wraps from int32's top
+            d, last_seq = e.offset_delta, e.last_sequence
+            first = last_seq - d if last_seq >= d else _I32_MAX - (d - last_seq) + 1
+            line += (f" firstSequence: {first} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
                      f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
-        print(line, file=out)
+            fields.update(firstSequence=first, lastSequence=last_seq, lastOffset=e.last_offset, offsetDelta=d,
+                          timestamp=e.timestamp)
+        emit(line, **fields)
     return 0
 
 
@@ -594,13 +625,13 @@ def dump(paths, out=None, err=None, *, filesystem=None, **kw) -> int:
                 if name.endswith(".log") or _CHECKPOINT.match(name):
                     got = _dump_log(fs, path, shown, opts, out, err)
                 elif name.endswith(".index"):
-                    got = _dump_index(fs, path, shown, out, err, opts.verify_index)
+                    got = _dump_index(fs, path, _Emit(out, shown, opts.fmt), err, opts.verify_index)
                 elif name.endswith(".timeindex"):
-                    got = _dump_timeindex(fs, path, shown, out)
+                    got = _dump_timeindex(fs, path, _Emit(out, shown, opts.fmt))
                 elif name.endswith(".txnindex"):
-                    got = _dump_txnindex(fs, path, shown, out)
+                    got = _dump_txnindex(fs, path, _Emit(out, shown, opts.fmt))
                 elif name.endswith(".snapshot"):
-                    got = _dump_snapshot(fs, path, shown, out, err)
+                    got = _dump_snapshot(fs, path, _Emit(out, shown, opts.fmt), err)
                 else:
                     print(f"Ignoring unknown file {shown}", file=err)
                     got = 0
