@@ -12,7 +12,9 @@ at ``.index`` entries, ``splitBytes`` each); the columns of
 (``=``, ``IN``) choose the folders; on ``offset`` and ``timestamp`` (``=``,
 ``<``, ``<=``, ``>``, ``>=``) they choose the segments and, through the
 index files, where in them to start and stop; they are applied exactly, so
-Spark need not apply them again.  Spark's Python data sources are not told
+Spark need not apply them again.  A damaged region met while reading is a
+row whatever the filters (nulls, but ``topic``, ``partition``, ``segment``,
+``position`` and ``error``): damage is never filtered away.  Spark's Python data sources are not told
 which columns a query uses: give the columns in a schema
 (``.schema("offset long, value binary")``) or ``.option("columns",
 "offset,value")``, and only those are built.
@@ -39,6 +41,7 @@ from pyspark.sql.datasource import (
     GreaterThanOrEqual,
     In,
     InputPartition,
+    IsNotNull,
     LessThan,
     LessThanOrEqual,
 )
@@ -51,6 +54,7 @@ from ._scan import DEFAULT_WINDOW
 __all__ = ["NAME", "KafkaLogDataSource", "register", "spark_schema"]
 
 NAME = "kafkaproto.log"
+_BOUNDED = {("offset",), ("timestamp",), ("topic",), ("partition",)}
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 DEFAULT_SPLIT = 128 << 20
 
@@ -176,6 +180,8 @@ class _PushdownReader(_Reader):
         topics, parts = b.topics, b.partitions
         for f in filters:
             attribute = getattr(f, "attribute", ())
+            if isinstance(f, IsNotNull) and attribute in _BOUNDED:
+                continue  # true of every record; a damaged region's row is reported whatever the filters
             col = attribute[0] if len(attribute) == 1 and hasattr(f, "value") else None
             exact = True
             if col == "offset" and isinstance(f, In):
