@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from .. import arrow as karrow
 from ._files import Partition, Segment
 from ._index import OffsetIndex, TimeIndex
 from ._scan import WALK_COLUMNS, LogProblem, Scan, Window
@@ -174,22 +175,50 @@ def _constant_string(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
-def _array(values: np.ndarray, typ) -> pa.Array:
-    return pa.array(values, type=typ)
+class _PerRecord:
+    """A batch field spread over the records it holds (the records kept: all, a slice, or a mask)."""
+
+    def __init__(self, counts: np.ndarray):
+        self.counts = counts
+        self.sel = None          # None, (a, b) or a boolean mask
+        self._which = None
+
+    @property
+    def which(self) -> np.ndarray:
+        """Each record's batch."""
+        if self._which is None:
+            self._which = np.repeat(np.arange(len(self.counts)), self.counts)
+        return self._which
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        if self.sel is None:
+            n = int(self.counts.sum())
+            if len(values) and (values == values[0]).all():
+                return np.full(n, values[0], dtype=values.dtype)
+            return np.repeat(values, self.counts)
+        if isinstance(self.sel, tuple):
+            a, b = self.sel
+            return values[self.which[a:b]]
+        return values[self.which[self.sel]]
+
+    def strings(self, names: pa.Array, codes: np.ndarray, n: int) -> pa.Array:
+        """A string per record: ``names[code of its batch]``."""
+        if self.sel is None and len(codes) and (codes == codes[0]).all():
+            return _constant_string(names[int(codes[0])].as_py(), n)
+        return names.take(pa.array(self(codes)))
 
 
 def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transactions | None) -> pa.Table:
     """The records of a window as a table of ``names`` (LOG_SCHEMA columns), after the bounds and
     (with ``txn``) the read_committed rule."""
     recs, bats = win.records, win.batches
-    counts = bats.column("records").to_numpy()
-    which = np.repeat(np.arange(len(counts)), counts)  # each record's batch
+    spread = _PerRecord(bats.column("records").to_numpy())
     keep = None
     if txn is not None:
         gone = txn.dropped(bats.column("magic").to_numpy(), bats.column("attributes").to_numpy(),
                            bats.column("producer_id").to_numpy(), bats.column("base_offset").to_numpy())
         if gone.any():
-            keep = ~gone[which]
+            keep = ~gone[spread.which]
     offsets = recs.column("offset").to_numpy()
     lo, hi = bounds.offset_from, bounds.offset_to
     sliced = None
@@ -219,13 +248,15 @@ def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transac
     if sliced is not None:
         a, b = sliced
         if (a, b) != (0, len(offsets)):
-            recs, which, offsets = recs.slice(a, b - a), which[a:b], offsets[a:b]
+            recs, offsets = recs.slice(a, b - a), offsets[a:b]
+            spread.sel = (a, b)
     elif keep is not None and not keep.all():
-        recs, which, offsets = recs.filter(pa.array(keep)), which[keep], offsets[keep]
+        recs, offsets = recs.filter(pa.array(keep)), offsets[keep]
+        spread.sel = keep
     n = recs.num_rows
 
     def batch(name):
-        return bats.column(name).to_numpy()[which]
+        return spread(bats.column(name).to_numpy())
 
     cols = []
     for name in names:
@@ -236,29 +267,30 @@ def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transac
         elif name == "partition":
             cols.append(pa.array(np.full(n, seg.partition, dtype=np.int32)))
         elif name == "producerId":
-            cols.append(_array(batch("producer_id"), pa.int64()))
+            cols.append(pa.array(batch("producer_id"), pa.int64()))
         elif name == "producerEpoch":
-            cols.append(_array(batch("producer_epoch"), pa.int16()))
+            cols.append(pa.array(batch("producer_epoch"), pa.int16()))
         elif name == "sequence":
             base = batch("base_sequence").astype(np.int64)
             seq = base + (offsets - batch("base_offset"))
             seq = np.where(seq > _I32_MAX, seq - _I32_MAX - 1, seq)  # sequences wrap past int32's top (Kafka's rule)
-            cols.append(_array(np.where(base < 0, -1, seq).astype(np.int32), pa.int32()))
+            cols.append(pa.array(np.where(base < 0, -1, seq).astype(np.int32), pa.int32()))
         elif name in ("isTransactional", "isControl"):
             bit = ATTR_TRANSACTIONAL if name == "isTransactional" else ATTR_CONTROL
-            cols.append(_array((batch("magic") >= 2) & ((batch("attributes") & bit) != 0), pa.bool_()))
+            flags = (bats.column("magic").to_numpy() >= 2) & ((bats.column("attributes").to_numpy() & bit) != 0)
+            cols.append(pa.array(spread(flags), pa.bool_()))
         elif name == "codec":
-            cols.append(_CODECS.take(pa.array(batch("codec") & 7)))
+            cols.append(spread.strings(_CODECS, bats.column("codec").to_numpy() & 7, n))
         elif name == "leaderEpoch":
-            cols.append(_array(batch("leader_epoch"), pa.int32()))
+            cols.append(pa.array(batch("leader_epoch"), pa.int32()))
         elif name == "magic":
-            cols.append(_array(batch("magic"), pa.int8()))
+            cols.append(pa.array(batch("magic"), pa.int8()))
         elif name == "segment":
             cols.append(pa.array(np.full(n, seg.base_offset, dtype=np.int64)))
         elif name == "position":
-            cols.append(_array(batch("position"), pa.int64()))
+            cols.append(pa.array(batch("position"), pa.int64()))
         elif name == "error":
-            cols.append(pa.nulls(n, pa.large_string()))
+            cols.append(karrow._all_null(pa.large_string(), n))
     return pa.Table.from_arrays(cols, schema=schema_of(names))
 
 
