@@ -43,10 +43,12 @@ demo: build
 test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
 
-# Real peers on loopback: Kafka's Java classes (oracle), the tansu broker,
-# librdkafka's mock cluster and real clients.
+# Real peers on loopback: Apache Kafka 4.4.0 (broker, tools, clients) and
+# kafka-clients 3.9.1 from Maven Central, Kafka's Java classes as the oracle,
+# the tansu broker, librdkafka's mock cluster and real clients.
 peers: $(STAMP)
-	PYTHON=$(abspath $(PY)) bash tools/peers/setup_java_oracle.sh
+	bash tools/peers/fetch_kafka.sh
+	bash tools/peers/setup_java_oracle.sh
 	PYTHON=$(abspath $(PY)) bash tools/peers/install_peers.sh
 
 test-compiled:
@@ -55,7 +57,8 @@ test-compiled:
 # The peers' own self-tests do not depend on the implementation: run once.
 test-pure:
 	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
-		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/oracle/test_java_oracle_selftest.py \
+		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/peers/test_kafka_selftest.py \
+		--ignore=tests/oracle/test_java_oracle_selftest.py \
 		$(PYTEST_ARGS) tests
 
 # Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,
