@@ -265,3 +265,39 @@ def test_dump_log_kafkaproto(benchmark, partition):
     benchmark.extra_info["impl"] = "kafkaproto"
     benchmark.pedantic(_devnull_run, (cmd,), rounds=3, iterations=1)
     _mb_s(benchmark, seg.stat().st_size)
+
+
+# kafka-run-class.sh's own settings for a tool (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS defaults)
+KAFKA_TOOL_JVM = ("-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                  "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                  "-Djava.awt.headless=true")
+
+
+def test_dump_log_kafka(benchmark, partition):
+    """Kafka 4.4.0's DumpLogSegments (what kafka-dump-log.sh runs), fetched by the peers' set-up."""
+    _support()
+    from peers import kafka_broker as kb
+
+    _, files, _, _ = partition
+    seg = files[0]
+    cmd = [kb._java(), *KAFKA_TOOL_JVM, f"-Dlog4j2.configurationFile={kb.LOG4J_CONFIG}", "-cp", kb.kafka_classpath(),
+           kb.TOOLS["kafka-dump-log"], "--print-data-log", "--files", str(seg)]
+    benchmark.group = GROUP_DUMP
+    benchmark.extra_info["impl"] = "kafka-dump-log.sh (Kafka 4.4.0)"
+    benchmark.pedantic(_devnull_run, (cmd,), rounds=2, iterations=1)
+    _mb_s(benchmark, seg.stat().st_size)
+
+
+def test_dump_log_same_text(partition, tmp_path):
+    """The two print the same text for this segment (what is timed above is the same work)."""
+    _support()
+    from peers import kafka_broker as kb
+
+    _, files, _, _ = partition
+    seg = files[0]
+    ours = subprocess.run([sys.executable, "-m", "kafkaproto", "dump-log", "--print-data-log", str(seg)],
+                          capture_output=True, check=True).stdout
+    theirs = subprocess.run([kb._java(), *KAFKA_TOOL_JVM, f"-Dlog4j2.configurationFile={kb.LOG4J_CONFIG}", "-cp",
+                             kb.kafka_classpath(), kb.TOOLS["kafka-dump-log"], "--print-data-log", "--files",
+                             str(seg)], capture_output=True, check=True).stdout
+    assert ours == theirs

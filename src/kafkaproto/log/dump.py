@@ -30,11 +30,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
+from .._impl import load
 from ..records import _compression
 from ._files import Segment, parse_partition_folder, resolve
 from ._index import OffsetIndex, SnapshotError, TimeIndex, read_producer_snapshot, read_txn_index
 from ._read import LOG_SCHEMA, NAMES, Bounds, records_table
 from ._scan import DEFAULT_WINDOW, WALK_COLUMNS, LogProblem, Scan, Window
+
+# the lines of a window in one pass, compiled or its twin
+_TEXT = load("log._text")
 
 __all__ = ["DumpOptions", "dump", "dump_parquet"]
 
@@ -244,7 +248,9 @@ def _join_null(prefix, values) -> pa.Array:
 
 
 def _arr(x) -> pa.Array:
-    return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
+    if isinstance(x, pa.ChunkedArray):
+        return x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()
+    return x
 
 
 def _interleave(blines: pa.Array, rlines: pa.Array | None, counts: np.ndarray) -> pa.Array:
@@ -407,17 +413,80 @@ def _legacy_window_crcs(win: Window, f, counts, which):
     return crcs
 
 
+def _var_parts(arr):
+    """A large binary/string array → (int64 offsets, uint8 data from the first offset on, uint8 validity)."""
+    arr = _arr(arr)
+    n = len(arr)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=arr.offset * 8)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0]:offs[-1]] if bufs[2] is not None and n else \
+        np.empty(0, np.uint8)
+    ok = arr.is_valid().to_numpy(zero_copy_only=False).view(np.uint8)
+    return offs, np.ascontiguousarray(data), ok
+
+
+def _i64(values) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def _text_lines(win: Window, blines: pa.Array, opts: DumpOptions, crcs) -> bytes:
+    """The window's lines in one compiled pass (keys and values as Kafka's string decoder shows them)."""
+    b, recs = win.batches, win.records
+    bl_offs, bl_data, _ = _var_parts(blines)
+    n = recs.num_rows
+    if opts.deep:
+        stamps = _arr(recs.column("timestamp"))
+        ts_ok = stamps.is_valid().to_numpy(zero_copy_only=False).view(np.uint8)
+        ts_ms = pc.fill_null(stamps.cast(pa.int64()), 0).to_numpy() // 1000
+        k = _var_parts(recs.column("key"))
+        v = _var_parts(recs.column("value"))
+        headers = _arr(recs.column("headers"))
+        h_offs = np.frombuffer(headers.buffers()[1], dtype=np.int64, count=n + 1, offset=headers.offset * 8)
+        keys = headers.values.field("key").slice(int(h_offs[0]), int(h_offs[-1] - h_offs[0]))
+        hk_offs, hk_data, _ = _var_parts(keys)
+        h_offs = _i64(h_offs - h_offs[0])
+        offsets = _i64(recs.column("offset").to_numpy())
+    else:
+        empty_i, empty_u = np.zeros(1, np.int64), np.zeros(0, np.uint8)
+        ts_ok = empty_u
+        ts_ms = offsets = np.zeros(0, np.int64)
+        k = v = (empty_i, empty_u, empty_u)
+        h_offs = hk_offs = empty_i
+        hk_data = empty_u
+    return _TEXT.dump_lines(
+        _i64(b.column("records").to_numpy()), _i64(bl_offs), bl_data, _i64(b.column("magic").to_numpy()),
+        _i64(b.column("attributes").to_numpy()), _i64(b.column("base_offset").to_numpy()),
+        _i64(b.column("base_sequence").to_numpy()), _i64(b.column("control_type").to_numpy()),
+        _i64(b.column("coordinator_epoch").to_numpy()), offsets, _i64(ts_ms), np.ascontiguousarray(ts_ok),
+        _i64(k[0]), k[1], np.ascontiguousarray(k[2]), _i64(v[0]), v[1], np.ascontiguousarray(v[2]), h_offs,
+        _i64(hk_offs), hk_data, _i64(np.zeros(n, np.int64) if crcs is None else crcs), opts.deep,
+        opts.print_data_log, opts.skip_record_metadata)
+
+
 def _text_window(win: Window, opts: DumpOptions, out, last, gaps, f):
     blines = batch_lines(win.batches)
-    rlines = None
     counts = win.batches.column("records").to_numpy()
+    crcs = None
+    if opts.deep:
+        last = _gaps(win.records.column("offset").to_numpy(), last, gaps)
+        crcs = _legacy_window_crcs(win, f, counts, np.repeat(np.arange(len(counts)), counts))
+    if opts.key_encoding == "utf8" and opts.value_encoding == "utf8":
+        _write_bytes(_text_lines(win, blines, opts, crcs), out)
+        return last
+    rlines = None
     if opts.deep:
         which = np.repeat(np.arange(len(counts)), counts)
-        last = _gaps(win.records.column("offset").to_numpy(), last, gaps)
-        crcs = _legacy_window_crcs(win, f, counts, which)
         rlines = record_lines(win.records, win.batches, which, opts, crcs)
     _write_lines(_interleave(blines, rlines, counts if opts.deep else np.zeros(len(blines), np.int64)), out)
     return last
+
+
+def _write_bytes(data: bytes, out) -> None:
+    if hasattr(out, "buffer"):
+        out.flush()
+        out.buffer.write(data)
+    else:
+        out.write(data.decode("utf-8"))
 
 
 def _plain(v, how):
