@@ -19,6 +19,30 @@ COMPILED = True
 
 cdef int64_t _I32_MAX = 2147483647
 
+# the fixed pieces of a line, as C strings (no Python object in the loop)
+cdef const char* S_KEY_FIRST = b"| key: "
+cdef const char* S_KEY = b" key: "
+cdef const char* S_PAYLOAD_FIRST = b"| payload: "
+cdef const char* S_PAYLOAD = b" payload: "
+cdef const char* S_COMMA = b","
+cdef const char* S_CONTROLTYPE = b" controlType: "
+cdef const char* S_COORDINATOREPOCH = b" coordinatorEpoch: "
+cdef const char* S_CREATETIME = b" CreateTime: "
+cdef const char* S_ENDTXNMARKER = b" endTxnMarker: "
+cdef const char* S_HEADERKEYS = b" headerKeys: ["
+cdef const char* S_ISVALID_TRUE_CRC = b" isValid: true crc: "
+cdef const char* S_KEYSIZE = b" keySize: "
+cdef const char* S_LOGAPPENDTIME = b" LogAppendTime: "
+cdef const char* S_LPAREN = b"("
+cdef const char* S_NL = b"\n"
+cdef const char* S_NOTIMESTAMPTYPE = b" NoTimestampType: "
+cdef const char* S_NULL = b"null"
+cdef const char* S_OFFSET = b"| offset: "
+cdef const char* S_RBRACKET = b"]"
+cdef const char* S_RPAREN = b")"
+cdef const char* S_SEQUENCE = b" sequence: "
+cdef const char* S_VALUESIZE = b" valueSize: "
+
 cdef struct Out:
     char* p
     Py_ssize_t n
@@ -98,15 +122,18 @@ def dump_lines(const int64_t[::1] counts, const int64_t[::1] bl_offs, const uint
     range), key and value (Arrow offsets, data, validity), header keys (``h_offs``: a list
     column's offsets into ``hk_*``) and, for legacy batches, its own CRC (``crcs``)."""
     cdef Out o
-    cdef Py_ssize_t nb = counts.shape[0], b, r = 0, j, end, a, z
+    cdef Py_ssize_t nb = counts.shape[0], b, r = 0, j, end, a, z, n
     cdef int64_t seq, m, at
     cdef bint ctl, first
     cdef const uint8_t* kd = &k_data[0] if k_data.shape[0] else NULL
     cdef const uint8_t* vd = &v_data[0] if v_data.shape[0] else NULL
     cdef const uint8_t* hd = &hk_data[0] if hk_data.shape[0] else NULL
     o.n = 0
-    o.cap = bl_offs[nb] - bl_offs[0] + (k_offs[offset.shape[0]] - k_offs[0] + v_offs[offset.shape[0]] - v_offs[0]
-                                         if deep else 0) + (160 * offset.shape[0] if deep else 0) + 4096
+    o.cap = bl_offs[nb] - bl_offs[0] + 4096
+    if deep:  # the data, the header keys and their commas, and the fixed text of a line (at most 200 bytes)
+        n = offset.shape[0]
+        o.cap += (k_offs[n] - k_offs[0]) + (v_offs[n] - v_offs[0]) + 200 * n
+        o.cap += (hk_offs[hk_offs.shape[0] - 1] - hk_offs[0]) + (h_offs[n] - h_offs[0])
     o.p = <char*>malloc(o.cap)
     if o.p == NULL:
         raise MemoryError()
@@ -123,61 +150,61 @@ def dump_lines(const int64_t[::1] counts, const int64_t[::1] bl_offs, const uint
                 first = True
                 if not skip_meta:
                     first = False
-                    _lit(&o, b"| offset: ")
+                    _put(&o, S_OFFSET, 10)
                     _int(&o, offset[r])
                     if m == 0:
-                        _lit(&o, b" NoTimestampType: ")
+                        _put(&o, S_NOTIMESTAMPTYPE, 18)
                     elif attrs[b] & 0x08:
-                        _lit(&o, b" LogAppendTime: ")
+                        _put(&o, S_LOGAPPENDTIME, 16)
                     else:
-                        _lit(&o, b" CreateTime: ")
+                        _put(&o, S_CREATETIME, 13)
                     if ts_ok[r]:
                         _int(&o, ts_ms[r])
                     else:
-                        _lit(&o, b"null")
-                    _lit(&o, b" keySize: ")
+                        _put(&o, S_NULL, 4)
+                    _put(&o, S_KEYSIZE, 10)
                     _int(&o, k_offs[r + 1] - k_offs[r] if k_ok[r] else -1)
-                    _lit(&o, b" valueSize: ")
+                    _put(&o, S_VALUESIZE, 12)
                     _int(&o, v_offs[r + 1] - v_offs[r] if v_ok[r] else -1)
                     if m >= 2:
-                        _lit(&o, b" sequence: ")
+                        _put(&o, S_SEQUENCE, 11)
                         if base_seq[b] < 0:
                             _int(&o, -1)
                         else:
                             seq = base_seq[b] + (offset[r] - base_offset[b])
                             _int(&o, seq - _I32_MAX - 1 if seq > _I32_MAX else seq)
-                        _lit(&o, b" headerKeys: [")
+                        _put(&o, S_HEADERKEYS, 14)
                         for j in range(h_offs[r], h_offs[r + 1]):
                             if j > h_offs[r]:
-                                _lit(&o, b",")
+                                _put(&o, S_COMMA, 1)
                             _put(&o, <const char*>hd + hk_offs[j] - hk_offs[0], hk_offs[j + 1] - hk_offs[j])
-                        _lit(&o, b"]")
+                        _put(&o, S_RBRACKET, 1)
                     else:
-                        _lit(&o, b" isValid: true crc: ")
+                        _put(&o, S_ISVALID_TRUE_CRC, 20)
                         _int(&o, crcs[r])
                     if ctl:
                         if ctl_type[b] == 0 or ctl_type[b] == 1:
-                            _lit(&o, b" endTxnMarker: ")
+                            _put(&o, S_ENDTXNMARKER, 15)
                             _lit(&o, _CONTROL[ctl_type[b]])
-                            _lit(&o, b" coordinatorEpoch: ")
+                            _put(&o, S_COORDINATOREPOCH, 19)
                             _int(&o, ctl_epoch[b])
                         else:
-                            _lit(&o, b" controlType: ")
+                            _put(&o, S_CONTROLTYPE, 14)
                             _lit(&o, _CONTROL.get(ctl_type[b], b"UNKNOWN"))
-                            _lit(&o, b"(")
+                            _put(&o, S_LPAREN, 1)
                             _int(&o, ctl_type[b])
-                            _lit(&o, b")")
+                            _put(&o, S_RPAREN, 1)
                 if data and not ctl:
                     if k_ok[r]:
-                        _lit(&o, b"| key: " if first else b" key: ")
+                        _put(&o, S_KEY_FIRST, 7) if first else _put(&o, S_KEY, 6)
                         first = False
                         a, z = k_offs[r] - k_offs[0], k_offs[r + 1] - k_offs[0]
                         _text(&o, kd + a, z - a)
                     if v_ok[r]:
-                        _lit(&o, b"| payload: " if first else b" payload: ")
+                        _put(&o, S_PAYLOAD_FIRST, 11) if first else _put(&o, S_PAYLOAD, 10)
                         a, z = v_offs[r] - v_offs[0], v_offs[r + 1] - v_offs[0]
                         _text(&o, vd + a, z - a)
-                _lit(&o, b"\n")
+                _put(&o, S_NL, 1)
                 r += 1
         return PyBytes_FromStringAndSize(o.p, o.n)
     finally:
