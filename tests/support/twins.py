@@ -7,7 +7,7 @@ import importlib
 
 #: every compiled module of kafkaproto (each beside its twin ``<name>_py``)
 MODULES = ("_codec", "messages._engine", "records._batches", "arrow._columns", "arrow._messages", "arrow._headers",
-           "arrow._frames", "arrow._records", "capture._scan")
+           "arrow._frames", "arrow._records", "capture._scan", "log._text")
 
 
 class Impl:
