@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench bench-report wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -87,6 +87,16 @@ bench: build
 BENCH_REPORT_ARGS ?= --size 1G --big 2G --master local[2]
 bench-report: build
 	$(PY) bench/report_bench.py $(BENCH_REPORT_ARGS)
+
+# The capture pipeline in CPU time per MB, stage by stage (the pcap read alone,
+# the decode pass, inspect, the report whole / in byte ranges / rolled into 64
+# files, a 200 kB capture end to end) beside tshark's Kafka dissector, over a
+# synthetic mixed capture written once under build/bench-capture/ (tshark:
+# make peers).  SIZE=256M for a quick run.
+SIZE ?= 1G
+BENCH_CAPTURE_ARGS ?=
+bench-capture: build
+	$(PY) bench/capture_bench.py --size $(SIZE) $(BENCH_CAPTURE_ARGS)
 
 # The message classes and their stubs from Kafka's schemas (../shared/kafka-schemas);
 # the test suite fails if the committed output differs from a fresh run.
