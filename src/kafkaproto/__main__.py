@@ -190,7 +190,7 @@ def main(argv=None) -> int:
                        help="one JSON object per frame and line (every field of its version; bytes in base64, "
                             "UUIDs as text); the summary goes to standard error")
     shape.add_argument("-v", "--verbose", action="store_true", help="each frame's header and fields, indented")
-    from .capture.tap import add_tap_arguments, run_tap_cli
+    from .capture.tap import add_tap_arguments
 
     add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
     r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report "
@@ -236,22 +236,27 @@ def main(argv=None) -> int:
                    help="how values (and, in JSON, header values) are shown")
     d.add_argument("--no-check-crc", action="store_true", help="do not verify batch checksums")
     args = parser.parse_args(argv)
+    try:
+        status = _run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # kafkaproto inspect ... | head: the reader has what it wanted
+        _stdout_gone()
+        return 0
+    return status
+
+
+def _run(args) -> int:
     if args.command == "dump-log":
         return dump_log(args)
     if args.command == "report":
         return report(args)
     if args.command == "inspect":
-        apis = set().union(*args.api) if args.api else None
-        try:
-            status = inspect(args.file, ports=args.ports, limit=args.limit, apis=apis, clients=args.client,
-                             connections=args.connection, since=args.since, until=args.until, errors=args.errors,
-                             json=args.json, verbose=args.verbose)
-            sys.stdout.flush()
-        except BrokenPipeError:  # kafkaproto inspect ... | head: the reader has what it wanted
-            _stdout_gone()
-            return 0
-        return status
+        return inspect(args.file, ports=args.ports, limit=args.limit, apis=set().union(*args.api) if args.api else None,
+                       clients=args.client, connections=args.connection, since=args.since, until=args.until,
+                       errors=args.errors, json=args.json, verbose=args.verbose)
     if args.command == "tap":
+        from .capture.tap import run_tap_cli
+
         return run_tap_cli(args)
     return 2  # pragma: no cover
 
