@@ -458,7 +458,7 @@ def check_json(path, *, minimum: int = 0) -> list[dict]:
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
 def test_json_of_every_committed_capture(path):
     rows = check_json(path)
-    assert bool(rows) == (path.name in {"kafka.pcap", "tap-mock", "tap-tansu", "requests.bin"})
+    assert bool(rows) == (path.parent.name != "regressions")  # those are damaged: no frame in them
 
 
 def test_json_of_a_capture_with_every_kind_of_field(chatty):
