@@ -613,3 +613,21 @@ def test_the_wording_is_the_same_from_a_pipe(tmp_path):
     got = cli("inspect", "-", input=PCAP.read_bytes()[:-10])
     text = got.stdout.decode()
     assert "with trailing bytes after their body" in text and "bytes of frames cut off" in text
+
+
+def test_the_readme_section_runs_and_names_every_option(capsys):
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### inspect: a protocol debugger\n", 1)[1].split("\n## ", 1)[0]
+    for option in ("inspect -", "--api", "--client", "--connection", "--errors", "--since", "--until", "--limit",
+                   "--json", "--verbose", "base64"):
+        assert option in section, option
+    runnable = [line for line in section.splitlines() if line.startswith("kafkaproto inspect samples/")]
+    assert runnable
+    for line in runnable:
+        args = shlex.split(line.split("#")[0])[1:]
+        assert main(args) == 0, line
+        out = capsys.readouterr().out
+        assert numbers(out) and all(re.search(r" (Metadata|FindCoordinator) ", x) for x in out.splitlines()
+                                    if LINE.match(x))
