@@ -31,12 +31,20 @@ build: $(STAMP)
 	KAFKAPROTO_REQUIRE_EXTENSION=1 $(PY) setup.py -q build_ext --inplace
 	$(PY) -c "import kafkaproto, sys; sys.exit(0 if kafkaproto.COMPILED else 'compiled core did not load')"
 
-# The traffic report on the committed sample (Spark local[2]; Java must be on
-# the machine, pyspark/pyarrow/pandas come with the spark extra).
+# The traffic report on the committed samples, on the embedded engine (worker
+# processes, no JVM), then the same captures through the Spark pipeline
+# (local[2]; Java must be on the machine) and the two outputs compared.
 DEMO_OUT ?= build/demo-report
+DEMO_CAPTURES ?= samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock \
+	samples/capture/kafka44.pcap samples/capture/tap-kafka44
 demo: build
-	$(PY) -m kafkaproto report samples/capture/kafka.pcap samples/capture/tap-tansu samples/capture/tap-mock \
-		--master "local[2]" --out $(DEMO_OUT)
+	$(PY) -m kafkaproto report $(DEMO_CAPTURES) --out $(DEMO_OUT) --quiet
+	@echo
+	@echo "The same captures through the Spark pipeline (local[2]):"
+	@$(PY) -m kafkaproto report $(DEMO_CAPTURES) --master "local[2]" --out $(DEMO_OUT)-spark --quiet \
+		> $(DEMO_OUT)-spark.txt
+	@head -n 1 $(DEMO_OUT)-spark.txt
+	$(PY) -m kafkaproto.report.compare $(DEMO_OUT) $(DEMO_OUT)-spark
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin.

@@ -16,12 +16,16 @@ generator's hash), and rolled into ``--rolled-files`` files as
 - ``tshark-read``: ``tshark -r FILE -q`` (reads, no dissection);
 - ``decode``: the decode pass, every table built, nothing written;
 - ``inspect``: ``kafkaproto inspect FILE > /dev/null``;
+- ``inspect-json``: ``kafkaproto inspect FILE --json > /dev/null`` (every
+  field of every frame, record sets in base64);
 - ``tshark``: ``tshark -r FILE -d tcp.port==9092,kafka -T fields -e
   frame.number -e kafka.api_key -e kafka.correlation_id > /dev/null``;
-- ``whole``, ``ranges``, ``rolled``: the report on Spark (``--master``, one
-  session, ``--runs`` runs: the first pays for warming the JVM and the
-  workers, the second is what a long-lived session sees) on the file read
-  whole by one task, on the file in byte ranges, on the rolled folder;
+- ``whole``, ``ranges``, ``rolled``: the report on the embedded engine
+  (``--workers`` worker processes, ``--runs`` runs) on the file read whole
+  by one task, on the file in byte ranges, on the rolled folder;
+- ``spark-whole``, ``spark-ranges``, ``spark-rolled``: the same on Spark
+  (``--master``, one session, ``--runs`` runs: the first pays for warming
+  the JVM and the workers, the second is what a long-lived session sees);
 - ``small``: a ~200 kB capture of the same profile through ``kafkaproto
   report FILE --out DIR`` as a user runs it (wall time, JVM start included);
 - ``profile`` (only when asked): the decode pass under pyinstrument (the
@@ -74,13 +78,18 @@ ENTRY: dict[str, object] = {
     "cli": [sys.executable, "-m", "kafkaproto"],  # the `kafkaproto` command
     "tshark": ["tshark"],
 }
-#: How the report reads one file: whole in one task, or in byte ranges.
+#: How the report reads one file: whole in one task, or in byte ranges; on
+#: the embedded engine (worker processes) or, for the ``spark-`` cases, on Spark.
 SPLIT: dict[str, dict] = {
     "whole": {"whole_file_max": 1 << 62},
     "ranges": {"whole_file_max": 0},
     "rolled": {},
+    "spark-whole": {"whole_file_max": 1 << 62},
+    "spark-ranges": {"whole_file_max": 0},
+    "spark-rolled": {"whole_file_max": 0},
 }
-CASES = ("read", "tshark-read", "decode", "inspect", "tshark", "whole", "ranges", "rolled", "small")
+CASES = ("read", "tshark-read", "decode", "inspect", "inspect-json", "tshark", "whole", "ranges", "rolled",
+         "spark-whole", "spark-ranges", "small")
 #: run only when asked (``--cases profile``): the decode pass under a profiler
 EXTRA_CASES = ("profile",)
 KAFKA_PORT = 9092
@@ -355,9 +364,17 @@ def child(case: str, args) -> dict:
             rows[table] += batch.num_rows
         ph.lap("work")
         info = {"rows": dict(rows)}
+    elif case in SPLIT and not case.startswith("spark-"):
+        run_report = entry("report")
+        captures = {"traffic": args.rolled} if case == "rolled" else {"traffic": path}
+        ph.lap("import")
+        for k in range(args.runs):
+            result = run_report(captures, Path(args.out) / f"report-{case}-{k}", progress=False,
+                                workers=args.workers, **SPLIT[case])
+            ph.lap(f"run{k + 1}")
     elif case in SPLIT:
         run_report, session = entry("report"), entry("session")
-        captures = {"traffic": args.rolled} if case == "rolled" else {"traffic": path}
+        captures = {"traffic": args.rolled} if case == "spark-rolled" else {"traffic": path}
         ph.lap("import")
         spark = session(args.master)
         ph.lap("start")
@@ -420,9 +437,9 @@ def profile_decode(path: str, top: int) -> dict:
 
 def run_case(case: str, args, path: Path, rolled_paths: list[str]) -> dict:
     """One case to its end: ``{"cpu", "wall", "phases", "info"}``."""
-    if case in ("inspect", "tshark", "tshark-read"):
-        if case == "inspect":
-            argv = [*ENTRY["cli"], "inspect", str(path)]
+    if case in ("inspect", "inspect-json", "tshark", "tshark-read"):
+        if case.startswith("inspect"):
+            argv = [*ENTRY["cli"], "inspect", str(path)] + (["--json"] if case == "inspect-json" else [])
         elif case == "tshark":
             argv = [*ENTRY["tshark"], "-r", str(path), "-d", f"tcp.port=={KAFKA_PORT},kafka", "-T", "fields",
                     "-e", "frame.number", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
@@ -433,8 +450,8 @@ def run_case(case: str, args, path: Path, rolled_paths: list[str]) -> dict:
         return got
     with tempfile.NamedTemporaryFile("r", suffix=".json", dir=args.out) as res:
         argv = [sys.executable, __file__, "--child", case, "--result", res.name, "--path", str(path),
-                "--master", args.master, "--runs", str(args.runs), "--out", args.out]
-        if case == "rolled":
+                "--master", args.master, "--runs", str(args.runs), "--out", args.out, "--workers", str(args.workers)]
+        if case in ("rolled", "spark-rolled"):
             argv += ["--rolled", ",".join(rolled_paths)]
         got = measure(argv)
         text = Path(res.name).read_text()
@@ -467,7 +484,9 @@ def work(case: str, r: dict, runs: int) -> tuple[float, float, str]:
         return ph["work"]["cpu"], ph["work"]["wall"], "the loop alone"
     if case in SPLIT:
         k = f"run{min(runs, 2)}"
-        return ph[k]["cpu"], ph[k]["wall"], "warm run" if k == "run2" else "first run"
+        if not case.startswith("spark-"):
+            return ph[k]["cpu"], ph[k]["wall"], "embedded engine, " + ("second run" if k == "run2" else "first run")
+        return ph[k]["cpu"], ph[k]["wall"], "Spark, warm run" if k == "run2" else "Spark, first run"
     return r["cpu"], r["wall"], "whole process"
 
 
@@ -476,10 +495,14 @@ LABELS = {
     "tshark-read": "tshark -r FILE -q (reads, no dissection)",
     "decode": "decode pass (decode_capture, all tables)",
     "inspect": "kafkaproto inspect FILE > /dev/null",
+    "inspect-json": "kafkaproto inspect FILE --json > /dev/null",
     "tshark": "tshark -d tcp.port==9092,kafka -T fields",
     "whole": "report, one file read whole",
     "ranges": "report, the file in byte ranges",
     "rolled": "report, the capture rolled into files",
+    "spark-whole": "report on Spark, one file read whole",
+    "spark-ranges": "report on Spark, the file in byte ranges",
+    "spark-rolled": "report on Spark, the rolled files in ranges",
     "small": "report on a small capture, as a user runs it",
 }
 
@@ -504,10 +527,10 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
             label = f"{LABELS[case]} ({r['info']['bytes'] / 1e3:.0f} kB)"
             lines.append(f"{label:49s} {r['cpu']:8.1f} {r['wall']:8.1f} {'':>9s}  whole process (JVM start included)")
             continue
-        label = LABELS[case] + (f" ({len(args.rolled_paths)})" if case == "rolled" else "")
+        label = LABELS[case] + (f" ({len(args.rolled_paths)})" if case.endswith("rolled") else "")
         speed[case] = mb / cpu if cpu else float("inf")
         extra = ""
-        if case in SPLIT:
+        if case.startswith("spark-"):
             ph = r["phases"]
             extra = (f"; session start {ph['start']['cpu']:.1f} CPU-s, first run {ph['run1']['cpu']:.1f}, "
                      f"whole process {r['cpu']:.1f}")
@@ -517,6 +540,8 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
                        ("whole", "decode", "report whole / decode pass"),
                        ("ranges", "whole", "report in byte ranges / whole"),
                        ("rolled", "whole", "report rolled / whole"),
+                       ("spark-whole", "whole", "report on Spark / embedded, whole"),
+                       ("spark-ranges", "spark-whole", "report on Spark, ranges / whole"),
                        ("inspect", "tshark", "inspect / tshark (tshark's CPU over inspect's)"),
                        ("decode", "tshark", "decode pass / tshark"),
                        ("whole", "tshark", "report whole / tshark"),
@@ -572,7 +597,8 @@ def main(argv=None) -> int:
     p.add_argument("--records-per-batch", type=int, default=100, help="bulk cast: records per batch")
     p.add_argument("--rolled-files", type=int, default=64)
     p.add_argument("--small-size", default="200K", help="the small capture of the `small` case")
-    p.add_argument("--master", default="local[2]")
+    p.add_argument("--master", default="local[2]", help="the Spark cases' master")
+    p.add_argument("--workers", type=int, default=2, help="the embedded engine's worker processes")
     p.add_argument("--runs", type=int, default=2, help="runs of the report on one session (the last is quoted)")
     p.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES + EXTRA_CASES)}")
     p.add_argument("--top", type=int, default=25, help="profile: functions listed")
@@ -604,7 +630,7 @@ def main(argv=None) -> int:
     path, desc = capture(folder, size, args)
     nbytes = path.stat().st_size
     args.rolled_paths = rolled(path, folder / f"{path.stem}-rolled-{args.rolled_files}", args.rolled_files) \
-        if "rolled" in cases else []
+        if "rolled" in cases or "spark-rolled" in cases else []
     print(f"capture bench: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}, core "
           f"{'compiled' if kafkaproto.COMPILED else 'pure Python'}, Spark {args.master}, {os.cpu_count()} cores; "
           f"orphans {'reaped and counted' if reaping else 'NOT counted (no subreaper)'}", flush=True)

@@ -67,9 +67,13 @@ def test_rolled_captures_give_the_tables_and_figures_of_the_whole_one(spark, syn
     for size in sizes:
         files = roll_capture(path, tmp_path / f"roll-{size}", size, "traffic.pcap")
         assert len(files) > 1 or size > path.stat().st_size
-        rolled = _run(spark, {"traffic": files}, tmp_path / f"out-{size}")
+        # the files read one after another by one task, and in byte ranges
+        joined = _run(spark, {"traffic": files}, tmp_path / f"joined-{size}")
+        assert joined.data.tasks["whole files"] == 1 and not joined.data.tasks["byte ranges"]
+        _same(whole, joined)
+        rolled = _run(spark, {"traffic": files}, tmp_path / f"out-{size}", whole_file_max=0)
         ranged = rolled.data.tasks["byte ranges"]
-        assert ranged >= len(files) if len(files) > 1 else not ranged
+        assert ranged >= len(files)
         _same(whole, rolled)
         acc = rolled.data.accounting
         assert not acc.problems()
@@ -136,7 +140,7 @@ def test_a_range_without_a_record_boundary_reads_nothing(tmp_path):
     for start, end in ranges:
         batches = list(read_range(str(path), start, end))
         rows = sum(b.num_rows for b in batches)
-        stat = json.loads(batches[-1].column("payload")[batches[-1].num_rows - 1].as_py())
+        stat = json.loads(batches[-1].column("info")[batches[-1].num_rows - 1].as_py())
         stats.append(stat)
         if stat["first"] is None:
             empty += 1
@@ -235,7 +239,7 @@ def test_one_task_keeps_each_captures_range_statistics_apart(tmp_path):
     errors and unread bytes never show up under the clean one)."""
     import pyarrow as pa
 
-    from kafkaproto.capture.segments import segment_schema
+    from kafkaproto.capture.segments import Files, segment_schema
     from kafkaproto.report.decode import decode_segments
 
     _, paths = damaged_captures(tmp_path / "in")
@@ -249,7 +253,8 @@ def test_one_task_keeps_each_captures_range_statistics_apart(tmp_path):
         table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by(
             [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
         accs: dict[str, Accounting] = {}
-        rows = sum(b.num_rows for _, b in decode_segments(table.to_batches(), names, accs=accs))
+        files = Files({(cap, 0): str(paths[names[cap]]) for cap in caps})
+        rows = sum(b.num_rows for _, b in decode_segments(table.to_batches(), names, files, accs=accs))
         return rows, {k: v.to_dict() for k, v in accs.items()}
 
     rows_clean, alone = task([0])

@@ -470,14 +470,14 @@ def check_capture(data: bytes) -> None:
         f.write(data)
     try:
         rows, acc = _capture_outcome(_CAPTURE_FILE)
-        if _capture._scan.COMPILED:
+        if _capture.streams._scan.COMPILED:
             # the twin's scanner over the same compiled layers: every packet through the Python loop
-            fast = _capture._scan
-            _capture._scan = _scan_twin
+            fast = _capture.streams._scan
+            _capture.streams._scan = _scan_twin
             try:
                 slow_rows, slow_acc = _capture_outcome(_CAPTURE_FILE)
             finally:
-                _capture._scan = fast
+                _capture.streams._scan = fast
             same((rows, acc.to_dict()), (slow_rows, slow_acc.to_dict()), "capture: fast path vs Python loop")
     finally:
         os.unlink(_CAPTURE_FILE)

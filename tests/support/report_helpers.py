@@ -13,6 +13,11 @@ from pathlib import Path
 from kafkaproto.capture.pcap import LINKTYPE_ETHERNET, CaptureFile
 from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation
 
+# comparing two report outputs: the package's own comparison, under the names the tests use
+from kafkaproto.report.compare import TABLE_NAMES  # noqa: F401
+from kafkaproto.report.compare import figures as report_figures  # noqa: F401
+from kafkaproto.report.compare import tables as report_tables  # noqa: F401
+
 from .synthetic import write_capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,57 +198,3 @@ def run_chromium(url: str, profile: Path, *args: str, timeout: float = 90):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     return p.stdout, p.stderr
 
-
-# ---------------------------------------------------------------------------
-# comparing two runs of the report
-
-
-TABLE_NAMES = ("requests", "responses", "records", "record_sets", "connections", "unanswered", "topic_ids",
-               "accounting")
-
-
-def _plain(v):
-    if isinstance(v, float):
-        return round(v, 9)
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
-
-
-def report_tables(out) -> dict:
-    """Every table of a report run as sorted rows (order of files and rows
-    aside, the tables).  The accounting's ``totals`` row keeps its JSON
-    without ``file_bytes`` (each rolled file has its own header) and
-    ``errors``."""
-    import json
-
-    import pyarrow.parquet as pq
-
-    got = {}
-    for name in TABLE_NAMES:
-        rows = pq.read_table(Path(out) / name).to_pylist()
-        for r in rows:
-            if name == "accounting" and r.get("info"):
-                info = json.loads(r["info"])
-                info.pop("file_bytes", None)
-                info.pop("errors", None)
-                r["info"] = info
-        got[name] = sorted(repr(sorted(r.items())) for r in rows)
-    return got
-
-
-def report_figures(data) -> dict:
-    """The report's figures (what the summary and the page show), run-independent."""
-    import json
-
-    d = json.loads(data.to_json())
-    for k in ("out", "captures", "input_bytes", "seconds", "decode_seconds", "master", "cores", "tasks", "tables",
-              "accounting_by_capture"):
-        d.pop(k, None)
-    acc = d.pop("accounting") or {}
-    acc.pop("file_bytes", None)
-    acc.pop("errors", None)
-    d["accounting"] = acc
-    return _plain(d)

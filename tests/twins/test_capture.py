@@ -88,11 +88,11 @@ def pure_outcomes(jobs, tmp_path):
 
 
 def check(jobs, tmp_path, monkeypatch):
-    assert capture._scan.COMPILED
+    assert capture.streams._scan.COMPILED
     fast = outcomes(jobs)
     with monkeypatch.context() as m:
         # the twin's scanner over the compiled layers: every packet through the Python loop
-        m.setattr(capture, "_scan", _scan_twin)
+        m.setattr(capture.streams, "_scan", _scan_twin)
         slow = outcomes(jobs)
     pure = pure_outcomes(jobs, tmp_path)
     for job, a, b, c in zip(jobs, fast, slow, pure):
@@ -287,12 +287,12 @@ def test_segments_fast_path_agrees_with_the_python_loop_and_the_whole_file(tmp_p
     segment through Extractor.tcp, and both against reading the file whole."""
     files = [p for p in synthetic(tmp_path) if sniff_format(p.read_bytes()[:4])] + \
         [ROOT / "samples" / "capture" / "kafka.pcap"]
-    assert capture._scan.COMPILED
+    assert capture.streams._scan.COMPILED
     for path in files:
         for rb in (path.stat().st_size + 1, max(path.stat().st_size // 5, 1 << 12)):
             fast = _ranged([str(path)], rb)
             with monkeypatch.context() as m:
-                m.setattr(capture, "_scan", _scan_twin)
+                m.setattr(capture.streams, "_scan", _scan_twin)
                 slow = _ranged([str(path)], rb)
             assert fast == slow, (path, rb)
             acc = Accounting()

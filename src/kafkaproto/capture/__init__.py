@@ -19,14 +19,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from .._impl import load as _load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
+from .frames import FrameBatch, read_frame_batches
 from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
-from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf
-
-# the packet scanner: capture._scan (compiled, with its fast path) or its twin
-_scan = _load("capture._scan")
+from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor
 
 __all__ = [
     "Accounting",
@@ -35,19 +32,21 @@ __all__ = [
     "CapturedFrame",
     "Connection",
     "Extractor",
+    "FrameBatch",
     "REQUEST",
     "RESPONSE",
     "TcpSegment",
     "capture_kind",
     "decode_tcp",
-    "numbered",
+    "read_frame_batches",
     "read_frames",
 ]
 
 
 def capture_kind(path) -> str:
     """``"pcap"``, ``"pcapng"``, ``"table"`` (tap output: Arrow IPC or Parquet,
-    a file or a folder of them) or ``"raw"`` (size-prefixed request frames)."""
+    a file or a folder of them; or a folder of rolled pcap/pcapng files) or
+    ``"raw"`` (size-prefixed request frames)."""
     if os.path.isdir(path):
         return "table"
     with open(path, "rb") as f:
@@ -63,7 +62,8 @@ def capture_kind(path) -> str:
 def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, unanswered: list | None = None, **limits: int
                 ) -> Iterator[CapturedFrame]:
-    """Every Kafka frame of a capture, in capture order, paired.
+    """Every Kafka frame of a capture, in capture order, paired, as objects
+    (:func:`read_frame_batches` gives the same frames as columns, the fast way).
 
     ``ports`` (pcap/pcapng): the brokers' ports; None detects Kafka
     connections from their traffic.  ``acc`` receives the accounting; it is
@@ -79,83 +79,12 @@ def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | N
     (:class:`~kafkaproto.capture.streams.Extractor`'s
     ``max_open_connections``, ``max_pending_bytes``, ``max_pending_total``).
     """
-    acc = acc if acc is not None else Accounting()
-    yield from numbered(_frames(path, ports, acc, max_frame_size, unanswered, limits), acc)
+    from .streams import RequestInfo
 
-
-def numbered(frames: Iterable[CapturedFrame], acc: Accounting) -> Iterator[CapturedFrame]:
-    """Number ``frames`` within their connections (``seq``, and a request's
-    ``request.seq``) and count the connections that gave one as Kafka: the
-    one rule for every reader (whole files, byte ranges, tap tables)."""
-    for f in frames:
-        conn = f.conn
-        seq = conn.frames
-        if not seq:
-            acc.kafka_connections += 1
-        conn.frames = seq + 1
-        f.seq = seq
-        if f.direction == REQUEST and f.request is not None:
-            f.request.seq = seq
-        yield f
-
-
-def _frames(path, ports, acc: Accounting, max_frame_size: int, unanswered=None, limits=None
-            ) -> Iterator[CapturedFrame]:
-    kind = capture_kind(path)
-    if kind == "table":
-        from .table import iter_table_frames
-
-        yield from iter_table_frames(path, acc)
-        return
-    if kind == "raw":
-        yield from _raw_frames(path, acc, max_frame_size)
-        return
-    ext = Extractor(ports, acc, max_frame_size, **(limits or {}))
-    ext.unanswered = unanswered
-    out = ext.out
-    with open(path, "rb") as fh:
-        acc.file_bytes += os.fstat(fh.fileno()).st_size
-        cap = CaptureFile(fh)
-        scan = ext.scanner(_scan)
-        try:
-            if cap.open() == "pcap":
-                # classic pcap: the scanner reads the records itself, in large blocks
-                order, ticks, linktype = cap.pcap_header()
-                scan.read_pcap(fh, order == ">", ticks, linktype)
-                while scan.run():
-                    yield from out
-                    out.clear()
-            else:
-                for ts, linktype, data, _orig in cap.iter_records():
-                    scan.packet(ts, linktype, data)
-                    if out:
-                        scan.flush()
-                        yield from out
-                        out.clear()
-        finally:
-            scan.flush()
-            ext.finish()
-            error = cap.error or scan.error
-            if error:
-                acc.errors.append(f"{os.fspath(path)}: {error}")
-            acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
-            acc.bad_timestamps += cap.bad_timestamps
-    yield from out
-    out.clear()
-
-
-def _raw_frames(path, acc: Accounting, max_frame_size: int) -> Iterator[CapturedFrame]:
-    """A file of size-prefixed request frames, as one connection."""
-    out: list = []
-    conn = Connection(1, "client", os.path.basename(os.fspath(path)))
-    acc.connections += 1
-    half = KafkaHalf(conn, True, out.append, acc, synced=True, max_frame_size=max_frame_size)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            acc.file_bytes += len(chunk)
-            acc.payload_bytes_total += len(chunk)
-            half.data(None, chunk)
-            yield from out
-            out.clear()
-    half.end()
-    conn.outstanding.clear()
+    for batch in read_frame_batches(path, ports=ports, acc=acc, max_frame_size=max_frame_size, **limits):
+        yield from batch.frames()
+        if unanswered is not None:
+            for conn, corr, key, version, ts, seq, client in batch.unanswered:
+                unanswered.append((batch.conns[conn], corr, RequestInfo(key, version, ts,
+                                                                        batch.clients[client] if client >= 0 else None,
+                                                                        seq)))

@@ -31,7 +31,8 @@ packets start a new connection, which resynchronizes); ``gaps_forced``
 (holes declared gaps because more bytes waited behind them than the reader
 keeps, per direction or in all); ``detections_forced`` (connections judged
 Kafka or not on what they sent so far, because more bytes waited for
-detection in all than the reader keeps).
+detection in all than the reader keeps); ``bad_rows`` (tap table rows that
+are no frame -- no frame bytes, connection or direction -- skipped).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ MARKS = {
     "evicted_connections": "connections closed early: more were open than the reader keeps",
     "gaps_forced": "holes given up on: more bytes waited behind them than the reader keeps",
     "detections_forced": "connections judged Kafka or not early: more bytes waited for detection than kept",
+    "bad_rows": "tap table rows that are no frame (no frame bytes, connection or direction): skipped",
 }
 
 
@@ -75,6 +77,7 @@ class Accounting:
         self.evicted_connections = 0  # open connections closed to admit new ones (Extractor.max_open_connections)
         self.gaps_forced = 0  # holes declared gaps because too many bytes waited behind them
         self.detections_forced = 0  # connections judged before detection had all it looks at (too many bytes held)
+        self.bad_rows = 0  # tap table rows that are no frame, skipped
         self.errors: list[str] = []
 
     # -- updates -----------------------------------------------------------

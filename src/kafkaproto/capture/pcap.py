@@ -76,7 +76,8 @@ class CaptureFormatError(ValueError):
 
 class TcpSegment(NamedTuple):
     """One TCP segment; ``payload`` is what was captured, ``length`` what the
-    IP header says was sent (longer when the snap length cut the packet)."""
+    IP header says was sent (longer when the snap length cut the packet);
+    ``at``: where the payload starts in the packet's bytes."""
 
     src: str
     sport: int
@@ -87,6 +88,7 @@ class TcpSegment(NamedTuple):
     flags: int
     payload: bytes
     length: int
+    at: int = 0
 
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
@@ -125,6 +127,8 @@ class CaptureFile:
         #: is the offset the file object stands at when reading starts
         self.base = base
         self.at = base
+        #: file offset of the packet bytes of the record just yielded
+        self.data_at = base
         #: a damaged file: read the rest to count it (False when reading a byte range)
         self.read_rest = read_rest
         # pcapng: the byte order and interfaces of the section being read
@@ -214,6 +218,7 @@ class CaptureFile:
                            16 + len(data))
                 return
             self.records += 1
+            self.data_at = self.at + 16
             yield sec * 1_000_000_000 + frac * scale, linktype, data, orig
 
     # -- pcapng ------------------------------------------------------------
@@ -289,6 +294,7 @@ class CaptureFile:
                     ts = None
                     self.bad_timestamps += 1
                 self.records += 1
+                self.data_at = self.at + 28
                 yield ts, linktype, bytes(body[20:20 + cap]), orig
             elif btype == 3:  # simple packet: interface 0, no time stamp
                 if not interfaces or len(body) < 4:
@@ -297,6 +303,7 @@ class CaptureFile:
                 (orig,) = struct.unpack_from(order + "I", body, 0)
                 cap = min(orig, len(body) - 4)
                 self.records += 1
+                self.data_at = self.at + 12
                 yield None, interfaces[0][0], bytes(body[4:4 + cap]), orig
             # other blocks (statistics, name resolution, custom...) carry no packets
 
@@ -444,4 +451,4 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
     start = l4 + doff
     length = l4_len - doff
     payload = data[start:start + length]
-    return TcpSegment(src, sport, dst, dport, seq, ack, flags, payload, length)
+    return TcpSegment(src, sport, dst, dport, seq, ack, flags, payload, length, start)

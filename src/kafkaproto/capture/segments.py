@@ -1,40 +1,43 @@
-"""Captures read in parallel: byte ranges of pcap/pcapng files → TCP segments
-as Arrow, and segments → the Kafka frames of their connections.
+"""Captures read in parallel: byte ranges of pcap/pcapng files → TCP segment
+*positions*, and positions → the Kafka frames of their connections.
 
 A capture may be one file or many (``tcpdump -C``/``-G`` rolls one capture
 into files; a connection then runs across them).  Its files are put in the
-order they were written (:func:`file_order`) and each file is cut
-into byte ranges that can be read independently:
+order they were written (:func:`file_order`) and each file is cut into byte
+ranges that are read in two stages:
 
-- :func:`plan_ranges` cuts a file into ranges of about ``range_bytes``;
-- :func:`read_range` reads the packet records that *start* inside its range
-  (the last one may run past the range's end) and gives their TCP segments
-  as Arrow record batches (:func:`segment_schema`), plus one statistics row
-  (what was not TCP, where it started and stopped, errors);
-- segments are then grouped by connection (``key``: the 4-tuple, either
-  direction) and sorted by ``order`` (the file's rank and the record's byte
-  offset: capture order, as if the files were one), and :func:`feed` hands
-  them to an :class:`~kafkaproto.capture.streams.Extractor` -- the same
-  reassembly, detection, framing and pairing as a whole-file read;
-- :func:`range_accounting` folds the statistics rows of a capture into its
-  file-level ledgers (packets that are not TCP, file bytes, unread bytes).
+- **index** (:func:`read_range`): the packet records that *start* inside the
+  range, each TCP segment as a row of positions (:func:`segment_schema`:
+  connection key, capture order, time, addresses, ports, sequence numbers,
+  flags, and where its payload lies in the file -- not the payload), plus
+  one statistics row (what was not TCP, where reading started and stopped,
+  errors).  The compiled walker reads pcap records in C
+  (capture._scan.index_pcap); what crosses to the second stage is about 70
+  bytes a packet, whatever the packet's size.
+- **frames** (:func:`feed`): the rows of each connection, put in capture
+  order (``order``: the file's rank and the record's byte offset, as if the
+  files were one), go to an :class:`~kafkaproto.capture.streams.Extractor`
+  with the payloads read again from the files mapped in memory
+  (:class:`Files`): the same reassembly, detection, framing and pairing as a
+  whole-file read.
 
-Finding where a range's first record starts: a range that does not start at
-the file's beginning looks, from its first byte on, for the first position
+Where a range's first record starts: a range that does not start at the
+file's beginning looks, from its first byte on, for the first position
 where a record header is plausible (pcap: captured length within the snap
 length and not above the original length, sub-second part below one
 second, time within a day of the file's first record; pcapng: a block
 length that is a multiple of 4 and is repeated at the block's end) and is
-confirmed by the next :data:`CONFIRM` records' headers following on from it
-(or by the file ending exactly after them).  Only records starting before
-the range's end are read, so every record is read by exactly one range.  A
-range in which no record starts -- it lies inside one record larger than
-itself, or inside damage -- reads nothing and emits only its statistics row;
-its bytes are the previous range's last record, or unread (damage), and
-:func:`range_accounting` counts them as such from every range's start and
-stop.  A damaged record stops its range's reading there; the next range
-starts afresh at its own first confirmed record (a whole-file read stops at
-the damage for good, so it can read less of a damaged file).
+confirmed by the next :data:`CONFIRM` records' headers.  That guess is then
+**checked against the chain of records** coming from the range before it
+(:func:`check_chains`): the previous range reports where its last record
+ends past its own end, and a range whose guess disagrees (bytes inside a
+packet's payload that look like record headers) is read again from the true
+position.  So no packet is invented or lost whatever the payloads hold; a
+range in which no record starts lies inside one record of the range before
+it and reads nothing.  A damaged record stops its range's reading there;
+the next range starts afresh at its own first confirmed record (a
+whole-file read stops at the damage for good, so it can read less of a
+damaged file).
 
 pcapng: a range that starts after the first section takes the byte order
 and interfaces of the file's first section (read from the file's head),
@@ -45,56 +48,53 @@ own ranges on (``dumpcap`` and ``tshark`` write one section).
 
 from __future__ import annotations
 
-import hashlib
 import json
+import mmap
 import os
 import re
 import socket
 import struct
 from collections.abc import Iterator, Sequence
 
-from .accounting import Accounting
-from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, TcpSegment, _addr4, _addr6, decode_tcp, sniff_format
+import numpy as np
 
-__all__ = ["CONFIRM", "STATS_KEY", "feed", "file_order", "packet_files", "plan_ranges", "range_accounting",
-           "read_frames_ranged", "read_range", "segment_schema"]
+from . import streams
+from .accounting import Accounting
+from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, _addr4, _addr6, decode_tcp, sniff_format
+
+__all__ = ["CONFIRM", "STATS_KEY", "Files", "Positions", "check_chains", "feed", "file_order", "packet_files",
+           "plan_ranges", "range_accounting", "read_frames_ranged", "read_range", "segment_schema"]
 
 CONFIRM = 8  # records whose headers must follow on from a candidate boundary
 STATS_KEY = 0  # the ``key`` of a range's statistics row (no connection hashes to it)
 _OFFSET_BITS = 40  # order = rank << 40 | byte offset: files up to 1 TiB, 2**23 files per capture
 _MAX_RECORD = 256 * 1024 * 1024
 _DAY = 86_400
-_ROWS = 8192  # segments per record batch
-_BYTES = 16 << 20  # payload bytes per record batch
+_ROWS = 1 << 16  # segments per record batch
 
 
 def segment_schema():
-    """The Arrow schema of the segments (and statistics rows) a range gives."""
+    """The Arrow schema of the segment positions (and statistics rows) a range gives."""
     import pyarrow as pa
 
     return pa.schema([
         ("capture", pa.int32()),  # the capture's number in the run
         ("key", pa.int64()),  # the connection's 4-tuple, either direction, hashed; 0: a statistics row
         ("order", pa.int64()),  # the file's rank in its capture << 40 | the record's byte offset
-        ("ts", pa.int64()),  # nanoseconds since the epoch (null: pcapng simple packet)
-        ("src", pa.binary()),  # the address, 4 (IPv4) or 16 (IPv6) bytes
+        ("ts", pa.int64()),  # nanoseconds since the epoch (null: pcapng simple packet, or out of range)
+        ("family", pa.int8()),  # 4 or 6
+        ("src", pa.binary(16)),  # the address (IPv4: the first 4 bytes)
         ("sport", pa.int32()),
-        ("dst", pa.binary()),
+        ("dst", pa.binary(16)),
         ("dport", pa.int32()),
         ("seq", pa.int64()),
         ("ack", pa.int64()),
         ("flags", pa.int16()),
         ("length", pa.int64()),  # payload bytes on the wire (more than captured when the snap length cut)
-        ("payload", pa.binary()),  # payload bytes captured; a statistics row: its JSON
+        ("at", pa.int64()),  # file offset of the payload
+        ("caplen", pa.int32()),  # payload bytes captured
+        ("info", pa.string()),  # a statistics row: its JSON
     ])
-
-
-def connection_key(a: tuple[str, int], b: tuple[str, int]) -> int:
-    """The ``key`` of a 4-tuple, the same both ways and in every process
-    (never :data:`STATS_KEY`)."""
-    lo, hi = (a, b) if a < b else (b, a)
-    raw = f"{lo[0]}|{lo[1]}|{hi[0]}|{hi[1]}".encode()
-    return (int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 1) | 1
 
 
 # ---------------------------------------------------------------------------
@@ -138,6 +138,47 @@ def plan_ranges(path: str, range_bytes: int) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------------
+# the files, mapped
+
+
+def map_file(path: str):
+    """The bytes of a file, mapped in memory (read only): a buffer the walker
+    reads payloads from without copying them.  An empty file: ``b""``."""
+    with open(path, "rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+class Files:
+    """The files of a run's captures, mapped on first use: ``files[(capture,
+    rank)]`` is the bytes of file ``rank`` of capture ``capture``."""
+
+    def __init__(self, paths: dict[tuple[int, int], str]) -> None:
+        self.paths = paths
+        self._maps: dict[tuple[int, int], object] = {}
+
+    def __getitem__(self, key: tuple[int, int]):
+        got = self._maps.get(key)
+        if got is None:
+            got = self._maps[key] = map_file(self.paths[key])
+        return got
+
+    def release(self) -> None:
+        """Drop the pages read so far from this process (the system keeps them
+        cached): a task's memory stays what it holds, not what it has read."""
+        for m in self._maps.values():
+            if isinstance(m, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                m.madvise(mmap.MADV_DONTNEED)
+
+    def close(self) -> None:
+        for m in self._maps.values():
+            if isinstance(m, mmap.mmap):
+                m.close()
+        self._maps.clear()
+
+
+# ---------------------------------------------------------------------------
 # finding a record boundary
 
 
@@ -154,45 +195,6 @@ class _Window:
             self.fh.seek(self.start + len(self.buf))
             self.buf += self.fh.read(max(rel + n - len(self.buf), 1 << 20))
         return self.buf[rel:rel + n]
-
-
-def _pcap_boundary(win: _Window, start: int, end: int, order: str, ticks: int, snaplen: int,
-                   ref_sec: int | None) -> int | None:
-    rec = struct.Struct(order + "IIII")
-    max_incl = max(snaplen, 262_144) if 0 < snaplen <= _MAX_RECORD else _MAX_RECORD
-    size = win.size
-
-    def plausible(p: int, near: int | None) -> tuple[int, int] | None:
-        head = win.get(p, 16)
-        if len(head) < 16:
-            return None
-        sec, frac, incl, orig = rec.unpack(head)
-        if incl > max_incl or orig < incl or orig > _MAX_RECORD or frac >= ticks:
-            return None
-        if near is not None and abs(sec - near) > _DAY:
-            return None
-        return sec, p + 16 + incl
-
-    for p in range(start, end):
-        got = plausible(p, ref_sec)
-        if got is None:
-            continue
-        sec, nxt = got
-        ok = True
-        for _ in range(CONFIRM):
-            if nxt == size:
-                break  # the file ends exactly after a record: confirmed
-            if nxt > size:
-                ok = True  # a last record cut short is still a record
-                break
-            got = plausible(nxt, sec)
-            if got is None:
-                ok = False
-                break
-            sec, nxt = got
-        if ok:
-            return p
-    return None
 
 
 def _pcapng_boundary(win: _Window, start: int, end: int, order: str) -> int | None:
@@ -236,180 +238,347 @@ def _pcapng_boundary(win: _Window, start: int, end: int, order: str) -> int | No
 
 
 # ---------------------------------------------------------------------------
-# reading one range
+# the index stage: one range's segment positions
 
 
-def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int = 0,
-               rows: int = _ROWS) -> Iterator[object]:
-    """The TCP segments of the records starting in ``[start, end)`` of a pcap
-    or pcapng file, as record batches of :func:`segment_schema`; the last
-    batch ends with the range's statistics row (``key`` 0, JSON payload)."""
+class _Rows:
+    """Segment positions gathered as Python values (records the compiled
+    index leaves to decode_tcp, and pcapng files), turned into rows."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple] = []
+
+    def add(self, order: int, ts, seg, data_at: int) -> None:
+        fam = 6 if ":" in seg.src else 4
+        af = socket.AF_INET6 if fam == 6 else socket.AF_INET
+        src, dst = socket.inet_pton(af, seg.src), socket.inet_pton(af, seg.dst)
+        key = streams._scan.connection_key(fam, src, seg.sport, dst, seg.dport)
+        self.items.append((order, streams._scan.NO_TS if ts is None else ts, key, seg.seq, seg.ack, seg.length,
+                           data_at + seg.at, len(seg.payload), seg.sport, seg.dport, seg.flags, fam, 0,
+                           src.ljust(16, b"\0"), dst.ljust(16, b"\0"), b"\0" * 4))
+
+    def array(self) -> np.ndarray:
+        return np.array(self.items, dtype=streams._scan.POS_DTYPE) if self.items else \
+            np.zeros(0, dtype=streams._scan.POS_DTYPE)
+
+
+def _positions(rows: np.ndarray, capture: int):
+    """Record batches of :func:`segment_schema` from position rows."""
     import pyarrow as pa
 
     schema = segment_schema()
+    for a in range(0, max(len(rows), 1), _ROWS):
+        part = rows[a:a + _ROWS]
+        n = len(part)
+        if not n:
+            return
+        ts = part["ts"]
+        ok = ts != streams._scan.NO_TS
+        cols = {
+            "capture": pa.array(np.full(n, capture, dtype=np.int32)),
+            "key": pa.array(part["key"]),
+            "order": pa.array(part["order"]),
+            "ts": pa.array(ts, mask=~ok) if not ok.all() else pa.array(ts),
+            "family": pa.array(part["family"].astype(np.int8)),
+            "src": pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(part["src"].tobytes())]),
+            "sport": pa.array(part["sport"].astype(np.int32)),
+            "dst": pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(part["dst"].tobytes())]),
+            "dport": pa.array(part["dport"].astype(np.int32)),
+            "seq": pa.array(part["seq"]),
+            "ack": pa.array(part["ack"]),
+            "flags": pa.array(part["flags"]),
+            "length": pa.array(part["length"]),
+            "at": pa.array(part["at"]),
+            "caplen": pa.array(part["caplen"]),
+            "info": pa.nulls(n, pa.string()),
+        }
+        yield pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+def _stats_batch(capture: int, rank: int, start: int, stats: dict):
+    import pyarrow as pa
+
+    schema = segment_schema()
+    cols = {f.name: pa.nulls(1, f.type) for f in schema}
+    cols["capture"] = pa.array([capture], pa.int32())
+    cols["key"] = pa.array([STATS_KEY], pa.int64())
+    cols["order"] = pa.array([(rank << _OFFSET_BITS) | start], pa.int64())
+    cols["info"] = pa.array([json.dumps(stats)], pa.string())
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int = 0,
+               first: int | None = None) -> Iterator[object]:
+    """The TCP segment positions of the records starting in ``[start, end)``
+    of a pcap or pcapng file, as record batches of :func:`segment_schema`;
+    the last batch is the range's statistics row (``key`` 0, JSON ``info``).
+
+    ``first``: where the range's first record starts, when the chain of
+    records from the range before says so (:func:`check_chains`); else it is
+    searched for."""
     size = os.path.getsize(path)
     stats = {"file": os.fspath(path), "rank": rank, "start": start, "end": end, "size": size, "first": None,
-             "stop": None, "records": 0, "packets": {}, "error": None, "bad_timestamps": 0}
+             "stop": None, "records": 0, "packets": {}, "error": None, "bad_timestamps": 0, "searched": first is None}
     base = rank << _OFFSET_BITS
-    cols: dict[str, list] = {f.name: [] for f in schema}
-    nbytes = 0
-    keys: dict[tuple, int] = {}
-    raw: dict[str, bytes] = {}
-    packets: dict[str, int] = {}
-
-    def batch(extra: dict | None = None):
-        if extra is not None:
-            for name in cols:
-                cols[name].append(extra.get(name))
-        out = pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) for f in schema], schema=schema)
-        for v in cols.values():
-            v.clear()
-        return out
-
+    rows = np.zeros(0, dtype=streams._scan.POS_DTYPE)
     with open(path, "rb") as fh:
         head = fh.read(24)
         fmt = sniff_format(head)
-        cap: CaptureFile | None = None
-        first = None
         if fmt == "pcap":
-            order, ticks = PCAP_MAGICS[head[:4]]
-            snaplen, linktype = struct.unpack(order + "II", head[16:24]) if len(head) == 24 else (0, 0)
-            if start == 0:
-                first = 24 if len(head) == 24 else None
-            else:
-                fh.seek(24)
-                rh = fh.read(16)
-                ref = struct.unpack(order + "I", rh[:4])[0] if len(rh) == 16 else None
-                first = _pcap_boundary(_Window(fh, start, size), start, end, order, ticks, snaplen, ref)
-            if first is not None:
-                fh.seek(0)
-                probe = CaptureFile(fh, read_rest=False)
-                probe.open()
-                order_, ticks_, linktype = probe.pcap_header()
-                fh.seek(first)
-                cap = CaptureFile(fh, base=first, read_rest=False)
-                records = cap._pcap(order_, ticks_, linktype)
+            rows = _read_pcap_range(path, head, start, end, first, base, stats)
         elif fmt == "pcapng":
-            if start == 0:
-                first = 0
-                fh.seek(0)
-                cap = CaptureFile(fh, read_rest=False)
-                cap.open()
-                records = cap.iter_records()
-            else:
-                fh.seek(0)
-                probe = CaptureFile(fh, read_rest=False)
-                probe.open()
-                for _ in probe.iter_records():
-                    break  # the first section's header and interfaces, up to its first packet
-                first = _pcapng_boundary(_Window(fh, start, size), start, end, probe.order)
-                if first is not None:
-                    fh.seek(first)
-                    cap = CaptureFile(fh, base=first, read_rest=False)
-                    cap.order, cap.interfaces = probe.order, list(probe.interfaces)
-                    records = cap._pcapng(b"")
+            rows = _read_pcapng_range(fh, start, end, first, base, stats)
         else:
             stats["error"] = f"{os.fspath(path)}: not a pcap or pcapng file"
-        stats["first"] = first
-        if fmt == "pcap" and start == 0 and first is None:
+    yield from _positions(rows, capture)
+    yield _stats_batch(capture, rank, start, stats)
+
+
+def _read_pcap_range(path: str, head: bytes, start: int, end: int, first: int | None, base: int,
+                     stats: dict) -> np.ndarray:
+    scan = streams._scan
+    size = stats["size"]
+    if len(head) < 24:
+        if start == 0:
             stats["error"] = f"{os.fspath(path)}: pcap header cut short: {len(head)} of 24 bytes"
-        if cap is not None:
-            bad_seen = 0
-            for ts, lt, data, _orig in records:
-                at = cap.at
-                if at >= end:
-                    cap.records -= 1  # not this range's
-                    stats["stop"] = at
-                    break
-                if cap.bad_timestamps != bad_seen:  # this record's time is out of range (ts None)
-                    bad_seen = cap.bad_timestamps
-                    stats["bad_timestamps"] += 1
-                seg = decode_tcp(lt, data)
+        return np.zeros(0, dtype=scan.POS_DTYPE)
+    order, ticks = PCAP_MAGICS[head[:4]]
+    snaplen, linktype = struct.unpack(order + "II", head[16:24])
+    linktype &= 0xFFFF
+    buf = map_file(path)
+    try:
+        if first is None:
+            if start == 0:
+                first = 24
+            else:
+                max_incl = max(snaplen, 262_144) if 0 < snaplen <= _MAX_RECORD else _MAX_RECORD
+                ref = struct.unpack_from(order + "I", buf, 24)[0] if size >= 40 else -1
+                got = scan.pcap_boundary(buf, max(start, 24), end, order == ">", ticks, max_incl, ref, CONFIRM)
+                first = None if got < 0 else got
+        stats["first"] = first
+        if first is None or first >= end:
+            stats["first"] = None
+            return np.zeros(0, dtype=scan.POS_DTYPE)
+        rows, others, reasons, stop, records, error = scan.index_pcap(buf, first, end, order == ">", ticks,
+                                                                      linktype, base >> _OFFSET_BITS)
+        packets = dict(reasons)
+        if others:
+            extra = _Rows()
+            for at, ts, data_at, incl in others:
+                seg = decode_tcp(linktype, bytes(buf[data_at:data_at + incl]))
                 if isinstance(seg, str):
                     packets[seg] = packets.get(seg, 0) + 1
-                    continue
-                a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
-                k = keys.get((a, b))
-                if k is None:
-                    k = keys[(a, b)] = keys[(b, a)] = connection_key(a, b)
-                cols["capture"].append(capture)
-                cols["key"].append(k)
-                cols["order"].append(base | at)
-                cols["ts"].append(ts)
-                cols["src"].append(raw.get(seg.src) or _raw(raw, seg.src))
-                cols["sport"].append(seg.sport)
-                cols["dst"].append(raw.get(seg.dst) or _raw(raw, seg.dst))
-                cols["dport"].append(seg.dport)
-                cols["seq"].append(seg.seq)
-                cols["ack"].append(seg.ack)
-                cols["flags"].append(seg.flags)
-                cols["length"].append(seg.length)
-                cols["payload"].append(seg.payload)
-                nbytes += len(seg.payload)
-                if len(cols["key"]) >= rows or nbytes >= _BYTES:
-                    yield batch()
-                    nbytes = 0
-            else:
-                stats["stop"] = cap.base + cap.bytes_read - (cap.unread_bytes if cap.error else 0)
-            if cap.error:
-                where = f" (records counted from the range starting at byte {start})" if start else ""
-                stats["error"] = f"{os.fspath(path)}: {cap.error}{where}"
-                stats["stop"] = cap.at
-            stats["records"] = cap.records
+                else:
+                    extra.add(base | at, ts, seg, data_at)
+            if extra.items:
+                rows = np.concatenate([rows, extra.array()])
+        stats["packets"] = packets
+        stats["records"] = records
+        stats["stop"] = stop
+        if error:
+            where = f" (records counted from the range starting at byte {start})" if start else ""
+            stats["error"] = f"{os.fspath(path)}: {error}{where}"
+        return rows
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _read_pcapng_range(fh, start: int, end: int, first: int | None, base: int, stats: dict) -> np.ndarray:
+    size = stats["size"]
+    fh.seek(0)
+    if start == 0 and first in (None, 0):
+        first = 0
+        cap = CaptureFile(fh, read_rest=False)
+        cap.open()
+        records = cap.iter_records()
+    else:
+        probe = CaptureFile(fh, read_rest=False)
+        probe.open()
+        for _ in probe.iter_records():
+            break  # the first section's header and interfaces, up to its first packet
+        if first is None:
+            first = _pcapng_boundary(_Window(fh, start, size), start, end, probe.order)
+        stats["first"] = first
+        if first is None or first >= end:
+            stats["first"] = None
+            return np.zeros(0, dtype=streams._scan.POS_DTYPE)
+        fh.seek(first)
+        cap = CaptureFile(fh, base=first, read_rest=False)
+        cap.order, cap.interfaces = probe.order, list(probe.interfaces)
+        records = cap._pcapng(b"")
+    stats["first"] = first
+    rows = _Rows()
+    packets: dict[str, int] = {}
+    bad_seen = 0
+    for ts, lt, data, _orig in records:
+        at = cap.at
+        if at >= end:
+            cap.records -= 1  # not this range's
+            stats["stop"] = at
+            break
+        if cap.bad_timestamps != bad_seen:  # this record's time is out of range (ts None)
+            bad_seen = cap.bad_timestamps
+            stats["bad_timestamps"] += 1
+        seg = decode_tcp(lt, data)
+        if isinstance(seg, str):
+            packets[seg] = packets.get(seg, 0) + 1
+            continue
+        rows.add(base | at, ts, seg, cap.data_at)
+    else:
+        stats["stop"] = cap.base + cap.bytes_read - (cap.unread_bytes if cap.error else 0)
+    if cap.error:
+        where = f" (records counted from the range starting at byte {start})" if start else ""
+        stats["error"] = f"{os.fspath(cap.f.name)}: {cap.error}{where}"
+        stats["stop"] = cap.at
+    stats["records"] = cap.records
     stats["packets"] = packets
-    yield batch({"capture": capture, "key": STATS_KEY, "order": base | start,
-                 "payload": json.dumps(stats).encode()})
-
-
-def _raw(cache: dict[str, bytes], text: str) -> bytes:
-    got = cache[text] = socket.inet_pton(socket.AF_INET6 if ":" in text else socket.AF_INET, text)
-    return got
+    return rows.array()
 
 
 # ---------------------------------------------------------------------------
-# the other side of the shuffle
+# the record chains across ranges
 
 
-def _text(b: bytes) -> str:
-    return _addr4(b) if len(b) == 4 else _addr6(b)
+def check_chains(stats: Sequence[dict]) -> list[tuple[dict, int | None]]:
+    """The ranges to read again, and from where: ``[(stats row, first)]``.
+
+    For each file, in range order, the chain of records is followed from the
+    file's first record: each range read from where the chain entered it
+    reports where its last record ends (``stop``), which is where the next
+    range's first record must be.  A range whose own first record (found by
+    searching) disagrees, or that found records inside bytes the chain says
+    belong to one record of the range before, is read again from the chain's
+    position (``first`` None: it holds no record start at all).  Ranges after
+    damage are not checked (the chain is broken there: the next range starts
+    afresh, as it has)."""
+    redo: list[tuple[dict, int | None]] = []
+    by_file: dict[str, list[dict]] = {}
+    for s in stats:
+        by_file.setdefault(s["file"], []).append(s)
+    for ranges in by_file.values():
+        ranges.sort(key=lambda s: s["start"])
+        reach = None  # where the chain stands: the next record's offset
+        for s in ranges:
+            if reach is not None and reach >= s["end"]:
+                # the whole range lies inside the previous range's last record
+                if s["first"] is not None:
+                    redo.append((s, None))
+                continue
+            if reach is not None and s["first"] != reach:
+                redo.append((s, reach))
+                reach = None  # known once the range is read again
+                continue
+            reach = None if s["error"] or s["stop"] is None else s["stop"]
+    return redo
 
 
-def feed(ext, batch, scan=None) -> None:
-    """Hand the segments of ``batch`` (rows of :func:`segment_schema`, one
-    connection's in capture order; no statistics rows) to ``ext``: through
-    ``scan`` (``ext.scanner(...)``: the compiled fast path takes in-order
-    segments of settled connections, as it does packets) or one by one
-    through :meth:`~kafkaproto.capture.streams.Extractor.tcp`."""
-    import numpy as np
+def redo_range(s: dict, first: int | None, capture: int) -> list:
+    """Read a range again from ``first`` (the chain's position; None: it holds
+    no record start), as :func:`check_chains` asks."""
+    if first is None:
+        stats = {**s, "first": None, "stop": None, "records": 0, "packets": {}, "error": None, "bad_timestamps": 0,
+                 "searched": False}
+        return [_stats_batch(capture, s["rank"], s["start"], stats)]
+    return list(read_range(s["file"], s["start"], s["end"], capture=capture, rank=s["rank"], first=first))
 
-    n = batch.num_rows
-    names = batch.schema.names
-    col = {name: batch.column(i) for i, name in enumerate(names)}
-    src, dst, payload = col["src"].to_pylist(), col["dst"].to_pylist(), col["payload"]
+
+def read_ranges_checked(items, read) -> tuple[list, list[dict]]:
+    """Run the index stage over ``items`` (``(capture, rank, path, start,
+    end)``) with ``read`` (a map of :func:`read_range` over them: in this
+    process, a pool or a cluster), check the record chains and read again
+    what disagrees, until every range agrees.  Returns ``(position batches,
+    statistics rows)``."""
+    batches: dict[tuple[int, str, int], list] = {}
+    for item, got in zip(items, read(items)):
+        batches[(item[0], item[2], item[3])] = got
+    while True:
+        stats = {}
+        for (cap, path, start), got in batches.items():
+            s = json.loads(got[-1].column("info")[0].as_py())
+            s["capture"] = cap
+            stats[(cap, path, start)] = s
+        by_capture: dict[int, list[dict]] = {}
+        for s in stats.values():
+            by_capture.setdefault(s["capture"], []).append(s)
+        redo = [r for rows in by_capture.values() for r in check_chains(rows)]
+        if not redo:
+            break
+        for s, first in redo:
+            batches[(s["capture"], s["file"], s["start"])] = redo_range(s, first, s["capture"])
+    out = [b for got in batches.values() for b in got[:-1]]
+    return out, list(stats.values())
+
+
+# ---------------------------------------------------------------------------
+# the frames stage
+
+
+def _text(b: bytes, family: int) -> str:
+    return _addr4(b[:4]) if family == 4 else _addr6(b)
+
+
+class Positions:
+    """A batch of segment positions (:func:`segment_schema`) as numpy columns,
+    converted once; :func:`feed` hands slices of it to the walker."""
+
+    __slots__ = ("n", "capture", "key", "order", "rank", "ts", "ts_ok", "family", "src", "dst", "sport", "dport",
+                 "seq", "ack", "flags", "length", "at", "caplen")
+
+    def __init__(self, batch) -> None:
+        import pyarrow as pa
+
+        n = self.n = batch.num_rows
+        col = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+        for name in ("capture", "key", "order", "family", "sport", "dport", "seq", "ack", "flags", "length", "at",
+                     "caplen"):
+            setattr(self, name, col[name].fill_null(0).to_numpy(zero_copy_only=False))
+        self.rank = self.order >> _OFFSET_BITS
+        self.ts_ok = col["ts"].is_valid().to_numpy(zero_copy_only=False) if col["ts"].null_count else None
+        self.ts = col["ts"].fill_null(0).to_numpy(zero_copy_only=False)
+
+        def addrs(arr):
+            if not pa.types.is_fixed_size_binary(arr.type):
+                arr = arr.cast(pa.binary(16))  # Spark hands them back as plain binary
+            return np.frombuffer(arr.buffers()[1], dtype=np.uint8)[arr.offset * 16:(arr.offset + n) * 16].reshape(n, 16)
+
+        self.src, self.dst = addrs(col["src"]), addrs(col["dst"])
+
+
+def feed(ext, pos: Positions, a: int, b: int, scan, files: Files) -> None:
+    """Hand the segments ``pos[a:b]`` (one connection's, in capture order; no
+    statistics rows) to ``ext`` through ``scan`` (``ext.scanner()``: the
+    compiled fast path takes in-order segments of settled connections, as it
+    does packets; the others go through
+    :meth:`~kafkaproto.capture.streams.Extractor.tcp`), their payloads read
+    from ``files``."""
+    from .pcap import TcpSegment
+
+    cap = int(pos.capture[a])
+    rank = pos.rank
     tcp = ext.tcp
-    if scan is None or col["ts"].null_count or payload.null_count:
-        ts, sport, dport, seq, ack, flags, length = (col[k].to_pylist() for k in (
-            "ts", "sport", "dport", "seq", "ack", "flags", "length"))
-        pl = payload.to_pylist()
-        for i in range(n):
-            tcp(ts[i], TcpSegment(_text(src[i]), sport[i], _text(dst[i]), dport[i], seq[i], ack[i], flags[i],
-                                  pl[i] or b"", length[i]))
-        return
-    num = {k: col[k].to_numpy(zero_copy_only=False) for k in ("ts", "sport", "dport", "seq", "ack", "flags",
-                                                              "length")}
-    bufs = payload.buffers()
-    width = 8 if str(payload.type).startswith("large") else 4
-    offsets = np.frombuffer(bufs[1], dtype=np.int64 if width == 8 else np.int32)[payload.offset:payload.offset + n + 1]
-    offsets = offsets.astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    # runs of one file
+    change = np.flatnonzero(rank[a + 1:b] != rank[a:b - 1]) + a + 1
+    bounds = [a, *change.tolist(), b]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        data = files[(cap, int(rank[lo]))]
 
-    def slow(i: int) -> None:
-        tcp(int(num["ts"][i]), TcpSegment(_text(src[i]), int(num["sport"][i]), _text(dst[i]), int(num["dport"][i]),
-                                          int(num["seq"][i]), int(num["ack"][i]), int(num["flags"][i]),
-                                          data[offsets[i]:offsets[i + 1]].tobytes(), int(num["length"][i])))
+        def slow(i: int, lo=lo, data=data) -> None:
+            j = lo + i
+            fam = int(pos.family[j])
+            at, cl = int(pos.at[j]), int(pos.caplen[j])
+            ts = None if pos.ts_ok is not None and not pos.ts_ok[j] else int(pos.ts[j])
+            tcp(ts, TcpSegment(_text(pos.src[j].tobytes(), fam), int(pos.sport[j]), _text(pos.dst[j].tobytes(), fam),
+                               int(pos.dport[j]), int(pos.seq[j]), int(pos.ack[j]), int(pos.flags[j]),
+                               bytes(data[at:at + cl]), int(pos.length[j])))
 
-    scan.segments(num["ts"], src, dst, num["sport"], num["dport"], num["seq"], num["ack"], num["flags"],
-                  num["length"], offsets, data, slow)
+        if pos.ts_ok is not None and not pos.ts_ok[lo:hi].all():
+            for i in range(hi - lo):
+                slow(i)
+            continue
+        sl = slice(lo, hi)
+        scan.segments(pos.ts[sl], pos.family[sl], pos.src[sl], pos.dst[sl], pos.sport[sl], pos.dport[sl],
+                      pos.seq[sl], pos.ack[sl], pos.flags[sl], pos.length[sl], pos.at[sl], pos.caplen[sl], data, slow)
 
 
 def range_accounting(stats: Sequence[dict]) -> Accounting:
@@ -443,50 +612,60 @@ def range_accounting(stats: Sequence[dict]) -> Accounting:
     return acc
 
 
+def frames_by_connection(batches, files: Files, ext) -> Iterator[tuple[int, int]]:
+    """Feed position batches (sorted by capture, key, order; no statistics
+    rows) to ``ext`` connection by connection, closing each after its last
+    segment; yields ``(capture, key)`` once a connection is done (its frames
+    are then in ``ext.sink``)."""
+    scan = ext.scanner()
+    current = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        pos = Positions(batch)
+        change = np.flatnonzero((pos.capture[1:] != pos.capture[:-1]) | (pos.key[1:] != pos.key[:-1])) + 1
+        bounds = [0, *change.tolist(), pos.n]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            conn = (int(pos.capture[a]), int(pos.key[a]))
+            if current is not None and conn != current:
+                ext.close_all()
+                yield current
+            current = conn
+            feed(ext, pos, a, b, scan, files)
+    if current is not None:
+        ext.close_all()
+        yield current
+
+
 def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, acc: Accounting | None = None,
                        max_frame_size: int | None = None) -> Iterator[object]:
     """The frames of one capture (``paths``: its files) read the parallel way,
-    in this process: every range read, segments grouped by connection and
-    put in capture order, fed connection by connection.  What a Spark job does
-    across tasks; gives the frames :func:`~kafkaproto.capture.read_frames`
-    gives for the files joined into one (grouped by connection)."""
+    in this process: every range indexed, the record chains checked, the
+    positions grouped by connection and put in capture order, fed connection
+    by connection.  What the report's tasks do across processes; gives the
+    frames :func:`~kafkaproto.capture.read_frames` gives for the files joined
+    into one (grouped by connection)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from . import _scan, numbered
+    from .frames import _take
     from .streams import Extractor
 
     acc = acc if acc is not None else Accounting()
-    batches = []
-    for rank, path in enumerate(file_order(list(paths))):
-        for start, end in plan_ranges(path, range_bytes):
-            batches += list(read_range(path, start, end, rank=rank))
+    ordered = file_order(list(paths))
+    items = [(0, rank, path, start, end) for rank, path in enumerate(ordered)
+             for start, end in plan_ranges(path, range_bytes)]
+    batches, stats = read_ranges_checked(
+        items, lambda its: [list(read_range(p, s, e, capture=c, rank=r)) for c, r, p, s, e in its])
+    acc.merge(range_accounting(stats))
     table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by([("key", "ascending"),
                                                                               ("order", "ascending")])
-    is_stats = pc.equal(table["key"], STATS_KEY)
-    stats = [json.loads(p) for p in table.filter(is_stats)["payload"].to_pylist()]
-    acc.merge(range_accounting(stats))
     kw = {} if max_frame_size is None else {"max_frame_size": max_frame_size}
     ext = Extractor(ports, acc, **kw)
-    scan = ext.scanner(_scan)
-    segs = table.filter(pc.invert(is_stats)).combine_chunks()
-    keys = segs["key"].to_numpy()
-    out = ext.out
-
-    def frames():
-        start = 0
-        n = len(keys)
-        while start < n:
-            stop = start
-            while stop < n and keys[stop] == keys[start]:
-                stop += 1
-            for b in segs.slice(start, stop - start).to_batches():
-                feed(ext, b, scan)
-                yield from out
-                out.clear()
-            ext.close_all()
-            yield from out
-            out.clear()
-            start = stop
-
-    yield from numbered(frames(), acc)
+    files = Files({(0, rank): path for rank, path in enumerate(ordered)})
+    try:
+        for _conn in frames_by_connection(table.combine_chunks().to_batches(), files, ext):
+            pass
+        ext.sink.flush()
+        yield from _take(ext.sink).frames()
+    finally:
+        files.close()

@@ -1,20 +1,25 @@
 """Kafka frames out of reassembled TCP streams: framing, resynchronization
-after a gap, detection of Kafka connections, request/response pairing.
+after a gap, detection of Kafka connections; pairing and numbering happen
+where every frame lands, in the walker's sink (capture._scan.FrameSink).
 
 :class:`Extractor` takes packets (or TCP segments) in capture order and
-produces :class:`CapturedFrame` objects, keeping an :class:`Accounting` of
-everything it saw.  A response is paired with its request by (connection,
-correlation id), which gives it the api key and version it must be decoded
-with, and a latency.
+hands every frame to its sink as a row, keeping an :class:`Accounting` of
+everything it saw.  A response is paired with the oldest waiting request of
+its connection that has its correlation id, which gives it the api key and
+version it must be decoded with, and a latency.
 
 After a gap (or when a capture starts in the middle of a connection) a
 direction is out of sync; it resynchronizes at the next plausible frame:
 
 - requests: a size prefix, a known api key with a version this library
-  knows, a client id of printable characters inside the frame, and the whole
-  frame decoding as that request;
+  knows, a client id of printable characters inside the frame
+  (capture._scan.find_frame_start, in constant time per byte), and the
+  frame reading as that request -- walked whole up to :data:`CHECK_BYTES`;
+  a larger one as far as its first CHECK_BYTES, followed by another
+  plausible header (capture._scan.BodyCheck, in C: a bounded amount of work
+  per position, whatever size the frame claims);
 - responses: a size prefix and a correlation id of a request still waiting
-  for its response on this connection, and the whole frame decoding as the
+  for its response on this connection, and the first bytes decoding as the
   response to that request.
 
 The bytes skipped are counted as ``gap``.  A direction whose size prefix
@@ -27,32 +32,26 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, FRAME_PARTIAL, frame_at
 from .._impl import load as _load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from ..errors import KafkaProtocolError
-from ..messages import APIS, request_class
-from ..protocol import decode_request, decode_response, header_table
+from ..messages import APIS, request_class, response_class
+from ..protocol import header_table
 from .accounting import Accounting
 from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
 from .tcp import HalfStream, PendingPool
 
-# KafkaState: compiled (a cdef class of capture._scan, which frames in-order
-# data in C) or the twin's plain class.
-_KafkaState = _load("capture._scan").KafkaState
+# the walker's state classes, sink and scanner: compiled (capture._scan
+# frames in-order data in C) or the twin's.  Everything of the capture layer
+# takes them from here (tests swap in the twin to compare the two).
+_scan = _load("capture._scan")
 
-__all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "RequestInfo", "request_client_id",
-           "request_versions"]
+__all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "RequestInfo", "request_versions"]
 
 REQUEST, RESPONSE = "request", "response"
 _i32 = struct.Struct(">i")
-_req_head = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
-_client_head = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
-_head3 = struct.Struct(">hhi")
-_MIN_REQUEST = 8  # api key, version, correlation id (header v0)
-_MIN_RESPONSE = 4  # correlation id
 MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
 DETECT_BYTES = 64 * 1024  # bytes per direction looked at to tell whether a connection is Kafka
 #: connections open at once, at most: past it the one opened first is closed
@@ -82,17 +81,13 @@ def request_versions() -> dict[int, tuple[int, int]]:
 class Connection:
     """One TCP connection (or one tap connection): who is the client, who the broker."""
 
-    __slots__ = ("id", "client", "server", "outstanding", "first_ts", "frames", "_uid", "__weakref__")
+    __slots__ = ("id", "client", "server", "first_ts", "_uid", "__weakref__")
 
     def __init__(self, id: int, client: str, server: str, first_ts: int | None = None) -> None:
         self.id = id
         self.client = client
         self.server = server
         self.first_ts = first_ts
-        # correlation id -> the request waiting for its response; insertion ordered
-        self.outstanding: dict[int, RequestInfo] = {}
-        #: frames read_frames has yielded for this connection so far
-        self.frames = 0
         self._uid: int | None = None
 
     @property
@@ -115,39 +110,40 @@ class Connection:
 
 
 class RequestInfo:
-    """What a response needs of its request, kept while it waits (a few fields,
-    never the request's bytes: a Produce request may be megabytes)."""
+    """The request a response answers, as :class:`CapturedFrame` objects show it."""
 
     __slots__ = ("api_key", "api_version", "ts", "client_id", "seq")
 
-    def __init__(self, api_key, api_version, ts, client_id=None) -> None:
+    def __init__(self, api_key, api_version, ts, client_id=None, seq=None) -> None:
         self.api_key = api_key
         self.api_version = api_version
         self.ts = ts
         self.client_id = client_id
-        #: the request frame's number in the capture (set as it is read)
-        self.seq: int | None = None
+        #: the request frame's number in its connection
+        self.seq: int | None = seq
 
     def __repr__(self) -> str:
         return f"RequestInfo(api={self.api_key} v{self.api_version}, client_id={self.client_id!r}, seq={self.seq})"
 
 
 class CapturedFrame:
-    """One Kafka frame (size prefix removed) with where and when it was seen.
+    """One Kafka frame (size prefix removed) with where and when it was seen:
+    a row of a frame table as an object (:meth:`FrameBatch.frames
+    <kafkaproto.capture.frames.FrameBatch.frames>`), or a frame the tap records.
 
-    This is where requests and responses are paired, once: a response carries
-    its request's :class:`RequestInfo` (``request``), hence ``api_key``,
-    ``api_version`` (None when unpaired), ``request_ts`` and the request's
-    ``client_id``; a request carries its own.  ``seq`` numbers the frames of a
-    capture in the order :func:`read_frames` yields them.  Times are
-    nanoseconds since the epoch; ``status`` is ``framed`` or ``unpaired``.
+    A response carries its request's :class:`RequestInfo` (``request``), hence
+    ``api_key``, ``api_version`` (None when unpaired), ``request_ts`` and the
+    request's ``client_id``; a request carries its own.  ``seq`` numbers the
+    frames of a connection in the order they come.  Times are nanoseconds
+    since the epoch; ``status`` is ``framed`` or ``unpaired``.
     """
 
     __slots__ = ("ts", "conn", "direction", "offset", "frame", "api_key", "api_version", "correlation_id",
-                 "request_ts", "status", "client_id", "request", "seq")
+                 "request_ts", "status", "client_id", "request", "seq", "flags")
 
     def __init__(self, ts, conn, direction, offset, frame, api_key=None, api_version=None,
-                 correlation_id=None, request_ts=None, status="framed", client_id=None, request=None) -> None:
+                 correlation_id=None, request_ts=None, status="framed", client_id=None, request=None,
+                 seq=None, flags=0) -> None:
         self.ts = ts
         self.conn = conn
         self.direction = direction
@@ -160,7 +156,8 @@ class CapturedFrame:
         self.status = status
         self.client_id = client_id
         self.request = request
-        self.seq: int | None = None
+        self.seq: int | None = seq
+        self.flags = flags
 
     @property
     def wire_size(self) -> int:
@@ -177,75 +174,31 @@ class CapturedFrame:
                 f"v{self.api_version}, cid={self.correlation_id}, {len(self.frame)} bytes, {self.status})")
 
 
-_HEADERS = []  # the request header-version table, once loaded
+def paired_request(conn: Connection, ts, offset: int, frame, info: RequestInfo | None) -> CapturedFrame:
+    """The CapturedFrame of a request whose pairing is done (``info`` None: no header to pair by)."""
+    if info is None:
+        return CapturedFrame(ts, conn, REQUEST, offset, frame)
+    corr = _i32.unpack_from(frame, 4)[0]
+    return CapturedFrame(ts, conn, REQUEST, offset, frame, info.api_key, info.api_version, corr, None, "framed",
+                         info.client_id, info)
 
 
-def request_client_id(frame) -> str | None:
-    """The client id of a request frame (None: header v0, a header that does not
-    read, or a key or version without a schema), by protocol's header rule."""
-    if len(frame) < 10:
-        return None
-    if not _HEADERS:
-        _HEADERS.append(header_table(True))
-    table = _HEADERS[0]
-    key, version, _corr, n = _client_head.unpack_from(frame, 0)
-    if not (0 <= key < table.shape[0] and 0 <= version < 64) or table[key, version] < 1:
-        return None
-    if n < 0 or 10 + n > len(frame):
-        return None
-    try:
-        return bytes(frame[10:10 + n]).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def paired_response(conn: Connection, ts, offset: int, frame, corr, info: RequestInfo | None) -> CapturedFrame:
+    """The CapturedFrame of a response whose pairing is done (``info`` None: ``unpaired``)."""
+    if info is None:
+        return CapturedFrame(ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
+    return CapturedFrame(ts, conn, RESPONSE, offset, frame, info.api_key, info.api_version, corr, info.ts, "framed",
+                         info.client_id, info)
 
 
-def pair_request(conn: Connection, frame, ts, acc: Accounting | None) -> RequestInfo | None:
-    """Note a request frame as waiting for its response (correlation id) → its RequestInfo.
-    Past MAX_OUTSTANDING waiting, the oldest is dropped (counted in ``acc``)."""
-    if len(frame) < 8:
-        return None
-    key, version, corr = _head3.unpack_from(frame, 0)
-    info = RequestInfo(key, version, ts, request_client_id(frame))
-    out = conn.outstanding
-    out.pop(corr, None)
-    out[corr] = info
-    if len(out) > MAX_OUTSTANDING:
-        del out[next(iter(out))]
-        if acc is not None:
-            acc.unanswered_requests += 1
-    return info
+def _find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check=None, pairing=None):
+    """Where a frame could start (capture._scan.find_frame_start, compiled or
+    the twin's): its header judged in constant time per byte and, with
+    ``check``, its frame by a bounded walk.  Detection and resynchronization
+    both ask it, and nothing else judges a frame's start."""
+    return _scan.find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check, pairing)
 
 
-def pair_response(conn: Connection, corr: int) -> RequestInfo | None:
-    """The request a response (its correlation id) answers, if still waiting."""
-    return conn.outstanding.pop(corr, None)
-
-
-def request_header_plausible(buf, p: int, max_frame_size: int) -> bool | None:
-    """Could a request frame start at ``buf[p]``?  None: not enough bytes to say."""
-    if len(buf) - p < 14:
-        return None
-    size, key, version, _corr, clen = _req_head.unpack_from(buf, p)
-    if size < 10 or size > max_frame_size:
-        return False
-    rng = request_versions().get(key)
-    if rng is None or not rng[0] <= version <= rng[1]:
-        return False
-    if clen < -1 or 10 + max(clen, 0) > size:
-        return False
-    if clen > 0:
-        if len(buf) - p < 14 + clen:
-            return None
-        ident = bytes(buf[p + 14:p + 14 + clen])
-        if any(c < 0x20 or c == 0x7F for c in ident):
-            return False
-    return True
-
-
-# Where a frame could start, judged on its header bytes in constant time per
-# byte (compiled, or the twin's): resynchronization and detection decode whole
-# frames only at the positions it gives.
-_find_frame_start = _load("capture._scan").find_frame_start
 _VERSIONS: list[bytes] = []
 
 
@@ -260,20 +213,55 @@ def _version_table() -> bytes:
     return _VERSIONS[0]
 
 
+def request_start(buf, max_frame_size: int, final: bool = False) -> bool | None:
+    """Could a request frame start at ``buf[0]``?  None: not enough bytes to
+    say yet (False once ``final``)."""
+    p, verdict = _find_frame_start(buf, 0, True, max_frame_size, _version_table(), {})
+    if p == 0 and verdict:
+        return True
+    if p == 0 or (p < 0 and len(buf) < 14):
+        return False if final else None
+    return False
+
+
+#: a candidate frame up to this size is judged by walking it whole; a larger
+#: one by walking its first CHECK_BYTES and by the next frame's header right
+#: after it: a position costs a bounded amount of work, whatever the size its
+#: prefix claims
+CHECK_BYTES = 512
+_CHECKS: list = []
+
+
+def _plan_of(is_request: bool, key: int, version: int):
+    """The message program of (kind, api key, version), or None without one."""
+    try:
+        cls = request_class(key) if is_request else response_class(key)
+        return cls.plan(version)
+    except (KafkaProtocolError, AttributeError):
+        return None
+
+
+def body_check():
+    """The judge of candidate frames (capture._scan.BodyCheck): one per process."""
+    if not _CHECKS or type(_CHECKS[0]) is not _scan.BodyCheck:
+        _CHECKS[:] = [_scan.BodyCheck(_plan_of, header_table(True), header_table(False), CHECK_BYTES)]
+    return _CHECKS[0]
+
+
 class KafkaHalf:
     """Frames one direction of a Kafka connection (a TCP stream consumer).
 
-    The framing state is ``state`` (conn, is_request, sink, synced, buf, pos,
-    base, ts, max_frame_size, and the connection's ``outstanding``), which the
-    compiled fast path of capture._scan also reads and advances: it frames
-    in-order data of a synced direction itself and leaves the rest (resyncing
-    included) to these methods."""
+    The framing state is ``state`` (a KafkaState of capture._scan: conn,
+    pairing, sink, is_request, synced, buf, pos, base, ts, max_frame_size),
+    which the compiled fast path also reads and advances: it frames in-order
+    data of a synced direction itself and leaves the rest (resyncing
+    included) to these methods.  Frames go to the sink."""
 
     __slots__ = ("state", "acc", "skip_reason")
 
-    def __init__(self, conn: Connection, is_request: bool, sink: Callable[[CapturedFrame], None], acc: Accounting,
-                 synced: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self.state = _KafkaState(conn, conn.outstanding, sink, is_request, synced, max_frame_size)
+    def __init__(self, conn: Connection, pairing, sink, is_request: bool, acc: Accounting, synced: bool = True,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.state = _scan.KafkaState(conn, pairing, sink, is_request, synced, max_frame_size)
         self.acc = acc
         self.skip_reason = "gap"
 
@@ -312,116 +300,39 @@ class KafkaHalf:
 
     def _run(self) -> None:
         st = self.state
-        buf = st.buf
-        minimum = _MIN_REQUEST if st.is_request else _MIN_RESPONSE
         while True:
             if st.synced:
-                status, size = frame_at(buf, st.pos, len(buf), st.max_frame_size, minimum)
-                if status == FRAME_BAD_SIZE:
+                if st.drain():
                     st.synced = False
                     self.skip_reason = "not_kafka"
                     continue
-                if status != FRAME_COMPLETE:
-                    break
-                self._emit(bytes(buf[st.pos + 4:st.pos + 4 + size]))
-                st.pos += 4 + size
-            elif not self._resync():
                 break
-        if st.pos > 65536 or st.pos == len(buf):
-            del buf[:st.pos]
-            st.base += st.pos
-            st.pos = 0
+            if not self._resync():
+                break
+        st.compact()
 
     def _resync(self) -> bool:
         """Look for the next plausible frame; True when found (synced)."""
         st = self.state
         buf = st.buf
-        p = st.pos
-        versions = _version_table()
-        while True:
-            p, plausible = _find_frame_start(buf, p, st.is_request, st.max_frame_size, versions, st.outstanding)
-            if p < 0:
-                keep = 7 if st.is_request else 0
-                self._skip(max(st.pos, len(buf) - keep))
-                return False
-            verdict = None if plausible is None else self._candidate(p)
-            if verdict is None:  # wait for more bytes before judging this position
-                self._skip(p)
-                return False
-            if verdict:
-                self._skip(p)
-                st.synced = True
-                return True
-            p += 1
+        p, verdict = _find_frame_start(buf, st.pos, st.is_request, st.max_frame_size, _version_table(),
+                                       st.pairing.pending, body_check(), st.pairing)
+        if p < 0:
+            keep = 7 if st.is_request else 0
+            self._skip(max(st.pos, len(buf) - keep))
+            return False
+        self._skip(p)
+        if verdict is None:  # wait for more bytes before judging this position
+            return False
+        st.synced = True
+        st.flags |= _scan.FLAGS["resync"]
+        return True
 
     def _skip(self, p: int) -> None:
         st = self.state
         if p > st.pos:
             self.acc.bytes[self.skip_reason] += p - st.pos
             st.pos = p
-
-    def _candidate(self, p: int) -> bool | None:
-        """Does the frame whose plausible header starts at ``p`` decode?  None:
-        not all of it is here yet."""
-        st = self.state
-        buf = st.buf
-        if st.is_request:
-            size = _i32.unpack_from(buf, p)[0]
-            if len(buf) - p < 4 + size:
-                return None
-            try:
-                decode_request(memoryview(buf)[p + 4:p + 4 + size])
-            except KafkaProtocolError:
-                return False
-            return True
-        status, size = frame_at(buf, p, len(buf), st.max_frame_size, _MIN_RESPONSE)
-        if status == FRAME_PARTIAL:
-            return None
-        pending = st.outstanding[_i32.unpack_from(buf, p + 4)[0]]
-        try:
-            decode_response(memoryview(buf)[p + 4:p + 4 + size], pending.api_key, pending.api_version)
-        except KafkaProtocolError:
-            return False
-        return True
-
-    def _emit(self, frame: bytes) -> None:
-        st = self.state
-        conn = st.conn
-        offset = st.base + st.pos
-        if st.is_request:
-            f = request_frame(conn, st.ts, offset, frame, self.acc)
-        else:
-            f = response_frame(conn, st.ts, offset, frame)
-        self.acc.frame(f.status, len(frame) + 4)
-        st.sink(f)
-
-
-def request_frame(conn: Connection, ts, offset: int, frame, acc: Accounting | None) -> CapturedFrame:
-    """The CapturedFrame of a request, noted as waiting for its response."""
-    return paired_request(conn, ts, offset, frame, pair_request(conn, frame, ts, acc))
-
-
-def response_frame(conn: Connection, ts, offset: int, frame) -> CapturedFrame:
-    """The CapturedFrame of a response, paired with its request (or ``unpaired``)."""
-    corr = _i32.unpack_from(frame, 0)[0]
-    return paired_response(conn, ts, offset, frame, corr, pair_response(conn, corr))
-
-
-def paired_request(conn: Connection, ts, offset: int, frame, info: RequestInfo | None) -> CapturedFrame:
-    """The CapturedFrame of a request whose pairing is done (``info`` None: no header to pair by)."""
-    if info is None:
-        return CapturedFrame(ts, conn, REQUEST, offset, frame)
-    corr = _i32.unpack_from(frame, 4)[0]
-    return CapturedFrame(ts, conn, REQUEST, offset, frame, info.api_key, info.api_version, corr, None, "framed",
-                         info.client_id, info)
-
-
-def paired_response(conn: Connection, ts, offset: int, frame, corr, info: RequestInfo | None) -> CapturedFrame:
-    """The CapturedFrame of a response whose pairing is done (``info`` None: ``unpaired``)."""
-    if info is None:
-        return CapturedFrame(ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
-    return CapturedFrame(ts, conn, RESPONSE, offset, frame, info.api_key, info.api_version, corr, info.ts, "framed",
-                         info.client_id, info)
 
 
 class _NotKafka:
@@ -444,7 +355,7 @@ class _Held:
     """Holds the first bytes of a direction until the connection is known to be
     Kafka or not, then replays them."""
 
-    __slots__ = ("flow", "items", "nbytes", "target", "buf")
+    __slots__ = ("flow", "items", "nbytes", "target", "buf", "scanned")
 
     def __init__(self, flow: _Flow) -> None:
         self.flow = flow
@@ -452,6 +363,7 @@ class _Held:
         self.nbytes = 0
         self.target = None
         self.buf = bytearray()
+        self.scanned = 0  # where detection's scan for a request resumes
 
     def data(self, ts, chunk) -> None:
         if self.target is not None:
@@ -497,7 +409,7 @@ def _endpoint(ip: str, port: int) -> str:
 
 class _Flow:
     __slots__ = ("ext", "conn_id", "ends", "halves", "held", "client", "state", "fins", "closed", "first_ts",
-                 "conn")
+                 "conn", "pairing")
 
     def __init__(self, ext: Extractor, conn_id: int, a: tuple[str, int], b: tuple[str, int],
                  ts: int | None) -> None:
@@ -512,6 +424,7 @@ class _Flow:
         self.closed = False
         self.first_ts = ts
         self.conn: Connection | None = None
+        self.pairing = None
         ext.undecided[self] = None
 
     def other(self, end):
@@ -541,8 +454,8 @@ class _Flow:
             if self.held[server].nbytes and not self.held[self.client].nbytes:
                 return self._settle(False)  # the server spoke first: Kafka clients always do
             buf = self.held[self.client].buf
-            verdict = request_header_plausible(buf, 0, ext.max_frame_size) if self.halves[self.client].from_start \
-                else _scan_requests(buf, ext.max_frame_size)
+            verdict = request_start(buf, ext.max_frame_size) if self.halves[self.client].from_start \
+                else _scan_requests(self.held[self.client], ext.max_frame_size)
             if verdict is None and (final or self.held[self.client].nbytes >= DETECT_BYTES):
                 verdict = False
             if verdict is not None:
@@ -550,7 +463,7 @@ class _Flow:
             return
         # caught mid-stream: whichever side carries decodable requests is the client
         for end in self.ends:
-            if _scan_requests(self.held[end].buf, ext.max_frame_size):
+            if _scan_requests(self.held[end], ext.max_frame_size):
                 self.client = end
                 return self._settle(True)
         # give up once both sides sent enough, or one side alone a lot (bounded memory)
@@ -566,12 +479,13 @@ class _Flow:
             for held in self.held.values():
                 held.release(_NotKafka(ext.acc))
             return
-        # counted as a Kafka connection by read_frames once a frame of it is read
+        # counted as a Kafka connection (by the sink) once a frame of it is made
         self.state = "kafka"
         client, server = self.client, self.other(self.client)
         self.conn = Connection(self.conn_id, _endpoint(*client), _endpoint(*server), self.first_ts)
+        self.pairing = ext.sink.connection(self.conn)
         for end, is_request in ((client, True), (server, False)):
-            half = KafkaHalf(self.conn, is_request, ext.out.append, ext.acc,
+            half = KafkaHalf(self.conn, self.pairing, ext.sink, is_request, ext.acc,
                              synced=self.halves[end].from_start, max_frame_size=ext.max_frame_size)
             if not self.halves[end].from_start:
                 half.skip_reason = "gap"
@@ -589,39 +503,29 @@ class _Flow:
         halves = self.halves.values()
         if any(h.from_start for h in halves) and not any(h.state.next or h.state.heap for h in halves):
             self.ext.acc.syn_only += 1  # a connection attempt that carried no byte either way
-        if self.conn is not None:
-            self.ext.acc.unanswered_requests += len(self.conn.outstanding)
-            if self.ext.unanswered is not None:
-                self.ext.unanswered.extend((self.conn, corr, info) for corr, info in self.conn.outstanding.items())
-            self.conn.outstanding.clear()
+        if self.pairing is not None:
+            self.ext.sink.close(self.pairing)
+            self.pairing = None
 
 
-def _scan_requests(buf, max_frame_size: int) -> bool | None:
-    """A request frame that decodes somewhere in ``buf``?  None: maybe, later."""
-    p = 0
-    maybe = False
-    versions = _version_table()
-    while True:
-        p, plausible = _find_frame_start(buf, p, True, max_frame_size, versions, {})
-        if p < 0:
-            return None if (maybe or len(buf) < DETECT_BYTES) else False
-        if plausible:
-            size = _i32.unpack_from(buf, p)[0]
-            if len(buf) - p >= 4 + size:
-                try:
-                    decode_request(memoryview(buf)[p + 4:p + 4 + size])
-                    return True
-                except KafkaProtocolError:
-                    pass
-            else:
-                maybe = True
-        else:
-            maybe = True
-        p += 1
+def _scan_requests(held: _Held, max_frame_size: int) -> bool | None:
+    """A request frame that reads somewhere in what ``held`` holds (the
+    resynchronization rule)?  None: maybe, later.  The scan resumes where the
+    last one could not decide, so the bytes held are judged once."""
+    buf = held.buf
+    p, verdict = _find_frame_start(buf, held.scanned, True, max_frame_size, _version_table(), {}, body_check())
+    if verdict:
+        return True
+    if p >= 0:
+        held.scanned = p
+        return None
+    held.scanned = max(held.scanned, len(buf) - 7)
+    return None if len(buf) < DETECT_BYTES else False
 
 
 class Extractor:
-    """Packets in, :class:`CapturedFrame` objects out (in ``out``, drained by the caller).
+    """Packets in, frames out: into :attr:`sink` (a FrameSink of capture._scan,
+    drained by the caller with ``sink.take()``).
 
     ``ports``: the brokers' ports; a connection is Kafka when either end uses
     one.  None: detect Kafka connections from their first bytes, each
@@ -641,7 +545,8 @@ class Extractor:
     def __init__(self, ports: Iterable[int] | None = None, acc: Accounting | None = None,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *,
                  max_open_connections: int = MAX_OPEN_CONNECTIONS, max_pending_bytes: int = MAX_PENDING_BYTES,
-                 max_pending_total: int = MAX_PENDING_TOTAL) -> None:
+                 max_pending_total: int = MAX_PENDING_TOTAL, batch_rows: int = 65536,
+                 batch_bytes: int = 32 << 20) -> None:
         self.ports = None if ports is None else set(ports)
         self.acc = acc if acc is not None else Accounting()
         self.max_frame_size = max_frame_size
@@ -656,11 +561,10 @@ class Extractor:
         # bytes they hold for detection (bounded with those waiting out of order)
         self.undecided: OrderedDict[_Flow, None] = OrderedDict()
         self.held_bytes = 0
-        self.out: list[CapturedFrame] = []
-        #: a list to receive ``(connection, correlation id, RequestInfo)`` of
-        #: every request still waiting for its response when its connection
-        #: ends (None: only counted, as ``acc.unanswered_requests``)
-        self.unanswered: list | None = None
+        #: where every frame lands (rows and bytes), and the requests left
+        #: unanswered when their connection ends (``sink.unanswered``)
+        self.sink = _scan.FrameSink(self.acc, header_table(True), header_table(False), MAX_OUTSTANDING,
+                                    batch_rows, batch_bytes)
         self._next_id = 0
 
     def packet(self, ts: int | None, linktype: int, data: bytes) -> None:
@@ -718,12 +622,11 @@ class Extractor:
             if len(flow.fins) == 2:
                 flow.close()
 
-    def scanner(self, impl):
-        """A ``CaptureScanner`` of ``impl`` (capture._scan or its twin _scan_py)
-        that feeds this extractor: its packets come here, its frames land in
-        :attr:`out` and its counts in :attr:`acc`."""
-        return impl.CaptureScanner(self.packet, self.settled, self.acc, self.out, CapturedFrame, REQUEST, RESPONSE,
-                                   MAX_OUTSTANDING, RequestInfo, header_table(True))
+    def scanner(self):
+        """A ``CaptureScanner`` (capture._scan, or its twin) that feeds this
+        extractor: its packets come here, its frames land in :attr:`sink` and
+        its counts in :attr:`acc`."""
+        return _scan.CaptureScanner(self.packet, self.settled, self.acc, self.sink)
 
     def settled(self, family: int, src: bytes, sport: int, dst: bytes, dport: int):
         """The state of direction src -> dst (addresses: 4 or 16 raw bytes) of

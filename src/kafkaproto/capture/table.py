@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from .accounting import Accounting
 from .pcap import TS_MAX
-from .streams import RESPONSE, CapturedFrame, Connection, pair_request, pair_response
+from .streams import CapturedFrame, Connection
 
 __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
-           "table_files"]
+           "table_frame_batches", "table_files"]
 
 FRAME_FIELDS = ("ts", "conn", "client", "server", "direction", "offset", "api_key", "api_version",
                 "correlation_id", "latency_us", "frame", "rewritten", "size", "forwarded")
@@ -236,6 +236,9 @@ def _batches(path: Path, acc: Accounting):
     """The record batches of one file, as far as it is whole: what is damaged,
     cut or foreign is named in ``acc.errors`` and its bytes in ``acc.unread_bytes``."""
     pa = _pa()
+    if hasattr(path, "read"):
+        yield from _ipc_stream_batches(pa, path, path.name, None, acc)
+        return
     size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(8)
@@ -251,31 +254,46 @@ def _batches(path: Path, acc: Accounting):
         yield from _whole_file_batches(pa, path, head, size, acc)
         return
     with pa.OSFile(str(path), "rb") as src:
+        yield from _ipc_stream_batches(pa, src, path, size, acc)
+
+
+def _ipc_stream_batches(pa, src, path, size: int | None, acc: Accounting):
+    """The batches of an Arrow IPC stream read from ``src``; ``size`` None: a
+    pipe, whose bytes left after damage are counted by reading them."""
+
+    def left(end: int) -> int:
+        if size is None:
+            while src.read(1 << 20):
+                pass
+            return src.tell() - end
+        return size - end
+
+    try:
+        reader = pa.ipc.open_stream(src)
+    except (OSError, pa.ArrowInvalid) as exc:
+        _damaged(acc, path, f"cut or damaged inside its schema header ({exc})", left(0))
+        return
+    why = _foreign_schema(reader.schema)
+    if why:
+        _damaged(acc, path, why, left(0))
+        return
+    n, end = 0, src.tell()
+    while True:
         try:
-            reader = pa.ipc.open_stream(src)
+            batch = reader.read_next_batch()
+        except StopIteration:
+            end = src.tell()  # past the end-of-stream marker of a closed file
+            break
         except (OSError, pa.ArrowInvalid) as exc:
-            _damaged(acc, path, f"cut or damaged inside its schema header ({exc})", size)
+            # a writer killed mid-batch leaves a cut last message
+            _damaged(acc, path, f"cut or damaged inside batch {n + 1} at byte {end} ({exc})", left(end))
             return
-        why = _foreign_schema(reader.schema)
-        if why:
-            _damaged(acc, path, why, size)
-            return
-        n, end = 0, src.tell()
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                end = src.tell()  # past the end-of-stream marker of a closed file
-                break
-            except (OSError, pa.ArrowInvalid) as exc:
-                # a writer killed mid-batch leaves a cut last message
-                _damaged(acc, path, f"cut or damaged inside batch {n + 1} at byte {end} ({exc})", size - end)
-                return
-            n += 1
-            end = src.tell()
-            yield batch
-        if end < size:
-            _damaged(acc, path, f"{size - end} bytes after the end of the stream", size - end)
+        n += 1
+        end = src.tell()
+        yield batch
+    rest = left(end)
+    if rest:
+        _damaged(acc, path, f"{rest} bytes after the end of the stream", rest)
 
 
 def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting):
@@ -315,53 +333,96 @@ def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting)
         yield from (part.to_batches() if hasattr(part, "to_batches") else (part,))
 
 
-def iter_table_frames(path, acc: Accounting | None = None) -> Iterator[CapturedFrame]:
-    """CapturedFrame objects from frame-table files, with their accounting."""
+def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: int = 1 << 31,
+                        batch_rows: int = 65536, cut=None):
+    """Frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`) from
+    frame-table files, with their accounting.  The frames go through the
+    walker's sink, so they are paired and numbered by its one rule (a
+    response with the oldest waiting request of its correlation id on its
+    connection).  Rows that are no frame (no frame bytes, no connection or
+    direction) are counted in ``acc.bad_rows`` and skipped.
+
+    ``path`` may be an open binary stream of one Arrow IPC stream (a pipe,
+    named by its ``name``, with ``tell()``); ``cut``: called after each
+    record batch that left frames in the sink, True hands them out at once."""
+    import numpy as np
+
+    from ..protocol import header_table
+    from . import streams
+    from .frames import _take
+    from .streams import MAX_OUTSTANDING
+
+    scan = streams._scan
     pa = _pa()
+    import pyarrow.compute as pc
+
     acc = acc if acc is not None else Accounting()
-    conns: dict[tuple, Connection] = {}
-    for file in table_files(path, acc):
-        acc.file_bytes += file.stat().st_size
+    sink = scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows, 32 << 20)
+    conns: dict[tuple, tuple] = {}  # (conn, client, server) -> (Connection, Pairing, request state, response state)
+    stream = hasattr(path, "read")
+    for file in [path] if stream else table_files(path, acc):
+        if not stream:
+            acc.file_bytes += file.stat().st_size
         for batch in _batches(file, acc):
             # ts as integers: a time stamp past year 9999 has no Python datetime
-            cols = {name: batch.column(name).to_pylist() for name in batch.schema.names if name != "ts"}
-            cols["ts"] = batch.column("ts").cast(pa.int64()).to_pylist()
-            n = batch.num_rows
-            kept = cols.get("size") or [None] * n
-            for i in range(n):
+            ts_col = batch.column("ts").cast(pa.int64())
+            direction = batch.column("direction")
+            ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
+                         pc.is_in(direction, pa.array(["request", "response"])))
+            ok = ok.fill_null(False).to_numpy(zero_copy_only=False)
+            bad = int(len(ok) - ok.sum())
+            if bad:
+                acc.bad_rows += bad
+            cols = {name: batch.column(name).to_pylist() for name in ("conn", "client", "server", "direction",
+                                                                        "offset", "latency_us")}
+            ts = ts_col.to_pylist()
+            frames = batch.column("frame")
+            kept = batch.column("size").to_pylist() if "size" in batch.schema.names else None
+            forwarded = batch.column("forwarded").to_pylist() if "forwarded" in batch.schema.names else None
+            for i in np.flatnonzero(ok).tolist():
                 key = (cols["conn"][i], cols["client"][i], cols["server"][i])
-                conn = conns.get(key)
-                if conn is None:
-                    conn = conns[key] = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
+                got = conns.get(key)
+                if got is None:
+                    conn = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
+                    pairing = sink.connection(conn)
+                    got = conns[key] = (conn, pairing,
+                                        scan.KafkaState(conn, pairing, sink, True, True, max_frame_size),
+                                        scan.KafkaState(conn, pairing, sink, False, True, max_frame_size))
                     acc.connections += 1
-                if kept[i] is not None:
+                if kept is not None and kept[i] is not None:
                     # forwarded in pieces, never held whole (over the tap's memory
                     # budget): the row holds its first bytes only
-                    went = (cols["forwarded"][i] or 0) + 4
+                    went = (forwarded[i] or 0) + 4
                     acc.payload_bytes_total += went
                     acc.frame("not_kept", went)
                     continue
-                ts = cols["ts"][i]
-                ts_ns = None if ts is None else ts * 1000
+                t = ts[i]
+                ts_ns = None if t is None else t * 1000
                 if ts_ns is not None and not 0 <= ts_ns <= TS_MAX:
                     ts_ns = None  # the rule of the pcap readers: no time, counted
                     acc.bad_timestamps += 1
-                lat = cols["latency_us"][i]
-                direction = cols["direction"][i]
-                frame = cols["frame"][i]
-                key_ = cols["api_key"][i]
-                corr = cols["correlation_id"][i]
-                # the tap paired them when it recorded them (api key and version of a
-                # response are its request's); the RequestInfo links them again here
-                if direction == RESPONSE:
-                    info = pair_response(conn, corr) if key_ is not None and corr is not None else None
-                else:
-                    info = pair_request(conn, frame, ts_ns, acc)
-                f = CapturedFrame(ts_ns, conn, direction, cols["offset"][i], frame, key_, cols["api_version"][i],
-                                  corr, None if lat is None or ts_ns is None else ts_ns - lat * 1000,
-                                  "unpaired" if direction == RESPONSE and key_ is None else "framed",
-                                  None if info is None else info.client_id, info)
+                kh = got[2] if cols["direction"][i] == "request" else got[3]
+                kh.ts = ts_ns
+                frame = frames[i].as_buffer()
                 acc.payload_bytes_total += len(frame) + 4
-                acc.frame(f.status, len(frame) + 4)
-                yield f
+                # the tap's own clock timed each response (its rows' times are in microseconds)
+                lat = cols["latency_us"][i]
+                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0,
+                          None if lat is None or ts_ns is None else ts_ns - lat * 1000)
+                if sink.full():
+                    yield _take(sink)
+            if cut is not None and sink.size and cut():
+                yield _take(sink)
+        if stream:
+            acc.file_bytes += path.tell()
+    for _conn, pairing, _q, _r in conns.values():
+        pairing.take_waiting()  # the tap's tables end when it stopped: a request waiting then is not counted
+    sink.flush()
+    if sink.size:
+        yield _take(sink)
 
+
+def iter_table_frames(path, acc: Accounting | None = None):
+    """CapturedFrame objects from frame-table files, with their accounting."""
+    for batch in table_frame_batches(path, acc):
+        yield from batch.frames()

@@ -34,19 +34,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import arrow as karrow
-from ..capture import Accounting, read_frames
+from ..capture import Accounting, read_frame_batches
 from ..capture.accounting import MARKS
 from ..capture.dissect import removed_in_kafka4
-from ..capture.streams import REQUEST, RESPONSE
-from ..capture.table import _append as _append_frame
-from ..capture.table import _columns as _frame_columns
+from ..capture.frames import BATCH_BYTES, BATCH_ROWS
 from ..errors import KafkaProtocolError
-from ..messages import api_name
+from ..messages import APIS, api_name
 from ..records._compression import CODEC_NAMES
 
-__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "TASK_TABLES", "FrameDecoder", "TableWriter", "accounting_batch",
-           "accounting_from_dict", "decode_capture", "decode_segments", "record_set_summary", "table_schema",
-           "write_segment_tables", "write_tables"]
+__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "TASK_TABLES", "CaptureDecoder", "TableWriter", "accounting_batch",
+           "accounting_from_dict", "decode_capture", "decode_segments", "record_set_summary", "table_schema"]
 
 TS = pa.timestamp("us", tz="UTC")
 # The records columns keep the types kafkaproto.arrow.records gives them (64-bit
@@ -119,8 +116,6 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 #: tables the tasks write (``connections`` too, from their totals); the
 #: driver writes ``accounting`` and ``topic_ids`` from the merged totals
 TASK_TABLES = ("requests", "responses", "records", "record_sets", "unanswered")
-CHUNK_FRAMES = 4096
-CHUNK_BYTES = 32 << 20
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 #: long polls: api key -> the request field that says how long the broker may wait
@@ -136,20 +131,6 @@ def _repeat(text: str, n: int) -> pa.Array:
     raw = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
-
-
-def _binary(items: list[bytes]) -> pa.Array:
-    """A binary array of ``items``: one join and one cumulative sum, instead
-    of a builder that reallocates as it grows."""
-    n = len(items)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=n), out=offsets[1:])
-    typ = pa.binary()
-    if offsets[-1] < (1 << 31):
-        offsets = offsets.astype(np.int32)
-    else:
-        typ = pa.large_binary()
-    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(items))])
 
 
 def _path(arr, names: Iterable[str]):
@@ -254,6 +235,8 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 
 
 _NO_IDS: dict[bytes, tuple[int, str]] = {}
+#: a segment task lets the pages of the capture files it has read go every so many bytes
+RELEASE_BYTES = 64 << 20
 
 
 def _uuid_text(b: bytes) -> str:
@@ -331,35 +314,44 @@ def record_set_summary(walked: pa.Table, lengths: np.ndarray):
 # the per-capture pass
 
 
-class _Chunk:
-    """The frames of one chunk, as columns: the capture layer's frame-table
-    columns (:mod:`kafkaproto.capture.table`), plus what its pairing gives
-    (seq, the request's seq and client id) and status."""
+_NO_TS = np.iinfo(np.int64).min
+_MAX_KEY = 1 << 15
 
-    def __init__(self) -> None:
-        self.cols: dict[str, list] = _frame_columns()
-        for extra in ("seq", "status", "request_seq", "paired_client_id"):
-            self.cols[extra] = []
-        self.nbytes = 0
 
-    def add(self, f) -> None:
-        _append_frame(self.cols, f)
-        c = self.cols
-        c["conn"][-1] = f.conn.uid  # the id that does not depend on how the capture was read
-        c["seq"].append(f.seq)
-        c["status"].append(f.status)
-        req = f.request if f.direction == RESPONSE else None
-        c["request_seq"].append(None if req is None else req.seq)
-        c["paired_client_id"].append(f.client_id)
-        self.nbytes += len(f.frame)
+def _masked(values: np.ndarray, valid: np.ndarray, typ) -> pa.Array:
+    """``values`` as ``typ`` with nulls where not ``valid`` (from buffers)."""
+    values = np.ascontiguousarray(values, dtype=typ.to_pandas_dtype())
+    if valid.all():
+        return pa.array(values, type=typ)
+    return pa.Array.from_buffers(typ, len(values), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                    pa.py_buffer(values)], null_count=int(len(valid) - valid.sum()))
 
-    def __len__(self) -> int:
-        return len(self.cols["seq"])
+
+def _pick(texts: pa.Array, idx: np.ndarray) -> pa.Array:
+    """``texts[i]`` for each ``i`` of ``idx`` (null where ``i`` is negative)."""
+    ok = idx >= 0
+    if not len(texts):
+        return pa.nulls(len(idx), texts.type)
+    if ok.all():
+        return texts.take(pa.array(idx.astype(np.int32)))
+    return texts.take(pa.array(np.where(ok, idx, 0).astype(np.int32), mask=~ok))
+
+
+def _ts(ns: np.ndarray) -> pa.Array:
+    """Nanoseconds (NO_TS: none) → the tables' microsecond time stamps."""
+    ok = ns != _NO_TS
+    return _masked(ns // 1000, ok, pa.int64()).cast(TS)
 
 
 class CaptureDecoder:
-    """Decodes the frames of one capture chunk by chunk; keeps what spans
-    chunks (the topic ids Metadata responses named)."""
+    """Decodes the frame batches of one capture (:class:`~kafkaproto.capture.FrameBatch`)
+    into the report's tables, batch by batch; keeps what spans batches (the
+    topic ids Metadata responses named, the waits long polls asked for).
+
+    Every column comes from the batch's columns: the walker read each
+    header once (api key and version, correlation id, client id, pairing);
+    the bodies are decoded per api key by :func:`kafkaproto.arrow.messages`
+    over views of the batch's bytes (no frame is copied)."""
 
     def __init__(self, capture: str, acc: Accounting) -> None:
         self.capture = capture
@@ -369,173 +361,209 @@ class CaptureDecoder:
         self.topic_ids: dict[bytes, str] = {}
         # conn -> {topic id: (seq of the Metadata response, name)}: see _name_or_id
         self.conn_ids: dict[int, dict[bytes, tuple[int, str]]] = {}
-        # (conn, request seq) -> the wait a long-poll request asked for
-        self.waits: dict[tuple[int, int], int] = {}
-        self._names: dict[int, str] = {}
-        self._removed: dict[tuple[int, int], bool] = {}
+        # conn << 40 | request seq -> the wait a long-poll request asked for
+        self.waits: dict[int, int] = {}
+        self._names = self._api_names()
+        self._removed = self._removed_table()
 
-    # -- per-row lookups (a few distinct values per chunk) ---------------------
-    def _api(self, keys: list[int | None]) -> list[str | None]:
-        out = []
-        for k in keys:
-            if k is None:
-                out.append(None)
-                continue
-            name = self._names.get(k)
-            if name is None:
-                try:
-                    name = api_name(k)
-                except KafkaProtocolError:
-                    name = f"api{k}"
-                self._names[k] = name
-            out.append(name)
+    @staticmethod
+    def _api_names() -> pa.Array:
+        names = []
+        for k in range(max(APIS) + 1):
+            try:
+                names.append(api_name(k))
+            except KafkaProtocolError:
+                names.append(f"api{k}")
+        return pa.array(names, pa.string())
+
+    def _api(self, keys: np.ndarray, valid: np.ndarray) -> pa.Array:
+        """The api name of each key (``api<key>`` for one without a schema; null where not valid)."""
+        n = len(self._names)
+        known = valid & (keys >= 0) & (keys < n)
+        out = _pick(self._names, np.where(known, keys, -1).astype(np.int64))
+        odd = np.flatnonzero(valid & ~known)
+        if len(odd):  # a key past every schema: named by its number
+            texts = out.to_pylist()
+            for i in odd.tolist():
+                texts[i] = f"api{int(keys[i])}"
+            out = pa.array(texts, pa.string())
         return out
 
-    def _removed_flags(self, keys, versions) -> list[bool]:
-        out = []
-        for k, v in zip(keys, versions):
-            got = self._removed.get((k, v))
-            if got is None:
-                got = self._removed[(k, v)] = removed_in_kafka4(k, v)
-            out.append(got)
+    @staticmethod
+    def _removed_table() -> np.ndarray:
+        table = np.zeros((max(APIS) + 1, 64), dtype=bool)
+        for k in APIS:
+            for v in range(64):
+                table[k, v] = removed_in_kafka4(k, v)
+        return table
+
+    def _removed_flags(self, keys: np.ndarray, versions: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        t = self._removed
+        ok = valid & (keys >= 0) & (keys < t.shape[0]) & (versions >= 0) & (versions < 64)
+        out = np.zeros(len(keys), dtype=bool)
+        out[ok] = t[keys[ok], versions[ok]]
         return out
 
-    # -- one chunk -------------------------------------------------------------
-    def chunk(self, ch: _Chunk) -> list[tuple[str, pa.RecordBatch]]:
-        c = ch.cols
-        n = len(ch)
-        frame = c["frame"]
-        is_req = np.array([d == REQUEST for d in c["direction"]], dtype=bool)
+    # -- one batch -------------------------------------------------------------
+    def batch(self, fb) -> list[tuple[str, pa.RecordBatch]]:
+        r = fb.rows
+        n = len(r)
+        if not n:
+            return []
+        keys = r["api_key"].astype(np.int64)
+        versions = r["api_version"].astype(np.int64)
+        has = (r["flags"] & 1) != 0
+        is_req = r["direction"] == 0
         req_idx = np.flatnonzero(is_req)
         resp_idx = np.flatnonzero(~is_req)
-        client_id: list[str | None] = [None] * n
-        error: list[str | None] = [None] * n
-        status = list(c["status"])
-        topics: list[list | None] = [None] * n
-        software: dict[int, tuple[str, str]] = {}
-        error_codes: list[list | None] = [None] * n
-        trailing: list[int | None] = [None] * n
-        self._trailing = trailing
-        blobs: list[tuple[int, str, pa.Array, pa.Array, pa.Array]] = []  # (source, rows, topic, partition, blob)
+        uids = fb.uids()
+        seqs = r["seq"]
+        status = r["status"].astype(np.int8)  # 0 framed, 1 unpaired; then 2 decoded, 3 undecodable
+        sizes = r["end"] - fb.starts + 4
+        error: dict[int, str] = {}  # row -> error text (few)
+        trailing = np.full(n, -1, dtype=np.int64)
+        topics: list = [None] * 0  # per-row topic lists, as (rows, list array) pieces
+        topic_parts: list[tuple[np.ndarray, pa.Array]] = []
+        code_parts: list[tuple[np.ndarray, pa.Array]] = []
+        software: list[tuple[np.ndarray, pa.Array, pa.Array]] = []
+        blobs: list = []
+        wait_ms = np.full(n, -1, dtype=np.int64)
+        decoded = np.zeros(n, dtype=bool)  # a body was decoded (ok or not) for the row
+        del topics
 
-        self._cols = c
-        request_seq = c["request_seq"]
-        for i in resp_idx:
-            client_id[i] = c["paired_client_id"][i]
-        resp_keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in resp_idx])
-
-        def responses(which):
-            for key in which:
-                if key < 0:
-                    continue  # unpaired: no api key, cannot decode
-                sel = np.flatnonzero(resp_keys == key)
-                rows = resp_idx[sel]
-                versions = pa.array([c["api_version"][i] for i in rows], pa.int16())
-                try:
-                    msgs = karrow.messages(_binary([frame[i] for i in rows]), int(key), "response", versions)
-                except KafkaProtocolError as exc:
-                    for i in rows:
-                        error[i] = str(exc)
+        def groups(idx: np.ndarray, which: list[int] | None = None):
+            k = keys[idx]
+            ok = has[idx]
+            for key in np.unique(k[ok]).tolist():
+                if which is not None and key not in which:
                     continue
-                self._bodies(int(key), msgs, rows, error, topics, error_codes, blobs, "fetch", None)
+                yield key, idx[ok & (k == key)]
+
+        def decode(key: int, rows: np.ndarray, kind: str):
+            frames = fb.bodies(rows)
+            try:
+                if kind == "request":
+                    msgs = karrow.messages(frames, key)
+                else:
+                    msgs = karrow.messages(frames, key, "response", pa.array(versions[rows].astype(np.int16)))
+            except KafkaProtocolError as exc:  # an api key without a schema
+                text = str(exc)
+                for i in rows.tolist():
+                    error[i] = text
+                decoded[rows] = True
+                return None
+            decoded[rows] = True
+            err = msgs.field("error")
+            if err.null_count < len(err):
+                for j in np.flatnonzero(err.is_valid().to_numpy(zero_copy_only=False)).tolist():
+                    error[int(rows[j])] = err[j].as_py()
+            tb = msgs.field("trailing_bytes")
+            trailing[rows] = tb.fill_null(-1).to_numpy(zero_copy_only=False)
+            return msgs
 
         # Metadata responses first: they name the topic ids of what follows them
-        keys_present = sorted(np.unique(resp_keys).tolist()) if len(resp_idx) else []
-        responses([k for k in keys_present if k == METADATA])
-        # requests: headers, then each api key's bodies
-        if len(req_idx):
-            req_frames = _binary([frame[i] for i in req_idx])
-            heads = karrow.request_headers(req_frames)
-            cids = heads.field("client_id").to_pylist()
-            for j, i in enumerate(req_idx):
-                client_id[i] = cids[j]
-            keys = np.array([-1 if c["api_key"][i] is None else c["api_key"][i] for i in req_idx])
-            for key in np.unique(keys):
-                sel = np.flatnonzero(keys == key)
-                rows = req_idx[sel]
-                if key < 0:
-                    for i in rows:
-                        error[i] = "frame shorter than a request header"
-                    continue
-                try:
-                    msgs = karrow.messages(req_frames.take(pa.array(sel)), int(key))
-                except KafkaProtocolError as exc:  # an api key without a schema
-                    for i in rows:
-                        error[i] = str(exc)
-                    continue
-                self._bodies(int(key), msgs, rows, error, topics, None, blobs, "produce", software)
-                field = WAITS.get(int(key))
-                if field is not None and msgs.type.get_field_index(field) >= 0:
-                    for i, w in zip(rows, msgs.field(field).to_pylist()):
-                        if w is not None:
-                            self.waits[(c["conn"][i], c["seq"][i])] = w
-        # the other responses of each api key, with their request's version
-        responses([k for k in keys_present if k != METADATA])
+        for key, rows in groups(resp_idx, [METADATA]):
+            msgs = decode(key, rows, "response")
+            if msgs is not None:
+                self._bodies(key, msgs, rows, uids, seqs, topic_parts, code_parts, blobs, "fetch", None)
+        for key, rows in groups(req_idx):
+            msgs = decode(key, rows, "request")
+            if msgs is None:
+                continue
+            self._bodies(key, msgs, rows, uids, seqs, topic_parts, None, blobs, "produce", software)
+            field = WAITS.get(key)
+            if field is not None and msgs.type.get_field_index(field) >= 0:
+                w = msgs.field(field)
+                ok = w.is_valid().to_numpy(zero_copy_only=False)
+                if ok.any():
+                    wv = w.fill_null(0).to_numpy(zero_copy_only=False)
+                    self.waits.update(zip(((u << 40) | s for u, s in zip(uids[rows[ok]].tolist(),
+                                                                          seqs[rows[ok]].tolist())),
+                                          wv[ok].tolist()))
+        for key, rows in groups(resp_idx):
+            if key == METADATA:
+                continue
+            msgs = decode(key, rows, "response")
+            if msgs is not None:
+                self._bodies(key, msgs, rows, uids, seqs, topic_parts, code_parts, blobs, "fetch", None)
+            if key in WAITS and self.waits:
+                rs = r["request_seq"][rows]
+                waits = self.waits
+                got = [waits.pop((u << 40) | q, -1) if q >= 0 else -1
+                       for u, q in zip(uids[rows].tolist(), rs.tolist())]
+                wait_ms[rows] = got
+        # requests without a header, unpaired responses: nothing to decode them as
+        for i in np.flatnonzero(is_req & ~has).tolist():
+            error[i] = "frame shorter than a request header"
+        for i in np.flatnonzero(status == 1).tolist():
+            error.setdefault(i, "no request with this correlation id in the capture")
         # accounting: framed frames are now decoded or undecodable
+        bad = np.zeros(n, dtype=bool)
+        if error:
+            bad[np.fromiter(error, dtype=np.int64, count=len(error))] = True
+        framed = status == 0
+        ok_rows = framed & ~bad
+        bad_rows = framed & bad
         acc = self.acc
-        for i in range(n):
-            if status[i] == "framed":
-                status[i] = "decoded" if error[i] is None else "undecodable"
-                acc.move("framed", status[i], len(c["frame"][i]) + 4)
-            elif status[i] == "unpaired" and error[i] is None:
-                error[i] = "no request with this correlation id in the capture"
+        if ok_rows.any():
+            acc.move("framed", "decoded", int(sizes[ok_rows].sum()), int(ok_rows.sum()))
+        if bad_rows.any():
+            acc.move("framed", "undecodable", int(sizes[bad_rows].sum()), int(bad_rows.sum()))
+        status[ok_rows] = 2
+        status[bad_rows] = 3
 
-        api = self._api(c["api_key"])
-        removed = self._removed_flags(c["api_key"], c["api_version"])
-        sizes = [len(b) + 4 for b in c["frame"]]
+        conn_idx = r["conn"].astype(np.int64)
+        clients = pa.array([c.client for c in fb.conns], pa.string())
+        servers = pa.array([c.server for c in fb.conns], pa.string())
         base = {
             "capture": _repeat(self.capture, n),
-            "conn": pa.array(c["conn"], pa.int64()),
-            "seq": pa.array(c["seq"], pa.int64()),
-            "ts": pa.array(c["ts"], pa.int64()).cast(TS),
-            "client": pa.array(c["client"], pa.string()),
-            "server": pa.array(c["server"], pa.string()),
-            "api_key": pa.array(c["api_key"], pa.int16()),
-            "api": pa.array(api, pa.string()),
-            "api_version": pa.array(c["api_version"], pa.int16()),
-            "correlation_id": pa.array(c["correlation_id"], pa.int32()),
-            "client_id": pa.array(client_id, pa.string()),
-            "size": pa.array(sizes, pa.int64()),
-            "removed_in_kafka4": pa.array(removed, pa.bool_()),
-            "status": pa.array(status, pa.string()),
-            "error": pa.array(error, pa.large_string()),
+            "conn": pa.array(uids),
+            "seq": pa.array(seqs),
+            "ts": _ts(r["ts"]),
+            "client": _pick(clients, conn_idx),
+            "server": _pick(servers, conn_idx),
+            "api_key": _masked(keys, has, pa.int16()),
+            "api": self._api(keys, has),
+            "api_version": _masked(versions, has, pa.int16()),
+            "correlation_id": _masked(r["correlation_id"], has | ~is_req, pa.int32()),
+            "client_id": _pick(pa.array(fb.clients, pa.string()), r["client"].astype(np.int64)),
+            "size": pa.array(sizes.astype(np.int64)),
+            "removed_in_kafka4": pa.array(self._removed_flags(keys, versions, has)),
+            "status": _STATUS_NAMES.take(pa.array(status)),
+            "error": _sparse_errors(n, error),
         }
+        topic_col = _scatter_lists(n, topic_parts, pa.list_(pa.string()))
         out = []
         if len(req_idx):
             take = pa.array(req_idx)
             cols = {k: v.take(take) for k, v in base.items()}
-            cols["topics"] = pa.array([topics[i] for i in req_idx], pa.list_(pa.string()))
-            cols["software_name"] = pa.array([software.get(int(i), (None, None))[0] for i in req_idx], pa.string())
-            cols["software_version"] = pa.array([software.get(int(i), (None, None))[1] for i in req_idx],
-                                                pa.string())
-            cols["trailing_bytes"] = pa.array([trailing[i] for i in req_idx], pa.int32())
+            cols["topics"] = topic_col.take(take)
+            name, version = _scatter_software(n, software)
+            cols["software_name"] = name.take(take)
+            cols["software_version"] = version.take(take)
+            cols["trailing_bytes"] = _masked(trailing[req_idx], trailing[req_idx] >= 0, pa.int32())
             out.append(("requests", _batch("requests", cols, len(req_idx))))
         if len(resp_idx):
             take = pa.array(resp_idx)
             cols = {k: v.take(take) for k, v in base.items()}
-            cols["request_seq"] = pa.array([request_seq[i] for i in resp_idx], pa.int64())
-            cols["latency_us"] = pa.array(c["latency_us"], pa.int64()).take(take)
-            waits = self.waits
-            cols["wait_ms"] = pa.array([waits.pop((c["conn"][i], request_seq[i]), None) if request_seq[i] is not None
-                                        and c["api_key"][i] in WAITS else None for i in resp_idx], pa.int32())
-            cols["error_codes"] = pa.array([error_codes[i] for i in resp_idx], pa.list_(pa.int16()))
-            cols["trailing_bytes"] = pa.array([trailing[i] for i in resp_idx], pa.int32())
+            rq = r["request_seq"][resp_idx]
+            cols["request_seq"] = _masked(rq, rq >= 0, pa.int64())
+            rts = r["request_ts"][resp_idx]
+            ts = r["ts"][resp_idx]
+            lat_ok = (rts != _NO_TS) & (ts != _NO_TS)
+            cols["latency_us"] = _masked((ts - np.where(lat_ok, rts, 0)) // 1000, lat_ok, pa.int64())
+            w = wait_ms[resp_idx]
+            cols["wait_ms"] = _masked(w, w >= 0, pa.int32())
+            cols["error_codes"] = _scatter_lists(n, code_parts, pa.list_(pa.int16())).take(take)
+            cols["trailing_bytes"] = _masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
         if blobs:
             out += self._record_sets(blobs, base)
         return out
 
-    def _bodies(self, key: int, msgs, rows: np.ndarray, error, topics, error_codes, blobs, source, software):
-        """Per api key: errors, topics, error codes, software, record sets."""
-        errs = msgs.field("error").to_pylist()
-        for j, e in enumerate(errs):
-            if e is not None:
-                error[rows[j]] = e
-        trailing = self._trailing
-        for j, t in enumerate(msgs.field("trailing_bytes").to_pylist()):
-            trailing[rows[j]] = t
-        c = self._cols
-        conns, seqs = c["conn"], c["seq"]
+    def _bodies(self, key: int, msgs, rows: np.ndarray, uids, seqs, topic_parts, code_parts, blobs, source,
+                software):
+        """Per api key: topics, error codes, software, record sets."""
         if key == METADATA and source == "fetch":
             names, nrows = _path(msgs, ("topics", "name"))
             ids, _ = _path(msgs, ("topics", "topic_id"))
@@ -543,27 +571,22 @@ class CaptureDecoder:
                 if name and tid and any(tid):
                     self.topic_ids[tid] = name
                     i = rows[j]
-                    self.conn_ids.setdefault(conns[i], {}).setdefault(tid, (seqs[i], name))
+                    self.conn_ids.setdefault(int(uids[i]), {}).setdefault(tid, (int(seqs[i]), name))
         conn_ids = self.conn_ids
 
         def lookup(tid: bytes, j: int) -> str | None:
             i = rows[j]
-            got = conn_ids.get(conns[i], _NO_IDS).get(tid)
+            got = conn_ids.get(int(uids[i]), _NO_IDS).get(tid)
             return got[1] if got is not None and got[0] < seqs[i] else None
 
-        tl = _topic_names(msgs, key, lookup).to_pylist()
-        for j, t in enumerate(tl):
-            if t:
-                topics[rows[j]] = t
-        if error_codes is not None:
-            for j, codes in enumerate(_nonzero_error_codes(msgs, key).to_pylist()):
-                error_codes[rows[j]] = codes
+        tl = _topic_names(msgs, key, lookup)
+        if tl.null_count < len(tl):
+            named = pc.fill_null(pc.greater(pc.list_value_length(tl), 0), False)
+            topic_parts.append((rows, pc.if_else(named, tl, pa.scalar(None, tl.type))))
+        if code_parts is not None:
+            code_parts.append((rows, _nonzero_error_codes(msgs, key)))
         if key == API_VERSIONS and software is not None:
-            names = msgs.field("client_software_name").to_pylist()
-            vers = msgs.field("client_software_version").to_pylist()
-            for j, (nm, vs) in enumerate(zip(names, vers)):
-                if nm:
-                    software[int(rows[j])] = (nm, vs)
+            software.append((rows, msgs.field("client_software_name"), msgs.field("client_software_version")))
         if key == PRODUCE and source == "produce":
             (tn, _), (ti, tr) = (_path(msgs, ("topic_data", a)) for a in ("name", "topic_id"))
             tnames = _name_or_id(tn, ti, lookup, tr)
@@ -588,11 +611,14 @@ class CaptureDecoder:
         out = []
         for source, rows, topic, part, blob in blobs:
             # null or empty: a partition with nothing to produce or fetch
-            ok = pc.fill_null(pc.greater(pc.binary_length(blob), 0), False).to_numpy(zero_copy_only=False)
+            lengths = pc.binary_length(blob).fill_null(0).to_numpy(zero_copy_only=False)
+            ok = lengths > 0
             keep = None if ok.all() else np.flatnonzero(ok)
             if keep is not None:
+                lengths = lengths[keep]
+                # the kept blobs as views of their bytes (a take would copy every record set)
                 rows, topic, part, blob = rows[keep], topic.take(pa.array(keep)), part.take(pa.array(keep)), \
-                    blob.take(pa.array(keep))
+                    _blob_views(blob, keep)
             m = len(blob)
             if not m:
                 continue
@@ -615,7 +641,6 @@ class CaptureDecoder:
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
             out.append(("records", _batch("records", rcols, k)))
-            lengths = pc.binary_length(blob).to_numpy(zero_copy_only=False)
             srow, codecs, nb, nrec, nbytes = record_set_summary(walked, lengths)
             errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
             st = pa.array(srow)
@@ -632,6 +657,100 @@ class CaptureDecoder:
             }
             out.append(("record_sets", _batch("record_sets", scols, ms)))
         return out
+
+    def unanswered(self, fb) -> list[tuple[str, pa.RecordBatch]]:
+        """Rows of the ``unanswered`` table: the batch's requests whose
+        connection ended before their response came."""
+        items = fb.unanswered
+        if not items:
+            return []
+        n = len(items)
+        conn, corr, keys, versions, ts, seqs, client = (list(x) for x in zip(*items))
+        conns = fb.conns
+        k = np.array(keys, dtype=np.int64)
+        cols = {
+            "capture": _repeat(self.capture, n),
+            "conn": pa.array([conns[c].uid for c in conn], pa.int64()),
+            "seq": pa.array(seqs, pa.int64()),
+            "ts": pa.array([None if t is None else t // 1000 for t in ts], pa.int64()).cast(TS),
+            "client": pa.array([conns[c].client for c in conn], pa.string()),
+            "server": pa.array([conns[c].server for c in conn], pa.string()),
+            "api_key": pa.array(keys, pa.int16()),
+            "api": self._api(k, np.ones(n, dtype=bool)),
+            "api_version": pa.array(versions, pa.int16()),
+            "correlation_id": pa.array(corr, pa.int32()),
+            "client_id": pa.array([fb.clients[c] if c >= 0 else None for c in client], pa.string()),
+        }
+        return [("unanswered", _batch("unanswered", cols, n))]
+
+    def topic_id_rows(self) -> list[tuple[str, pa.RecordBatch]]:
+        """Rows of the ``topic_ids`` table: every topic id the capture's
+        Metadata responses named (so far)."""
+        ids = self.topic_ids
+        if not ids:
+            return []
+        items = sorted((_uuid_text(k), v) for k, v in ids.items())
+        cols = {"capture": _repeat(self.capture, len(items)), "topic_id": pa.array([k for k, _ in items], pa.string()),
+                "topic": pa.array([v for _, v in items], pa.large_string())}
+        return [("topic_ids", _batch("topic_ids", cols, len(items)))]
+
+
+_STATUS_NAMES = pa.array(["framed", "unpaired", "decoded", "undecodable"], pa.string())
+
+
+def _blob_views(blob, idx: np.ndarray):
+    """The values ``blob[idx]`` of a (large) binary column as a binary_view
+    column over the same bytes: nothing is copied."""
+    from ..capture.frames import _views
+
+    width = np.int64 if pa.types.is_large_binary(blob.type) else np.int32
+    bufs = blob.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=width)[blob.offset:blob.offset + len(blob) + 1].astype(np.int64)
+    data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+    return _views(data, offsets[idx], offsets[idx + 1])
+
+
+def _sparse_errors(n: int, errors: dict[int, str]) -> pa.Array:
+    """The error column: null but at the rows in ``errors``."""
+    if not errors:
+        return pa.nulls(n, pa.large_string())
+    idx = np.fromiter(sorted(errors), dtype=np.int64, count=len(errors))
+    data = [errors[int(i)].encode("utf-8") for i in idx]
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[idx] = [len(t) for t in data]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    valid = np.zeros(n, dtype=bool)
+    valid[idx] = True
+    return pa.Array.from_buffers(pa.large_string(), n, [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                         pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+                                 null_count=n - len(idx))
+
+
+def _scatter_lists(n: int, parts: list[tuple[np.ndarray, pa.Array]], typ) -> pa.Array:
+    """A list column of ``n`` rows: ``parts`` give (rows, list values) for some rows; the rest null."""
+    if not parts:
+        return pa.nulls(n, typ)
+    rows = np.concatenate([p[0] for p in parts])
+    vals = pa.concat_arrays([p[1].cast(typ) for p in parts])
+    # position of each row in the concatenation; rows without a part: null
+    where = np.full(n, -1, dtype=np.int64)
+    where[rows] = np.arange(len(rows))
+    ok = where >= 0
+    return vals.take(pa.array(np.where(ok, where, 0), mask=~ok))
+
+
+def _scatter_software(n: int, parts) -> tuple[pa.Array, pa.Array]:
+    if not parts:
+        return pa.nulls(n, pa.string()), pa.nulls(n, pa.string())
+    rows = np.concatenate([p[0] for p in parts])
+    names = pa.concat_arrays([p[1].cast(pa.string()) for p in parts])
+    vers = pa.concat_arrays([p[2].cast(pa.string()) for p in parts])
+    where = np.full(n, -1, dtype=np.int64)
+    where[rows] = np.arange(len(rows))
+    ok = where >= 0
+    take = pa.array(np.where(ok, where, 0), mask=~ok)
+    return names.take(take), vers.take(take)
 
 
 def _batch(table: str, cols: dict[str, object], n: int) -> pa.RecordBatch:
@@ -668,156 +787,96 @@ def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
     return _batch("accounting", cols, n)
 
 
-class FrameDecoder:
-    """The frames of one capture, in the order a reader gives them, to
-    ``(table, batch)`` pairs: chunks of :data:`CHUNK_FRAMES` frames (or
-    :data:`CHUNK_BYTES`) decoded by a :class:`CaptureDecoder`.  Both ways
-    of reading a capture (a whole file in one task, or its connections spread
-    over tasks) go through here."""
-
-    def __init__(self, capture: str, acc: Accounting, chunk_frames: int = CHUNK_FRAMES,
-                 chunk_bytes: int = CHUNK_BYTES) -> None:
-        self.capture = capture
-        self.acc = acc
-        self.decoder = CaptureDecoder(capture, acc)
-        self.chunk = _Chunk()
-        self.chunk_frames, self.chunk_bytes = chunk_frames, chunk_bytes
-
-    def add(self, f) -> list[tuple[str, pa.RecordBatch]]:
-        ch = self.chunk
-        ch.add(f)
-        if len(ch) >= self.chunk_frames or ch.nbytes >= self.chunk_bytes:
-            return self.flush()
-        return []
-
-    def flush(self) -> list[tuple[str, pa.RecordBatch]]:
-        if not len(self.chunk):
-            return []
-        ch, self.chunk = self.chunk, _Chunk()
-        return self.decoder.chunk(ch)
-
-    def topic_ids(self) -> list[tuple[str, pa.RecordBatch]]:
-        """Rows of the ``topic_ids`` table: every topic id the capture's
-        Metadata responses named (so far)."""
-        ids = self.decoder.topic_ids
-        if not ids:
-            return []
-        items = sorted((_uuid_text(k), v) for k, v in ids.items())
-        cols = {"capture": _repeat(self.capture, len(items)), "topic_id": pa.array([k for k, _ in items], pa.string()),
-                "topic": pa.array([v for _, v in items], pa.large_string())}
-        return [("topic_ids", _batch("topic_ids", cols, len(items)))]
-
-    def unanswered(self, items) -> list[tuple[str, pa.RecordBatch]]:
-        """Rows of the ``unanswered`` table: ``(connection, correlation id,
-        RequestInfo)`` of requests whose response never came."""
-        if not items:
-            return []
-        n = len(items)
-        keys = [i.api_key for _, _, i in items]
-        versions = [i.api_version for _, _, i in items]
-        cols = {
-            "capture": _repeat(self.capture, n),
-            "conn": pa.array([c.uid for c, _, _ in items], pa.int64()),
-            "seq": pa.array([i.seq for _, _, i in items], pa.int64()),
-            "ts": pa.array([None if i.ts is None else i.ts // 1000 for _, _, i in items], pa.int64()).cast(TS),
-            "client": pa.array([c.client for c, _, _ in items], pa.string()),
-            "server": pa.array([c.server for c, _, _ in items], pa.string()),
-            "api_key": pa.array(keys, pa.int16()),
-            "api": pa.array(self.decoder._api(keys), pa.string()),
-            "api_version": pa.array(versions, pa.int16()),
-            "correlation_id": pa.array([corr for _, corr, _ in items], pa.int32()),
-            "client_id": pa.array([i.client_id for _, _, i in items], pa.string()),
-        }
-        return [("unanswered", _batch("unanswered", cols, n))]
-
-
-def decode_capture(path, *, capture: str | None = None, ports=None, chunk_frames: int = CHUNK_FRAMES,
-                   chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """Every row of one capture file as ``(table, batch)`` pairs (batches of
-    :func:`table_schema`), the accounting last.
+def decode_capture(path, *, capture: str | None = None, ports=None, batch_rows: int = BATCH_ROWS,
+                   batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Every row of one capture (a file, or the files of one rolled capture)
+    as ``(table, batch)`` pairs (batches of :func:`table_schema`), the
+    accounting last.
 
     ``capture`` names the capture in the rows (default: the file name).  A
     file that is no capture at all gives only accounting rows, with the
     reason in ``errors``.
     """
-    capture = capture or os.path.basename(os.fspath(path).rstrip("/"))
+    if capture is None:
+        first = path if isinstance(path, (str, os.PathLike)) else path[0]
+        capture = os.path.basename(os.fspath(first).rstrip("/"))
     acc = Accounting()
-    dec = FrameDecoder(capture, acc, chunk_frames, chunk_bytes)
-    unanswered: list = []
+    dec = CaptureDecoder(capture, acc)
     try:
-        for f in read_frames(path, ports=ports, acc=acc, unanswered=unanswered):
-            yield from dec.add(f)
+        for fb in read_frame_batches(path, ports=ports, acc=acc, batch_rows=batch_rows, batch_bytes=batch_bytes):
+            yield from dec.batch(fb)
+            yield from dec.unanswered(fb)
     except (ValueError, OSError) as exc:  # CaptureFormatError is a ValueError
         acc.errors.append(f"{capture}: {exc}")
-    yield from dec.flush()
-    yield from dec.unanswered(unanswered)
-    yield from dec.topic_ids()
+    yield from dec.topic_id_rows()
     yield "accounting", accounting_batch(capture, acc)
 
 
-def decode_segments(batches, names: Sequence[str], *, ports=None, accs: dict[str, Accounting] | None = None,
-                    chunk_frames: int = CHUNK_FRAMES, chunk_bytes: int = CHUNK_BYTES
+def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: dict[str, Accounting] | None = None,
+                    batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES
                     ) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """The rows of the connections whose TCP segments are in ``batches``
-    (record batches of :func:`kafkaproto.capture.segments.segment_schema`,
-    sorted by capture, connection key and order: what one task gets after
-    the shuffle).  ``names``: capture number -> name.  Each capture's
-    accounting is left in ``accs[name]`` (statistics rows of its ranges
-    included); no accounting rows are yielded."""
-    from ..capture import _scan, numbered
-    from ..capture.segments import STATS_KEY, feed, range_accounting
+    """The rows of the connections whose TCP segment positions are in
+    ``batches`` (record batches of
+    :func:`kafkaproto.capture.segments.segment_schema`, sorted by capture,
+    connection key and order: what one task gets), their payloads read from
+    ``files`` (a :class:`~kafkaproto.capture.segments.Files`).  ``names``:
+    capture number -> name.  Each capture's accounting is left in
+    ``accs[name]`` (statistics rows of its ranges included); no accounting
+    rows are yielded."""
+    from ..capture.frames import _take
+    from ..capture.segments import STATS_KEY, Positions, feed, range_accounting
     from ..capture.streams import Extractor
 
     accs = accs if accs is not None else {}
-    state: dict[int, tuple] = {}  # capture number -> (extractor, frame decoder, stats rows, scanner)
+    state: dict[int, tuple] = {}  # capture number -> (extractor, decoder, stats rows, scanner)
 
     def of(cap: int):
         got = state.get(cap)
         if got is None:
             name = names[cap]
             acc = accs.setdefault(name, Accounting())
-            ext = Extractor(ports, acc)
-            ext.unanswered = []
-            got = state[cap] = (ext, FrameDecoder(name, acc, chunk_frames, chunk_bytes), [], ext.scanner(_scan))
+            ext = Extractor(ports, acc, batch_rows=batch_rows, batch_bytes=batch_bytes)
+            got = state[cap] = (ext, CaptureDecoder(name, acc), [], ext.scanner())
         return got
 
-    def drain(ext, dec):
-        out = []
-        for f in numbered(ext.out, dec.acc):
-            out += dec.add(f)
-        ext.out.clear()
-        return out
+    def drain(ext, dec, force=False):
+        if ext.sink.size and (force or ext.sink.full()) or (force and ext.sink.unanswered):
+            fb = _take(ext.sink)
+            yield from dec.batch(fb)
+            yield from dec.unanswered(fb)
 
     current = None  # (capture, key) being fed
+    fed = 0  # payload bytes read from the files since their pages were last released
     for batch in batches:
         if not batch.num_rows:
             continue
-        caps = batch.column(0).to_numpy()
-        keys = batch.column(1).to_numpy()
+        pos = Positions(batch)
+        caps, keys = pos.capture, pos.key
         # runs of one (capture, key)
         change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
-        bounds = [0, *change.tolist(), batch.num_rows]
+        bounds = [0, *change.tolist(), pos.n]
         for a, b in zip(bounds[:-1], bounds[1:]):
             cap, key = int(caps[a]), int(keys[a])
             ext, dec, stats, scan = of(cap)
             if key == STATS_KEY:
-                stats += [json.loads(p) for p in batch.column("payload").slice(a, b - a).to_pylist()]
+                stats += [json.loads(p) for p in batch.column("info").slice(a, b - a).to_pylist()]
                 continue
             if current is not None and current != (cap, key):
                 pext, pdec, _, _ = of(current[0])
                 pext.close_all()  # the previous connection's last segment was fed
                 yield from drain(pext, pdec)
-                yield from pdec.unanswered(pext.unanswered)
-                pext.unanswered.clear()
+                if fed > RELEASE_BYTES:
+                    files.release()
+                    fed = 0
             current = (cap, key)
-            feed(ext, batch.slice(a, b - a), scan)
+            feed(ext, pos, a, b, scan, files)
+            fed += int(pos.caplen[a:b].sum())
             yield from drain(ext, dec)
     for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
         ext.close_all()
-        yield from drain(ext, dec)
-        yield from dec.flush()
-        yield from dec.unanswered(ext.unanswered)
-        yield from dec.topic_ids()
+        ext.sink.flush()
+        yield from drain(ext, dec, force=True)
+        yield from dec.topic_id_rows()
         if cap_stats:  # this capture's own statistics rows, never another's
             dec.acc.merge(range_accounting(cap_stats))
 
@@ -890,40 +949,6 @@ class TableWriter:
         pq.write_table(conns, conn_file, filesystem=self.fs)
         return [(t, f"{self.out}/{t}/{self.part}.parquet", self.counts[t]) for t in TASK_TABLES] + \
             [("connections", conn_file, conns.num_rows)]
-
-
-def write_tables(path, out: str, part: str, *, capture: str | None = None, ports=None,
-                 filesystem=None, aggregates=None) -> tuple[list[tuple[str, str, int]], Accounting]:
-    """Decode one capture file and write its rows (:class:`TableWriter`).
-    Returns ``([(table, file, rows)], accounting)``."""
-    w = TableWriter(out, part, filesystem=filesystem, aggregates=aggregates)
-    acc_info = None
-    ok = False
-    try:
-        for table, batch in decode_capture(path, capture=capture, ports=ports):
-            if table == "accounting":
-                acc_info = batch.column(batch.schema.get_field_index("info"))[batch.num_rows - 1].as_py()
-            w.write(table, batch)
-        ok = True
-    finally:
-        written = w.close(ok)
-    return written, accounting_from_dict(json.loads(acc_info or "{}"))
-
-
-def write_segment_tables(batches, names: Sequence[str], out: str, part: str, *, ports=None, filesystem=None,
-                         aggregates=None) -> tuple[list[tuple[str, str, int]], dict[str, Accounting]]:
-    """Decode the connections of ``batches`` (:func:`decode_segments`) and
-    write their rows.  Returns ``([(table, file, rows)], {capture: accounting})``."""
-    w = TableWriter(out, part, filesystem=filesystem, aggregates=aggregates)
-    accs: dict[str, Accounting] = {}
-    ok = False
-    try:
-        for table, batch in decode_segments(batches, names, ports=ports, accs=accs):
-            w.write(table, batch)
-        ok = True
-    finally:
-        written = w.close(ok)
-    return written, accs
 
 
 def accounting_from_dict(d: dict[str, object]) -> Accounting:

@@ -1,36 +1,43 @@
-"""The Spark job: captures in, Parquet tables and the report's numbers out,
-with DataFrame operations only (``mapInArrow``), so the same job runs on a
-classic session (``local[*]``, a standalone or YARN cluster) and on a Spark
-Connect session (``sc://host:port``), which has no RDD API.
+"""The report job: captures in, Parquet tables and the report's numbers out,
+on one of two engines that run the same tasks (:mod:`kafkaproto.report.tasks`)
+and fold their results the same way:
+
+- **embedded** (the default): a pool of worker processes on this machine,
+  no JVM; one small capture runs in this process;
+- **Spark** (``spark=``, ``master=`` or ``remote=``): the tasks run as
+  ``mapInArrow`` stages of DataFrame operations, so the job runs on a
+  classic session (``local[*]``, a standalone or YARN cluster) and on a
+  Spark Connect session (``sc://host:port``), which has no RDD API.
 
 A *capture* is one file (pcap, pcapng, tap output, raw requests), a folder
 of pcap/pcapng files (``tcpdump -C``/``-G`` rolls one capture into many), or
 ``NAME=path,path...``.  Two ways through:
 
-- **whole file** (a capture that is one file, unless it is larger than
-  ``whole_file_max`` on a session of :data:`SPLIT_MIN_CORES` cores or more;
-  every tap table or raw stream): one task reads, reassembles,
-  frames, pairs and decodes it, and writes its tables
-  (:func:`kafkaproto.report.decode.write_tables`);
-- **segments** (a capture of several files, or one larger file): each file
-  is cut into byte ranges of ``range_bytes``; a first stage reads every range
-  in parallel into TCP segments (:mod:`kafkaproto.capture.segments`), they
-  are repartitioned by connection and sorted into capture order, and each
+- **whole** (a capture up to ``whole_file_max``, every tap table or raw
+  stream; small captures share a task): one task reads, reassembles,
+  frames, pairs and decodes it, and writes its tables;
+- **ranges** (a larger pcap/pcapng capture): each file is cut into byte
+  ranges; the index stage reads every range in parallel into TCP segment
+  *positions* (where each payload lies in the file, not the payload), the
+  driver checks that each range starts where the chain of records from the
+  range before it ends (a range that guessed wrong is read again), the
+  positions are grouped by connection and put in capture order, and each
   task of the second stage reassembles, frames, pairs and decodes its
-  connections and writes their tables
-  (:func:`kafkaproto.report.decode.write_segment_tables`).
+  connections, reading the payloads again from the files mapped in memory.
+  What moves between the stages (through Spark's shuffle, or this
+  process) is the positions: about 70 bytes a packet.
 
-Both give the same rows for the same capture (a test checks it).  The tasks
-return only a manifest (files written, each capture's accounting, the
-figures' partial totals, :mod:`kafkaproto.report.aggregate`); the driver
-keeps the files of the attempts that succeeded, merges the totals and writes
-the ``accounting`` and ``topic_ids`` tables.  Records and frames never cross
-into the JVM except as the segments' shuffle.
+Both ways give the same rows for the same capture (tests check it), on both
+engines.  The tasks return only a manifest (files written, each capture's
+accounting, the figures' partial totals,
+:mod:`kafkaproto.report.aggregate`); the driver keeps the files of the
+attempts that succeeded, merges the totals and writes the ``accounting``
+and ``topic_ids`` tables.
 
-The executors must be able to read the capture paths and write ``out``
-(a shared file system, or any URI pyarrow reaches), and have kafkaproto
-installed (a wheel in their image, or a packed environment through
-``spark.archives``).
+The workers must be able to read the capture paths and write ``out`` (a
+shared file system, or any URI pyarrow reaches for ``out``), and, on a
+cluster, have kafkaproto installed (a wheel in their image, or a packed
+environment through ``spark.archives``).
 """
 
 from __future__ import annotations
@@ -64,6 +71,9 @@ RANGE_BYTES = 128 << 20
 #: shuffle, so splitting pays from about 6 cores on)
 WHOLE_FILE_MAX = 256 << 20
 SPLIT_MIN_CORES = 6
+#: the embedded engine reads a capture whole up to this size at least (past
+#: it, when it is more than a core's share of the run)
+EMBEDDED_WHOLE_MIN = 64 << 20
 _MANIFEST_FIELDS = (("kind", "string"), ("capture", "string"), ("table", "string"), ("file", "string"),
                     ("rows", "int64"), ("json", "string"))
 
@@ -79,6 +89,7 @@ class ReportData:
     decode_seconds: float = 0.0  # until every capture was decoded and its tables written
     master: str = ""
     cores: int | None = None
+    engine: str = ""  # embedded / spark
     tasks: dict[str, int] = field(default_factory=dict)  # whole files, ranges, segment partitions
     totals: dict[str, int] = field(default_factory=dict)
     accounting: Accounting | None = None
@@ -270,7 +281,7 @@ def _keep_only(fs, base: str, files) -> None:
 
 
 # ---------------------------------------------------------------------------
-# the tasks (module-level functions: what Spark pickles is small)
+# Spark's side of the tasks (module-level functions: what Spark pickles is small)
 
 
 def _manifest_schema():
@@ -294,72 +305,61 @@ def _part(prefix: str) -> str:
     return f"{prefix}-{attempt}"
 
 
-def _whole_files(items, out: str, ports):
-    """Stage of the whole-file captures: one id per task -> its capture."""
+def _spark_whole(groups, out: str, ports):
+    """Stage of the whole captures: one id per task -> its group of captures."""
 
     def run(batches):
-        from pyarrow import fs as pafs
+        from .tasks import whole_task
 
-        from .aggregate import TaskAggregates
-        from .decode import write_tables
-
-        fs, base = pafs.FileSystem.from_uri(out)
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                name, path = items[i]
-                agg = TaskAggregates()
-                written, acc = write_tables(path, base, _part(f"w{i:05d}"), capture=name, ports=ports,
-                                            filesystem=fs, aggregates=agg)
-                rows = [{"kind": "file", "capture": name, "table": t, "file": f, "rows": n} for t, f, n in written]
-                rows.append({"kind": "accounting", "capture": name, "json": json.dumps(acc.to_dict())})
-                rows.append({"kind": "aggregates", "json": json.dumps(agg.to_dict())})
-                yield _manifest(rows)
+                yield _manifest(whole_task(groups[i], out, _part(f"w{i:05d}"), ports))
 
     return run
 
 
-def _read_ranges(items):
-    """Stage 1 of the segment path: one id per task -> its byte range's segments."""
+def _spark_index(items):
+    """The index stage: one id per task -> its byte ranges' positions (Spark's binary for the addresses)."""
 
     def run(batches):
-        from ..capture.segments import read_range
+        from .tasks import index_task
 
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                cap, rank, path, start, end = items[i]
-                yield from read_range(path, start, end, capture=cap, rank=rank)
+                for got in index_task(items[i]):
+                    for b in got:
+                        yield _for_spark(b)
 
     return run
 
 
-def _decode_segments(names, out: str, ports):
-    """Stage 2: the connections of one partition (sorted segments) -> tables."""
+def _for_spark(batch):
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field(f.name, pa.binary()) if f.name in ("src", "dst") else f for f in batch.schema])
+    return pa.RecordBatch.from_arrays([c.cast(pa.binary()) if n in ("src", "dst") else c
+                                       for n, c in zip(batch.schema.names, batch.columns)], schema=schema)
+
+
+def _spark_segments(names, files, out: str, ports):
+    """The second stage: the connections of one partition (sorted positions) -> tables."""
 
     def run(batches):
-        from pyarrow import fs as pafs
+        from .tasks import segment_task
 
-        from .aggregate import TaskAggregates
-        from .decode import write_segment_tables
-
-        fs, base = pafs.FileSystem.from_uri(out)
-        agg = TaskAggregates()
-        written, accs = write_segment_tables(batches, names, base, _part("s"), ports=ports, filesystem=fs,
-                                             aggregates=agg)
-        rows = [{"kind": "file", "table": t, "file": f, "rows": n} for t, f, n in written]
-        rows += [{"kind": "accounting", "capture": c, "json": json.dumps(a.to_dict())} for c, a in accs.items()]
-        rows.append({"kind": "aggregates", "json": json.dumps(agg.to_dict())})
-        yield _manifest(rows)
+        yield _manifest(segment_task(batches, names, files, out, _part("s"), ports))
 
     return run
 
 
 # ---------------------------------------------------------------------------
-# the job
+# planning
 
 
 def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_file_max: int = WHOLE_FILE_MAX,
          cores: int = 1):
-    """``(whole, ranges)``: the whole-file tasks ``[(name, path)]`` and the
+    """``(whole, ranges)``: the whole-capture tasks, each a list of
+    ``(name, paths)`` (captures below a range's size share a task), and the
     byte ranges ``[(capture number, file rank, path, start, end)]``; each
     capture is marked with the way it takes (``path``: ``whole``/``segments``).
     Ranges are at most ``range_bytes``, and as many as it takes to fill
@@ -368,12 +368,23 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
 
     whole, split = [], []
     for k, c in enumerate(caps):
-        if not c["packets"] or (len(c["paths"]) == 1 and c["bytes"] <= whole_file_max):
+        if not c["packets"] or c["bytes"] <= whole_file_max:
             c["path"] = "whole"
-            whole.append((c["name"], c["paths"][0]))
+            whole.append(c)
         else:
             c["path"] = "segments"
             split.append(k)
+    # small captures share a task, up to a range's bytes each
+    groups: list[list[tuple[str, list[str]]]] = []
+    size = 0
+    for c in sorted(whole, key=lambda c: -c["bytes"]):
+        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
+        if groups and size + c["bytes"] <= min(range_bytes, 16 << 20) and len(groups[-1]) < 64:
+            groups[-1].append(item)
+            size += c["bytes"]
+        else:
+            groups.append([item])
+            size = c["bytes"]
     total = sum(caps[k]["bytes"] for k in split)
     if total:
         rounds = -(-total // (range_bytes * max(cores, 1)))
@@ -383,7 +394,23 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
         for rank, path in enumerate(file_order(caps[k]["paths"])):
             for start, end in plan_ranges(path, range_bytes):
                 ranges.append((k, rank, path, start, end))
-    return whole, ranges
+    return groups, ranges
+
+
+def _index_groups(ranges, range_bytes: int) -> list[list[tuple]]:
+    """Byte ranges in tasks: small ones (the files of a capture rolled small)
+    share a task, up to ``range_bytes`` each."""
+    tasks: list[list[tuple]] = []
+    size = 0
+    for cap, rank, path, start, end in ranges:
+        item = (cap, rank, path, start, end, None)
+        if tasks and size + (end - start) <= range_bytes:
+            tasks[-1].append(item)
+            size += end - start
+        else:
+            tasks.append([item])
+            size = end - start
+    return tasks
 
 
 def _cores(spark) -> int | None:
@@ -397,20 +424,65 @@ def _cores(spark) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _partitions(table, n: int) -> list:
+    """Segment positions (a table; statistics rows too) in ``n`` parts of
+    whole connections, about equal in payload bytes, each sorted by capture,
+    connection and capture order (the statistics rows go with the first)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..capture.segments import STATS_KEY
+
+    is_stats = pc.equal(table["key"], STATS_KEY).to_numpy(zero_copy_only=False)
+    order = pc.sort_indices(table, [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
+    table = table.take(order)
+    is_stats = is_stats[order.to_numpy()]
+    caps = table["capture"].to_numpy()
+    keys = table["key"].to_numpy()
+    nbytes = table["caplen"].fill_null(0).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate([[True], (caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])]))
+    ends = np.append(starts[1:], len(keys))
+    weight = np.add.reduceat(nbytes, starts) + (ends - starts) * 64 if len(starts) else np.zeros(0)
+    load = np.zeros(n)
+    owner = np.zeros(len(starts), dtype=np.int64)
+    for g in np.argsort(-weight, kind="stable"):
+        p = int(np.argmin(load))
+        owner[g] = p
+        load[p] += weight[g]
+    parts = []
+    for p in range(n):
+        mine = np.flatnonzero(owner == p)
+        if not len(mine):
+            continue
+        idx = np.concatenate([np.arange(starts[g], ends[g]) for g in mine])
+        parts.append(table.take(pa.array(idx)))
+    stats = np.flatnonzero(is_stats)
+    if len(stats) and not parts:
+        parts.append(table.take(pa.array(stats)))
+    return parts
+
+
+# ---------------------------------------------------------------------------
+# the job
+
+
 def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | None = None, ports=None,
             progress: bool = True, conf: dict[str, str] | None = None, log=sys.stderr,
             range_bytes: int = RANGE_BYTES, whole_file_max: int | None = None,
-            partitions: int | None = None) -> ReportData:
-    """Decode the captures ``paths`` (see :func:`capture_list`) on Spark, write
-    the tables under ``out``, and return the report's numbers.  ``spark``: an
-    existing session, classic or Spark Connect (kept open); otherwise one is
-    made for ``master`` or ``remote`` and stopped at the end.
-    ``range_bytes``/``whole_file_max``: how captures are split
-    (:data:`RANGE_BYTES`; ``whole_file_max`` None: :data:`WHOLE_FILE_MAX` on
-    :data:`SPLIT_MIN_CORES` cores or more, else no limit); ``partitions``: tasks of the segment path's second stage
-    (default: about ``range_bytes`` each, in whole rounds of the session's
-    cores)."""
+            partitions: int | None = None, workers: int | None = None) -> ReportData:
+    """Decode the captures ``paths`` (see :func:`capture_list`), write the
+    tables under ``out``, and return the report's numbers.
 
+    The engine: Spark when ``spark`` (an existing session, classic or Spark
+    Connect: kept open), ``master`` or ``remote`` (a session is made and
+    stopped at the end) is given; else the embedded one, ``workers`` worker
+    processes (default: the machine's cores).  ``range_bytes`` /
+    ``whole_file_max``: how captures are split (:data:`RANGE_BYTES`;
+    ``whole_file_max`` None: on Spark :data:`WHOLE_FILE_MAX` on
+    :data:`SPLIT_MIN_CORES` cores or more, else no limit; embedded: a share
+    of the cores' work, so every core has some); ``partitions``: tasks of the
+    ranges' second stage (default: one per core, in whole rounds)."""
     from pyarrow import fs as pafs
 
     t0 = time.monotonic()
@@ -418,50 +490,46 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     fs, base = pafs.FileSystem.from_uri(uri)
     fs.create_dir(base, recursive=True)
     caps = capture_list(paths)
-    own = spark is None
+    use_spark = spark is not None or master is not None or remote is not None
+    own = use_spark and spark is None
     if own:
         spark = session(master, conf, remote=remote)
-    connect = _is_connect(spark)
-    data = ReportData(out=os.fspath(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
-                      master=(remote or "Spark Connect") if connect else spark.sparkContext.master,
-                      cores=_cores(spark))
     try:
+        if use_spark:
+            connect = _is_connect(spark)
+            cores = _cores(spark)
+            data = ReportData(out=os.fspath(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
+                              master=(remote or "Spark Connect") if connect else spark.sparkContext.master,
+                              cores=cores, engine="spark")
+            if whole_file_max is None:
+                whole_file_max = WHOLE_FILE_MAX if (cores or 0) >= SPLIT_MIN_CORES else 1 << 62
+        else:
+            cores = workers or os.cpu_count() or 1
+            data = ReportData(out=os.fspath(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
+                              master=f"embedded[{cores}]", cores=cores, engine="embedded")
+            if whole_file_max is None:
+                # every core gets a share: a capture larger than that is read in ranges
+                whole_file_max = max(EMBEDDED_WHOLE_MIN, -(-data.input_bytes // cores)) if cores > 1 else 1 << 62
         # largest first: they bound the run's length
         caps.sort(key=lambda c: -c["bytes"])
-        if whole_file_max is None:
-            whole_file_max = WHOLE_FILE_MAX if (data.cores or 0) >= SPLIT_MIN_CORES else 1 << 62
-        whole, ranges = plan(caps, range_bytes, whole_file_max, data.cores or 2)
+        groups, ranges = plan(caps, range_bytes, whole_file_max, cores or 2)
         ranges.sort(key=lambda r: -(r[4] - r[3]))
-        ports_ = sorted(ports) if ports else None
         names = [c["name"] for c in caps]
-        frames = []
-        if whole:
-            frames.append(spark.range(0, len(whole), 1, len(whole))
-                          .mapInArrow(_whole_files(whole, uri, ports_), _MANIFEST_DDL))
-        nparts = 0
-        if ranges:
-            # about a range's bytes per task, in whole rounds of the session's cores
-            cores = data.cores or 2
-            seg_bytes = sum(end - start for _, _, _, start, end in ranges)
-            nparts = partitions or cores * max(1, -(-seg_bytes // (range_bytes * cores)))
-            seg_ddl = _SEGMENT_DDL
-            frames.append(spark.range(0, len(ranges), 1, len(ranges))
-                          .mapInArrow(_read_ranges(ranges), seg_ddl)
-                          .repartition(nparts, "capture", "key")
-                          .sortWithinPartitions("capture", "key", "order")
-                          .mapInArrow(_decode_segments(names, uri, ports_), _MANIFEST_DDL))
-        data.tasks = {"whole files": len(whole), "byte ranges": len(ranges), "segment partitions": nparts}
-        manifest_df = frames[0]
-        for f in frames[1:]:
-            manifest_df = manifest_df.unionByName(f)
-        ctx = _Progress(spark, caps) if progress and not connect else None
-        try:
-            if ctx:
-                ctx.__enter__()
-            manifest = [r.asDict() for r in manifest_df.collect()]
-        finally:
-            if ctx:
-                ctx.__exit__(None, None, None)
+        files = {(k, rank): path for k, c in enumerate(caps) if c.get("path") == "segments"
+                 for rank, path in enumerate(_file_order(c["paths"]))}
+        ports_ = sorted(ports) if ports else None
+        nparts = partitions or ((cores or 2) * max(1, -(-sum(e - s for _, _, _, s, e in ranges) //
+                                                        (range_bytes * (cores or 2)))) if ranges else 0)
+        index_tasks = _index_groups(ranges, range_bytes) if ranges else []
+        data.tasks = {"whole files": sum(len(g) for g in groups), "whole tasks": len(groups),
+                      "byte ranges": len(ranges), "index tasks": len(index_tasks),
+                      "segment partitions": nparts if ranges else 0, "ranges read again": 0}
+        if use_spark:
+            manifest = _run_spark(spark, data, caps, groups, index_tasks, names, files, uri, ports_, nparts,
+                                  progress)
+        else:
+            manifest = _run_embedded(cores, data, groups, index_tasks, names, files, uri, ports_, nparts, progress,
+                                     log)
         data.decode_seconds = time.monotonic() - t0
         _finish(data, manifest, fs, base, caps)
     finally:
@@ -470,6 +538,190 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     data.seconds = time.monotonic() - t0
     write_text(uri, "report.json", data.to_json())
     return data
+
+
+def _file_order(paths):
+    from ..capture.segments import file_order
+
+    return file_order(paths)
+
+
+def _stats_of(batches) -> list[dict]:
+    from ..capture.segments import STATS_KEY
+
+    out = []
+    for b in batches:
+        if b.num_rows == 1 and b.column("key")[0].as_py() == STATS_KEY:
+            out.append(json.loads(b.column("info")[0].as_py()))
+    return out
+
+
+def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, files, uri: str, ports, nparts: int,
+                  progress: bool, log) -> list[dict]:
+    """The embedded engine: the same tasks in a pool of worker processes (or
+    in this process, for one task)."""
+    import pyarrow as pa
+
+    from ..capture.segments import check_chains, redo_range, segment_schema
+    from .tasks import index_task, segment_task, whole_task
+
+    manifest: list[dict] = []
+    with _Pool(cores, len(groups) + len(index_tasks), progress, log) as pool:
+        whole = [pool.submit(whole_task, g, uri, f"w{i:05d}", ports) for i, g in enumerate(groups)]
+        index = [pool.submit(index_task, t) for t in index_tasks]
+        got: dict[tuple[int, str, int], list] = {}
+        for task, fut in zip(index_tasks, index):
+            for item, batches in zip(task, fut.result()):
+                got[(item[0], item[2], item[3])] = batches
+        if got:
+            # the record chains across ranges: a range that guessed its first record wrong is read again
+            while True:
+                stats = {}
+                for (cap, _path, _start), batches in got.items():
+                    s = json.loads(batches[-1].column("info")[0].as_py())
+                    s["capture"] = cap
+                    stats[(cap, s["file"], s["start"])] = s
+                by_cap: dict[int, list[dict]] = {}
+                for s in stats.values():
+                    by_cap.setdefault(s["capture"], []).append(s)
+                redo = [r for rows in by_cap.values() for r in check_chains(rows)]
+                if not redo:
+                    break
+                data.tasks["ranges read again"] += len(redo)
+                futs = [(s, pool.submit(redo_range, s, first, s["capture"])) for s, first in redo]
+                for s, fut in futs:
+                    got[(s["capture"], s["file"], s["start"])] = fut.result()
+            table = pa.Table.from_batches([b for batches in got.values() for b in batches], schema=segment_schema())
+            parts = _partitions(table, max(1, nparts))
+            data.tasks["segment partitions"] = len(parts)
+            segs = [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
+                    for i, part in enumerate(parts)]
+            for fut in segs:
+                manifest += fut.result()
+        for fut in whole:
+            manifest += fut.result()
+    return manifest
+
+
+class _Pool:
+    """Worker processes for the embedded engine, forked where the system
+    forks (they start with what this process imported, and a script that
+    runs a report needs no ``if __name__ == "__main__"`` guard); elsewhere
+    spawned.  With one task or one core, the tasks run in this process."""
+
+    def __init__(self, cores: int, tasks: int, progress: bool, log) -> None:
+        self.cores, self.tasks = cores, tasks
+        self.progress, self.log = progress, log
+        self.ex = None
+        self.done = 0
+        self.t0 = time.monotonic()
+
+    def __enter__(self):
+        if self.cores > 1 and self.tasks > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self.ex = ProcessPoolExecutor(max_workers=min(self.cores, self.tasks), mp_context=ctx)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.ex is not None:
+            self.ex.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        if self.ex is None:
+            fut: Future = Future()
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+                fut.set_exception(exc)
+            self._done(fut)
+            return fut
+        fut = self.ex.submit(fn, *args)
+        fut.add_done_callback(self._done)
+        return fut
+
+    def _done(self, _fut) -> None:
+        self.done += 1
+        if self.progress:
+            print(f"[report {time.monotonic() - self.t0:6.1f}s] {self.done} tasks done", file=self.log, flush=True)
+
+
+def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files, uri: str, ports, nparts: int,
+               progress: bool) -> list[dict]:
+    """The Spark engine: the same tasks as ``mapInArrow`` stages; positions
+    through the shuffle."""
+    from pyspark.sql import functions as F
+
+    from ..capture.segments import check_chains
+
+    connect = _is_connect(spark)
+    frames = []
+    if groups:
+        frames.append(spark.range(0, len(groups), 1, len(groups))
+                      .mapInArrow(_spark_whole(groups, uri, ports), _MANIFEST_DDL))
+    if index_tasks:
+        idx = spark.range(0, len(index_tasks), 1, len(index_tasks)).mapInArrow(_spark_index(index_tasks),
+                                                                               _SEGMENT_DDL)
+        idx = idx.cache()
+        stats = {}
+        for r in idx.filter(F.col("key") == 0).select("capture", "info").collect():
+            s = json.loads(r["info"])
+            s["capture"] = r["capture"]
+            stats[(r["capture"], s["file"], s["start"])] = s
+        while True:
+            by_cap: dict[int, list[dict]] = {}
+            for s in stats.values():
+                by_cap.setdefault(s["capture"], []).append(s)
+            redo = [r for rows in by_cap.values() for r in check_chains(rows)]
+            if not redo:
+                break
+            data.tasks["ranges read again"] += len(redo)
+            bad = None
+            for s, _first in redo:
+                lo = (s["rank"] << 40) | s["start"]
+                hi = (s["rank"] << 40) | s["end"]
+                cond = (F.col("capture") == s["capture"]) & (F.col("order") >= lo) & (F.col("order") < hi)
+                bad = cond if bad is None else bad | cond
+            # few ranges, read again here (on bytes that only look like records: rare)
+            again = [_redo_batches(s, first) for s, first in redo]
+            fresh = spark.createDataFrame(_arrow_table(again), schema=_SEGMENT_DDL)
+            idx = idx.filter(~bad).unionByName(fresh).cache()
+            for b in again:
+                for s2 in _stats_of(b):
+                    s2["capture"] = b[-1].column("capture")[0].as_py()
+                    stats[(s2["capture"], s2["file"], s2["start"])] = s2
+        frames.append(idx.repartition(nparts, "capture", "key")
+                      .sortWithinPartitions("capture", "key", "order")
+                      .mapInArrow(_spark_segments(names, files, uri, ports), _MANIFEST_DDL))
+    manifest_df = frames[0]
+    for f in frames[1:]:
+        manifest_df = manifest_df.unionByName(f)
+    ctx = _Progress(spark, caps) if progress and not connect else None
+    try:
+        if ctx:
+            ctx.__enter__()
+        return [r.asDict() for r in manifest_df.collect()]
+    finally:
+        if ctx:
+            ctx.__exit__(None, None, None)
+
+
+def _redo_batches(s: dict, first):
+    from ..capture.segments import redo_range
+
+    return [_for_spark(b) for b in redo_range(s, first, s["capture"])]
+
+
+def _arrow_table(batch_lists):
+    import pyarrow as pa
+
+    batches = [b for bl in batch_lists for b in bl]
+    return pa.Table.from_batches(batches)
 
 
 def _uri(out) -> str:
@@ -489,8 +741,9 @@ def write_text(out, name: str, text: str) -> str:
 
 
 # capture.segments.segment_schema() in Spark's words
-_SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, src binary, sport int, dst binary, dport int, "
-                "seq bigint, ack bigint, flags smallint, length bigint, payload binary")
+_SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, family tinyint, src binary, sport int, "
+                "dst binary, dport int, seq bigint, ack bigint, flags smallint, length bigint, at bigint, caplen int, "
+                "info string")
 _MANIFEST_DDL = ", ".join(f"{n} {'bigint' if t == 'int64' else t}" for n, t in _MANIFEST_FIELDS)
 
 

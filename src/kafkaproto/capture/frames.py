@@ -1,0 +1,426 @@
+"""Frames as columns: what the capture walker gives, batch by batch.
+
+A :class:`FrameBatch` holds the frames the walker (capture._scan) gathered:
+one fixed-size row per frame (its time, connection, direction, stream
+offset, api key and version, correlation id, client id, number in its
+connection, the request a response answers, header size, flags) and the
+frames' bytes back to back in one buffer.  Nothing per frame is a Python
+object: :meth:`FrameBatch.to_arrow` gives the frame table as Arrow columns
+built from those buffers, :meth:`FrameBatch.bodies` the frames as a binary
+view column over the same bytes (no copy), and every consumer -- the
+decoded tables of the report, ``inspect``, the Spark data sources -- starts
+from there.  :meth:`FrameBatch.frames` gives :class:`CapturedFrame` objects
+for code that wants one object per frame.
+
+:func:`read_frame_batches` reads a capture (pcap, pcapng, a folder of
+rolled files, tap tables, raw request streams) into frame batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .._limits import DEFAULT_MAX_FRAME_SIZE
+from . import streams
+from .accounting import Accounting
+from .pcap import CaptureFile, sniff_format
+from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf, RequestInfo
+
+__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "read_frame_batches"]
+
+#: frame flags (the ``flags`` column): bit -> name
+FLAGS = dict(streams._scan.FLAGS)
+_FL_HEADER = FLAGS["header"]
+_STATUS = streams._scan.STATUS
+_NO_TS = streams._scan.NO_TS
+#: rows per batch, bytes per batch (whichever comes first)
+BATCH_ROWS = 65536
+BATCH_BYTES = 32 << 20
+
+#: the frame table's columns
+FRAME_FIELDS = ("conn", "seq", "ts", "client", "server", "direction", "offset", "api_key", "api_version",
+                "correlation_id", "client_id", "size", "status", "request_seq", "latency_us", "flags", "frame")
+
+
+def frame_schema():
+    """The Arrow schema of :meth:`FrameBatch.to_arrow` (the ``frames`` table)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("conn", pa.int64()),  # the connection's uid (Connection.uid: the same however the capture is read)
+        ("seq", pa.int64()),  # the frame's number in its connection (both directions)
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("client", pa.string()),  # the client's address and port
+        ("server", pa.string()),
+        ("direction", pa.string()),  # request / response
+        ("offset", pa.int64()),  # stream offset of the size prefix in its direction
+        ("api_key", pa.int16()),  # a response: its request's (null: unpaired)
+        ("api_version", pa.int16()),
+        ("correlation_id", pa.int32()),
+        ("client_id", pa.string()),  # a response: its request's
+        ("size", pa.int64()),  # bytes on the wire, size prefix included
+        ("status", pa.string()),  # framed / unpaired
+        ("request_seq", pa.int64()),  # a response: the seq of the request it answers
+        ("latency_us", pa.int64()),  # a response: microseconds since its request
+        ("flags", pa.int16()),  # FLAGS bits
+        ("frame", pa.large_binary()),  # the frame, size prefix removed
+    ])
+
+
+class FrameBatch:
+    """Frames gathered by the walker (see the module's text).
+
+    ``rows``: a numpy array of ``capture._scan.ROW_DTYPE``; ``data``: the
+    frames' bytes (row i's are ``data[starts[i]:rows["end"][i]]``);
+    ``conns``: the reader's Connection objects, by the rows' ``conn`` index;
+    ``clients``: client ids, by the rows' ``client`` index; ``unanswered``:
+    requests whose connection ended before their response came, as
+    ``(conn index, correlation id, api key, api version, ts, seq, client index)``.
+    """
+
+    __slots__ = ("rows", "data", "conns", "clients", "unanswered", "_starts", "_buffer", "_uids")
+
+    def __init__(self, rows, data, conns: Sequence[Connection], clients: Sequence[str],
+                 unanswered: list | None = None) -> None:
+        self.rows = rows
+        self.data = data
+        self.conns = conns
+        self.clients = clients
+        self.unanswered = unanswered or []
+        self._starts = None
+        self._buffer = None
+        self._uids = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data)
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each frame's bytes start in :attr:`data` (int64)."""
+        if self._starts is None:
+            ends = self.rows["end"]
+            starts = np.empty(len(ends), dtype=np.int64)
+            if len(ends):
+                starts[0] = 0
+                starts[1:] = ends[:-1]
+            self._starts = starts
+        return self._starts
+
+    def frame(self, i: int) -> memoryview:
+        """Row ``i``'s frame bytes (a view of :attr:`data`)."""
+        return memoryview(self.data)[int(self.starts[i]):int(self.rows["end"][i])]
+
+    # -- columns ---------------------------------------------------------------
+    def buffer(self):
+        """:attr:`data` as a pyarrow buffer (no copy)."""
+        if self._buffer is None:
+            import pyarrow as pa
+
+            self._buffer = pa.py_buffer(self.data)
+        return self._buffer
+
+    def uids(self) -> np.ndarray:
+        """Each row's connection uid (int64)."""
+        if self._uids is None:
+            conns = self.conns
+            idx = self.rows["conn"]
+            used = np.unique(idx)
+            table = np.zeros(int(used[-1]) + 1 if len(used) else 0, dtype=np.int64)
+            for i in used.tolist():
+                table[i] = conns[i].uid
+            self._uids = table[idx]
+        return self._uids
+
+    def bodies(self, idx=None, offset=None):
+        """The frames (or those at rows ``idx``) as a ``binary_view`` column over
+        :attr:`data`: no byte is copied.  ``offset``: a per-row number of bytes
+        to leave out at the start of each (e.g. the header size)."""
+
+        starts = self.starts
+        ends = self.rows["end"]
+        if idx is not None:
+            starts, ends = starts[idx], ends[idx]
+        if offset is not None:
+            starts = starts + offset
+        return _views(self.buffer(), starts, ends)
+
+    def to_arrow(self):
+        """The frame table (:func:`frame_schema`) as one record batch."""
+        import pyarrow as pa
+
+        r = self.rows
+        n = len(r)
+        schema = frame_schema()
+        has = (r["flags"] & _FL_HEADER) != 0
+        req = r["direction"] == 0
+        ends = r["end"]
+        offsets = np.empty(n + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1:] = ends
+        frame = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), self.buffer()])
+        ts = r["ts"]
+        ts_ok = ts != _NO_TS
+        lat_ok = ts_ok & (r["request_ts"] != _NO_TS) & ~req
+        conn_idx = r["conn"]
+        cols = {
+            "conn": pa.array(self.uids()),
+            "seq": pa.array(r["seq"]),
+            "ts": _masked(ts // 1000, ts_ok, pa.int64()).cast(schema.field("ts").type),
+            "client": _pick([c.client for c in self.conns], conn_idx),
+            "server": _pick([c.server for c in self.conns], conn_idx),
+            "direction": _pick([REQUEST, RESPONSE], r["direction"]),
+            "offset": pa.array(r["offset"]),
+            "api_key": _masked(r["api_key"], has, pa.int16()),
+            "api_version": _masked(r["api_version"], has, pa.int16()),
+            "correlation_id": _masked(r["correlation_id"], has | ~req, pa.int32()),
+            "client_id": _pick(self.clients, r["client"]),
+            "size": pa.array(np.diff(offsets) + 4),
+            "status": _pick(list(_STATUS), r["status"]),
+            "request_seq": _masked(r["request_seq"], r["request_seq"] >= 0, pa.int64()),
+            "latency_us": _masked((ts - r["request_ts"]) // 1000, lat_ok, pa.int64()),
+            "flags": pa.array(r["flags"].astype(np.int16)),
+            "frame": frame,
+        }
+        return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+    # -- objects ---------------------------------------------------------------
+    def frames(self) -> Iterator[CapturedFrame]:
+        """Each row as a :class:`CapturedFrame` (one object per frame: for code
+        that wants them; the columns are the fast way)."""
+        r = self.rows
+        starts = self.starts.tolist()
+        cols = {name: r[name].tolist() for name in ("ts", "offset", "seq", "request_seq", "request_ts", "end", "conn",
+                                                      "correlation_id", "client", "api_key", "api_version",
+                                                      "direction", "status", "flags")}
+        data = self.data
+        conns, clients = self.conns, self.clients
+        for i in range(len(r)):
+            flags = cols["flags"][i]
+            ts = cols["ts"][i]
+            ts = None if ts == _NO_TS else ts
+            conn = conns[cols["conn"][i]]
+            frame = bytes(data[starts[i]:cols["end"][i]])
+            ci = cols["client"][i]
+            client_id = clients[ci] if ci >= 0 else None
+            if cols["direction"][i] == 0:
+                if not flags & _FL_HEADER:
+                    f = CapturedFrame(ts, conn, REQUEST, cols["offset"][i], frame, seq=cols["seq"][i], flags=flags)
+                else:
+                    info = RequestInfo(cols["api_key"][i], cols["api_version"][i], ts, client_id, cols["seq"][i])
+                    f = CapturedFrame(ts, conn, REQUEST, cols["offset"][i], frame, info.api_key, info.api_version,
+                                      cols["correlation_id"][i], None, "framed", client_id, info, cols["seq"][i],
+                                      flags)
+            elif cols["status"][i]:
+                f = CapturedFrame(ts, conn, RESPONSE, cols["offset"][i], frame, None, None, cols["correlation_id"][i],
+                                  None, "unpaired", seq=cols["seq"][i], flags=flags)
+            else:
+                rts = cols["request_ts"][i]
+                rts = None if rts == _NO_TS else rts
+                info = RequestInfo(cols["api_key"][i], cols["api_version"][i], rts, client_id, cols["request_seq"][i])
+                f = CapturedFrame(ts, conn, RESPONSE, cols["offset"][i], frame, info.api_key, info.api_version,
+                                  cols["correlation_id"][i], rts, "framed", client_id, info, cols["seq"][i], flags)
+            yield f
+
+    def __repr__(self) -> str:
+        return f"FrameBatch({len(self)} frames, {self.nbytes} bytes)"
+
+
+def _masked(values: np.ndarray, valid: np.ndarray, typ):
+    """A pyarrow array of ``values`` with nulls where not ``valid``."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values).astype(typ.to_pandas_dtype(), copy=False)
+    if valid.all():
+        return pa.array(values, type=typ)
+    return pa.Array.from_buffers(typ, len(values), [pa.py_buffer(np.packbits(valid, bitorder="little")),
+                                                    pa.py_buffer(values)], null_count=int(len(valid) - valid.sum()))
+
+
+def _pick(texts: Sequence[str], idx: np.ndarray):
+    """``texts[i]`` for each ``i`` of ``idx`` as a string column (null where negative)."""
+    import pyarrow as pa
+
+    dictionary = pa.array(list(texts), type=pa.string())
+    idx = np.asarray(idx)
+    ok = idx >= 0
+    if not len(dictionary):
+        return pa.nulls(len(idx), pa.string())
+    take = pa.array(np.where(ok, idx, 0).astype(np.int32), mask=~ok if not ok.all() else None)
+    return dictionary.take(take)
+
+
+def _views(buffer, starts: np.ndarray, ends: np.ndarray):
+    """A ``binary_view`` column of ``buffer[starts[i]:ends[i]]`` (values up to 12
+    bytes inline, longer ones by reference: the view layout of the Arrow spec)."""
+    import pyarrow as pa
+
+    n = len(starts)
+    lengths = (ends - starts).astype(np.int32)
+    views = np.zeros((n, 4), dtype=np.int32)
+    views[:, 0] = lengths
+    long = lengths > 12
+    starts32 = starts.astype(np.int64)
+    if long.any():
+        raw = np.frombuffer(buffer, dtype=np.uint8)
+        li = np.flatnonzero(long)
+        # prefix: the first 4 bytes; buffer index 0; offset
+        s = starts32[li]
+        prefix = raw[s[:, None] + np.arange(4)].copy().view(np.int32).reshape(-1)
+        views[li, 1] = prefix
+        views[li, 2] = 0
+        if len(buffer) >= (1 << 31):
+            raise ValueError("a frame batch's bytes past 2 GiB cannot be viewed")
+        views[li, 3] = s.astype(np.int32)
+    short = np.flatnonzero(~long)
+    if len(short):
+        raw = np.frombuffer(buffer, dtype=np.uint8)
+        inline = views.view(np.uint8).reshape(n, 16)
+        for k in range(12):
+            sel = short[lengths[short] > k]
+            if not len(sel):
+                break
+            inline[sel, 4 + k] = raw[starts32[sel] + k]
+    return pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), buffer])
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+
+def read_frame_batches(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
+                       max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, batch_rows: int = BATCH_ROWS,
+                       batch_bytes: int = BATCH_BYTES, **limits: int) -> Iterator[FrameBatch]:
+    """Every Kafka frame of a capture, in capture order, paired and numbered,
+    as :class:`FrameBatch` objects of about ``batch_rows`` frames or
+    ``batch_bytes`` bytes.
+
+    ``path``: a pcap or pcapng file, a list of them (one capture rolled into
+    files, in the order written), a folder (of rolled pcap/pcapng files, or
+    of tap tables), a tap table file, or a raw stream of size-prefixed
+    request frames.  ``ports``, ``acc``, ``limits``: as
+    :func:`kafkaproto.capture.read_frames`.  The accounting is complete once
+    the iterator is exhausted.
+    """
+    from . import capture_kind
+
+    acc = acc if acc is not None else Accounting()
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        yield from _packet_batches([os.fspath(p) for p in path], ports, acc, max_frame_size, batch_rows, batch_bytes,
+                                   limits)
+        return
+    kind = capture_kind(path)
+    if kind == "table":
+        if os.path.isdir(path):
+            from .segments import packet_files
+
+            rolled = packet_files(path)
+            if rolled:
+                yield from _packet_batches(rolled, ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
+                return
+        from .table import table_frame_batches
+
+        yield from table_frame_batches(path, acc, max_frame_size=max_frame_size, batch_rows=batch_rows)
+        return
+    if kind == "raw":
+        yield from _raw_batches(path, acc, max_frame_size, batch_rows, batch_bytes)
+        return
+    yield from _packet_batches([os.fspath(path)], ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
+
+
+def _take(sink) -> FrameBatch:
+    rows, data = sink.take()
+    unanswered, sink.unanswered = sink.unanswered, []
+    return FrameBatch(rows, data, sink.conns, sink.clients, unanswered)
+
+
+def _packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, batch_rows: int,
+                    batch_bytes: int, limits, cut=None) -> Iterator[FrameBatch]:
+    """The files of one capture, in order, through one extractor (a connection
+    runs on from one file into the next).
+
+    A path may also be an open binary stream (a pipe: read record by record,
+    named by its ``name``).  ``cut``: called after each packet that left
+    frames in the sink; True hands them out as a batch at once (a live view
+    asks whenever its input has nothing more waiting)."""
+    ext = Extractor(ports, acc, max_frame_size, batch_rows=batch_rows, batch_bytes=batch_bytes, **(limits or {}))
+    sink = ext.sink
+    scan = ext.scanner()
+    try:
+        for path in paths:
+            stream = hasattr(path, "read")
+            with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
+                if not stream:
+                    acc.file_bytes += os.fstat(fh.fileno()).st_size
+                cap = CaptureFile(fh)
+                try:
+                    if cap.open() == "pcap" and cut is None:
+                        # classic pcap: the scanner reads the records itself, in large blocks
+                        order, ticks, linktype = cap.pcap_header()
+                        scan.read_pcap(fh, order == ">", ticks, linktype)
+                        while scan.run():
+                            yield _take(sink)
+                    else:
+                        for ts, linktype, data, _orig in cap.iter_records():
+                            scan.packet(ts, linktype, data)
+                            if sink.full() or (cut is not None and sink.size and cut()):
+                                scan.flush()
+                                yield _take(sink)
+                finally:
+                    scan.flush()
+                    if stream:
+                        acc.file_bytes += cap.bytes_read
+                    error = cap.error or scan.error
+                    if error:
+                        acc.errors.append(f"{path.name if stream else os.fspath(path)}: {error}")
+                    acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
+                    acc.bad_timestamps += cap.bad_timestamps
+                    scan.error, scan.unread_bytes = None, 0
+    finally:
+        ext.finish()
+        scan.flush()
+    if sink.size or sink.unanswered:
+        yield _take(sink)
+
+
+def _raw_batches(path, acc: Accounting, max_frame_size: int, batch_rows: int,
+                 batch_bytes: int, cut=None) -> Iterator[FrameBatch]:
+    """A file of size-prefixed request frames, as one connection.  ``path``
+    may be an open binary stream (read as its bytes come); ``cut`` as in
+    :func:`_packet_batches`."""
+    from ..protocol import header_table
+    from .streams import MAX_OUTSTANDING
+
+    sink = streams._scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows,
+                                   batch_bytes)
+    stream = hasattr(path, "read")
+    conn = Connection(1, "client", path.name if stream else os.path.basename(os.fspath(path)))
+    acc.connections += 1
+    pairing = sink.connection(conn)
+    half = KafkaHalf(conn, pairing, sink, True, acc, synced=True, max_frame_size=max_frame_size)
+    with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
+        read = fh.read1 if stream else fh.read
+        while chunk := read(1 << 20):
+            acc.file_bytes += len(chunk)
+            acc.payload_bytes_total += len(chunk)
+            half.data(None, chunk)
+            if sink.full() or (cut is not None and sink.size and cut()):
+                yield _take(sink)
+    half.end()
+    pairing.take_waiting()  # a stream of requests alone: nothing is expected to answer them
+    sink.flush()
+    if sink.size:
+        yield _take(sink)
+
+
+def capture_format(path) -> str | None:
+    """``"pcap"``/``"pcapng"`` from a file's first bytes, else None."""
+    with open(path, "rb") as fh:
+        return sniff_format(fh.read(4))
