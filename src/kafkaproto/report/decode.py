@@ -364,7 +364,8 @@ class CaptureDecoder:
         # conn << 40 | request seq -> the wait a long-poll request asked for
         self.waits: dict[int, int] = {}
         self._names = self._api_names()
-        self._removed = self._removed_table()
+        self._removed = np.zeros((max(APIS) + 1, 64), dtype=bool)
+        self._asked = np.zeros((max(APIS) + 1) * 64, dtype=np.uint8)
 
     @staticmethod
     def _api_names() -> pa.Array:
@@ -389,17 +390,15 @@ class CaptureDecoder:
             out = pa.array(texts, pa.string())
         return out
 
-    @staticmethod
-    def _removed_table() -> np.ndarray:
-        table = np.zeros((max(APIS) + 1, 64), dtype=bool)
-        for k in APIS:
-            for v in range(64):
-                table[k, v] = removed_in_kafka4(k, v)
-        return table
-
     def _removed_flags(self, keys: np.ndarray, versions: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """Kafka 4.0 removed this (api key, version)?  Asked once per pair the capture holds."""
         t = self._removed
         ok = valid & (keys >= 0) & (keys < t.shape[0]) & (versions >= 0) & (versions < 64)
+        pairs = np.unique(keys[ok] * 64 + versions[ok])
+        todo = pairs[self._asked[pairs] == 0] if len(pairs) else pairs
+        for pv in todo.tolist():
+            t[pv // 64, pv % 64] = removed_in_kafka4(pv // 64, pv % 64)
+            self._asked[pv] = 1
         out = np.zeros(len(keys), dtype=bool)
         out[ok] = t[keys[ok], versions[ok]]
         return out

@@ -59,7 +59,8 @@ from ..capture.segments import packet_files
 from .aggregate import merge
 from .decode import TASK_TABLES, accounting_batch, accounting_from_dict
 
-__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "run_job", "session"]
+__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "run_job", "session",
+           "shutdown"]
 
 TABLES = ("connections", *TASK_TABLES, "accounting", "topic_ids")  # every table the job writes
 #: byte ranges the segment path cuts files into
@@ -603,11 +604,41 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
     return manifest
 
 
+#: the embedded engine's worker processes, kept for the next job of this
+#: process (as Spark keeps its Python workers): what a worker has warmed --
+#: message programs, header tables -- serves every later task
+_WORKERS: dict[int, object] = {}
+
+
+def _executor(workers: int):
+    import atexit
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ex = _WORKERS.get(workers)
+    if ex is not None and not getattr(ex, "_broken", False) and not getattr(ex, "_shutdown_thread", False):
+        return ex
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    ex = _WORKERS[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    if len(_WORKERS) == 1:
+        atexit.register(shutdown)
+    return ex
+
+
+def shutdown() -> None:
+    """Stop the embedded engine's worker processes (they are kept between jobs)."""
+    while _WORKERS:
+        _, ex = _WORKERS.popitem()
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
 class _Pool:
     """Worker processes for the embedded engine, forked where the system
     forks (they start with what this process imported, and a script that
     runs a report needs no ``if __name__ == "__main__"`` guard); elsewhere
-    spawned.  With one task or one core, the tasks run in this process."""
+    spawned; kept for the next job (:func:`shutdown` stops them).  With one
+    task or one core, the tasks run in this process."""
 
     def __init__(self, cores: int, tasks: int, progress: bool, log) -> None:
         self.cores, self.tasks = cores, tasks
@@ -618,17 +649,12 @@ class _Pool:
 
     def __enter__(self):
         if self.cores > 1 and self.tasks > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self.ex = ProcessPoolExecutor(max_workers=min(self.cores, self.tasks), mp_context=ctx)
+            self.ex = _executor(self.cores)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.ex is not None:
-            self.ex.shutdown(wait=True, cancel_futures=True)
+        if exc[0] is not None and self.ex is not None:
+            shutdown()  # a job that failed leaves no worker holding its state
 
     def submit(self, fn, *args):
         from concurrent.futures import Future
