@@ -403,7 +403,15 @@ class CaptureDecoder:
         return out
 
     # -- one batch -------------------------------------------------------------
-    def batch(self, fb) -> list[tuple[str, pa.RecordBatch]]:
+    def batch(self, fb, bodies: np.ndarray | None = None) -> list[tuple[str, pa.RecordBatch]]:
+        """The rows of the tables one frame batch gives, as ``(table, batch)``.
+
+        ``bodies``: which rows' bodies to decode (a boolean per row; None:
+        all).  The others keep their header columns, status ``framed`` (or
+        ``unpaired``) and null body columns; a reader that asks for fewer
+        rows or columns (the Spark data source) decodes no more than it
+        gives, plus the rows later ones depend on (Metadata responses for
+        topic ids, long-poll requests for their waits)."""
         r = fb.rows
         n = len(r)
         if not n:
@@ -431,7 +439,7 @@ class CaptureDecoder:
 
         def groups(idx: np.ndarray, which: list[int] | None = None):
             k = keys[idx]
-            ok = has[idx]
+            ok = has[idx] if bodies is None else has[idx] & bodies[idx]
             for key in np.unique(k[ok]).tolist():
                 if which is not None and key not in which:
                     continue
