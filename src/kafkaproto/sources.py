@@ -664,7 +664,8 @@ class _Rows:
         elif self.table == "unanswered":
             got = [b for _t, b in dec.unanswered(fb)]
         else:
-            got = [b for t, b in dec.batch(fb, self._decode(fb)) if t == self.table]
+            sets = self.table in ("records", "record_sets")
+            got = [b for t, b in dec.batch(fb, self._decode(fb), record_sets=sets) if t == self.table]
         for b in got:
             m = self.filters.mask(b)
             if m is not None:

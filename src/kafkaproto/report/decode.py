@@ -403,7 +403,8 @@ class CaptureDecoder:
         return out
 
     # -- one batch -------------------------------------------------------------
-    def batch(self, fb, bodies: np.ndarray | None = None) -> list[tuple[str, pa.RecordBatch]]:
+    def batch(self, fb, bodies: np.ndarray | None = None, record_sets: bool = True
+              ) -> list[tuple[str, pa.RecordBatch]]:
         """The rows of the tables one frame batch gives, as ``(table, batch)``.
 
         ``bodies``: which rows' bodies to decode (a boolean per row; None:
@@ -411,7 +412,9 @@ class CaptureDecoder:
         ``unpaired``) and null body columns; a reader that asks for fewer
         rows or columns (the Spark data source) decodes no more than it
         gives, plus the rows later ones depend on (Metadata responses for
-        topic ids, long-poll requests for their waits)."""
+        topic ids, long-poll requests for their waits).  ``record_sets``:
+        False leaves out the ``records`` and ``record_sets`` rows (the
+        record batches are not walked)."""
         r = fb.rows
         n = len(r)
         if not n:
@@ -563,7 +566,7 @@ class CaptureDecoder:
             cols["error_codes"] = _scatter_lists(n, code_parts, pa.list_(pa.int16())).take(take)
             cols["trailing_bytes"] = _masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
-        if blobs:
+        if blobs and record_sets:
             out += self._record_sets(blobs, base)
         return out
 
