@@ -92,6 +92,15 @@ def test_tables_are_the_reports(captures, report, table, split):
         assert {p.name for p in indexed} == {"kafka.pcap", "synthetic.pcap"} and len(indexed) >= 4
 
 
+@pytest.mark.parametrize("columns", ["topic,partition,offset,timestamp,client_id", "headers,seq", "error"])
+def test_records_columns_asked_for_are_the_reports(captures, report, columns):
+    """The records walk copies only the columns asked for (no key, value or
+    header unless named): the same values in those columns."""
+    got, _, _ = _local(captures, "records", columns=columns, splitBytes="256k")
+    assert got.schema.names == columns.split(",")
+    assert _rows(got) == _rows(_table(report, "records").select(columns.split(",")))
+
+
 @pytest.mark.parametrize("split", SPLITS)
 def test_frames_give_the_header_columns_of_requests_and_responses(captures, report, split):
     frames, _, _ = _local(captures, "frames", splitBytes=SPLITS[split])

@@ -101,6 +101,8 @@ _BODY = {"topics", "software_name", "software_version", "status", "trailing_byte
 # columns named from the topic ids Metadata responses gave earlier on the connection
 _NAMED = {"topics", "topic"}
 _PRODUCE, _FETCH = 0, 1
+# the records columns kafkaproto.arrow.records builds (the others are the frame's)
+_RECORD_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 
 
 class CaptureCorruptError(KafkaProtocolError):
@@ -309,7 +311,7 @@ class _Reader(DataSourceReader):
     def _whole_batches(self, partition: _Whole, rows: _Rows) -> Iterator[pa.RecordBatch]:
         for name, paths in partition.items:
             acc = Accounting()
-            dec = CaptureDecoder(name, acc)
+            dec = CaptureDecoder(name, acc, rows.record_columns)
             batches = read_frame_batches(paths[0] if len(paths) == 1 else list(paths), ports=self.ports, acc=acc)
             while True:
                 try:
@@ -328,7 +330,7 @@ class _Reader(DataSourceReader):
         from .capture.streams import Extractor
 
         acc = Accounting()
-        dec = CaptureDecoder(partition.name, acc)
+        dec = CaptureDecoder(partition.name, acc, rows.record_columns)
         ext = Extractor(self.ports, acc, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES)
         sink, scan = ext.sink, ext.scanner()
         files = Files({(0, rank): path for rank, path in partition.files.items()})
@@ -651,6 +653,12 @@ class _Rows:
         else:
             self.bodies = table in ("records", "record_sets")
         self.topics = bool(cols & _NAMED)
+        #: what the records walk copies: the records columns asked for; none for record sets
+        self.record_columns: list[str] | None = None
+        if table == "records" and not set(_RECORD_FIELDS) <= cols:
+            self.record_columns = [c for c in _RECORD_FIELDS if c in cols]
+        elif table == "record_sets":
+            self.record_columns = []
         self.waits = table == "responses" and "wait_ms" in cols
 
     def of(self, capture: str, fb: FrameBatch, dec: CaptureDecoder) -> Iterator[pa.RecordBatch]:

@@ -351,9 +351,13 @@ class CaptureDecoder:
     the bodies are decoded per api key by :func:`kafkaproto.arrow.messages`
     over views of the batch's bytes (no frame is copied)."""
 
-    def __init__(self, capture: str, acc: Accounting) -> None:
+    def __init__(self, capture: str, acc: Accounting, record_columns: Sequence[str] | None = None) -> None:
         self.capture = capture
         self.acc = acc
+        #: the columns of :func:`kafkaproto.arrow.records` the ``records`` rows
+        #: carry (None: all; the others null): ``[]`` parses every record for
+        #: the ``record_sets`` counts but copies no key, value or header
+        self.record_columns = None if record_columns is None else list(record_columns)
         #: topic id -> name, from the capture's Metadata responses (the
         #: ``topic_ids`` table and the figures name topics with it)
         self.topic_ids: dict[bytes, str] = {}
@@ -628,7 +632,8 @@ class CaptureDecoder:
             m = len(blob)
             if not m:
                 continue
-            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True)
+            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True,
+                                          columns=self.record_columns)
             rec_row = recs.column("row").to_numpy()
             set_err = [None] * m
             if recs.column("error").null_count != len(rec_row):
@@ -637,11 +642,10 @@ class CaptureDecoder:
                         set_err[r] = e
             k = len(rec_row)
             rt = pa.array(rows[rec_row]) if k else pa.array([], pa.int64())
+            have = recs.schema.names
             rcols = {
-                "key": recs.column("key"), "value": recs.column("value"), "topic": recs.column("topic"),
-                "partition": recs.column("partition"), "offset": recs.column("offset"),
-                "timestamp": recs.column("timestamp"), "timestampType": recs.column("timestampType"),
-                "headers": recs.column("headers"),
+                **{c: recs.column(c) if c in have else None
+                   for c in ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")},
                 "source": _repeat(source, k),
                 "capture": _repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
