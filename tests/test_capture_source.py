@@ -260,6 +260,10 @@ def test_spark_reads_the_reports_tables(spark, captures, report, split):
         df = _read(spark, captures, table, SPLITS[split])
         assert df.schema == sources.spark_schema(table)
         assert _spark_rows(df) == _rows(_table(report, table)), table
+    # a schema names the columns to build, as the columns option does
+    df = spark.read.format("kafkaproto.capture").schema("client_id string, latency_us bigint") \
+        .option("table", "responses").option("splitBytes", SPLITS[split]).load(captures)
+    assert _spark_rows(df) == _rows(_table(report, "responses").select(["client_id", "latency_us"]))
     parts = _read(spark, captures, "frames", SPLITS[split]).rdd.getNumPartitions()
     assert parts == 1 if split == "whole" else parts >= 5
 
