@@ -543,3 +543,38 @@ def test_table_time_stamps_out_of_range_are_marked(tmp_path):
     back = list(iter_table_frames(tmp_path / "t", acc))
     assert [b.ts for b in back] == [times[0], None, None, times[3]]
     assert acc.bad_timestamps == 2 and not acc.problems()
+
+
+def test_tap_rows_that_are_no_frame_are_counted_and_skipped(tmp_path):
+    """A tap table with rows whose frame, connection or direction is missing
+    (a damaged or foreign writer): they are counted (``bad_rows``) and
+    skipped; the other rows are read, and the report runs on the table."""
+    import pyarrow as pa
+
+    from kafkaproto.capture.table import frame_schema
+    from kafkaproto.report import run_report
+
+    req = encode_request(MetadataRequest(topics=[]), 9, 1, "c")[4:]
+    rows = [
+        {"ts": 1_700_000_000_000_000, "conn": 1, "client": "a:1", "server": "b:9092", "direction": "request",
+         "offset": 0, "frame": req},
+        {"ts": 1_700_000_000_000_001, "conn": 1, "client": "a:1", "server": "b:9092", "direction": "request",
+         "offset": 0, "frame": None},
+        {"ts": 1_700_000_000_000_002, "conn": None, "client": "a:1", "server": "b:9092", "direction": "request",
+         "offset": 0, "frame": req},
+        {"ts": 1_700_000_000_000_003, "conn": 1, "client": "a:1", "server": "b:9092", "direction": "sideways",
+         "offset": 0, "frame": req},
+    ]
+    folder = tmp_path / "tap"
+    folder.mkdir()
+    table = pa.Table.from_pylist(rows, schema=frame_schema())
+    with pa.OSFile(str(folder / "frames-1.arrows"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    acc = Accounting()
+    frames = list(read_frames(folder, acc=acc))
+    assert len(frames) == 1 and frames[0].client_id == "c"
+    assert acc.bad_rows == 3 and not acc.problems()
+    result = run_report([str(folder)], tmp_path / "out", progress=False)
+    acc = result.data.accounting
+    assert acc.bad_rows == 3 and result.data.totals["requests"] == 1
+    assert "no frame" in result.summary or "3 tap table rows" in result.summary

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import deque
 
 import numpy as np
 
 from .._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, frame_at, uvarint_status
 
 __all__ = ["COMPILED", "FLAGS", "NO_TS", "OFFSET_BITS", "POS_DTYPE", "POS_FIELDS", "ROW_DTYPE", "ROW_FIELDS", "STATUS",
-           "CaptureScanner", "FrameSink", "HalfState", "KafkaState", "Pairing", "connection_key", "find_frame_start",
-           "index_pcap", "pcap_boundary"]
+           "BodyCheck", "CaptureScanner", "FrameSink", "HalfState", "KafkaState", "Pairing", "connection_key",
+           "find_frame_start", "index_pcap", "pcap_boundary"]
 
 COMPILED = False
 
@@ -70,14 +71,14 @@ class Pairing:
         self.index = index
         self.frames = 0
         self.waiting = 0
-        #: correlation id -> its waiting requests, oldest first: [(ts, seq, client, corr, key, version)]
-        self.pending: dict[int, list] = {}
+        #: correlation id -> its waiting requests, oldest first: (ts, seq, client, corr, key, version)
+        self.pending: dict[int, deque] = {}
 
     def push(self, req: tuple) -> bool:
         self.waiting += 1
         got = self.pending.get(req[3])
         if got is None:
-            self.pending[req[3]] = [req]
+            self.pending[req[3]] = deque((req,))
             return False
         got.append(req)
         return True
@@ -86,7 +87,7 @@ class Pairing:
         got = self.pending.get(corr)
         if got is None:
             return None
-        req = got.pop(0)
+        req = got.popleft()
         if not got:
             del self.pending[corr]
         self.waiting -= 1
@@ -129,6 +130,9 @@ def _skip_tags(f, pos: int, n: int) -> int:
 class FrameSink:
     """See the compiled module: a row per frame (:data:`ROW_DTYPE`) and the
     frames' bytes back to back."""
+
+    __slots__ = ("hq", "hr", "acc", "max_outstanding", "batch_rows", "batch_bytes", "conns", "clients",
+                 "_client_index", "unanswered", "_rows", "_data", "_n", "_kafka", "_evicted")
 
     def __init__(self, acc, request_headers, response_headers, max_outstanding: int, batch_rows: int = 65536,
                  batch_bytes: int = 32 << 20) -> None:
@@ -504,14 +508,138 @@ def pcap_boundary(buf, start: int, end: int, big_endian: bool, ticks: int, max_i
     return -1
 
 
+# -- judging a candidate frame ----------------------------------------------
+
+
+def _plausible(buf, p: int, n: int, is_request: bool, max_frame_size: int, versions: bytes, outstanding) -> int:
+    """See the compiled module: 1, 0, or -1 (too few bytes to say)."""
+    if is_request:
+        if n - p < 8:
+            return -1
+        if buf[p] > 6 or buf[p + 4] != 0 or buf[p + 6] != 0:
+            return 0
+        if n - p < 14:
+            return -1
+        size, key, ver, _corr, clen = _req_head.unpack_from(buf, p)
+        if size < 10 or (max_frame_size >= 0 and size > max_frame_size) or \
+                not versions[2 * key] <= ver <= versions[2 * key + 1] or clen < -1 or 10 + max(clen, 0) > size:
+            return 0
+        if clen > 0:
+            if n - p < 14 + clen:
+                return -1
+            if any(c < 0x20 or c == 0x7F for c in buf[p + 14:p + 14 + clen]):
+                return 0
+        return 1
+    if n - p < 1:
+        return -1
+    if buf[p] > 6:
+        return 0
+    if n - p < 8:
+        return -1
+    size = _i32.unpack_from(buf, p)[0]
+    if size < 4 or (max_frame_size >= 0 and size > max_frame_size):
+        return 0
+    return 1 if _i32.unpack_from(buf, p + 4)[0] in outstanding else 0
+
+
+class BodyCheck:
+    """See the compiled module: a candidate frame judged by decoding it (whole
+    up to ``limit`` bytes, else its first ``limit`` bytes and the next header)."""
+
+    __slots__ = ("plan_of", "hq", "hr", "limit")
+
+    def __init__(self, plan_of, request_headers, response_headers, limit: int = 512) -> None:
+        self.plan_of = plan_of
+        self.hq, self.hr = request_headers, response_headers
+        self.limit = limit
+
+    def judge(self, buf, p: int, n: int, is_request: bool, pairing, max_frame_size: int, versions: bytes,
+              outstanding) -> int:
+        from ..errors import InvalidValueError, KafkaProtocolError, TruncatedError
+        from ..protocol import decode_request, decode_response
+
+        size = _i32.unpack_from(buf, p)[0]
+        end = p + 4 + size
+        if n < end:
+            return -1
+        if size > self.limit and n > end:
+            r = _plausible(buf, end, n, is_request, max_frame_size, versions, outstanding)
+            if r != 1:
+                return r
+        stop = end if size <= self.limit else p + 4 + self.limit
+        view = memoryview(buf)[p + 4:stop]
+        if is_request:
+            key, version = _h16.unpack_from(buf, p + 4)[0], _h16.unpack_from(buf, p + 6)[0]
+            if not (0 <= key < self.hq.shape[0] and 0 <= version < 64) or self.hq[key, version] < 0:
+                return 0
+        else:
+            got = None if pairing is None else pairing.request_of(_i32.unpack_from(buf, p + 4)[0])
+            if got is None:
+                return 0
+            key, version = got
+            if not (0 <= key < self.hr.shape[0] and 0 <= version < 64) or self.hr[key, version] < 0:
+                return 0
+        if self.plan_of(is_request, key, version) is None:
+            return 0
+        try:
+            if is_request:
+                decode_request(view)
+            else:
+                decode_response(view, key, version)
+        except (TruncatedError, InvalidValueError) as exc:
+            # only the end of the look cut it: what it needed lies inside the frame
+            m = _NEED.match(exc.detail) or _COUNT.match(exc.detail)
+            return 1 if stop < end and m and int(m.group(1)) - int(m.group(2)) <= end - stop else 0
+        except KafkaProtocolError:
+            return 0
+        return 1
+
+
+_NEED = re.compile(r"need (\d+) bytes, (\d+) left$")
+_COUNT = re.compile(r"count (\d+) larger than the (\d+) bytes left$")
+
+
 # -- resynchronization ------------------------------------------------------
+_req_head = struct.Struct(">ihhih")
+_i32 = struct.Struct(">i")
+
+
+def find_frame_start(buf, pos: int, is_request: bool, max_frame_size: int, versions: bytes,
+                     outstanding: dict, check: BodyCheck | None = None, pairing=None) -> tuple[int, bool | None]:
+    """See the compiled module: the same positions and verdicts."""
+    if len(versions) != 512:
+        raise ValueError("versions must be 512 bytes")
+    n = len(buf)
+    p = pos
+    if n == 0 or p >= n:
+        return -1, None
+    pattern = _REQUEST_START if is_request else _RESPONSE_START
+    while p < n:
+        m = pattern.search(buf, p)
+        if m is None:
+            return -1, None
+        p = m.start()
+        r = _plausible(buf, p, n, is_request, max_frame_size, versions, outstanding)
+        if r < 0:
+            return p, None
+        if r == 1 and check is not None:
+            r = check.judge(buf, p, n, is_request, pairing, max_frame_size, versions, outstanding)
+            if r < 0:
+                return p, None
+        if r == 1:
+            return p, True
+        if buf[p:p + 4] == _ZEROS[:4]:
+            p = max(p + 1, _zeros_end(buf, p) - 3)
+            continue
+        p += 1
+    return -1, None
+
+
 # A request's size prefix is below 0x07000000 (Kafka's limits are far lower)
 # and its api key and version are below 256; a response's size prefix too:
 # cheap first filters, run by the regular expression engine.
 _REQUEST_START = re.compile(rb"[\x00-\x06]...\x00.\x00", re.S)
 _RESPONSE_START = re.compile(rb"[\x00-\x06]", re.S)
-_req_head = struct.Struct(">ihhih")
-_i32 = struct.Struct(">i")
 _ZEROS = bytes(4096)
 
 
@@ -523,41 +651,3 @@ def _zeros_end(buf, p: int) -> int:
         p += 4096
     chunk = bytes(buf[p:p + 4096])
     return p + len(chunk) - len(chunk.lstrip(b"\0"))
-
-
-def find_frame_start(buf, pos: int, is_request: bool, max_frame_size: int, versions: bytes,
-                     outstanding: dict) -> tuple[int, bool | None]:
-    """See the compiled module: the same positions and verdicts."""
-    if len(versions) != 512:
-        raise ValueError("versions must be 512 bytes")
-    n = len(buf)
-    p = pos
-    pattern = _REQUEST_START if is_request else _RESPONSE_START
-    while True:
-        m = pattern.search(buf, p)
-        if m is None:
-            return -1, None
-        p = m.start()
-        if is_request:
-            if n - p < 14:
-                return p, None
-            size, key, ver, _corr, clen = _req_head.unpack_from(buf, p)
-            ok = size >= 10 and (max_frame_size < 0 or size <= max_frame_size) and \
-                versions[2 * key] <= ver <= versions[2 * key + 1] and clen >= -1 and 10 + max(clen, 0) <= size
-            if ok and clen > 0:
-                if n - p < 14 + clen:
-                    return p, None
-                ok = not any(c < 0x20 or c == 0x7F for c in buf[p + 14:p + 14 + clen])
-        else:
-            if n - p < 8:
-                return p, None
-            size, corr = _i32.unpack_from(buf, p)[0], _i32.unpack_from(buf, p + 4)[0]
-            ok = size >= 4 and (max_frame_size < 0 or size <= max_frame_size) and corr in outstanding
-        if ok:
-            return p, True
-        # a run of zero bytes cannot hold a size prefix (size 0) until its last 3
-        # bytes: skip it whole, up to the positions too near the end to judge
-        if buf[p:p + 4] == _ZEROS[:4]:
-            p = max(p + 1, min(_zeros_end(buf, p) - 3, n - (13 if is_request else 7)))
-        else:
-            p += 1

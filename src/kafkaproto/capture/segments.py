@@ -62,8 +62,8 @@ from . import streams
 from .accounting import Accounting
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, _addr4, _addr6, decode_tcp, sniff_format
 
-__all__ = ["CONFIRM", "STATS_KEY", "Files", "Positions", "check_chains", "feed", "file_order", "packet_files", "plan_ranges",
-           "range_accounting", "read_frames_ranged", "read_range", "segment_schema"]
+__all__ = ["CONFIRM", "STATS_KEY", "Files", "Positions", "check_chains", "feed", "file_order", "packet_files",
+           "plan_ranges", "range_accounting", "read_frames_ranged", "read_range", "segment_schema"]
 
 CONFIRM = 8  # records whose headers must follow on from a candidate boundary
 STATS_KEY = 0  # the ``key`` of a range's statistics row (no connection hashes to it)
@@ -163,6 +163,13 @@ class Files:
         if got is None:
             got = self._maps[key] = map_file(self.paths[key])
         return got
+
+    def release(self) -> None:
+        """Drop the pages read so far from this process (the system keeps them
+        cached): a task's memory stays what it holds, not what it has read."""
+        for m in self._maps.values():
+            if isinstance(m, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                m.madvise(mmap.MADV_DONTNEED)
 
     def close(self) -> None:
         for m in self._maps.values():

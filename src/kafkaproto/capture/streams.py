@@ -14,10 +14,10 @@ direction is out of sync; it resynchronizes at the next plausible frame:
 - requests: a size prefix, a known api key with a version this library
   knows, a client id of printable characters inside the frame
   (capture._scan.find_frame_start, in constant time per byte), and the
-  frame decoding as that request -- whole up to :data:`CHECK_BYTES`; a
-  larger one as far as its first CHECK_BYTES, followed by another plausible
-  header (:func:`frame_plausible`: a bounded amount of work per position,
-  whatever size the frame claims);
+  frame reading as that request -- walked whole up to :data:`CHECK_BYTES`;
+  a larger one as far as its first CHECK_BYTES, followed by another
+  plausible header (capture._scan.BodyCheck, in C: a bounded amount of work
+  per position, whatever size the frame claims);
 - responses: a size prefix and a correlation id of a request still waiting
   for its response on this connection, and the first bytes decoding as the
   response to that request.
@@ -36,9 +36,9 @@ from collections.abc import Iterable
 
 from .._impl import load as _load
 from .._limits import DEFAULT_MAX_FRAME_SIZE
-from ..errors import KafkaProtocolError, TruncatedError
-from ..messages import APIS, request_class
-from ..protocol import decode_request, decode_response, header_table
+from ..errors import KafkaProtocolError
+from ..messages import APIS, request_class, response_class
+from ..protocol import header_table
 from .accounting import Accounting
 from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
 from .tcp import HalfStream, PendingPool
@@ -191,12 +191,12 @@ def paired_response(conn: Connection, ts, offset: int, frame, corr, info: Reques
                          info.client_id, info)
 
 
-def _find_frame_start(buf, pos, is_request, max_frame_size, versions, pending):
-    """Where a frame could start, judged on its header bytes in constant time
-    per byte (capture._scan.find_frame_start, compiled or the twin's):
-    detection and resynchronization both ask it, and nothing else judges a
-    header."""
-    return _scan.find_frame_start(buf, pos, is_request, max_frame_size, versions, pending)
+def _find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check=None, pairing=None):
+    """Where a frame could start (capture._scan.find_frame_start, compiled or
+    the twin's): its header judged in constant time per byte and, with
+    ``check``, its frame by a bounded walk.  Detection and resynchronization
+    both ask it, and nothing else judges a frame's start."""
+    return _scan.find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check, pairing)
 
 
 _VERSIONS: list[bytes] = []
@@ -224,47 +224,28 @@ def request_start(buf, max_frame_size: int, final: bool = False) -> bool | None:
     return False
 
 
-#: a candidate frame up to this size is judged by decoding it whole; a larger
-#: one by decoding its first CHECK_BYTES and by the next frame's header
-#: right after it: a position costs a bounded amount of work, whatever the
-#: size its prefix claims
+#: a candidate frame up to this size is judged by walking it whole; a larger
+#: one by walking its first CHECK_BYTES and by the next frame's header right
+#: after it: a position costs a bounded amount of work, whatever the size its
+#: prefix claims
 CHECK_BYTES = 512
+_CHECKS: list = []
 
 
-def frame_plausible(buf, p: int, is_request: bool, pairing, max_frame_size: int) -> bool | None:
-    """Does the frame whose plausible header starts at ``p`` of ``buf`` read
-    as a Kafka message?  A frame of up to :data:`CHECK_BYTES` must decode
-    whole; a larger one must decode as far as its first CHECK_BYTES go, and
-    be followed by the end of what is buffered or by another plausible
-    frame header.  None: too few bytes are here yet to say."""
-    size = _i32.unpack_from(buf, p)[0]
-    n = len(buf)
-    end = p + 4 + size
-    if n < end:
-        return None
-    if size > CHECK_BYTES and n > end:
-        if n - end < (14 if is_request else 8):
-            return None
-        q, verdict = _find_frame_start(buf, end, is_request, max_frame_size, _version_table(),
-                                       pairing.pending if pairing is not None else {})
-        if q != end:
-            return False
-        if verdict is None:
-            return None
-    view = memoryview(buf)[p + 4:p + 4 + min(size, CHECK_BYTES)]
+def _plan_of(is_request: bool, key: int, version: int):
+    """The message program of (kind, api key, version), or None without one."""
     try:
-        if is_request:
-            decode_request(view)
-        else:
-            got = pairing.request_of(_i32.unpack_from(buf, p + 4)[0])
-            if got is None:
-                return False
-            decode_response(view, got[0], got[1])
-    except TruncatedError:
-        return size > CHECK_BYTES  # cut where the look ended
-    except KafkaProtocolError:
-        return False
-    return True
+        cls = request_class(key) if is_request else response_class(key)
+        return cls.plan(version)
+    except (KafkaProtocolError, AttributeError):
+        return None
+
+
+def body_check():
+    """The judge of candidate frames (capture._scan.BodyCheck): one per process."""
+    if not _CHECKS or type(_CHECKS[0]) is not _scan.BodyCheck:
+        _CHECKS[:] = [_scan.BodyCheck(_plan_of, header_table(True), header_table(False), CHECK_BYTES)]
+    return _CHECKS[0]
 
 
 class KafkaHalf:
@@ -334,25 +315,18 @@ class KafkaHalf:
         """Look for the next plausible frame; True when found (synced)."""
         st = self.state
         buf = st.buf
-        p = st.pos
-        versions = _version_table()
-        while True:
-            p, plausible = _find_frame_start(buf, p, st.is_request, st.max_frame_size, versions, st.pairing.pending)
-            if p < 0:
-                keep = 7 if st.is_request else 0
-                self._skip(max(st.pos, len(buf) - keep))
-                return False
-            verdict = None if plausible is None else frame_plausible(buf, p, st.is_request, st.pairing,
-                                                                     st.max_frame_size)
-            if verdict is None:  # wait for more bytes before judging this position
-                self._skip(p)
-                return False
-            if verdict:
-                self._skip(p)
-                st.synced = True
-                st.flags |= _scan.FLAGS["resync"]
-                return True
-            p += 1
+        p, verdict = _find_frame_start(buf, st.pos, st.is_request, st.max_frame_size, _version_table(),
+                                       st.pairing.pending, body_check(), st.pairing)
+        if p < 0:
+            keep = 7 if st.is_request else 0
+            self._skip(max(st.pos, len(buf) - keep))
+            return False
+        self._skip(p)
+        if verdict is None:  # wait for more bytes before judging this position
+            return False
+        st.synced = True
+        st.flags |= _scan.FLAGS["resync"]
+        return True
 
     def _skip(self, p: int) -> None:
         st = self.state
@@ -381,7 +355,7 @@ class _Held:
     """Holds the first bytes of a direction until the connection is known to be
     Kafka or not, then replays them."""
 
-    __slots__ = ("flow", "items", "nbytes", "target", "buf")
+    __slots__ = ("flow", "items", "nbytes", "target", "buf", "scanned")
 
     def __init__(self, flow: _Flow) -> None:
         self.flow = flow
@@ -389,6 +363,7 @@ class _Held:
         self.nbytes = 0
         self.target = None
         self.buf = bytearray()
+        self.scanned = 0  # where detection's scan for a request resumes
 
     def data(self, ts, chunk) -> None:
         if self.target is not None:
@@ -480,7 +455,7 @@ class _Flow:
                 return self._settle(False)  # the server spoke first: Kafka clients always do
             buf = self.held[self.client].buf
             verdict = request_start(buf, ext.max_frame_size) if self.halves[self.client].from_start \
-                else _scan_requests(buf, ext.max_frame_size)
+                else _scan_requests(self.held[self.client], ext.max_frame_size)
             if verdict is None and (final or self.held[self.client].nbytes >= DETECT_BYTES):
                 verdict = False
             if verdict is not None:
@@ -488,7 +463,7 @@ class _Flow:
             return
         # caught mid-stream: whichever side carries decodable requests is the client
         for end in self.ends:
-            if _scan_requests(self.held[end].buf, ext.max_frame_size):
+            if _scan_requests(self.held[end], ext.max_frame_size):
                 self.client = end
                 return self._settle(True)
         # give up once both sides sent enough, or one side alone a lot (bounded memory)
@@ -533,22 +508,19 @@ class _Flow:
             self.pairing = None
 
 
-def _scan_requests(buf, max_frame_size: int) -> bool | None:
-    """A plausible request frame somewhere in ``buf`` (the resynchronization
-    rule)?  None: maybe, later."""
-    p = 0
-    maybe = False
-    versions = _version_table()
-    while True:
-        p, plausible = _find_frame_start(buf, p, True, max_frame_size, versions, {})
-        if p < 0:
-            return None if (maybe or len(buf) < DETECT_BYTES) else False
-        verdict = frame_plausible(buf, p, True, None, max_frame_size) if plausible else None
-        if verdict:
-            return True
-        if verdict is None:
-            maybe = True
-        p += 1
+def _scan_requests(held: _Held, max_frame_size: int) -> bool | None:
+    """A request frame that reads somewhere in what ``held`` holds (the
+    resynchronization rule)?  None: maybe, later.  The scan resumes where the
+    last one could not decide, so the bytes held are judged once."""
+    buf = held.buf
+    p, verdict = _find_frame_start(buf, held.scanned, True, max_frame_size, _version_table(), {}, body_check())
+    if verdict:
+        return True
+    if p >= 0:
+        held.scanned = p
+        return None
+    held.scanned = max(held.scanned, len(buf) - 7)
+    return None if len(buf) < DETECT_BYTES else False
 
 
 class Extractor:

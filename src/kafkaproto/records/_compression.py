@@ -21,9 +21,16 @@ bytes.
 from __future__ import annotations
 
 import struct
+import threading
+import zlib
 
 import cramjam
 import numpy as np
+
+try:  # one reusable decompression context per thread (cramjam makes one per call)
+    import zstandard
+except ImportError:  # pragma: no cover - a dependency; cramjam takes over without it
+    zstandard = None
 
 from ..errors import CorruptRecordError
 
@@ -99,8 +106,17 @@ def xxh32(data: bytes, seed: int = 0) -> int:
     return h
 
 
+_HC: dict[bytes, int] = {}
+
+
 def _lz4_hc(descriptor: bytes) -> int:
-    return (xxh32(descriptor) >> 8) & 0xFF
+    # a frame's descriptor is one of a few: each hashed once
+    got = _HC.get(descriptor)
+    if got is None:
+        got = (xxh32(descriptor) >> 8) & 0xFF
+        if len(_HC) < 4096:
+            _HC[descriptor] = got
+    return got
 
 
 # ---------------------------------------------------------------------------
@@ -177,14 +193,85 @@ def decompress(codec: int, data, magic: int, limit: int, at=None) -> memoryview:
     ``at`` is the byte offset reported in errors.
     """
     if codec == GZIP:
-        return _bounded(cramjam.gzip.decompress_into, data, limit, _gzip_hint(data), codec, at)
+        return _gzip_decompress(data, limit, at)
     if codec == SNAPPY:
         return _snappy_decompress(data, limit, at)
     if codec == LZ4:
         return _lz4_decompress(data, magic, limit, at)
     if codec == ZSTD:
-        return _bounded(cramjam.zstd.decompress_into, data, limit, _zstd_hint(data), codec, at)
+        return _zstd_decompress(data, limit, at)
     raise _corrupt(f"unknown compression codec {codec}", NONE, at)
+
+
+# A batch's codec call is paid per batch: small batches (a producer lingering
+# a few milliseconds, a consumer's short fetches) make its fixed cost the
+# cost.  gzip goes through zlib's own bounded inflate (cramjam's sets up its
+# decoder for about 10x longer); zstd through python-zstandard with one
+# decompression context per thread, reused (cramjam makes a context per call,
+# about 25 us).
+
+
+def _gzip_decompress(data, limit: int, at) -> memoryview:
+    # zlib's inflate for what fits the size the trailer claims (as believed by
+    # _bounded); a stream that would not (a forged trailer, several members)
+    # goes the bounded way, whose buffer grows in steps of its own
+    mv = memoryview(data).cast("B")
+    n = mv.nbytes
+    guess = min(max(min(_gzip_hint(mv), _MAX_RATIO[GZIP] * n), 4 * n, 1024) + 1, limit + 1)
+    if guess > _ZLIB_MAX:
+        # zlib gathers its output in blocks and joins them: twice the size at the end
+        return _bounded(cramjam.gzip.decompress_into, data, limit, _gzip_hint(data), GZIP, at)
+    d = zlib.decompressobj(31)
+    try:
+        out = d.decompress(mv, guess)
+    except zlib.error:
+        out = None
+    if out is None or not d.eof or d.unused_data or d.unconsumed_tail or len(out) > limit:
+        return _bounded(cramjam.gzip.decompress_into, data, limit, _gzip_hint(data), GZIP, at)
+    return memoryview(out)
+
+
+_ZLIB_MAX = 128 << 10  # outputs up to this go through zlib (the small batches, whose fixed cost per call matters)
+_ZSTD_LOCAL = threading.local()
+
+
+def _zstd_decompress(data, limit: int, at) -> memoryview:
+    if zstandard is None:
+        return _bounded(cramjam.zstd.decompress_into, data, limit, _zstd_hint(data), ZSTD, at)
+    dctx = getattr(_ZSTD_LOCAL, "dctx", None)
+    if dctx is None:
+        dctx = _ZSTD_LOCAL.dctx = zstandard.ZstdDecompressor()
+    try:
+        size = zstandard.frame_content_size(data)
+    except zstandard.ZstdError as exc:
+        raise _corrupt(f"cannot decompress ({exc})", ZSTD, at) from None
+    n = memoryview(data).nbytes
+    if size > limit or size > _MAX_RATIO[ZSTD] * n:
+        if size > _MAX_RATIO[ZSTD] * n:
+            # a size no frame of this length can decompress to: the frame decides
+            return _bounded(cramjam.zstd.decompress_into, data, limit, 0, ZSTD, at)
+        raise _limit_error(ZSTD, limit, at)
+    guess = max(64 * 1024, 4 * n) + 1
+    while True:
+        try:
+            if size >= 0:
+                out = dctx.decompress(data, allow_extra_data=False)
+            else:
+                out = dctx.decompress(data, max_output_size=min(guess, limit + 1), allow_extra_data=False)
+        except zstandard.ZstdError as exc:
+            text = str(exc)
+            if size < 0 and "did not decompress full frame" in text and guess <= limit:
+                guess *= 4
+                continue
+            if size < 0 and "did not decompress full frame" in text:
+                raise _limit_error(ZSTD, limit, at) from None
+            if "extra" in text:
+                # more than one frame: the frame-by-frame decoder takes them all
+                return _bounded(cramjam.zstd.decompress_into, data, limit, _zstd_hint(data), ZSTD, at)
+            raise _corrupt(f"cannot decompress ({exc})", ZSTD, at) from None
+        if len(out) > limit:
+            raise _limit_error(ZSTD, limit, at)
+        return memoryview(out)
 
 
 def _bounded(fn, data, limit: int, hint: int, codec: int, at) -> memoryview:

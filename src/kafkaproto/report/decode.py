@@ -235,6 +235,8 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 
 
 _NO_IDS: dict[bytes, tuple[int, str]] = {}
+#: a segment task lets the pages of the capture files it has read go every so many bytes
+RELEASE_BYTES = 64 << 20
 
 
 def _uuid_text(b: bytes) -> str:
@@ -624,11 +626,14 @@ class CaptureDecoder:
         out = []
         for source, rows, topic, part, blob in blobs:
             # null or empty: a partition with nothing to produce or fetch
-            ok = pc.fill_null(pc.greater(pc.binary_length(blob), 0), False).to_numpy(zero_copy_only=False)
+            lengths = pc.binary_length(blob).fill_null(0).to_numpy(zero_copy_only=False)
+            ok = lengths > 0
             keep = None if ok.all() else np.flatnonzero(ok)
             if keep is not None:
+                lengths = lengths[keep]
+                # the kept blobs as views of their bytes (a take would copy every record set)
                 rows, topic, part, blob = rows[keep], topic.take(pa.array(keep)), part.take(pa.array(keep)), \
-                    blob.take(pa.array(keep))
+                    _blob_views(blob, keep)
             m = len(blob)
             if not m:
                 continue
@@ -651,7 +656,6 @@ class CaptureDecoder:
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
             out.append(("records", _batch("records", rcols, k)))
-            lengths = pc.binary_length(blob).to_numpy(zero_copy_only=False)
             srow, codecs, nb, nrec, nbytes = record_set_summary(walked, lengths)
             errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
             st = pa.array(srow)
@@ -707,6 +711,18 @@ class CaptureDecoder:
 
 
 _STATUS_NAMES = pa.array(["framed", "unpaired", "decoded", "undecodable"], pa.string())
+
+
+def _blob_views(blob, idx: np.ndarray):
+    """The values ``blob[idx]`` of a (large) binary column as a binary_view
+    column over the same bytes: nothing is copied."""
+    from ..capture.frames import _views
+
+    width = np.int64 if pa.types.is_large_binary(blob.type) else np.int32
+    bufs = blob.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=width)[blob.offset:blob.offset + len(blob) + 1].astype(np.int64)
+    data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+    return _views(data, offsets[idx], offsets[idx + 1])
 
 
 def _sparse_errors(n: int, errors: dict[int, str]) -> pa.Array:
@@ -845,6 +861,7 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
             yield from dec.unanswered(fb)
 
     current = None  # (capture, key) being fed
+    fed = 0  # payload bytes read from the files since their pages were last released
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -863,8 +880,12 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
                 pext, pdec, _, _ = of(current[0])
                 pext.close_all()  # the previous connection's last segment was fed
                 yield from drain(pext, pdec)
+                if fed > RELEASE_BYTES:
+                    files.release()
+                    fed = 0
             current = (cap, key)
             feed(ext, pos, a, b, scan, files)
+            fed += int(pos.caplen[a:b].sum())
             yield from drain(ext, dec)
     for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
         ext.close_all()
