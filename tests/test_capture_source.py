@@ -268,6 +268,17 @@ def test_spark_reads_the_reports_tables(spark, captures, report, split):
     assert parts == 1 if split == "whole" else parts >= 5
 
 
+@pytest.mark.spark
+def test_register_gives_both_of_kafkaprotos_sources(spark, tmp_path):
+    """One call registers the capture source and the log source
+    (kafkaproto.log.spark), with the filter pushdown both take."""
+    from support.kafka_log import simple_partition
+
+    simple_partition(tmp_path, 60, topic="orders", partition=0)
+    assert spark.read.format("kafkaproto.log").load(str(tmp_path)).where("offset >= 10").count() == 50
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+
+
 WHERE = [
     ("requests", "api_key = 1"),
     ("responses", "api IN ('Fetch', 'Metadata') AND ts >= '{lo}' AND ts < '{hi}'"),

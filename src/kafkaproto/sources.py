@@ -3,10 +3,10 @@ Python data source (``pyspark.sql.datasource``, Spark 4.1 and later; classic
 sessions and Spark Connect).
 
 >>> from kafkaproto import sources
->>> sources.register(spark)                                  # once per session
+>>> sources.register(spark)            # once per session: kafkaproto.capture and kafkaproto.log
 >>> fetches = (spark.read.format("kafkaproto.capture").option("table", "responses")
 ...            .load("traffic.pcap").where("api = 'Fetch'"))
->>> fetches.groupBy("client_id").agg(F.percentile_disc(0.99).withinGroup("latency_us"))
+>>> fetches.groupBy("client_id").agg(F.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us)"))
 
 Tables (``table``): ``frames`` (the capture walker's frame table, no body
 decoded: :func:`kafkaproto.capture.frames.frame_schema` with the capture's
@@ -76,7 +76,10 @@ from pyspark.sql.datasource import (
 from .capture import Accounting, read_frame_batches
 from .capture.frames import BATCH_BYTES, BATCH_ROWS, FrameBatch, frame_schema
 from .errors import KafkaProtocolError
-from .report.decode import METADATA, WAITS, CaptureDecoder, _repeat
+from .log import spark as _log_source
+from .log._read import _us
+from .log.spark import _flag, _list
+from .report.decode import METADATA, RELEASE_BYTES, WAITS, CaptureDecoder, _repeat
 from .report.decode import table_schema as _report_schema
 
 __all__ = ["CAPTURE", "TABLES", "CaptureCorruptError", "KafkaCaptureDataSource", "register", "source_schema",
@@ -86,7 +89,6 @@ __all__ = ["CAPTURE", "TABLES", "CaptureCorruptError", "KafkaCaptureDataSource",
 CAPTURE = "kafkaproto.capture"
 #: the tables it reads
 TABLES = ("frames", "requests", "responses", "records", "record_sets", "unanswered")
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 DEFAULT_SPLIT = 128 << 20
 #: captures that share a task: at most this many
 _GROUP_MAX = 64
@@ -131,34 +133,20 @@ def spark_schema(table: str, names: Sequence[str] | None = None):
 
 def register(spark, *, pushdown: bool = True) -> None:
     """Register kafkaproto's data sources with a session (classic or Spark
-    Connect): ``kafkaproto.capture``.
+    Connect): ``kafkaproto.capture`` and ``kafkaproto.log``
+    (:mod:`kafkaproto.log.spark`).
 
     Spark hands filters to a Python data source only with
     ``spark.sql.python.filterPushdown.enabled``; ``pushdown=True`` turns it
     on for the session (a reader that takes filters fails when it is off).
     ``pushdown=False`` registers readers that take none: Spark filters what
     they give."""
-    if pushdown:
-        spark.conf.set(PUSHDOWN_CONF, "true")
-        spark.dataSource.register(KafkaCaptureDataSource)
-    else:
-        spark.dataSource.register(KafkaCaptureDataSourceNoPushdown)
+    _log_source.register(spark, pushdown=pushdown)
+    spark.dataSource.register(KafkaCaptureDataSource if pushdown else KafkaCaptureDataSourceNoPushdown)
 
 
 # ---------------------------------------------------------------------------
 # options
-
-
-def _flag(options, name: str, default: bool) -> bool:
-    v = options.get(name)
-    return default if v is None else str(v).strip().lower() in ("1", "true", "yes", "on")
-
-
-def _list(options, name: str) -> list[str] | None:
-    v = options.get(name)
-    if v is None or not str(v).strip():
-        return None
-    return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
 def _paths(options) -> list[str]:
@@ -336,6 +324,7 @@ class _Reader(DataSourceReader):
         files = Files({(0, rank): path for rank, path in partition.files.items()})
         try:
             current = None
+            fed = 0  # payload bytes read from the files since their pages were last let go
             for batch in _from_ipc(partition.positions).to_batches(max_chunksize=_FEED_ROWS):
                 pos = Positions(batch)
                 keys = pos.key
@@ -345,8 +334,12 @@ class _Reader(DataSourceReader):
                     key = int(keys[a])
                     if current is not None and key != current:
                         ext.close_all()  # the previous connection's last segment was fed
+                        if fed > RELEASE_BYTES:
+                            files.release()  # the task's memory: what it holds, not what it read
+                            fed = 0
                     current = key
                     feed(ext, pos, a, b, scan, files)
+                    fed += int(pos.caplen[a:b].sum())
                     if sink.full():
                         yield from rows.of(partition.name, _take(sink), dec)
             ext.close_all()
@@ -403,18 +396,6 @@ _OPS = {EqualTo: "==", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<"
 _TAKEN = {"api_key", "api", "ts", "server", "capture", "direction", "source"}
 
 
-def _us(v):
-    """A timestamp filter's value → microseconds since the epoch (naive: UTC)."""
-    if isinstance(v, _dt.datetime):
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.timezone.utc)
-        d = v - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-        return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
-    if isinstance(v, _dt.date):
-        return _us(_dt.datetime(v.year, v.month, v.day))
-    raise TypeError(f"not a time stamp: {v!r}")
-
-
 class _Filters:
     """The filters a reader took: applied exactly to the rows it gives
     (:meth:`mask`), and read for what need not be read at all (api keys,
@@ -438,6 +419,8 @@ class _Filters:
         if op is None:
             return False
         values = list(f.value) if op == "in" else [f.value]
+        if col == "ts" and not all(v is None or isinstance(v, _dt.date) for v in values):
+            return False
         try:
             if col == "ts":
                 values = [None if v is None else _us(v) for v in values]
@@ -446,7 +429,7 @@ class _Filters:
                     return False
             elif not all(v is None or isinstance(v, str) for v in values):
                 return False
-        except TypeError:
+        except (TypeError, ValueError, OverflowError):
             return False
         self.terms.append((col, op, values if op == "in" else values[0]))
         return True
