@@ -79,7 +79,7 @@ from .errors import KafkaProtocolError
 from .log import spark as _log_source
 from .log._read import _us
 from .log.spark import _flag, _list
-from .report.decode import METADATA, RELEASE_BYTES, WAITS, CaptureDecoder, _repeat
+from .report.decode import FETCH, METADATA, PRODUCE, RELEASE_BYTES, WAITS, CaptureDecoder, _repeat
 from .report.decode import table_schema as _report_schema
 
 __all__ = ["CAPTURE", "TABLES", "CaptureCorruptError", "KafkaCaptureDataSource", "register", "source_schema",
@@ -102,8 +102,8 @@ _BODY = {"topics", "software_name", "software_version", "status", "trailing_byte
          "error_codes"}
 # columns named from the topic ids Metadata responses gave earlier on the connection
 _NAMED = {"topics", "topic"}
-_PRODUCE, _FETCH = 0, 1
 # the records columns kafkaproto.arrow.records builds (the others are the frame's)
+_KEY0 = 1 << 15  # api key k's flag is at k + _KEY0 (keys are int16)
 _RECORD_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 
 
@@ -511,8 +511,9 @@ class _Filters:
         return lo, hi
 
     def api_keys(self, table: str) -> np.ndarray | None:
-        """A table by api key: True for the keys whose frames may give rows (None: every key)."""
-        keys = np.arange(1 << 15, dtype=np.int64)
+        """Which api keys' frames may give rows (None: every key): a flag per
+        int16 value, key ``k`` at ``k + 32768`` (a frame's key may be any)."""
+        keys = np.arange(-(1 << 15), 1 << 15, dtype=np.int64)
         ok = None
         if any(c == "api_key" for c, _o, _v in self.terms):
             ok = self._values("api_key", keys)
@@ -523,8 +524,8 @@ class _Filters:
         sources = self._strings("source")
         if sources is not None and table in ("records", "record_sets"):
             src = np.zeros(len(keys), dtype=bool)
-            src[_PRODUCE] = "produce" in sources
-            src[_FETCH] = "fetch" in sources
+            src[PRODUCE + _KEY0] = "produce" in sources
+            src[FETCH + _KEY0] = "fetch" in sources
             ok = src if ok is None else ok & src
         return ok
 
@@ -593,24 +594,27 @@ def _named_keys(names: set) -> np.ndarray:
     if not _KEY_NAMES:
         from .messages import APIS, api_name
 
-        for k in range(1 << 15):
+        for k in range(-(1 << 15), 1 << 15):
             _KEY_NAMES[f"api{k}"] = k
         for k in APIS:
             try:
                 _KEY_NAMES[api_name(k)] = k
             except KafkaProtocolError:
                 pass
-    ok = np.zeros(1 << 15, dtype=bool)
+    ok = np.zeros(1 << 16, dtype=bool)
     for n in names:
         k = _KEY_NAMES.get(n)
         if k is not None and n == _api_text(k):
-            ok[k] = True
+            ok[k + _KEY0] = True
     return ok
 
 
 def _api_text(k: int) -> str:
-    from .messages import api_name
+    """A key's ``api`` text, as the decoder writes it."""
+    from .messages import APIS, api_name
 
+    if k not in APIS:
+        return f"api{k}"
     try:
         return api_name(k)
     except KafkaProtocolError:
@@ -679,9 +683,9 @@ class _Rows:
         elif self.table == "responses":
             want &= ~is_req
         else:  # records and record sets: Produce requests, Fetch responses
-            want &= (is_req & (keys == _PRODUCE)) | (~is_req & (keys == _FETCH))
+            want &= (is_req & (keys == PRODUCE)) | (~is_req & (keys == FETCH))
         if self.keys is not None:
-            want &= self.keys[np.clip(keys, 0, len(self.keys) - 1)] & (keys >= 0)
+            want &= self.keys[keys + _KEY0]
         if self.span is not None:
             ts = r["ts"]
             us = ts // 1000
@@ -695,7 +699,7 @@ class _Rows:
         if self.waits:  # a long poll's response shows the wait its request asked for
             polls = paired & is_req & np.isin(keys, list(WAITS))
             if self.keys is not None:
-                polls &= self.keys[np.clip(keys, 0, len(self.keys) - 1)] & (keys >= 0)
+                polls &= self.keys[keys + _KEY0]
             want |= polls
         return want
 
