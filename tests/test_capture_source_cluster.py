@@ -6,7 +6,6 @@ same numbers as over the report's own table."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,7 @@ from kafkaproto import sources
 from kafkaproto.report import run_report
 from support.report_helpers import SAMPLE
 from support.synthetic import write_capture
-from test_report_cluster import (  # noqa: F401 (classic_afterwards: a fixture)
-    _listening,
-    _port,
-    _Procs,
-    _spark_home,
-    _wait,
-    classic_afterwards,
-)
+from test_report_cluster import _Procs, classic_afterwards, connect_server  # noqa: F401 (classic_afterwards: a fixture)
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -54,21 +46,11 @@ def test_spark_connect_server(captures, tmp_path, classic_afterwards):  # noqa: 
 
     report = run_report(captures, tmp_path / "report", progress=False)
     procs = _Procs(tmp_path)
-    home = Path(_spark_home())
-    port = _port()
     try:
-        procs.start("connect", [home / "bin" / "spark-submit", "--master", "local[2]",
-                                "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                                "--conf", f"spark.connect.grpc.binding.port={port}",
-                                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                                "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
-                                "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={sys.executable}",
-                                "--conf", "spark.sql.session.timeZone=UTC",
-                                "--conf", "spark.driver.memory=1g", "spark-internal"])
-        _wait("the Spark Connect server", lambda: _listening(port), procs, "connect")
+        remote = connect_server(procs)
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
         try:
             assert type(spark).__module__.startswith("pyspark.sql.connect")
             sources.register(spark)
