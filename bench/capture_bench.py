@@ -16,6 +16,8 @@ generator's hash), and rolled into ``--rolled-files`` files as
 - ``tshark-read``: ``tshark -r FILE -q`` (reads, no dissection);
 - ``decode``: the decode pass, every table built, nothing written;
 - ``inspect``: ``kafkaproto inspect FILE > /dev/null``;
+- ``inspect-json``: ``kafkaproto inspect FILE --json > /dev/null`` (every
+  field of every frame, record sets in base64);
 - ``tshark``: ``tshark -r FILE -d tcp.port==9092,kafka -T fields -e
   frame.number -e kafka.api_key -e kafka.correlation_id > /dev/null``;
 - ``whole``, ``ranges``, ``rolled``: the report on the embedded engine
@@ -96,8 +98,8 @@ SPLIT: dict[str, dict] = {
     "spark-ranges": {"whole_file_max": 0},
     "spark-rolled": {"whole_file_max": 0},
 }
-CASES = ("read", "tshark-read", "decode", "inspect", "tshark", "whole", "ranges", "rolled", "spark-whole",
-         "spark-ranges", "source", "spark-source", "small")
+CASES = ("read", "tshark-read", "decode", "inspect", "inspect-json", "tshark", "whole", "ranges", "rolled",
+         "spark-whole", "spark-ranges", "source", "spark-source", "small")
 #: the README's own query over the capture source (``spark-source``)
 P99_BY_CLIENT = "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us) / 1000"
 #: run only when asked (``--cases profile``): the decode pass under a profiler
@@ -499,9 +501,9 @@ def profile_decode(path: str, top: int) -> dict:
 
 def run_case(case: str, args, path: Path, rolled_paths: list[str]) -> dict:
     """One case to its end: ``{"cpu", "wall", "phases", "info"}``."""
-    if case in ("inspect", "tshark", "tshark-read"):
-        if case == "inspect":
-            argv = [*ENTRY["cli"], "inspect", str(path)]
+    if case in ("inspect", "inspect-json", "tshark", "tshark-read"):
+        if case.startswith("inspect"):
+            argv = [*ENTRY["cli"], "inspect", str(path)] + (["--json"] if case == "inspect-json" else [])
         elif case == "tshark":
             argv = [*ENTRY["tshark"], "-r", str(path), "-d", f"tcp.port=={KAFKA_PORT},kafka", "-T", "fields",
                     "-e", "frame.number", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
@@ -562,6 +564,7 @@ LABELS = {
     "tshark-read": "tshark -r FILE -q (reads, no dissection)",
     "decode": "decode pass (decode_capture, all tables)",
     "inspect": "kafkaproto inspect FILE > /dev/null",
+    "inspect-json": "kafkaproto inspect FILE --json > /dev/null",
     "tshark": "tshark -d tcp.port==9092,kafka -T fields",
     "whole": "report, one file read whole",
     "ranges": "report, the file in byte ranges",

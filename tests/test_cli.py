@@ -18,7 +18,8 @@ def test_inspect_the_shipped_sample():
     assert lines[0].split()[:3] == ["#1", "ApiVersions", "v3"]
     assert "software=apache-kafka-java/3.9.1" in lines[0]
     assert "[removed in Kafka 4.0]" in lines[4] and "Produce" in lines[4]
-    assert lines[-1].startswith("7 frames, 0 undecodable, 2 using versions Kafka 4.0 removed, 0 trailing bytes")
+    assert lines[-1].startswith("7 frames, 0 undecodable, 2 using versions Kafka 4.0 removed, 0 with trailing bytes "
+                                "after their body, 0 bytes of frames cut off by a gap or the end of a stream")
 
 
 def test_inspect_reports_bad_frames_and_tails(tmp_path):
@@ -29,7 +30,7 @@ def test_inspect_reports_bad_frames_and_tails(tmp_path):
     assert inspect(str(path), out) == 1
     text = out.getvalue()
     assert "undecodable: request header at byte 0: api key 95 is not known" in text
-    assert "2 frames, 1 undecodable" in text and "2 trailing bytes" in text
+    assert "2 frames, 1 undecodable" in text and "2 bytes of frames cut off by a gap or the end of a stream" in text
 
 
 def test_main_entry(capsys):

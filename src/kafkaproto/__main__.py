@@ -3,7 +3,9 @@
 ``kafkaproto inspect CAPTURE``  one line per frame of a pcap/pcapng file (or a
                                folder of them: one capture rolled into files),
                                a tap capture (Arrow/Parquet, file or folder) or
-                               a raw stream of size-prefixed request frames
+                               a raw stream of size-prefixed request frames;
+                               ``-`` or a pipe read as the bytes come; filters,
+                               field dumps (--verbose), JSON (--json)
 ``kafkaproto tap ...``         a recording proxy in front of Kafka brokers
 ``kafkaproto report CAPTURE... --out DIR``
                                the traffic report: Parquet tables, a terminal
@@ -20,55 +22,28 @@ import argparse
 import os
 import sys
 
-from . import COMPILED, __version__
-from .capture import Accounting, CaptureFormatError, capture_kind, read_frames
-from .capture.dissect import dissect, format_line, removed_in_kafka4
+from . import __version__
 
 
-def inspect(path: str, out=None, ports=None, limit: int | None = None) -> int:
-    """Print one line per frame, then the accounting; 1 if a frame did not decode.
+def inspect(path: str, out=None, ports=None, limit: int | None = None, *, err=None, apis=None, clients=None,
+            connections=None, since=None, until=None, errors: bool = False, json: bool = False,
+            verbose: bool = False) -> int:
+    """``kafkaproto inspect``: one line per frame (or a field dump, or one
+    JSON object), then the summary and the accounting (see
+    :func:`kafkaproto.capture.inspect.inspect`).
 
     Damaged tap output (an empty file, one cut in its schema header or inside
     a batch, a file that is not a frame table) is read as far as it is whole
     and named in ``error:`` lines with the file bytes left unread; the status
     stays 0 when anything was read, and is 2 when nothing of it was readable.
+    Input that is no capture at all gives status 2 and says why on ``err``.
     """
-    out = sys.stdout if out is None else out
-    acc = Accounting()
-    try:
-        kind = capture_kind(path)
-    except OSError as exc:
-        print(f"kafkaproto: cannot read {path}: {exc}", file=out)
-        return 2
-    n = bad = removed = 0
-    frames = None
-    if kind == "table" and os.path.isdir(path):
-        from .capture.segments import packet_files
+    from .capture.inspect import FrameFilter
+    from .capture.inspect import inspect as run
 
-        rolled = packet_files(path)
-        if rolled:  # a folder of pcap/pcapng files: one capture rolled into files, read as one
-            from .capture.segments import read_frames_ranged
-
-            kind = "pcap"
-            frames = read_frames_ranged(rolled, 1 << 62, ports=ports, acc=acc)
-    try:
-        for n, d in enumerate(dissect(frames or read_frames(path, ports=ports, acc=acc), acc), 1):
-            if d.error is not None:
-                bad += 1
-            elif removed_in_kafka4(d.frame.api_key, d.frame.api_version):
-                removed += 1
-            if limit is None or n <= limit:
-                print(format_line(n, d, with_place=kind != "raw"), file=out)
-    except CaptureFormatError as exc:
-        print(f"kafkaproto: {path}: {exc}", file=out)
-        return 2
-    print(f"{n} frames, {bad} undecodable, {removed} using versions Kafka 4.0 removed, "
-          f"{acc.bytes['truncated']} trailing bytes; core: {'compiled' if COMPILED else 'pure Python'}", file=out)
-    if kind != "raw":
-        print(acc.format(), file=out)
-    if kind == "table" and not acc.frames_total and acc.errors:
-        return 2  # damaged files, and no frame in any of them
-    return 1 if bad else 0
+    flt = FrameFilter(apis, clients, connections, since, until)
+    return run(path, out, err=err, ports=ports, limit=limit, flt=flt, errors_only=errors, json_out=json,
+               verbose=verbose)
 
 
 def report(args) -> int:
@@ -98,9 +73,14 @@ def report(args) -> int:
         split["workers"] = args.workers
     result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
                         progress=not args.quiet, conf=conf, **split)
-    print(result.summary)
     acc = result.data.accounting
-    return 0 if acc is None or not acc.problems() else 1
+    status = 0 if acc is None or not acc.problems() else 1
+    try:
+        print(result.summary)
+        sys.stdout.flush()
+    except BrokenPipeError:  # kafkaproto report ... | head: the tables and the page are written
+        _stdout_gone()
+    return status
 
 
 def dump_log(args) -> int:
@@ -147,16 +127,70 @@ def _ports(text: str) -> set:
     return {int(p) for p in text.split(",") if p.strip()}
 
 
+def _apis(text: str) -> set:
+    from .capture.inspect import parse_apis
+
+    try:
+        return parse_apis(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _time(text: str):
+    from .capture.inspect import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ISO 8601, UTC unless it says otherwise; "
+                                         "seconds since the epoch; or a time of day as inspect prints it)") from None
+
+
+def _stdout_gone() -> None:
+    """Standard output was closed by its reader (``| head``): whatever is still
+    buffered goes nowhere, quietly (not a BrokenPipeError at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="kafkaproto", description="Kafka wire-protocol tools")
     parser.add_argument("--version", action="version", version=f"kafkaproto {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="one line per frame of a capture (pcap, pcapng, tap output, raw frames)")
-    p.add_argument("file")
+    p = sub.add_parser("inspect", help="the frames of a capture (pcap, pcapng, tap output, raw frames), one line "
+                                       "each, as field dumps or as JSON; - or a pipe: read as the bytes come",
+                       description="Decode every Kafka frame of a capture. FILE: a pcap/pcapng file, a folder of "
+                                   "rolled ones, tap output (a file or folder), a raw stream of size-prefixed "
+                                   "request frames; - (standard input), a FIFO or a pipe is read as a stream "
+                                   "(tcpdump -w - ... | kafkaproto inspect -) and each frame printed as it comes.")
+    p.add_argument("file", metavar="FILE")
     p.add_argument("--ports", type=_ports, default=None,
                    help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
-    p.add_argument("--limit", type=int, default=None, help="print at most this many frame lines")
-    from .capture.tap import add_tap_arguments, run_tap_cli
+    p.add_argument("--limit", type=int, default=None,
+                   help="print at most this many frames (a file is still read to its end for the summary; "
+                        "a stream stops there)")
+    p.add_argument("--api", type=_apis, action="append", default=None, metavar="API",
+                   help="only these APIs, by name or key, comma-separated or repeated (Produce,Fetch or 0,1; "
+                        "a response by its request's)")
+    p.add_argument("--client", action="append", default=None, metavar="CLIENT_ID",
+                   help="only frames of this client id (a shell pattern: 'billing-*'); repeat for more")
+    p.add_argument("--connection", action="append", default=None, metavar="CONN",
+                   help="only this connection: its number as printed (c12), an endpoint (10.0.0.5:40012, "
+                        "either side) or a host; repeat for more")
+    p.add_argument("--errors", action="store_true",
+                   help="only frames that did not decode (unpaired responses included) or carry a non-zero "
+                        "error code")
+    p.add_argument("--since", type=_time, default=None, metavar="TIME",
+                   help="only frames at or after TIME (2026-11-23T02:35:23.25, UTC unless it says otherwise; "
+                        "epoch seconds; or a time of day as printed, on the capture's first day)")
+    p.add_argument("--until", type=_time, default=None, metavar="TIME", help="only frames at or before TIME")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true",
+                       help="one JSON object per frame and line (every field of its version; bytes in base64, "
+                            "UUIDs as text); the summary goes to standard error")
+    shape.add_argument("-v", "--verbose", action="store_true", help="each frame's header and fields, indented")
+    from .capture.tap import add_tap_arguments
 
     add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
     r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report "
@@ -202,13 +236,27 @@ def main(argv=None) -> int:
                    help="how values (and, in JSON, header values) are shown")
     d.add_argument("--no-check-crc", action="store_true", help="do not verify batch checksums")
     args = parser.parse_args(argv)
+    try:
+        status = _run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # kafkaproto inspect ... | head: the reader has what it wanted
+        _stdout_gone()
+        return 0
+    return status
+
+
+def _run(args) -> int:
     if args.command == "dump-log":
         return dump_log(args)
     if args.command == "report":
         return report(args)
     if args.command == "inspect":
-        return inspect(args.file, ports=args.ports, limit=args.limit)
+        return inspect(args.file, ports=args.ports, limit=args.limit, apis=set().union(*args.api) if args.api else None,
+                       clients=args.client, connections=args.connection, since=args.since, until=args.until,
+                       errors=args.errors, json=args.json, verbose=args.verbose)
     if args.command == "tap":
+        from .capture.tap import run_tap_cli
+
         return run_tap_cli(args)
     return 2  # pragma: no cover
 

@@ -3,8 +3,11 @@
 :func:`dissect` decodes the frames :func:`~kafkaproto.capture.read_frames`
 yields (requests by their own header, responses with the api key and
 version of their request) and moves each from ``framed`` to ``decoded`` or
-``undecodable`` in the accounting.  :func:`format_line` and :func:`summary`
-make the text ``kafkaproto inspect`` prints.
+``undecodable`` in the accounting; :func:`decode_frame` is that decode for
+one frame, whatever holds it (an object, or a view of a frame batch).
+:func:`format_line` and :func:`summary` make the text ``kafkaproto inspect``
+prints; :func:`error_codes` finds the non-zero error codes of a message
+with their field paths.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 
+from .. import _kinds as K
 from ..error_codes import error_name
 from ..errors import KafkaProtocolError
 from ..messages import api_name, request_class
@@ -20,13 +24,19 @@ from ..protocol import decode_request, decode_response, trailing_bytes
 from .accounting import Accounting
 from .streams import REQUEST, CapturedFrame
 
-__all__ = ["Dissected", "dissect", "format_line", "removed_in_kafka4", "summary"]
+__all__ = ["UNPAIRED", "Dissected", "decode_frame", "dissect", "error_codes", "format_line", "frame_line",
+           "removed_in_kafka4", "summary"]
+
+#: the error of a response whose request is not in the capture
+UNPAIRED = "no request with this correlation id in the capture"
 
 
 class Dissected:
-    """A captured frame with its decoded header and message, or the error."""
+    """A captured frame with its decoded header and message, or the error
+    (``error`` its text, ``exception`` the KafkaProtocolError; None for an
+    unpaired response, which was not decoded)."""
 
-    __slots__ = ("frame", "header", "message", "error", "client_id")
+    __slots__ = ("frame", "header", "message", "error", "client_id", "exception")
 
     @property
     def trailing_bytes(self) -> int | None:
@@ -34,12 +44,29 @@ class Dissected:
         return trailing_bytes(self.message) if self.message is not None else None
 
     def __init__(self, frame: CapturedFrame, header=None, message=None, error: str | None = None,
-                 client_id: str | None = None) -> None:
+                 client_id: str | None = None, exception: KafkaProtocolError | None = None) -> None:
         self.frame = frame
         self.header = header
         self.message = message
         self.error = error
         self.client_id = client_id
+        self.exception = exception
+
+
+def decode_frame(frame, is_request: bool, api_key: int | None = None, api_version: int | None = None, *,
+                 zero_copy: bool = False):
+    """One frame (size prefix removed) → ``(header, message, None)``, or
+    ``(header or None, None, error)`` when it does not decode (the error's
+    ``partial`` holds what was read).  A request by its own header; a
+    response with the api key and version of its request."""
+    try:
+        if is_request:
+            header, msg = decode_request(frame, zero_copy=zero_copy)
+        else:
+            header, msg = decode_response(frame, api_key, api_version, zero_copy=zero_copy)
+    except KafkaProtocolError as exc:
+        return getattr(exc, "header", None), None, exc
+    return header, msg, None
 
 
 def dissect(frames: Iterable[CapturedFrame], acc: Accounting | None = None) -> Iterator[Dissected]:
@@ -48,28 +75,14 @@ def dissect(frames: Iterable[CapturedFrame], acc: Accounting | None = None) -> I
     client id is its request's (the capture layer paired them)."""
     acc = acc if acc is not None else Accounting()
     for f in frames:
-        n = len(f.frame) + 4
-        if f.direction == REQUEST:
-            try:
-                header, msg = decode_request(f.frame)
-            except KafkaProtocolError as exc:
-                acc.move(f.status, "undecodable", n)
-                yield Dissected(f, error=str(exc), client_id=f.client_id)
-                continue
-            acc.move(f.status, "decoded", n)
-            yield Dissected(f, header, msg, client_id=header.client_id)
+        is_request = f.direction == REQUEST
+        if not is_request and f.status == "unpaired":
+            yield Dissected(f, error=UNPAIRED, client_id=f.client_id)
             continue
-        if f.status == "unpaired":
-            yield Dissected(f, error="no request with this correlation id in the capture", client_id=f.client_id)
-            continue
-        try:
-            header, msg = decode_response(f.frame, f.api_key, f.api_version)
-        except KafkaProtocolError as exc:
-            acc.move(f.status, "undecodable", n)
-            yield Dissected(f, error=str(exc), client_id=f.client_id)
-            continue
-        acc.move(f.status, "decoded", n)
-        yield Dissected(f, header, msg, client_id=f.client_id)
+        header, msg, exc = decode_frame(f.frame, is_request, f.api_key, f.api_version)
+        acc.move(f.status, "decoded" if exc is None else "undecodable", len(f.frame) + 4)
+        client_id = header.client_id if is_request and exc is None else f.client_id
+        yield Dissected(f, header, msg, None if exc is None else str(exc), client_id, exc)
 
 
 _version_sets: dict[int, int] = {}
@@ -105,22 +118,54 @@ def _names(items, limit: int = 3) -> list[str]:
     return names
 
 
-def _error_codes(value, out: dict[str, int], depth: int = 0) -> None:
-    """Non-zero ``*error_code`` fields anywhere in a message (bounded walk)."""
-    if depth > 6 or len(out) > 8:
-        return
-    attrs = getattr(value, "_ATTRS", None)
-    if attrs is None:
-        return
-    for a in attrs:
-        v = getattr(value, a)
-        if a.endswith("error_code") and isinstance(v, int):
-            if v:
-                name = error_name(v)
-                out[name] = out.get(name, 0) + 1
-        elif isinstance(v, list) and v and hasattr(v[0], "_ATTRS"):
-            for item in v[:1000]:
-                _error_codes(item, out, depth + 1)
+_ERROR_PLANS: dict[type, tuple] = {}
+
+
+def _error_plan(cls) -> tuple:
+    """``(error code attributes, (attribute, is array) of nested structs that
+    hold error codes)`` of a message or struct class, found once."""
+    plan = _ERROR_PLANS.get(cls)
+    if plan is None:
+        _ERROR_PLANS[cls] = ((), ())  # a struct that held itself would end here
+        codes, nested = [], []
+        for f in cls._FIELDS:
+            if f.struct is not None:
+                if any(_error_plan(f.struct)):
+                    nested.append((f.attr, f.kind == K.ARRAY))
+            elif f.kind == K.INT16 and f.attr.endswith("error_code"):
+                codes.append(f.attr)
+        plan = _ERROR_PLANS[cls] = (tuple(codes), tuple(nested))
+    return plan
+
+
+def error_codes(msg) -> list[tuple[str, int]]:
+    """Every non-zero ``*error_code`` field of a decoded message, as
+    ``(field path, code)`` in field order (``"topics[2].partitions[0].error_code"``)."""
+    out: list[tuple[str, int]] = []
+    if hasattr(msg, "_FIELDS"):
+        _walk_errors(msg, [], out)
+    return out
+
+
+def _walk_errors(obj, path: list, out: list) -> None:
+    codes, nested = _error_plan(type(obj))
+    for a in codes:
+        v = getattr(obj, a)
+        if v:
+            out.append(("".join(path) + a, v))
+    for a, is_array in nested:
+        v = getattr(obj, a)
+        if v is None:
+            continue
+        if is_array:
+            for i, item in enumerate(v):
+                path.append(f"{a}[{i}].")
+                _walk_errors(item, path, out)
+                path.pop()
+        else:
+            path.append(a + ".")
+            _walk_errors(v, path, out)
+            path.pop()
 
 
 def summary(msg) -> str:
@@ -145,17 +190,38 @@ def summary(msg) -> str:
         parts.append("brokers=" + ",".join(f"{b.host}:{b.port}" for b in brokers[:3]))
     if getattr(msg, "KIND", "") == "response":
         errors: dict[str, int] = {}
-        _error_codes(msg, errors)
+        for _path, code in error_codes(msg):
+            name = error_name(code)
+            errors[name] = errors.get(name, 0) + 1
         if errors:
             parts.append("errors=" + ",".join(f"{k}" + (f"x{v}" if v > 1 else "") for k, v in errors.items()))
     return " ".join(parts)
+
+
+_last_second: list = [None, ""]
 
 
 def _clock(ts: int | None) -> str:
     if ts is None:
         return "-"
     sec, ns = divmod(ts, 1_000_000_000)
-    return time.strftime("%H:%M:%S", time.gmtime(sec)) + f".{ns // 1000:06d}"
+    if _last_second[0] != sec:  # frames come in time order: one strftime per second
+        _last_second[:] = [sec, time.strftime("%H:%M:%S", time.gmtime(sec))]
+    return f"{_last_second[1]}.{ns // 1000:06d}"
+
+
+_api_names: dict[int, str] = {}
+
+
+def _api(api_key: int) -> str:
+    name = _api_names.get(api_key)
+    if name is None:
+        try:
+            name = api_name(api_key)
+        except KafkaProtocolError:
+            name = f"api{api_key}"
+        _api_names[api_key] = name
+    return name
 
 
 def format_line(n: int, d: Dissected, *, with_place: bool = True) -> str:
@@ -163,32 +229,36 @@ def format_line(n: int, d: Dissected, *, with_place: bool = True) -> str:
     ``with_place=False`` leaves out time, connection and direction (a raw
     stream of requests has none)."""
     f = d.frame
+    return frame_line(n, f.conn if with_place else None, f.direction == REQUEST, f.ts, f.api_key, f.api_version,
+                      f.correlation_id, d.client_id, d.message, d.error, f.status == "unpaired", f.latency_ns)
+
+
+def frame_line(n: int, conn, is_request: bool, ts: int | None, api_key: int | None, api_version: int | None,
+               correlation_id: int | None, client_id: str | None, message, error: str | None, unpaired: bool,
+               latency_ns: int | None) -> str:
+    """:func:`format_line` from a frame's parts (``conn`` None: no time,
+    connection or direction, as in a raw stream of requests)."""
     head = f"#{n:<4}"
-    if with_place:
-        arrow = f"{f.conn.client} > {f.conn.server}" if f.direction == REQUEST else f"{f.conn.client} < {f.conn.server}"
-        head += f" {_clock(f.ts)} c{f.conn.id} {arrow}"
-    if f.api_key is not None:
-        try:
-            api = api_name(f.api_key)
-        except KafkaProtocolError:
-            api = f"api{f.api_key}"
-        head += f" {api:<16} v{f.api_version:<3}"
+    if conn is not None:
+        arrow = f"{conn.client} > {conn.server}" if is_request else f"{conn.client} < {conn.server}"
+        head += f" {_clock(ts)} c{conn.id} {arrow}"
+    if api_key is not None:
+        head += f" {_api(api_key):<16} v{api_version:<3}"
     else:
         head += f" {'?':<16} {'':4}"
-    cid = f.correlation_id if f.correlation_id is not None else "-"
+    cid = correlation_id if correlation_id is not None else "-"
     head += f" cid={cid!s:<5}"
-    if d.client_id is not None or f.direction == REQUEST:
-        head += f" client={d.client_id!r}"
-    if d.error is not None:
-        what = "unpaired" if f.status == "unpaired" else "undecodable"
-        return f"{head} {what}: {d.error}"
-    text = f"{head} {summary(d.message)}".rstrip()
-    lat = f.latency_ns
-    if lat is not None:
-        text += f" {lat / 1e6:.3f}ms"
-    if removed_in_kafka4(f.api_key, f.api_version):
+    if client_id is not None or is_request:
+        head += f" client={client_id!r}"
+    if error is not None:
+        what = "unpaired" if unpaired else "undecodable"
+        return f"{head} {what}: {error}"
+    text = f"{head} {summary(message)}".rstrip()
+    if latency_ns is not None:
+        text += f" {latency_ns / 1e6:.3f}ms"
+    if removed_in_kafka4(api_key, api_version):
         text += "  [removed in Kafka 4.0]"
-    extra = d.trailing_bytes
+    extra = trailing_bytes(message)
     if extra:
         text += f"  [{extra} bytes after the body]"
     return text

@@ -18,6 +18,7 @@ rolled files, tap tables, raw request streams) into frame batches.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -340,20 +341,27 @@ def _take(sink) -> FrameBatch:
     return FrameBatch(rows, data, sink.conns, sink.clients, unanswered)
 
 
-def _packet_batches(paths: list[str], ports, acc: Accounting, max_frame_size: int, batch_rows: int,
-                    batch_bytes: int, limits) -> Iterator[FrameBatch]:
+def _packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, batch_rows: int,
+                    batch_bytes: int, limits, cut=None) -> Iterator[FrameBatch]:
     """The files of one capture, in order, through one extractor (a connection
-    runs on from one file into the next)."""
+    runs on from one file into the next).
+
+    A path may also be an open binary stream (a pipe: read record by record,
+    named by its ``name``).  ``cut``: called after each packet that left
+    frames in the sink; True hands them out as a batch at once (a live view
+    asks whenever its input has nothing more waiting)."""
     ext = Extractor(ports, acc, max_frame_size, batch_rows=batch_rows, batch_bytes=batch_bytes, **(limits or {}))
     sink = ext.sink
     scan = ext.scanner()
     try:
         for path in paths:
-            with open(path, "rb") as fh:
-                acc.file_bytes += os.fstat(fh.fileno()).st_size
+            stream = hasattr(path, "read")
+            with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
+                if not stream:
+                    acc.file_bytes += os.fstat(fh.fileno()).st_size
                 cap = CaptureFile(fh)
                 try:
-                    if cap.open() == "pcap":
+                    if cap.open() == "pcap" and cut is None:
                         # classic pcap: the scanner reads the records itself, in large blocks
                         order, ticks, linktype = cap.pcap_header()
                         scan.read_pcap(fh, order == ">", ticks, linktype)
@@ -362,14 +370,16 @@ def _packet_batches(paths: list[str], ports, acc: Accounting, max_frame_size: in
                     else:
                         for ts, linktype, data, _orig in cap.iter_records():
                             scan.packet(ts, linktype, data)
-                            if sink.full():
+                            if sink.full() or (cut is not None and sink.size and cut()):
                                 scan.flush()
                                 yield _take(sink)
                 finally:
                     scan.flush()
+                    if stream:
+                        acc.file_bytes += cap.bytes_read
                     error = cap.error or scan.error
                     if error:
-                        acc.errors.append(f"{os.fspath(path)}: {error}")
+                        acc.errors.append(f"{path.name if stream else os.fspath(path)}: {error}")
                     acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
                     acc.bad_timestamps += cap.bad_timestamps
                     scan.error, scan.unread_bytes = None, 0
@@ -381,23 +391,27 @@ def _packet_batches(paths: list[str], ports, acc: Accounting, max_frame_size: in
 
 
 def _raw_batches(path, acc: Accounting, max_frame_size: int, batch_rows: int,
-                 batch_bytes: int) -> Iterator[FrameBatch]:
-    """A file of size-prefixed request frames, as one connection."""
+                 batch_bytes: int, cut=None) -> Iterator[FrameBatch]:
+    """A file of size-prefixed request frames, as one connection.  ``path``
+    may be an open binary stream (read as its bytes come); ``cut`` as in
+    :func:`_packet_batches`."""
     from ..protocol import header_table
     from .streams import MAX_OUTSTANDING
 
     sink = streams._scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows,
                                    batch_bytes)
-    conn = Connection(1, "client", os.path.basename(os.fspath(path)))
+    stream = hasattr(path, "read")
+    conn = Connection(1, "client", path.name if stream else os.path.basename(os.fspath(path)))
     acc.connections += 1
     pairing = sink.connection(conn)
     half = KafkaHalf(conn, pairing, sink, True, acc, synced=True, max_frame_size=max_frame_size)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
+    with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
+        read = fh.read1 if stream else fh.read
+        while chunk := read(1 << 20):
             acc.file_bytes += len(chunk)
             acc.payload_bytes_total += len(chunk)
             half.data(None, chunk)
-            if sink.full():
+            if sink.full() or (cut is not None and sink.size and cut()):
                 yield _take(sink)
     half.end()
     pairing.take_waiting()  # a stream of requests alone: nothing is expected to answer them

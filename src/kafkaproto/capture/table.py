@@ -236,6 +236,9 @@ def _batches(path: Path, acc: Accounting):
     """The record batches of one file, as far as it is whole: what is damaged,
     cut or foreign is named in ``acc.errors`` and its bytes in ``acc.unread_bytes``."""
     pa = _pa()
+    if hasattr(path, "read"):
+        yield from _ipc_stream_batches(pa, path, path.name, None, acc)
+        return
     size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(8)
@@ -251,31 +254,46 @@ def _batches(path: Path, acc: Accounting):
         yield from _whole_file_batches(pa, path, head, size, acc)
         return
     with pa.OSFile(str(path), "rb") as src:
+        yield from _ipc_stream_batches(pa, src, path, size, acc)
+
+
+def _ipc_stream_batches(pa, src, path, size: int | None, acc: Accounting):
+    """The batches of an Arrow IPC stream read from ``src``; ``size`` None: a
+    pipe, whose bytes left after damage are counted by reading them."""
+
+    def left(end: int) -> int:
+        if size is None:
+            while src.read(1 << 20):
+                pass
+            return src.tell() - end
+        return size - end
+
+    try:
+        reader = pa.ipc.open_stream(src)
+    except (OSError, pa.ArrowInvalid) as exc:
+        _damaged(acc, path, f"cut or damaged inside its schema header ({exc})", left(0))
+        return
+    why = _foreign_schema(reader.schema)
+    if why:
+        _damaged(acc, path, why, left(0))
+        return
+    n, end = 0, src.tell()
+    while True:
         try:
-            reader = pa.ipc.open_stream(src)
+            batch = reader.read_next_batch()
+        except StopIteration:
+            end = src.tell()  # past the end-of-stream marker of a closed file
+            break
         except (OSError, pa.ArrowInvalid) as exc:
-            _damaged(acc, path, f"cut or damaged inside its schema header ({exc})", size)
+            # a writer killed mid-batch leaves a cut last message
+            _damaged(acc, path, f"cut or damaged inside batch {n + 1} at byte {end} ({exc})", left(end))
             return
-        why = _foreign_schema(reader.schema)
-        if why:
-            _damaged(acc, path, why, size)
-            return
-        n, end = 0, src.tell()
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                end = src.tell()  # past the end-of-stream marker of a closed file
-                break
-            except (OSError, pa.ArrowInvalid) as exc:
-                # a writer killed mid-batch leaves a cut last message
-                _damaged(acc, path, f"cut or damaged inside batch {n + 1} at byte {end} ({exc})", size - end)
-                return
-            n += 1
-            end = src.tell()
-            yield batch
-        if end < size:
-            _damaged(acc, path, f"{size - end} bytes after the end of the stream", size - end)
+        n += 1
+        end = src.tell()
+        yield batch
+    rest = left(end)
+    if rest:
+        _damaged(acc, path, f"{rest} bytes after the end of the stream", rest)
 
 
 def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting):
@@ -316,13 +334,17 @@ def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting)
 
 
 def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: int = 1 << 31,
-                        batch_rows: int = 65536):
+                        batch_rows: int = 65536, cut=None):
     """Frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`) from
     frame-table files, with their accounting.  The frames go through the
     walker's sink, so they are paired and numbered by its one rule (a
     response with the oldest waiting request of its correlation id on its
     connection).  Rows that are no frame (no frame bytes, no connection or
-    direction) are counted in ``acc.bad_rows`` and skipped."""
+    direction) are counted in ``acc.bad_rows`` and skipped.
+
+    ``path`` may be an open binary stream of one Arrow IPC stream (a pipe,
+    named by its ``name``, with ``tell()``); ``cut``: called after each
+    record batch that left frames in the sink, True hands them out at once."""
     import numpy as np
 
     from ..protocol import header_table
@@ -337,8 +359,10 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
     acc = acc if acc is not None else Accounting()
     sink = scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows, 32 << 20)
     conns: dict[tuple, tuple] = {}  # (conn, client, server) -> (Connection, Pairing, request state, response state)
-    for file in table_files(path, acc):
-        acc.file_bytes += file.stat().st_size
+    stream = hasattr(path, "read")
+    for file in [path] if stream else table_files(path, acc):
+        if not stream:
+            acc.file_bytes += file.stat().st_size
         for batch in _batches(file, acc):
             # ts as integers: a time stamp past year 9999 has no Python datetime
             ts_col = batch.column("ts").cast(pa.int64())
@@ -387,6 +411,10 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
                           None if lat is None or ts_ns is None else ts_ns - lat * 1000)
                 if sink.full():
                     yield _take(sink)
+            if cut is not None and sink.size and cut():
+                yield _take(sink)
+        if stream:
+            acc.file_bytes += path.tell()
     for _conn, pairing, _q, _r in conns.values():
         pairing.take_waiting()  # the tap's tables end when it stopped: a request waiting then is not counted
     sink.flush()

@@ -22,13 +22,20 @@ if TYPE_CHECKING:
 __all__ = ["APIS", "CLASSES", "api_name", "get", "request_class", "response_class"]
 
 
+_LOADED: dict[str, type] = {}
+
+
 def get(name: str) -> type[Message]:
     """The class named ``name`` (``"MetadataResponse"``, ``"ConsumerProtocolSubscription"``...)."""
+    cls = _LOADED.get(name)
+    if cls is not None:
+        return cls
     try:
         module, _, _ = CLASSES[name]
     except KeyError:
         raise AttributeError(f"no Kafka message named {name}") from None
-    return getattr(importlib.import_module(f"{__name__}._gen.{module}"), name)
+    cls = _LOADED[name] = getattr(importlib.import_module(f"{__name__}._gen.{module}"), name)
+    return cls
 
 
 def __getattr__(name: str):
