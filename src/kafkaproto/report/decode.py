@@ -353,9 +353,13 @@ class CaptureDecoder:
     the bodies are decoded per api key by :func:`kafkaproto.arrow.messages`
     over views of the batch's bytes (no frame is copied)."""
 
-    def __init__(self, capture: str, acc: Accounting) -> None:
+    def __init__(self, capture: str, acc: Accounting, record_columns: Sequence[str] | None = None) -> None:
         self.capture = capture
         self.acc = acc
+        #: the columns of :func:`kafkaproto.arrow.records` the ``records`` rows
+        #: carry (None: all; the others null): ``[]`` parses every record for
+        #: the ``record_sets`` counts but copies no key, value or header
+        self.record_columns = None if record_columns is None else list(record_columns)
         #: topic id -> name, from the capture's Metadata responses (the
         #: ``topic_ids`` table and the figures name topics with it)
         self.topic_ids: dict[bytes, str] = {}
@@ -404,7 +408,18 @@ class CaptureDecoder:
         return out
 
     # -- one batch -------------------------------------------------------------
-    def batch(self, fb) -> list[tuple[str, pa.RecordBatch]]:
+    def batch(self, fb, bodies: np.ndarray | None = None, record_sets: bool = True
+              ) -> list[tuple[str, pa.RecordBatch]]:
+        """The rows of the tables one frame batch gives, as ``(table, batch)``.
+
+        ``bodies``: which rows' bodies to decode (a boolean per row; None:
+        all).  The others keep their header columns, status ``framed`` (or
+        ``unpaired``) and null body columns; a reader that asks for fewer
+        rows or columns (the Spark data source) decodes no more than it
+        gives, plus the rows later ones depend on (Metadata responses for
+        topic ids, long-poll requests for their waits).  ``record_sets``:
+        False leaves out the ``records`` and ``record_sets`` rows (the
+        record batches are not walked)."""
         r = fb.rows
         n = len(r)
         if not n:
@@ -432,7 +447,7 @@ class CaptureDecoder:
 
         def groups(idx: np.ndarray, which: list[int] | None = None):
             k = keys[idx]
-            ok = has[idx]
+            ok = has[idx] if bodies is None else has[idx] & bodies[idx]
             for key in np.unique(k[ok]).tolist():
                 if which is not None and key not in which:
                     continue
@@ -556,7 +571,7 @@ class CaptureDecoder:
             cols["error_codes"] = _scatter_lists(n, code_parts, pa.list_(pa.int16())).take(take)
             cols["trailing_bytes"] = _masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
-        if blobs:
+        if blobs and record_sets:
             out += self._record_sets(blobs, base)
         return out
 
@@ -621,7 +636,8 @@ class CaptureDecoder:
             m = len(blob)
             if not m:
                 continue
-            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True)
+            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True,
+                                          columns=self.record_columns)
             rec_row = recs.column("row").to_numpy()
             set_err = [None] * m
             if recs.column("error").null_count != len(rec_row):
@@ -630,11 +646,10 @@ class CaptureDecoder:
                         set_err[r] = e
             k = len(rec_row)
             rt = pa.array(rows[rec_row]) if k else pa.array([], pa.int64())
+            have = recs.schema.names
             rcols = {
-                "key": recs.column("key"), "value": recs.column("value"), "topic": recs.column("topic"),
-                "partition": recs.column("partition"), "offset": recs.column("offset"),
-                "timestamp": recs.column("timestamp"), "timestampType": recs.column("timestampType"),
-                "headers": recs.column("headers"),
+                **{c: recs.column(c) if c in have else None
+                   for c in ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")},
                 "source": _repeat(source, k),
                 "capture": _repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
