@@ -79,7 +79,7 @@ from .errors import KafkaProtocolError
 from .log import spark as _log_source
 from .log._read import _us
 from .log.spark import _flag, _list
-from .report.decode import FETCH, METADATA, PRODUCE, RELEASE_BYTES, WAITS, CaptureDecoder, _repeat
+from .report.decode import FETCH, METADATA, PRODUCE, WAITS, CaptureDecoder, _repeat
 from .report.decode import table_schema as _report_schema
 
 __all__ = ["CAPTURE", "TABLES", "CaptureCorruptError", "KafkaCaptureDataSource", "register", "source_schema",
@@ -239,14 +239,14 @@ class _Reader(DataSourceReader):
 
     # -- planning (the driver) -------------------------------------------------
     def partitions(self):
-        from .report.job import capture_list
+        from .report.job import capture_list, group_captures
 
         caps = capture_list(self.paths)
         keep = self.filters.captures
         if keep is not None:
             caps = [c for c in caps if c["name"] in keep]
         whole = [c for c in caps if not c["packets"] or c["bytes"] <= self.split]
-        parts: list[InputPartition] = [_Whole(g) for g in _groups(whole, self.split)]
+        parts: list[InputPartition] = [_Whole(g) for g in group_captures(whole, self.split, _GROUP_MAX)]
         for c in caps:
             if c["packets"] and c["bytes"] > self.split:
                 parts += self._indexed(c)
@@ -257,7 +257,7 @@ class _Reader(DataSourceReader):
         (those the filters leave) dealt into partitions of about ``split``
         bytes of payload."""
         from .capture.segments import file_order, read_range, segment_schema
-        from .report.job import _partitions
+        from .report.job import partition_connections
 
         files = file_order(cap["paths"])
         batches = []
@@ -272,7 +272,7 @@ class _Reader(DataSourceReader):
         if not table.num_rows:
             return []
         payload = int(pc.sum(table["caplen"]).as_py() or 0)
-        parts = _partitions(table, max(1, -(-payload // self.split)))
+        parts = partition_connections(table, max(1, -(-payload // self.split)))
         by_rank = dict(enumerate(files))
         return [_Segments(cap["name"], by_rank, _ipc(p.drop_columns(["info"])), p.num_rows) for p in parts]
 
@@ -313,39 +313,17 @@ class _Reader(DataSourceReader):
             self._corrupt(name, acc.errors)
 
     def _segment_batches(self, partition: _Segments, rows: _Rows) -> Iterator[pa.RecordBatch]:
-        from .capture.frames import _take
-        from .capture.segments import Files, Positions, feed
+        from .capture.segments import Files, connection_frames
         from .capture.streams import Extractor
 
         acc = Accounting()
         dec = CaptureDecoder(partition.name, acc, rows.record_columns)
-        ext = Extractor(self.ports, acc, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES)
-        sink, scan = ext.sink, ext.scanner()
         files = Files({(0, rank): path for rank, path in partition.files.items()})
         try:
-            current = None
-            fed = 0  # payload bytes read from the files since their pages were last let go
-            for batch in _from_ipc(partition.positions).to_batches(max_chunksize=_FEED_ROWS):
-                pos = Positions(batch)
-                keys = pos.key
-                change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-                bounds = [0, *change.tolist(), pos.n]
-                for a, b in zip(bounds[:-1], bounds[1:]):
-                    key = int(keys[a])
-                    if current is not None and key != current:
-                        ext.close_all()  # the previous connection's last segment was fed
-                        if fed > RELEASE_BYTES:
-                            files.release()  # the task's memory: what it holds, not what it read
-                            fed = 0
-                    current = key
-                    feed(ext, pos, a, b, scan, files)
-                    fed += int(pos.caplen[a:b].sum())
-                    if sink.full():
-                        yield from rows.of(partition.name, _take(sink), dec)
-            ext.close_all()
-            sink.flush()
-            if sink.size or sink.unanswered:
-                yield from rows.of(partition.name, _take(sink), dec)
+            positions = _from_ipc(partition.positions).to_batches(max_chunksize=_FEED_ROWS)
+            for _cap, fb in connection_frames(positions, files, lambda cap: Extractor(
+                    self.ports, acc, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES)):
+                yield from rows.of(partition.name, fb, dec)
         finally:
             files.close()
 
@@ -355,25 +333,6 @@ class _PushdownReader(_Reader):
         for f in filters:
             if not self.filters.take(f, self.table):
                 yield f
-
-
-def _groups(caps: list[dict], split: int) -> list[list[tuple[str, list[str]]]]:
-    """Captures read whole, in tasks of up to ``split`` bytes (and
-    :data:`_GROUP_MAX` captures), largest first: many small files do not
-    each pay a task's fixed cost."""
-    from .capture.segments import file_order
-
-    groups: list[list[tuple[str, list[str]]]] = []
-    size = 0
-    for c in sorted(caps, key=lambda c: -c["bytes"]):
-        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
-        if groups and size + c["bytes"] <= split and len(groups[-1]) < _GROUP_MAX:
-            groups[-1].append(item)
-            size += c["bytes"]
-        else:
-            groups.append([item])
-            size = c["bytes"]
-    return groups
 
 
 def _ipc(table: pa.Table) -> bytes:

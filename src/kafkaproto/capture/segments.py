@@ -62,8 +62,9 @@ from . import streams
 from .accounting import Accounting
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, _addr4, _addr6, decode_tcp, sniff_format
 
-__all__ = ["CONFIRM", "STATS_KEY", "Files", "Positions", "check_chains", "feed", "file_order", "packet_files",
-           "plan_ranges", "range_accounting", "read_frames_ranged", "read_range", "segment_schema"]
+__all__ = ["CONFIRM", "RELEASE_BYTES", "STATS_KEY", "Files", "Positions", "check_chains", "connection_frames", "feed",
+           "file_order", "packet_files", "plan_ranges", "range_accounting", "read_frames_ranged", "read_range",
+           "segment_schema"]
 
 CONFIRM = 8  # records whose headers must follow on from a candidate boundary
 STATS_KEY = 0  # the ``key`` of a range's statistics row (no connection hashes to it)
@@ -612,29 +613,68 @@ def range_accounting(stats: Sequence[dict]) -> Accounting:
     return acc
 
 
-def frames_by_connection(batches, files: Files, ext) -> Iterator[tuple[int, int]]:
-    """Feed position batches (sorted by capture, key, order; no statistics
-    rows) to ``ext`` connection by connection, closing each after its last
-    segment; yields ``(capture, key)`` once a connection is done (its frames
-    are then in ``ext.sink``)."""
-    scan = ext.scanner()
-    current = None
+#: a reader of positions lets the pages of the capture files it has read go every so many bytes
+RELEASE_BYTES = 64 << 20
+
+
+def connection_frames(batches, files: Files, extractor, *, stats: dict | None = None,
+                      release_bytes: int = RELEASE_BYTES) -> Iterator[tuple[int, object]]:
+    """The one loop over segment positions: ``batches`` (record batches of
+    :func:`segment_schema`, sorted by capture, connection key and order) are
+    fed connection by connection, each closed after its last segment, to
+    ``extractor(capture)`` (an :class:`~kafkaproto.capture.streams.Extractor`
+    per capture, made by the caller), the payloads read from ``files``.
+    Yields ``(capture, FrameBatch)`` whenever a capture's sink is full, and
+    what each holds at the end.  Statistics rows (key :data:`STATS_KEY`) go
+    to ``stats[capture]`` (a list per capture) when ``stats`` is given.
+    The pages of the files read are let go every ``release_bytes``: a
+    reader's memory is what it holds, not what it has read."""
+    from .frames import take_batch
+
+    seen: dict[int, tuple] = {}  # capture -> (extractor, scanner)
+    current = None  # (capture, key) being fed
+    fed = 0
+
+    def of(cap: int):
+        got = seen.get(cap)
+        if got is None:
+            ext = extractor(cap)
+            got = seen[cap] = (ext, ext.scanner())
+        return got
+
     for batch in batches:
         if not batch.num_rows:
             continue
         pos = Positions(batch)
-        change = np.flatnonzero((pos.capture[1:] != pos.capture[:-1]) | (pos.key[1:] != pos.key[:-1])) + 1
+        caps, keys = pos.capture, pos.key
+        change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
         bounds = [0, *change.tolist(), pos.n]
         for a, b in zip(bounds[:-1], bounds[1:]):
-            conn = (int(pos.capture[a]), int(pos.key[a]))
-            if current is not None and conn != current:
-                ext.close_all()
-                yield current
-            current = conn
+            cap, key = int(caps[a]), int(keys[a])
+            if key == STATS_KEY:
+                if stats is not None:
+                    stats.setdefault(cap, []).extend(
+                        json.loads(v) for v in batch.column("info").slice(a, b - a).to_pylist())
+                continue
+            if current is not None and current != (cap, key):
+                prev = of(current[0])[0]
+                prev.close_all()  # the previous connection's last segment was fed
+                if prev.sink.full():
+                    yield current[0], take_batch(prev.sink)
+                if fed > release_bytes:
+                    files.release()
+                    fed = 0
+            current = (cap, key)
+            ext, scan = of(cap)
             feed(ext, pos, a, b, scan, files)
-    if current is not None:
+            fed += int(pos.caplen[a:b].sum())
+            if ext.sink.full():
+                yield cap, take_batch(ext.sink)
+    for cap, (ext, _scan) in sorted(seen.items()):
         ext.close_all()
-        yield current
+        ext.sink.flush()
+        if ext.sink.size or ext.sink.unanswered:
+            yield cap, take_batch(ext.sink)
 
 
 def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, acc: Accounting | None = None,
@@ -647,7 +687,6 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     into one (grouped by connection)."""
     import pyarrow as pa
 
-    from .frames import _take
     from .streams import Extractor
 
     acc = acc if acc is not None else Accounting()
@@ -660,12 +699,10 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by([("key", "ascending"),
                                                                               ("order", "ascending")])
     kw = {} if max_frame_size is None else {"max_frame_size": max_frame_size}
-    ext = Extractor(ports, acc, **kw)
     files = Files({(0, rank): path for rank, path in enumerate(ordered)})
     try:
-        for _conn in frames_by_connection(table.combine_chunks().to_batches(), files, ext):
-            pass
-        ext.sink.flush()
-        yield from _take(ext.sink).frames()
+        for _cap, fb in connection_frames(table.combine_chunks().to_batches(), files,
+                                          lambda cap: Extractor(ports, acc, **kw)):
+            yield from fb.frames()
     finally:
         files.close()

@@ -235,8 +235,7 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 
 
 _NO_IDS: dict[bytes, tuple[int, str]] = {}
-#: a segment task lets the pages of the capture files it has read go every so many bytes
-RELEASE_BYTES = 64 << 20
+
 
 
 def _uuid_text(b: bytes) -> str:
@@ -837,62 +836,29 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
     capture number -> name.  Each capture's accounting is left in
     ``accs[name]`` (statistics rows of its ranges included); no accounting
     rows are yielded."""
-    from ..capture.frames import _take
-    from ..capture.segments import STATS_KEY, Positions, feed, range_accounting
+    from ..capture.segments import connection_frames, range_accounting
     from ..capture.streams import Extractor
 
     accs = accs if accs is not None else {}
-    state: dict[int, tuple] = {}  # capture number -> (extractor, decoder, stats rows, scanner)
+    decoders: dict[int, CaptureDecoder] = {}
+    stats: dict[int, list] = {}
 
-    def of(cap: int):
-        got = state.get(cap)
-        if got is None:
-            name = names[cap]
-            acc = accs.setdefault(name, Accounting())
-            ext = Extractor(ports, acc, batch_rows=batch_rows, batch_bytes=batch_bytes)
-            got = state[cap] = (ext, CaptureDecoder(name, acc), [], ext.scanner())
-        return got
+    def extractor(cap: int):
+        name = names[cap]
+        acc = accs.setdefault(name, Accounting())
+        decoders[cap] = CaptureDecoder(name, acc)
+        return Extractor(ports, acc, batch_rows=batch_rows, batch_bytes=batch_bytes)
 
-    def drain(ext, dec, force=False):
-        if ext.sink.size and (force or ext.sink.full()) or (force and ext.sink.unanswered):
-            fb = _take(ext.sink)
-            yield from dec.batch(fb)
-            yield from dec.unanswered(fb)
-
-    current = None  # (capture, key) being fed
-    fed = 0  # payload bytes read from the files since their pages were last released
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        pos = Positions(batch)
-        caps, keys = pos.capture, pos.key
-        # runs of one (capture, key)
-        change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
-        bounds = [0, *change.tolist(), pos.n]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            cap, key = int(caps[a]), int(keys[a])
-            ext, dec, stats, scan = of(cap)
-            if key == STATS_KEY:
-                stats += [json.loads(p) for p in batch.column("info").slice(a, b - a).to_pylist()]
-                continue
-            if current is not None and current != (cap, key):
-                pext, pdec, _, _ = of(current[0])
-                pext.close_all()  # the previous connection's last segment was fed
-                yield from drain(pext, pdec)
-                if fed > RELEASE_BYTES:
-                    files.release()
-                    fed = 0
-            current = (cap, key)
-            feed(ext, pos, a, b, scan, files)
-            fed += int(pos.caplen[a:b].sum())
-            yield from drain(ext, dec)
-    for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
-        ext.close_all()
-        ext.sink.flush()
-        yield from drain(ext, dec, force=True)
-        yield from dec.topic_id_rows()
-        if cap_stats:  # this capture's own statistics rows, never another's
-            dec.acc.merge(range_accounting(cap_stats))
+    for cap, fb in connection_frames(batches, files, extractor, stats=stats):
+        dec = decoders[cap]
+        yield from dec.batch(fb)
+        yield from dec.unanswered(fb)
+    for cap in sorted(set(decoders) | set(stats)):
+        dec = decoders.get(cap)
+        if dec is not None:
+            yield from dec.topic_id_rows()
+        if stats.get(cap):  # this capture's own statistics rows, never another's
+            accs.setdefault(names[cap], Accounting()).merge(range_accounting(stats[cap]))
 
 
 def table_schema(table: str) -> pa.Schema:

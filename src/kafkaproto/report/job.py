@@ -59,8 +59,8 @@ from ..capture.segments import packet_files
 from .aggregate import merge
 from .decode import TASK_TABLES, accounting_batch, accounting_from_dict
 
-__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "run_job", "session",
-           "shutdown"]
+__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "group_captures",
+           "partition_connections", "run_job", "session", "shutdown"]
 
 TABLES = ("connections", *TASK_TABLES, "accounting", "topic_ids")  # every table the job writes
 #: byte ranges the segment path cuts files into
@@ -376,16 +376,7 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
             c["path"] = "segments"
             split.append(k)
     # small captures share a task, up to a range's bytes each
-    groups: list[list[tuple[str, list[str]]]] = []
-    size = 0
-    for c in sorted(whole, key=lambda c: -c["bytes"]):
-        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
-        if groups and size + c["bytes"] <= min(range_bytes, 16 << 20) and len(groups[-1]) < 64:
-            groups[-1].append(item)
-            size += c["bytes"]
-        else:
-            groups.append([item])
-            size = c["bytes"]
+    groups = group_captures(whole, min(range_bytes, 16 << 20))
     total = sum(caps[k]["bytes"] for k in split)
     if total:
         rounds = -(-total // (range_bytes * max(cores, 1)))
@@ -396,6 +387,26 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
             for start, end in plan_ranges(path, range_bytes):
                 ranges.append((k, rank, path, start, end))
     return groups, ranges
+
+
+def group_captures(caps: list[dict[str, object]], size: int, most: int = 64) -> list[list[tuple[str, list[str]]]]:
+    """Captures read whole, in tasks of up to ``size`` bytes and ``most``
+    captures, largest first: ``[[(name, paths)]]``, the files of a rolled
+    capture in the order written.  Many small files do not each pay a task's
+    fixed cost."""
+    from ..capture.segments import file_order
+
+    groups: list[list[tuple[str, list[str]]]] = []
+    used = 0
+    for c in sorted(caps, key=lambda c: -c["bytes"]):
+        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
+        if groups and used + c["bytes"] <= size and len(groups[-1]) < most:
+            groups[-1].append(item)
+            used += c["bytes"]
+        else:
+            groups.append([item])
+            used = c["bytes"]
+    return groups
 
 
 def _index_groups(ranges, range_bytes: int) -> list[list[tuple]]:
@@ -425,7 +436,7 @@ def _cores(spark) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _partitions(table, n: int) -> list:
+def partition_connections(table, n: int) -> list:
     """Segment positions (a table; statistics rows too) in ``n`` parts of
     whole connections, about equal in payload bytes, each sorted by capture,
     connection and capture order (the statistics rows go with the first)."""
@@ -593,7 +604,7 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
                 for s, fut in futs:
                     got[(s["capture"], s["file"], s["start"])] = fut.result()
             table = pa.Table.from_batches([b for batches in got.values() for b in batches], schema=segment_schema())
-            parts = _partitions(table, max(1, nparts))
+            parts = partition_connections(table, max(1, nparts))
             data.tasks["segment partitions"] = len(parts)
             segs = [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
                     for i, part in enumerate(parts)]
