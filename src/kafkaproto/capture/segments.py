@@ -63,8 +63,8 @@ from .accounting import Accounting
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, _addr4, _addr6, decode_tcp, sniff_format
 
 __all__ = ["CONFIRM", "RELEASE_BYTES", "STATS_KEY", "Files", "Positions", "check_chains", "connection_frames", "feed",
-           "file_order", "packet_files", "plan_ranges", "range_accounting", "read_frames_ranged", "read_range",
-           "segment_schema"]
+           "file_order", "packet_files", "plan_ranges", "range_accounting", "range_stats", "ranges_to_redo",
+           "read_frames_ranged", "read_range", "read_ranges_checked", "redo_range", "segment_schema"]
 
 CONFIRM = 8  # records whose headers must follow on from a candidate boundary
 STATS_KEY = 0  # the ``key`` of a range's statistics row (no connection hashes to it)
@@ -484,31 +484,37 @@ def redo_range(s: dict, first: int | None, capture: int) -> list:
     return list(read_range(s["file"], s["start"], s["end"], capture=capture, rank=s["rank"], first=first))
 
 
-def read_ranges_checked(items, read) -> tuple[list, list[dict]]:
-    """Run the index stage over ``items`` (``(capture, rank, path, start,
-    end)``) with ``read`` (a map of :func:`read_range` over them: in this
-    process, a pool or a cluster), check the record chains and read again
-    what disagrees, until every range agrees.  Returns ``(position batches,
-    statistics rows)``."""
-    batches: dict[tuple[int, str, int], list] = {}
-    for item, got in zip(items, read(items)):
-        batches[(item[0], item[2], item[3])] = got
+def range_stats(batches, capture: int) -> dict:
+    """The statistics of a range from what :func:`read_range` gave (its last batch), with its capture's number."""
+    s = json.loads(batches[-1].column("info")[0].as_py())
+    s["capture"] = capture
+    return s
+
+
+def ranges_to_redo(stats) -> list[tuple[dict, int | None]]:
+    """:func:`check_chains` over the ranges of every capture (each statistics row names its capture)."""
+    by_capture: dict[int, list[dict]] = {}
+    for s in stats:
+        by_capture.setdefault(s["capture"], []).append(s)
+    return [r for rows in by_capture.values() for r in check_chains(rows)]
+
+
+def read_ranges_checked(got: dict, reread) -> tuple[list, list[dict], int]:
+    """The index stage's results checked against the record chains, the
+    ranges that disagree read again until every range agrees.  ``got``:
+    ``{(capture, file, start): batches of read_range}``; ``reread([(stats,
+    first)])``: the batches of each range read again (:func:`redo_range`, in
+    this process or a pool).  Returns ``(every batch, statistics rows
+    last in each range's, the statistics, ranges read again)``."""
+    redone = 0
     while True:
-        stats = {}
-        for (cap, path, start), got in batches.items():
-            s = json.loads(got[-1].column("info")[0].as_py())
-            s["capture"] = cap
-            stats[(cap, path, start)] = s
-        by_capture: dict[int, list[dict]] = {}
-        for s in stats.values():
-            by_capture.setdefault(s["capture"], []).append(s)
-        redo = [r for rows in by_capture.values() for r in check_chains(rows)]
+        stats = {k: range_stats(v, k[0]) for k, v in got.items()}
+        redo = ranges_to_redo(stats.values())
         if not redo:
-            break
-        for s, first in redo:
-            batches[(s["capture"], s["file"], s["start"])] = redo_range(s, first, s["capture"])
-    out = [b for got in batches.values() for b in got[:-1]]
-    return out, list(stats.values())
+            return [b for batches in got.values() for b in batches], list(stats.values()), redone
+        redone += len(redo)
+        for (s, _first), batches in zip(redo, reread(redo)):
+            got[(s["capture"], s["file"], s["start"])] = batches
 
 
 # ---------------------------------------------------------------------------
@@ -691,18 +697,19 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
 
     acc = acc if acc is not None else Accounting()
     ordered = file_order(list(paths))
-    items = [(0, rank, path, start, end) for rank, path in enumerate(ordered)
-             for start, end in plan_ranges(path, range_bytes)]
-    batches, stats = read_ranges_checked(
-        items, lambda its: [list(read_range(p, s, e, capture=c, rank=r)) for c, r, p, s, e in its])
-    acc.merge(range_accounting(stats))
+    got = {(0, path, start): list(read_range(path, start, end, capture=0, rank=rank))
+           for rank, path in enumerate(ordered) for start, end in plan_ranges(path, range_bytes)}
+    batches, _stats, _redone = read_ranges_checked(
+        got, lambda redo: [redo_range(s, first, s["capture"]) for s, first in redo])
     table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by([("key", "ascending"),
                                                                               ("order", "ascending")])
     kw = {} if max_frame_size is None else {"max_frame_size": max_frame_size}
     files = Files({(0, rank): path for rank, path in enumerate(ordered)})
+    stats: dict[int, list] = {}
     try:
         for _cap, fb in connection_frames(table.combine_chunks().to_batches(), files,
-                                          lambda cap: Extractor(ports, acc, **kw)):
+                                          lambda cap: Extractor(ports, acc, **kw), stats=stats):
             yield from fb.frames()
     finally:
         files.close()
+    acc.merge(range_accounting(stats.get(0, [])))

@@ -558,23 +558,13 @@ def _file_order(paths):
     return file_order(paths)
 
 
-def _stats_of(batches) -> list[dict]:
-    from ..capture.segments import STATS_KEY
-
-    out = []
-    for b in batches:
-        if b.num_rows == 1 and b.column("key")[0].as_py() == STATS_KEY:
-            out.append(json.loads(b.column("info")[0].as_py()))
-    return out
-
-
 def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, files, uri: str, ports, nparts: int,
                   progress: bool, log) -> list[dict]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task)."""
     import pyarrow as pa
 
-    from ..capture.segments import check_chains, redo_range, segment_schema
+    from ..capture.segments import read_ranges_checked, redo_range, segment_schema
     from .tasks import index_task, segment_task, whole_task
 
     manifest: list[dict] = []
@@ -587,23 +577,11 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
                 got[(item[0], item[2], item[3])] = batches
         if got:
             # the record chains across ranges: a range that guessed its first record wrong is read again
-            while True:
-                stats = {}
-                for (cap, _path, _start), batches in got.items():
-                    s = json.loads(batches[-1].column("info")[0].as_py())
-                    s["capture"] = cap
-                    stats[(cap, s["file"], s["start"])] = s
-                by_cap: dict[int, list[dict]] = {}
-                for s in stats.values():
-                    by_cap.setdefault(s["capture"], []).append(s)
-                redo = [r for rows in by_cap.values() for r in check_chains(rows)]
-                if not redo:
-                    break
-                data.tasks["ranges read again"] += len(redo)
-                futs = [(s, pool.submit(redo_range, s, first, s["capture"])) for s, first in redo]
-                for s, fut in futs:
-                    got[(s["capture"], s["file"], s["start"])] = fut.result()
-            table = pa.Table.from_batches([b for batches in got.values() for b in batches], schema=segment_schema())
+            batches, _stats, redone = read_ranges_checked(
+                got, lambda redo: [f.result() for f in [pool.submit(redo_range, s, first, s["capture"])
+                                                         for s, first in redo]])
+            data.tasks["ranges read again"] += redone
+            table = pa.Table.from_batches(batches, schema=segment_schema())
             parts = partition_connections(table, max(1, nparts))
             data.tasks["segment partitions"] = len(parts)
             segs = [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
@@ -694,7 +672,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
     through the shuffle."""
     from pyspark.sql import functions as F
 
-    from ..capture.segments import check_chains
+    from ..capture.segments import range_stats, ranges_to_redo
 
     connect = _is_connect(spark)
     frames = []
@@ -711,10 +689,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
             s["capture"] = r["capture"]
             stats[(r["capture"], s["file"], s["start"])] = s
         while True:
-            by_cap: dict[int, list[dict]] = {}
-            for s in stats.values():
-                by_cap.setdefault(s["capture"], []).append(s)
-            redo = [r for rows in by_cap.values() for r in check_chains(rows)]
+            redo = ranges_to_redo(stats.values())
             if not redo:
                 break
             data.tasks["ranges read again"] += len(redo)
@@ -728,10 +703,8 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
             again = [_redo_batches(s, first) for s, first in redo]
             fresh = spark.createDataFrame(_arrow_table(again), schema=_SEGMENT_DDL)
             idx = idx.filter(~bad).unionByName(fresh).cache()
-            for b in again:
-                for s2 in _stats_of(b):
-                    s2["capture"] = b[-1].column("capture")[0].as_py()
-                    stats[(s2["capture"], s2["file"], s2["start"])] = s2
+            for (s, _first), b in zip(redo, again):
+                stats[(s["capture"], s["file"], s["start"])] = range_stats(b, s["capture"])
         frames.append(idx.repartition(nparts, "capture", "key")
                       .sortWithinPartitions("capture", "key", "order")
                       .mapInArrow(_spark_segments(names, files, uri, ports), _MANIFEST_DDL))
