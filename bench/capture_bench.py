@@ -26,6 +26,14 @@ generator's hash), and rolled into ``--rolled-files`` files as
 - ``spark-whole``, ``spark-ranges``, ``spark-rolled``: the same on Spark
   (``--master``, one session, ``--runs`` runs: the first pays for warming
   the JVM and the workers, the second is what a long-lived session sees);
+- ``source``: the capture data source's reader (``kafkaproto.capture``, what
+  its Spark tasks run) in one process, every partition in turn, planning
+  included: the ``responses`` table (the one quoted), then ``frames``,
+  ``requests``, ``records``, the responses read whole by one task, and the
+  README's query's read (three columns, ``api = 'Fetch'`` pushed);
+- ``spark-source``: the README's query (p99 Fetch latency by client id) over
+  the source on Spark (``--master``, ``--runs`` runs, the last quoted), then
+  the ``responses`` table read and dropped (``write.format("noop")``);
 - ``small``: a ~200 kB capture of the same profile through ``kafkaproto
   report FILE --out DIR`` as a user runs it (wall time, JVM start included);
 - ``profile`` (only when asked): the decode pass under pyinstrument (the
@@ -77,6 +85,8 @@ ENTRY: dict[str, object] = {
     "session": "kafkaproto.report.job:session",  # (master) -> a Spark session
     "cli": [sys.executable, "-m", "kafkaproto"],  # the `kafkaproto` command
     "tshark": ["tshark"],
+    "source": "kafkaproto.sources:KafkaCaptureDataSource",  # the capture data source (options) -> .reader(schema)
+    "register": "kafkaproto.sources:register",  # (spark): the data sources on a session
 }
 #: How the report reads one file: whole in one task, or in byte ranges; on
 #: the embedded engine (worker processes) or, for the ``spark-`` cases, on Spark.
@@ -89,7 +99,9 @@ SPLIT: dict[str, dict] = {
     "spark-rolled": {"whole_file_max": 0},
 }
 CASES = ("read", "tshark-read", "decode", "inspect", "inspect-json", "tshark", "whole", "ranges", "rolled",
-         "spark-whole", "spark-ranges", "small")
+         "spark-whole", "spark-ranges", "source", "spark-source", "small")
+#: the README's own query over the capture source (``spark-source``)
+P99_BY_CLIENT = "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us) / 1000"
 #: run only when asked (``--cases profile``): the decode pass under a profiler
 EXTRA_CASES = ("profile",)
 KAFKA_PORT = 9092
@@ -389,12 +401,64 @@ def child(case: str, args) -> dict:
         info = {"tasks": d.tasks, "records": d.totals.get("records"),
                 "frames": d.totals.get("requests", 0) + d.totals.get("responses", 0),
                 "accounting_adds_up": not d.accounting.problems()}
+    elif case == "source":
+        info = source_reads(path, ph)
+    elif case == "spark-source":
+        session, register = entry("session"), entry("register")
+        ph.lap("import")
+        spark = session(args.master)
+        register(spark)
+        ph.lap("start")
+        from pyspark.sql import functions as F
+
+        def read(**options):
+            r = spark.read.format("kafkaproto.capture").option("table", "responses")
+            for k, v in options.items():
+                r = r.option(k, v)
+            return r.load(path)
+
+        try:
+            for k in range(args.runs):
+                rows = (read(columns="api,client_id,latency_us").where("api = 'Fetch'").groupBy("client_id")
+                        .agg(F.count("*"), F.expr(P99_BY_CLIENT)).collect())
+                ph.lap(f"run{k + 1}")
+            for k in range(args.runs):
+                read().write.format("noop").mode("overwrite").save()
+                ph.lap(f"table{k + 1}")
+        finally:
+            spark.stop()
+        info = {"clients": len(rows)}
     elif case == "profile":
         info = profile_decode(path, args.top)
         ph.lap("work")
     else:
         raise SystemExit(f"no child case {case}")
     return {"phases": ph.out, "info": info}
+
+
+def source_reads(path: str, ph: Phases) -> dict:
+    """The capture source's reader in this process: each read planned (the
+    index of a capture past ``splitBytes`` included) and every partition read."""
+    from pyspark.sql.datasource import CaseInsensitiveDict, EqualTo
+
+    source = entry("source")
+    ph.lap("import")
+    info: dict[str, object] = {}
+    reads = (("responses", "responses", {}, ()), ("frames", "frames", {}, ()), ("requests", "requests", {}, ()),
+             ("records", "records", {}, ()), ("responses-whole", "responses", {"splitBytes": str(1 << 62)}, ()),
+             ("query", "responses", {"columns": "api,client_id,latency_us"}, (EqualTo(("api",), "Fetch"),)))
+    for name, table, options, filters in reads:
+        ds = source(CaseInsensitiveDict({"table": table, "path": path, **options}))
+        reader = ds.reader(ds.schema())
+        list(reader.pushFilters(list(filters)))
+        t0 = tree_cpu(os.getpid())
+        parts = reader.partitions()
+        plan = tree_cpu(os.getpid()) - t0
+        rows = sum(b.num_rows for p in parts for b in reader.read(p))
+        ph.lap(name)
+        info[name] = {"rows": rows, "partitions": len(parts), "plan_cpu": round(plan, 2),
+                      "positions_mb": round(sum(len(getattr(p, "positions", b"")) for p in parts) / 1e6, 2)}
+    return info
 
 
 def profile_decode(path: str, top: int) -> dict:
@@ -482,6 +546,11 @@ def work(case: str, r: dict, runs: int) -> tuple[float, float, str]:
     ph = r["phases"]
     if case in ("read", "decode"):
         return ph["work"]["cpu"], ph["work"]["wall"], "the loop alone"
+    if case == "source":
+        return ph["responses"]["cpu"], ph["responses"]["wall"], "responses, planning included"
+    if case == "spark-source":
+        k = f"run{min(runs, 2)}"
+        return ph[k]["cpu"], ph[k]["wall"], "Spark, " + ("warm run" if k == "run2" else "first run")
     if case in SPLIT:
         k = f"run{min(runs, 2)}"
         if not case.startswith("spark-"):
@@ -503,6 +572,8 @@ LABELS = {
     "spark-whole": "report on Spark, one file read whole",
     "spark-ranges": "report on Spark, the file in byte ranges",
     "spark-rolled": "report on Spark, the rolled files in ranges",
+    "source": "capture source, its tasks in one process",
+    "spark-source": "capture source on Spark: p99 Fetch by client id",
     "small": "report on a small capture, as a user runs it",
 }
 
@@ -530,7 +601,17 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
         label = LABELS[case] + (f" ({len(args.rolled_paths)})" if case.endswith("rolled") else "")
         speed[case] = mb / cpu if cpu else float("inf")
         extra = ""
-        if case.startswith("spark-"):
+        if case == "source":
+            ph, info = r["phases"], r["info"]
+            extra = (f" ({info['responses']['partitions']} partitions, index {info['responses']['plan_cpu']:.1f} "
+                     f"CPU-s, positions {info['responses']['positions_mb']:.1f} MB); MB/CPU-s of the other reads: "
+                     + ", ".join(f"{k} {mb / ph[k]['cpu']:.0f}" for k in ("frames", "requests", "records",
+                                                                          "responses-whole", "query")))
+        elif case == "spark-source":
+            ph = r["phases"]
+            extra = (f"; session start {ph['start']['cpu']:.1f} CPU-s, first run {ph['run1']['cpu']:.1f}; the "
+                     f"responses table to noop: {mb / ph[f'table{min(args.runs, 2)}']['cpu']:.0f} MB/CPU-s")
+        elif case.startswith("spark-"):
             ph = r["phases"]
             extra = (f"; session start {ph['start']['cpu']:.1f} CPU-s, first run {ph['run1']['cpu']:.1f}, "
                      f"whole process {r['cpu']:.1f}")
@@ -542,6 +623,8 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
                        ("rolled", "whole", "report rolled / whole"),
                        ("spark-whole", "whole", "report on Spark / embedded, whole"),
                        ("spark-ranges", "spark-whole", "report on Spark, ranges / whole"),
+                       ("source", "decode", "capture source's responses / decode pass"),
+                       ("spark-source", "decode", "the query on Spark / decode pass"),
                        ("inspect", "tshark", "inspect / tshark (tshark's CPU over inspect's)"),
                        ("decode", "tshark", "decode pass / tshark"),
                        ("whole", "tshark", "report whole / tshark"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from test_report_cluster import (  # noqa: F401 (classic_afterwards, wheel_archi
     _spark_home,
     _wait,
     classic_afterwards,
+    connect_server,
     wheel_archive,
 )
 
@@ -115,21 +115,11 @@ def test_standalone_cluster(logdir, wheel_archive, tmp_path):  # noqa: F811
 def test_spark_connect_server(logdir, tmp_path, classic_afterwards):  # noqa: F811
     stop_session()
     procs = _Procs(tmp_path)
-    home = Path(_spark_home())
-    port = _port()
     try:
-        procs.start("connect", [home / "bin" / "spark-submit", "--master", "local[2]",
-                                "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                                "--conf", f"spark.connect.grpc.binding.port={port}",
-                                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                                "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
-                                "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={sys.executable}",
-                                "--conf", "spark.driver.memory=1g", "spark-internal"])
-        _wait("the Spark Connect server", lambda: _listening(port), procs, "connect")
+        remote = connect_server(procs)
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").config("spark.sql.session.timeZone",
-                                                                              "UTC").getOrCreate()
+        spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
         try:
             assert type(spark).__module__.startswith("pyspark.sql.connect")
             got = _got(spark, logdir)

@@ -242,22 +242,29 @@ def classic_afterwards():
             os.environ[k] = v
 
 
-def test_spark_connect_server(local_run, captures, tmp_path, classic_afterwards):
-    procs = _Procs(tmp_path)
+def connect_server(procs: _Procs) -> str:
+    """A Spark Connect server (local[2], this Python for its workers) started
+    under ``procs``; its ``sc://`` address once it listens."""
     home = Path(_spark_home())
     port = _port()
+    procs.start("connect", [home / "bin" / "spark-submit", "--master", "local[2]",
+                            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                            "--conf", f"spark.connect.grpc.binding.port={port}",
+                            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                            "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
+                            "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={sys.executable}",
+                            "--conf", "spark.driver.memory=1g", "spark-internal"])
+    _wait("the Spark Connect server", lambda: _listening(port), procs, "connect")
+    return f"sc://127.0.0.1:{port}"
+
+
+def test_spark_connect_server(local_run, captures, tmp_path, classic_afterwards):
+    procs = _Procs(tmp_path)
     try:
-        procs.start("connect", [home / "bin" / "spark-submit", "--master", "local[2]",
-                                "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                                "--conf", f"spark.connect.grpc.binding.port={port}",
-                                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                                "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
-                                "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={sys.executable}",
-                                "--conf", "spark.driver.memory=1g", "spark-internal"])
-        _wait("the Spark Connect server", lambda: _listening(port), procs, "connect")
+        remote = connect_server(procs)
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        spark = SparkSession.builder.remote(remote).getOrCreate()
         try:
             assert type(spark).__module__.startswith("pyspark.sql.connect")
             result = run_report(captures, tmp_path / "out", spark=spark, progress=False, **SPLIT)

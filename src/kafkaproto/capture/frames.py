@@ -30,7 +30,7 @@ from .accounting import Accounting
 from .pcap import CaptureFile, sniff_format
 from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf, RequestInfo
 
-__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "read_frame_batches"]
+__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "read_frame_batches", "take_batch"]
 
 #: frame flags (the ``flags`` column): bit -> name
 FLAGS = dict(streams._scan.FLAGS)
@@ -335,7 +335,8 @@ def read_frame_batches(path, *, ports: Iterable[int] | None = None, acc: Account
     yield from _packet_batches([os.fspath(path)], ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
 
 
-def _take(sink) -> FrameBatch:
+def take_batch(sink) -> FrameBatch:
+    """What a FrameSink gathered (and the requests it saw left unanswered), as a FrameBatch; the sink starts afresh."""
     rows, data = sink.take()
     unanswered, sink.unanswered = sink.unanswered, []
     return FrameBatch(rows, data, sink.conns, sink.clients, unanswered)
@@ -366,13 +367,13 @@ def _packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, ba
                         order, ticks, linktype = cap.pcap_header()
                         scan.read_pcap(fh, order == ">", ticks, linktype)
                         while scan.run():
-                            yield _take(sink)
+                            yield take_batch(sink)
                     else:
                         for ts, linktype, data, _orig in cap.iter_records():
                             scan.packet(ts, linktype, data)
                             if sink.full() or (cut is not None and sink.size and cut()):
                                 scan.flush()
-                                yield _take(sink)
+                                yield take_batch(sink)
                 finally:
                     scan.flush()
                     if stream:
@@ -387,7 +388,7 @@ def _packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, ba
         ext.finish()
         scan.flush()
     if sink.size or sink.unanswered:
-        yield _take(sink)
+        yield take_batch(sink)
 
 
 def _raw_batches(path, acc: Accounting, max_frame_size: int, batch_rows: int,
@@ -412,12 +413,12 @@ def _raw_batches(path, acc: Accounting, max_frame_size: int, batch_rows: int,
             acc.payload_bytes_total += len(chunk)
             half.data(None, chunk)
             if sink.full() or (cut is not None and sink.size and cut()):
-                yield _take(sink)
+                yield take_batch(sink)
     half.end()
     pairing.take_waiting()  # a stream of requests alone: nothing is expected to answer them
     sink.flush()
     if sink.size:
-        yield _take(sink)
+        yield take_batch(sink)
 
 
 def capture_format(path) -> str | None:

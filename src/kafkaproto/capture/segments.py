@@ -62,8 +62,9 @@ from . import streams
 from .accounting import Accounting
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, _addr4, _addr6, decode_tcp, sniff_format
 
-__all__ = ["CONFIRM", "STATS_KEY", "Files", "Positions", "check_chains", "feed", "file_order", "packet_files",
-           "plan_ranges", "range_accounting", "read_frames_ranged", "read_range", "segment_schema"]
+__all__ = ["CONFIRM", "RELEASE_BYTES", "STATS_KEY", "Files", "Positions", "check_chains", "connection_frames", "feed",
+           "file_order", "packet_files", "plan_ranges", "range_accounting", "range_stats", "ranges_to_redo",
+           "read_frames_ranged", "read_range", "read_ranges_checked", "redo_range", "segment_schema"]
 
 CONFIRM = 8  # records whose headers must follow on from a candidate boundary
 STATS_KEY = 0  # the ``key`` of a range's statistics row (no connection hashes to it)
@@ -483,31 +484,37 @@ def redo_range(s: dict, first: int | None, capture: int) -> list:
     return list(read_range(s["file"], s["start"], s["end"], capture=capture, rank=s["rank"], first=first))
 
 
-def read_ranges_checked(items, read) -> tuple[list, list[dict]]:
-    """Run the index stage over ``items`` (``(capture, rank, path, start,
-    end)``) with ``read`` (a map of :func:`read_range` over them: in this
-    process, a pool or a cluster), check the record chains and read again
-    what disagrees, until every range agrees.  Returns ``(position batches,
-    statistics rows)``."""
-    batches: dict[tuple[int, str, int], list] = {}
-    for item, got in zip(items, read(items)):
-        batches[(item[0], item[2], item[3])] = got
+def range_stats(batches, capture: int) -> dict:
+    """The statistics of a range from what :func:`read_range` gave (its last batch), with its capture's number."""
+    s = json.loads(batches[-1].column("info")[0].as_py())
+    s["capture"] = capture
+    return s
+
+
+def ranges_to_redo(stats) -> list[tuple[dict, int | None]]:
+    """:func:`check_chains` over the ranges of every capture (each statistics row names its capture)."""
+    by_capture: dict[int, list[dict]] = {}
+    for s in stats:
+        by_capture.setdefault(s["capture"], []).append(s)
+    return [r for rows in by_capture.values() for r in check_chains(rows)]
+
+
+def read_ranges_checked(got: dict, reread) -> tuple[list, list[dict], int]:
+    """The index stage's results checked against the record chains, the
+    ranges that disagree read again until every range agrees.  ``got``:
+    ``{(capture, file, start): batches of read_range}``; ``reread([(stats,
+    first)])``: the batches of each range read again (:func:`redo_range`, in
+    this process or a pool).  Returns ``(every batch, statistics rows
+    last in each range's, the statistics, ranges read again)``."""
+    redone = 0
     while True:
-        stats = {}
-        for (cap, path, start), got in batches.items():
-            s = json.loads(got[-1].column("info")[0].as_py())
-            s["capture"] = cap
-            stats[(cap, path, start)] = s
-        by_capture: dict[int, list[dict]] = {}
-        for s in stats.values():
-            by_capture.setdefault(s["capture"], []).append(s)
-        redo = [r for rows in by_capture.values() for r in check_chains(rows)]
+        stats = {k: range_stats(v, k[0]) for k, v in got.items()}
+        redo = ranges_to_redo(stats.values())
         if not redo:
-            break
-        for s, first in redo:
-            batches[(s["capture"], s["file"], s["start"])] = redo_range(s, first, s["capture"])
-    out = [b for got in batches.values() for b in got[:-1]]
-    return out, list(stats.values())
+            return [b for batches in got.values() for b in batches], list(stats.values()), redone
+        redone += len(redo)
+        for (s, _first), batches in zip(redo, reread(redo)):
+            got[(s["capture"], s["file"], s["start"])] = batches
 
 
 # ---------------------------------------------------------------------------
@@ -612,29 +619,68 @@ def range_accounting(stats: Sequence[dict]) -> Accounting:
     return acc
 
 
-def frames_by_connection(batches, files: Files, ext) -> Iterator[tuple[int, int]]:
-    """Feed position batches (sorted by capture, key, order; no statistics
-    rows) to ``ext`` connection by connection, closing each after its last
-    segment; yields ``(capture, key)`` once a connection is done (its frames
-    are then in ``ext.sink``)."""
-    scan = ext.scanner()
-    current = None
+#: a reader of positions lets the pages of the capture files it has read go every so many bytes
+RELEASE_BYTES = 64 << 20
+
+
+def connection_frames(batches, files: Files, extractor, *, stats: dict | None = None,
+                      release_bytes: int = RELEASE_BYTES) -> Iterator[tuple[int, object]]:
+    """The one loop over segment positions: ``batches`` (record batches of
+    :func:`segment_schema`, sorted by capture, connection key and order) are
+    fed connection by connection, each closed after its last segment, to
+    ``extractor(capture)`` (an :class:`~kafkaproto.capture.streams.Extractor`
+    per capture, made by the caller), the payloads read from ``files``.
+    Yields ``(capture, FrameBatch)`` whenever a capture's sink is full, and
+    what each holds at the end.  Statistics rows (key :data:`STATS_KEY`) go
+    to ``stats[capture]`` (a list per capture) when ``stats`` is given.
+    The pages of the files read are let go every ``release_bytes``: a
+    reader's memory is what it holds, not what it has read."""
+    from .frames import take_batch
+
+    seen: dict[int, tuple] = {}  # capture -> (extractor, scanner)
+    current = None  # (capture, key) being fed
+    fed = 0
+
+    def of(cap: int):
+        got = seen.get(cap)
+        if got is None:
+            ext = extractor(cap)
+            got = seen[cap] = (ext, ext.scanner())
+        return got
+
     for batch in batches:
         if not batch.num_rows:
             continue
         pos = Positions(batch)
-        change = np.flatnonzero((pos.capture[1:] != pos.capture[:-1]) | (pos.key[1:] != pos.key[:-1])) + 1
+        caps, keys = pos.capture, pos.key
+        change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
         bounds = [0, *change.tolist(), pos.n]
         for a, b in zip(bounds[:-1], bounds[1:]):
-            conn = (int(pos.capture[a]), int(pos.key[a]))
-            if current is not None and conn != current:
-                ext.close_all()
-                yield current
-            current = conn
+            cap, key = int(caps[a]), int(keys[a])
+            if key == STATS_KEY:
+                if stats is not None:
+                    stats.setdefault(cap, []).extend(
+                        json.loads(v) for v in batch.column("info").slice(a, b - a).to_pylist())
+                continue
+            if current is not None and current != (cap, key):
+                prev = of(current[0])[0]
+                prev.close_all()  # the previous connection's last segment was fed
+                if prev.sink.full():
+                    yield current[0], take_batch(prev.sink)
+                if fed > release_bytes:
+                    files.release()
+                    fed = 0
+            current = (cap, key)
+            ext, scan = of(cap)
             feed(ext, pos, a, b, scan, files)
-    if current is not None:
+            fed += int(pos.caplen[a:b].sum())
+            if ext.sink.full():
+                yield cap, take_batch(ext.sink)
+    for cap, (ext, _scan) in sorted(seen.items()):
         ext.close_all()
-        yield current
+        ext.sink.flush()
+        if ext.sink.size or ext.sink.unanswered:
+            yield cap, take_batch(ext.sink)
 
 
 def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, acc: Accounting | None = None,
@@ -647,25 +693,23 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     into one (grouped by connection)."""
     import pyarrow as pa
 
-    from .frames import _take
     from .streams import Extractor
 
     acc = acc if acc is not None else Accounting()
     ordered = file_order(list(paths))
-    items = [(0, rank, path, start, end) for rank, path in enumerate(ordered)
-             for start, end in plan_ranges(path, range_bytes)]
-    batches, stats = read_ranges_checked(
-        items, lambda its: [list(read_range(p, s, e, capture=c, rank=r)) for c, r, p, s, e in its])
-    acc.merge(range_accounting(stats))
+    got = {(0, path, start): list(read_range(path, start, end, capture=0, rank=rank))
+           for rank, path in enumerate(ordered) for start, end in plan_ranges(path, range_bytes)}
+    batches, _stats, _redone = read_ranges_checked(
+        got, lambda redo: [redo_range(s, first, s["capture"]) for s, first in redo])
     table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by([("key", "ascending"),
                                                                               ("order", "ascending")])
     kw = {} if max_frame_size is None else {"max_frame_size": max_frame_size}
-    ext = Extractor(ports, acc, **kw)
     files = Files({(0, rank): path for rank, path in enumerate(ordered)})
+    stats: dict[int, list] = {}
     try:
-        for _conn in frames_by_connection(table.combine_chunks().to_batches(), files, ext):
-            pass
-        ext.sink.flush()
-        yield from _take(ext.sink).frames()
+        for _cap, fb in connection_frames(table.combine_chunks().to_batches(), files,
+                                          lambda cap: Extractor(ports, acc, **kw), stats=stats):
+            yield from fb.frames()
     finally:
         files.close()
+    acc.merge(range_accounting(stats.get(0, [])))

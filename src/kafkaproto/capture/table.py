@@ -349,7 +349,7 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
 
     from ..protocol import header_table
     from . import streams
-    from .frames import _take
+    from .frames import take_batch
     from .streams import MAX_OUTSTANDING
 
     scan = streams._scan
@@ -410,16 +410,16 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
                 sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0,
                           None if lat is None or ts_ns is None else ts_ns - lat * 1000)
                 if sink.full():
-                    yield _take(sink)
+                    yield take_batch(sink)
             if cut is not None and sink.size and cut():
-                yield _take(sink)
+                yield take_batch(sink)
         if stream:
             acc.file_bytes += path.tell()
     for _conn, pairing, _q, _r in conns.values():
         pairing.take_waiting()  # the tap's tables end when it stopped: a request waiting then is not counted
     sink.flush()
     if sink.size:
-        yield _take(sink)
+        yield take_batch(sink)
 
 
 def iter_table_frames(path, acc: Accounting | None = None):

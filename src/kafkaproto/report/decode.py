@@ -235,8 +235,7 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 
 
 _NO_IDS: dict[bytes, tuple[int, str]] = {}
-#: a segment task lets the pages of the capture files it has read go every so many bytes
-RELEASE_BYTES = 64 << 20
+
 
 
 def _uuid_text(b: bytes) -> str:
@@ -353,9 +352,13 @@ class CaptureDecoder:
     the bodies are decoded per api key by :func:`kafkaproto.arrow.messages`
     over views of the batch's bytes (no frame is copied)."""
 
-    def __init__(self, capture: str, acc: Accounting) -> None:
+    def __init__(self, capture: str, acc: Accounting, record_columns: Sequence[str] | None = None) -> None:
         self.capture = capture
         self.acc = acc
+        #: the columns of :func:`kafkaproto.arrow.records` the ``records`` rows
+        #: carry (None: all; the others null): ``[]`` parses every record for
+        #: the ``record_sets`` counts but copies no key, value or header
+        self.record_columns = None if record_columns is None else list(record_columns)
         #: topic id -> name, from the capture's Metadata responses (the
         #: ``topic_ids`` table and the figures name topics with it)
         self.topic_ids: dict[bytes, str] = {}
@@ -364,7 +367,8 @@ class CaptureDecoder:
         # conn << 40 | request seq -> the wait a long-poll request asked for
         self.waits: dict[int, int] = {}
         self._names = self._api_names()
-        self._removed = self._removed_table()
+        self._removed = np.zeros((max(APIS) + 1, 64), dtype=bool)
+        self._asked = np.zeros((max(APIS) + 1) * 64, dtype=np.uint8)
 
     @staticmethod
     def _api_names() -> pa.Array:
@@ -389,23 +393,32 @@ class CaptureDecoder:
             out = pa.array(texts, pa.string())
         return out
 
-    @staticmethod
-    def _removed_table() -> np.ndarray:
-        table = np.zeros((max(APIS) + 1, 64), dtype=bool)
-        for k in APIS:
-            for v in range(64):
-                table[k, v] = removed_in_kafka4(k, v)
-        return table
-
     def _removed_flags(self, keys: np.ndarray, versions: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """Kafka 4.0 removed this (api key, version)?  Asked once per pair the capture holds."""
         t = self._removed
         ok = valid & (keys >= 0) & (keys < t.shape[0]) & (versions >= 0) & (versions < 64)
+        pairs = np.unique(keys[ok] * 64 + versions[ok])
+        todo = pairs[self._asked[pairs] == 0] if len(pairs) else pairs
+        for pv in todo.tolist():
+            t[pv // 64, pv % 64] = removed_in_kafka4(pv // 64, pv % 64)
+            self._asked[pv] = 1
         out = np.zeros(len(keys), dtype=bool)
         out[ok] = t[keys[ok], versions[ok]]
         return out
 
     # -- one batch -------------------------------------------------------------
-    def batch(self, fb) -> list[tuple[str, pa.RecordBatch]]:
+    def batch(self, fb, bodies: np.ndarray | None = None, record_sets: bool = True
+              ) -> list[tuple[str, pa.RecordBatch]]:
+        """The rows of the tables one frame batch gives, as ``(table, batch)``.
+
+        ``bodies``: which rows' bodies to decode (a boolean per row; None:
+        all).  The others keep their header columns, status ``framed`` (or
+        ``unpaired``) and null body columns; a reader that asks for fewer
+        rows or columns (the Spark data source) decodes no more than it
+        gives, plus the rows later ones depend on (Metadata responses for
+        topic ids, long-poll requests for their waits).  ``record_sets``:
+        False leaves out the ``records`` and ``record_sets`` rows (the
+        record batches are not walked)."""
         r = fb.rows
         n = len(r)
         if not n:
@@ -433,7 +446,7 @@ class CaptureDecoder:
 
         def groups(idx: np.ndarray, which: list[int] | None = None):
             k = keys[idx]
-            ok = has[idx]
+            ok = has[idx] if bodies is None else has[idx] & bodies[idx]
             for key in np.unique(k[ok]).tolist():
                 if which is not None and key not in which:
                     continue
@@ -557,7 +570,7 @@ class CaptureDecoder:
             cols["error_codes"] = _scatter_lists(n, code_parts, pa.list_(pa.int16())).take(take)
             cols["trailing_bytes"] = _masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
-        if blobs:
+        if blobs and record_sets:
             out += self._record_sets(blobs, base)
         return out
 
@@ -622,7 +635,8 @@ class CaptureDecoder:
             m = len(blob)
             if not m:
                 continue
-            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True)
+            recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True,
+                                          columns=self.record_columns)
             rec_row = recs.column("row").to_numpy()
             set_err = [None] * m
             if recs.column("error").null_count != len(rec_row):
@@ -631,11 +645,10 @@ class CaptureDecoder:
                         set_err[r] = e
             k = len(rec_row)
             rt = pa.array(rows[rec_row]) if k else pa.array([], pa.int64())
+            have = recs.schema.names
             rcols = {
-                "key": recs.column("key"), "value": recs.column("value"), "topic": recs.column("topic"),
-                "partition": recs.column("partition"), "offset": recs.column("offset"),
-                "timestamp": recs.column("timestamp"), "timestampType": recs.column("timestampType"),
-                "headers": recs.column("headers"),
+                **{c: recs.column(c) if c in have else None
+                   for c in ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")},
                 "source": _repeat(source, k),
                 "capture": _repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
@@ -823,62 +836,29 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
     capture number -> name.  Each capture's accounting is left in
     ``accs[name]`` (statistics rows of its ranges included); no accounting
     rows are yielded."""
-    from ..capture.frames import _take
-    from ..capture.segments import STATS_KEY, Positions, feed, range_accounting
+    from ..capture.segments import connection_frames, range_accounting
     from ..capture.streams import Extractor
 
     accs = accs if accs is not None else {}
-    state: dict[int, tuple] = {}  # capture number -> (extractor, decoder, stats rows, scanner)
+    decoders: dict[int, CaptureDecoder] = {}
+    stats: dict[int, list] = {}
 
-    def of(cap: int):
-        got = state.get(cap)
-        if got is None:
-            name = names[cap]
-            acc = accs.setdefault(name, Accounting())
-            ext = Extractor(ports, acc, batch_rows=batch_rows, batch_bytes=batch_bytes)
-            got = state[cap] = (ext, CaptureDecoder(name, acc), [], ext.scanner())
-        return got
+    def extractor(cap: int):
+        name = names[cap]
+        acc = accs.setdefault(name, Accounting())
+        decoders[cap] = CaptureDecoder(name, acc)
+        return Extractor(ports, acc, batch_rows=batch_rows, batch_bytes=batch_bytes)
 
-    def drain(ext, dec, force=False):
-        if ext.sink.size and (force or ext.sink.full()) or (force and ext.sink.unanswered):
-            fb = _take(ext.sink)
-            yield from dec.batch(fb)
-            yield from dec.unanswered(fb)
-
-    current = None  # (capture, key) being fed
-    fed = 0  # payload bytes read from the files since their pages were last released
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        pos = Positions(batch)
-        caps, keys = pos.capture, pos.key
-        # runs of one (capture, key)
-        change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
-        bounds = [0, *change.tolist(), pos.n]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            cap, key = int(caps[a]), int(keys[a])
-            ext, dec, stats, scan = of(cap)
-            if key == STATS_KEY:
-                stats += [json.loads(p) for p in batch.column("info").slice(a, b - a).to_pylist()]
-                continue
-            if current is not None and current != (cap, key):
-                pext, pdec, _, _ = of(current[0])
-                pext.close_all()  # the previous connection's last segment was fed
-                yield from drain(pext, pdec)
-                if fed > RELEASE_BYTES:
-                    files.release()
-                    fed = 0
-            current = (cap, key)
-            feed(ext, pos, a, b, scan, files)
-            fed += int(pos.caplen[a:b].sum())
-            yield from drain(ext, dec)
-    for _cap, (ext, dec, cap_stats, _unused) in sorted(state.items()):
-        ext.close_all()
-        ext.sink.flush()
-        yield from drain(ext, dec, force=True)
-        yield from dec.topic_id_rows()
-        if cap_stats:  # this capture's own statistics rows, never another's
-            dec.acc.merge(range_accounting(cap_stats))
+    for cap, fb in connection_frames(batches, files, extractor, stats=stats):
+        dec = decoders[cap]
+        yield from dec.batch(fb)
+        yield from dec.unanswered(fb)
+    for cap in sorted(set(decoders) | set(stats)):
+        dec = decoders.get(cap)
+        if dec is not None:
+            yield from dec.topic_id_rows()
+        if stats.get(cap):  # this capture's own statistics rows, never another's
+            accs.setdefault(names[cap], Accounting()).merge(range_accounting(stats[cap]))
 
 
 def table_schema(table: str) -> pa.Schema:

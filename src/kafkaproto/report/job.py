@@ -59,7 +59,8 @@ from ..capture.segments import packet_files
 from .aggregate import merge
 from .decode import TASK_TABLES, accounting_batch, accounting_from_dict
 
-__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "run_job", "session"]
+__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "group_captures",
+           "partition_connections", "run_job", "session", "shutdown"]
 
 TABLES = ("connections", *TASK_TABLES, "accounting", "topic_ids")  # every table the job writes
 #: byte ranges the segment path cuts files into
@@ -375,16 +376,7 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
             c["path"] = "segments"
             split.append(k)
     # small captures share a task, up to a range's bytes each
-    groups: list[list[tuple[str, list[str]]]] = []
-    size = 0
-    for c in sorted(whole, key=lambda c: -c["bytes"]):
-        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
-        if groups and size + c["bytes"] <= min(range_bytes, 16 << 20) and len(groups[-1]) < 64:
-            groups[-1].append(item)
-            size += c["bytes"]
-        else:
-            groups.append([item])
-            size = c["bytes"]
+    groups = group_captures(whole, min(range_bytes, 16 << 20))
     total = sum(caps[k]["bytes"] for k in split)
     if total:
         rounds = -(-total // (range_bytes * max(cores, 1)))
@@ -395,6 +387,26 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
             for start, end in plan_ranges(path, range_bytes):
                 ranges.append((k, rank, path, start, end))
     return groups, ranges
+
+
+def group_captures(caps: list[dict[str, object]], size: int, most: int = 64) -> list[list[tuple[str, list[str]]]]:
+    """Captures read whole, in tasks of up to ``size`` bytes and ``most``
+    captures, largest first: ``[[(name, paths)]]``, the files of a rolled
+    capture in the order written.  Many small files do not each pay a task's
+    fixed cost."""
+    from ..capture.segments import file_order
+
+    groups: list[list[tuple[str, list[str]]]] = []
+    used = 0
+    for c in sorted(caps, key=lambda c: -c["bytes"]):
+        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
+        if groups and used + c["bytes"] <= size and len(groups[-1]) < most:
+            groups[-1].append(item)
+            used += c["bytes"]
+        else:
+            groups.append([item])
+            used = c["bytes"]
+    return groups
 
 
 def _index_groups(ranges, range_bytes: int) -> list[list[tuple]]:
@@ -424,7 +436,7 @@ def _cores(spark) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _partitions(table, n: int) -> list:
+def partition_connections(table, n: int) -> list:
     """Segment positions (a table; statistics rows too) in ``n`` parts of
     whole connections, about equal in payload bytes, each sorted by capture,
     connection and capture order (the statistics rows go with the first)."""
@@ -546,23 +558,13 @@ def _file_order(paths):
     return file_order(paths)
 
 
-def _stats_of(batches) -> list[dict]:
-    from ..capture.segments import STATS_KEY
-
-    out = []
-    for b in batches:
-        if b.num_rows == 1 and b.column("key")[0].as_py() == STATS_KEY:
-            out.append(json.loads(b.column("info")[0].as_py()))
-    return out
-
-
 def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, files, uri: str, ports, nparts: int,
                   progress: bool, log) -> list[dict]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task)."""
     import pyarrow as pa
 
-    from ..capture.segments import check_chains, redo_range, segment_schema
+    from ..capture.segments import read_ranges_checked, redo_range, segment_schema
     from .tasks import index_task, segment_task, whole_task
 
     manifest: list[dict] = []
@@ -575,24 +577,12 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
                 got[(item[0], item[2], item[3])] = batches
         if got:
             # the record chains across ranges: a range that guessed its first record wrong is read again
-            while True:
-                stats = {}
-                for (cap, _path, _start), batches in got.items():
-                    s = json.loads(batches[-1].column("info")[0].as_py())
-                    s["capture"] = cap
-                    stats[(cap, s["file"], s["start"])] = s
-                by_cap: dict[int, list[dict]] = {}
-                for s in stats.values():
-                    by_cap.setdefault(s["capture"], []).append(s)
-                redo = [r for rows in by_cap.values() for r in check_chains(rows)]
-                if not redo:
-                    break
-                data.tasks["ranges read again"] += len(redo)
-                futs = [(s, pool.submit(redo_range, s, first, s["capture"])) for s, first in redo]
-                for s, fut in futs:
-                    got[(s["capture"], s["file"], s["start"])] = fut.result()
-            table = pa.Table.from_batches([b for batches in got.values() for b in batches], schema=segment_schema())
-            parts = _partitions(table, max(1, nparts))
+            batches, _stats, redone = read_ranges_checked(
+                got, lambda redo: [f.result() for f in [pool.submit(redo_range, s, first, s["capture"])
+                                                         for s, first in redo]])
+            data.tasks["ranges read again"] += redone
+            table = pa.Table.from_batches(batches, schema=segment_schema())
+            parts = partition_connections(table, max(1, nparts))
             data.tasks["segment partitions"] = len(parts)
             segs = [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
                     for i, part in enumerate(parts)]
@@ -603,11 +593,41 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
     return manifest
 
 
+#: the embedded engine's worker processes, kept for the next job of this
+#: process (as Spark keeps its Python workers): what a worker has warmed --
+#: message programs, header tables -- serves every later task
+_WORKERS: dict[int, object] = {}
+
+
+def _executor(workers: int):
+    import atexit
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ex = _WORKERS.get(workers)
+    if ex is not None and not getattr(ex, "_broken", False) and not getattr(ex, "_shutdown_thread", False):
+        return ex
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    ex = _WORKERS[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    if len(_WORKERS) == 1:
+        atexit.register(shutdown)
+    return ex
+
+
+def shutdown() -> None:
+    """Stop the embedded engine's worker processes (they are kept between jobs)."""
+    while _WORKERS:
+        _, ex = _WORKERS.popitem()
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
 class _Pool:
     """Worker processes for the embedded engine, forked where the system
     forks (they start with what this process imported, and a script that
     runs a report needs no ``if __name__ == "__main__"`` guard); elsewhere
-    spawned.  With one task or one core, the tasks run in this process."""
+    spawned; kept for the next job (:func:`shutdown` stops them).  With one
+    task or one core, the tasks run in this process."""
 
     def __init__(self, cores: int, tasks: int, progress: bool, log) -> None:
         self.cores, self.tasks = cores, tasks
@@ -618,17 +638,12 @@ class _Pool:
 
     def __enter__(self):
         if self.cores > 1 and self.tasks > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self.ex = ProcessPoolExecutor(max_workers=min(self.cores, self.tasks), mp_context=ctx)
+            self.ex = _executor(self.cores)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.ex is not None:
-            self.ex.shutdown(wait=True, cancel_futures=True)
+        if exc[0] is not None and self.ex is not None:
+            shutdown()  # a job that failed leaves no worker holding its state
 
     def submit(self, fn, *args):
         from concurrent.futures import Future
@@ -657,7 +672,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
     through the shuffle."""
     from pyspark.sql import functions as F
 
-    from ..capture.segments import check_chains
+    from ..capture.segments import range_stats, ranges_to_redo
 
     connect = _is_connect(spark)
     frames = []
@@ -674,10 +689,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
             s["capture"] = r["capture"]
             stats[(r["capture"], s["file"], s["start"])] = s
         while True:
-            by_cap: dict[int, list[dict]] = {}
-            for s in stats.values():
-                by_cap.setdefault(s["capture"], []).append(s)
-            redo = [r for rows in by_cap.values() for r in check_chains(rows)]
+            redo = ranges_to_redo(stats.values())
             if not redo:
                 break
             data.tasks["ranges read again"] += len(redo)
@@ -691,10 +703,8 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
             again = [_redo_batches(s, first) for s, first in redo]
             fresh = spark.createDataFrame(_arrow_table(again), schema=_SEGMENT_DDL)
             idx = idx.filter(~bad).unionByName(fresh).cache()
-            for b in again:
-                for s2 in _stats_of(b):
-                    s2["capture"] = b[-1].column("capture")[0].as_py()
-                    stats[(s2["capture"], s2["file"], s2["start"])] = s2
+            for (s, _first), b in zip(redo, again):
+                stats[(s["capture"], s["file"], s["start"])] = range_stats(b, s["capture"])
         frames.append(idx.repartition(nparts, "capture", "key")
                       .sortWithinPartitions("capture", "key", "order")
                       .mapInArrow(_spark_segments(names, files, uri, ports), _MANIFEST_DDL))
