@@ -3,6 +3,7 @@ import os
 import pytest
 
 import kafkaproto
+from support.spark_session import shared_session, stop_shared_session
 from support.twins import compiled_impl, pure_impl
 
 _compiled = compiled_impl()
@@ -21,6 +22,10 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # Tests that need the process's one SparkContext for a cluster or Spark
+    # Connect stop the shared session: they come after everything else, so
+    # that it is started once.
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
     if _compiled is None or os.environ.get("KAFKAPROTO_PURE"):
         skip = pytest.mark.skip(reason="compares compiled and pure: run in the compiled pass")
         for item in items:
@@ -38,6 +43,19 @@ def compiled():
     if _compiled is None:
         pytest.skip("compiled core not built")
     return _compiled
+
+
+@pytest.fixture(scope="session")
+def _spark_run():
+    yield
+    stop_shared_session()
+
+
+@pytest.fixture(scope="module")
+def spark(_spark_run):
+    """The run's one local[2] Spark session (tests/support/spark_session.py),
+    started on first use."""
+    return shared_session()
 
 
 # Real peers, started by the tests themselves (see tools/peers/).
