@@ -47,7 +47,8 @@ demo: build
 	$(PY) -m kafkaproto.report.compare $(DEMO_OUT) $(DEMO_OUT)-spark
 
 # The suite runs twice: against the compiled core (which must load), then
-# against the pure-Python twin.
+# against the pure-Python twin (without the tests marked engine_independent
+# or compiled_only, which the first pass ran).
 test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
 
@@ -62,15 +63,8 @@ peers: $(STAMP)
 test-compiled:
 	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
 
-# The peers' own self-tests do not depend on the implementation: run once.
-# So do the Kafka client scenarios: the compiled pass records them once and
-# checks every frame in both engines (the twin in a child process), then
-# measures the example broker against the same run.
 test-pure:
-	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
-		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/peers/test_kafka_selftest.py \
-		--ignore=tests/oracle/test_java_oracle_selftest.py --ignore=tests/test_kafka_conformance.py \
-		--ignore=tests/test_kafka_vs_mini.py --ignore=tests/test_kafka_conformance_cluster.py \
+	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only and not engine_independent" \
 		$(PYTEST_ARGS) tests
 
 # Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,

@@ -8,10 +8,15 @@ from support.twins import compiled_impl, pure_impl
 
 _compiled = compiled_impl()
 
+# The fixtures (imported at the end) that start a real peer: their users are
+# marked peers, and cluster too for the multi-node Kafka (pyproject.toml).
+PEER_FIXTURES = frozenset({"java_oracle", "java_oracle_for", "java_oracle_legacy", "kafka_broker",
+                           "kafka_broker_factory", "kafka_cluster", "mock_cluster", "recording_proxy", "tansu",
+                           "tansu_behind_proxy"})
+CLUSTER_FIXTURES = frozenset({"kafka_cluster"})
+
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "compiled_only: compares the compiled core with its twin")
-    config.addinivalue_line("markers", "slow: builds wheels or starts external programs")
     if os.environ.get("KAFKAPROTO_EXPECT_COMPILED") == "1" and not kafkaproto.COMPILED:
         raise pytest.UsageError("KAFKAPROTO_EXPECT_COMPILED=1 but the compiled core (kafkaproto._codec) did not load")
 
@@ -21,11 +26,24 @@ def pytest_report_header(config):
     return f"kafkaproto implementation: {impl}"
 
 
+# First, so that `-m` selects on the markers added here.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # Tests that need the process's one SparkContext for a cluster or Spark
-    # Connect stop the shared session: they come after everything else, so
-    # that it is started once.
-    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+    for item in items:
+        # A test that uses the shared Spark session or a peer's fixture, even
+        # through another fixture, is a spark or peers test whatever its module says.
+        used = set(getattr(item, "fixturenames", ()))
+        if "spark" in used:
+            item.add_marker(pytest.mark.spark)
+        if used & PEER_FIXTURES:
+            item.add_marker(pytest.mark.peers)
+        if used & CLUSTER_FIXTURES:
+            item.add_marker(pytest.mark.cluster)
+    # Spark tests on a cluster or Spark Connect need the process's one
+    # SparkContext and stop the shared session: they come after everything
+    # else, so that it is started once.
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None
+               and item.get_closest_marker("spark") is not None)
     if _compiled is None or os.environ.get("KAFKAPROTO_PURE"):
         skip = pytest.mark.skip(reason="compares compiled and pure: run in the compiled pass")
         for item in items:
@@ -54,7 +72,7 @@ def _spark_run():
 @pytest.fixture(scope="module")
 def spark(_spark_run):
     """The run's one local[2] Spark session (tests/support/spark_session.py),
-    started on first use."""
+    started on first use; tests that use it are marked ``spark``."""
     return shared_session()
 
 
