@@ -4,10 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kafkaproto-installed
 PYTEST_ARGS ?=
+# A marker expression (pyproject.toml) narrowing both passes; empty: everything.
+TEST_MARKERS ?=
+# What `make quick` leaves out: Spark, real peers, clusters, fuzz campaigns, wheel builds.
+QUICK_MARKERS := not spark and not peers and not cluster and not fuzz and not wheel
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test quick test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -52,6 +56,11 @@ demo: build
 test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
 
+# The inner loop: both passes without the slow kinds of test (no peers
+# needed), side by side (two cores; each pass's output shown when it ends).
+quick: build
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure TEST_MARKERS="$(QUICK_MARKERS)"
+
 # Real peers on loopback: Apache Kafka 4.4.0 (broker, tools, clients) and
 # kafka-clients 3.9.1 from Maven Central, Kafka's Java classes as the oracle,
 # the tansu broker, librdkafka's mock cluster and real clients.
@@ -61,10 +70,12 @@ peers: $(STAMP)
 	PYTHON=$(abspath $(PY)) bash tools/peers/install_peers.sh
 
 test-compiled:
-	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(if $(TEST_MARKERS),-m "$(TEST_MARKERS)") \
+		$(PYTEST_ARGS) tests
 
 test-pure:
-	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only and not engine_independent" \
+	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider \
+		-m "$(if $(TEST_MARKERS),($(TEST_MARKERS)) and )not compiled_only and not engine_independent" \
 		$(PYTEST_ARGS) tests
 
 # Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,
