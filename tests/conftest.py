@@ -11,8 +11,8 @@ _compiled = compiled_impl()
 # The fixtures (imported at the end) that start a real peer: their users are
 # marked peers, and cluster too for the multi-node Kafka (pyproject.toml).
 PEER_FIXTURES = frozenset({"java_oracle", "java_oracle_for", "java_oracle_legacy", "kafka_broker",
-                           "kafka_broker_factory", "kafka_cluster", "mock_cluster", "recording_proxy", "tansu",
-                           "tansu_behind_proxy"})
+                           "kafka_broker_factory", "kafka_cluster", "kafka_conformance", "mock_cluster",
+                           "recording_proxy", "tansu", "tansu_behind_proxy"})
 CLUSTER_FIXTURES = frozenset({"kafka_cluster"})
 
 
@@ -39,11 +39,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.peers)
         if used & CLUSTER_FIXTURES:
             item.add_marker(pytest.mark.cluster)
-    # Spark tests on a cluster or Spark Connect need the process's one
-    # SparkContext and stop the shared session: they come after everything
-    # else, so that it is started once.
-    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None
-               and item.get_closest_marker("spark") is not None)
+    # The modules with Spark tests together at the end, so that the shared
+    # session lives only while they run; last of all those on a cluster or
+    # Spark Connect, which need the process's one SparkContext and stop the
+    # shared session (those that still use it first, so that it is not
+    # started again).  Modules stay whole: their fixtures are made once.
+    kinds: dict = {}
+    for item in items:
+        spark = item.get_closest_marker("spark") is not None
+        own = spark and item.get_closest_marker("cluster") is not None
+        k = kinds.setdefault(getattr(item, "module", None), [False, False, False])
+        k[0] |= spark
+        k[1] |= own
+        k[2] |= own and "spark" in item.fixturenames
+
+    def order(item):
+        spark, own, shared = kinds[getattr(item, "module", None)]
+        return spark, own, own and not shared
+
+    items.sort(key=order)
     if _compiled is None or os.environ.get("KAFKAPROTO_PURE"):
         skip = pytest.mark.skip(reason="compares compiled and pure: run in the compiled pass")
         for item in items:
