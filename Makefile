@@ -4,10 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kafkaproto-installed
 PYTEST_ARGS ?=
+# A marker expression (pyproject.toml) narrowing both passes; empty: everything.
+TEST_MARKERS ?=
+# What `make quick` leaves out: Spark, real peers, clusters, fuzz campaigns, wheel builds.
+QUICK_MARKERS := not spark and not peers and not cluster and not fuzz and not wheel
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test quick test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -47,9 +51,15 @@ demo: build
 	$(PY) -m kafkaproto.report.compare $(DEMO_OUT) $(DEMO_OUT)-spark
 
 # The suite runs twice: against the compiled core (which must load), then
-# against the pure-Python twin.
+# against the pure-Python twin (without the tests marked engine_independent
+# or compiled_only, which the first pass ran).
 test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
+
+# The inner loop: both passes without the slow kinds of test (no peers
+# needed), side by side (two cores; each pass's output shown when it ends).
+quick: build
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure TEST_MARKERS="$(QUICK_MARKERS)"
 
 # Real peers on loopback: Apache Kafka 4.4.0 (broker, tools, clients) and
 # kafka-clients 3.9.1 from Maven Central, Kafka's Java classes as the oracle,
@@ -60,17 +70,12 @@ peers: $(STAMP)
 	PYTHON=$(abspath $(PY)) bash tools/peers/install_peers.sh
 
 test-compiled:
-	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(if $(TEST_MARKERS),-m "$(TEST_MARKERS)") \
+		$(PYTEST_ARGS) tests
 
-# The peers' own self-tests do not depend on the implementation: run once.
-# So do the Kafka client scenarios: the compiled pass records them once and
-# checks every frame in both engines (the twin in a child process), then
-# measures the example broker against the same run.
 test-pure:
-	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
-		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/peers/test_kafka_selftest.py \
-		--ignore=tests/oracle/test_java_oracle_selftest.py --ignore=tests/test_kafka_conformance.py \
-		--ignore=tests/test_kafka_vs_mini.py --ignore=tests/test_kafka_conformance_cluster.py \
+	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider \
+		-m "$(if $(TEST_MARKERS),($(TEST_MARKERS)) and )not compiled_only and not engine_independent" \
 		$(PYTEST_ARGS) tests
 
 # Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,

@@ -3,14 +3,20 @@ import os
 import pytest
 
 import kafkaproto
+from support.spark_session import shared_session, stop_shared_session
 from support.twins import compiled_impl, pure_impl
 
 _compiled = compiled_impl()
 
+# The fixtures (imported at the end) that start a real peer: their users are
+# marked peers, and cluster too for the multi-node Kafka (pyproject.toml).
+PEER_FIXTURES = frozenset({"java_oracle", "java_oracle_for", "java_oracle_legacy", "kafka_broker",
+                           "kafka_broker_factory", "kafka_cluster", "kafka_conformance", "mock_cluster",
+                           "recording_proxy", "tansu", "tansu_behind_proxy"})
+CLUSTER_FIXTURES = frozenset({"kafka_cluster"})
+
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "compiled_only: compares the compiled core with its twin")
-    config.addinivalue_line("markers", "slow: builds wheels or starts external programs")
     if os.environ.get("KAFKAPROTO_EXPECT_COMPILED") == "1" and not kafkaproto.COMPILED:
         raise pytest.UsageError("KAFKAPROTO_EXPECT_COMPILED=1 but the compiled core (kafkaproto._codec) did not load")
 
@@ -20,7 +26,38 @@ def pytest_report_header(config):
     return f"kafkaproto implementation: {impl}"
 
 
+# First, so that `-m` selects on the markers added here.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        # A test that uses the shared Spark session or a peer's fixture, even
+        # through another fixture, is a spark or peers test whatever its module says.
+        used = set(getattr(item, "fixturenames", ()))
+        if "spark" in used:
+            item.add_marker(pytest.mark.spark)
+        if used & PEER_FIXTURES:
+            item.add_marker(pytest.mark.peers)
+        if used & CLUSTER_FIXTURES:
+            item.add_marker(pytest.mark.cluster)
+    # The modules with Spark tests together at the end, so that the shared
+    # session lives only while they run; last of all those on a cluster or
+    # Spark Connect, which need the process's one SparkContext and stop the
+    # shared session (those that still use it first, so that it is not
+    # started again).  Modules stay whole: their fixtures are made once.
+    kinds: dict = {}
+    for item in items:
+        spark = item.get_closest_marker("spark") is not None
+        own = spark and item.get_closest_marker("cluster") is not None
+        k = kinds.setdefault(getattr(item, "module", None), [False, False, False])
+        k[0] |= spark
+        k[1] |= own
+        k[2] |= own and "spark" in item.fixturenames
+
+    def order(item):
+        spark, own, shared = kinds[getattr(item, "module", None)]
+        return spark, own, own and not shared
+
+    items.sort(key=order)
     if _compiled is None or os.environ.get("KAFKAPROTO_PURE"):
         skip = pytest.mark.skip(reason="compares compiled and pure: run in the compiled pass")
         for item in items:
@@ -38,6 +75,19 @@ def compiled():
     if _compiled is None:
         pytest.skip("compiled core not built")
     return _compiled
+
+
+@pytest.fixture(scope="session")
+def _spark_run():
+    yield
+    stop_shared_session()
+
+
+@pytest.fixture(scope="module")
+def spark(_spark_run):
+    """The run's one local[2] Spark session (tests/support/spark_session.py),
+    started on first use; tests that use it are marked ``spark``."""
+    return shared_session()
 
 
 # Real peers, started by the tests themselves (see tools/peers/).

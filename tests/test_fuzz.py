@@ -12,6 +12,8 @@ import pytest
 
 from support.fuzz_targets import TARGETS
 
+pytestmark = pytest.mark.fuzz
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

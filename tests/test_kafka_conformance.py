@@ -39,7 +39,9 @@ from kafkaproto.messages import api_name
 from peers.kafka_scenarios import PROBES, client_family
 from support.conformance import check_events, java_disagreements, other_engine_disagreements
 
-pytestmark = [pytest.mark.peers, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
+# The run checks both engines (the other one in a child process): once is enough.
+pytestmark = [pytest.mark.peers, pytest.mark.engine_independent,
+              pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "kafka-conformance.md"

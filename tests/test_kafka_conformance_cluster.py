@@ -28,7 +28,8 @@ from peers.brokers import RecordingProxy
 from peers.kafka_scenarios import Snapshot, build, exchange, quiet, start_java_moving
 from support.conformance import check_events, java_disagreements, other_engine_disagreements
 
-pytestmark = [pytest.mark.peers, pytest.mark.cluster,
+# Checks both engines (the other one in a child process): once is enough.
+pytestmark = [pytest.mark.peers, pytest.mark.cluster, pytest.mark.engine_independent,
               pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
 
 TOPIC = "moving"

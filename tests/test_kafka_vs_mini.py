@@ -38,7 +38,9 @@ from kafkaproto.messages import api_name
 from kafkaproto.protocol import api_versions_handshake, supported_versions
 from peers.kafka_scenarios import build, exchange, run_all
 
-pytestmark = [pytest.mark.peers, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
+# Measured against the session's conformance run, which the compiled pass makes: once.
+pytestmark = [pytest.mark.peers, pytest.mark.engine_independent,
+              pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "mini_broker.py"

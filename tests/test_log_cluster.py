@@ -16,7 +16,7 @@ import pytest
 from kafkaproto import log
 from kafkaproto.log import spark as klog
 from support.kafka_log import simple_partition
-from support.report_helpers import stop_session
+from support.spark_session import stop_shared_session
 from test_report_cluster import (  # noqa: F401 (classic_afterwards, wheel_archive: fixtures)
     _listening,
     _port,
@@ -59,7 +59,7 @@ def _got(spark, logdir):
 
 
 def test_standalone_cluster(logdir, wheel_archive, tmp_path):  # noqa: F811
-    stop_session()  # one SparkContext per process
+    stop_shared_session()  # one SparkContext per process
     procs = _Procs(tmp_path)
     home = Path(_spark_home())
     master_port, ui = _port(), _port()
@@ -113,7 +113,7 @@ def test_standalone_cluster(logdir, wheel_archive, tmp_path):  # noqa: F811
 
 
 def test_spark_connect_server(logdir, tmp_path, classic_afterwards):  # noqa: F811
-    stop_session()
+    stop_shared_session()
     procs = _Procs(tmp_path)
     try:
         remote = connect_server(procs)

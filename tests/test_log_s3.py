@@ -93,15 +93,16 @@ def test_dump_log_of_an_s3_segment(s3):
 
 
 @pytest.mark.spark
-def test_the_spark_source_reads_s3(s3):
+def test_the_spark_source_reads_s3(spark, s3):
     from kafkaproto.log import spark as klog
-    from support.report_helpers import spark_session
+    from support.spark_session import conf_kept
 
     uri, _fs, root = s3
-    spark = spark_session()
-    klog.register(spark)
-    df = spark.read.format("kafkaproto.log").load(uri)
-    got = sorted((r["topic"], r["partition"], r["offset"]) for r in df.select("topic", "partition", "offset").collect())
+    with conf_kept(spark, klog.PUSHDOWN_CONF):
+        klog.register(spark)
+        df = spark.read.format("kafkaproto.log").load(uri)
+        rows = df.select("topic", "partition", "offset").collect()
+    got = sorted((r["topic"], r["partition"], r["offset"]) for r in rows)
     want = sorted((r["topic"], r["partition"], r["offset"])
                   for r in log.open_log(root).read_table(["topic", "partition", "offset"]).to_pylist())
     assert got == want

@@ -13,7 +13,7 @@ import pytest
 from kafkaproto import log
 from kafkaproto.log import spark as klog
 from support.kafka_log import T0, PartitionWriter, simple_partition
-from support.report_helpers import spark_session
+from support.spark_session import conf_kept
 
 pytestmark = pytest.mark.spark
 
@@ -21,10 +21,12 @@ ORDER = ["topic", "partition", "segment", "position", "offset"]
 
 
 @pytest.fixture(scope="module")
-def spark():
-    s = spark_session()
-    klog.register(s)
-    return s
+def spark(spark):
+    """The shared session with the data source registered (its filter pushdown
+    setting put back after the module)."""
+    with conf_kept(spark, klog.PUSHDOWN_CONF):
+        klog.register(spark)
+        yield spark
 
 
 @pytest.fixture(scope="module")

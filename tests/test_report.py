@@ -1,4 +1,4 @@
-"""The traffic report job on Spark (local[2], one session for the module):
+"""The traffic report job on Spark (local[2], the run's shared session):
 the committed sample's records equal what its clients produced, damaged
 captures finish with balanced books, and the tables and figures agree with
 the capture layer."""
@@ -23,16 +23,10 @@ from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.report import run_report
 from kafkaproto.report.decode import TABLE_COLUMNS
 from kafkaproto.report.render import PALETTE, REMOVED, VERSION_SHADES
-from support.report_helpers import SAMPLE, damaged_captures, run_chromium, spark_session, stop_session
+from support.report_helpers import SAMPLE, damaged_captures, run_chromium
 
 MANIFEST = json.loads((SAMPLE / "produced.json").read_text())
 SAMPLE_CAPTURES = [SAMPLE / "kafka.pcap", SAMPLE / "tap-tansu", SAMPLE / "tap-mock"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield spark_session()
-    stop_session()
 
 
 @pytest.fixture(scope="module")

@@ -19,12 +19,17 @@ from pathlib import Path
 import pytest
 
 from kafkaproto.report import run_report
-from support.report_helpers import ROOT, SAMPLE, report_figures, report_tables, spark_session, stop_session
+from support.report_helpers import ROOT, SAMPLE, report_figures, report_tables
+from support.spark_session import stop_shared_session
 from support.synthetic import roll_capture, write_capture
 
 MB = 1_000_000
 SPLIT = {"whole_file_max": 2 * MB, "range_bytes": MB}  # the 3 MB single file goes in ranges too
 START_TIMEOUT = 120
+
+# A cluster of processes, a SparkContext of its own (after every test on the
+# run's shared session: conftest orders cluster tests last), a wheel built.
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.wheel]
 
 
 def _spark_home() -> str:
@@ -103,12 +108,12 @@ def captures(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def local_run(captures, tmp_path_factory):
+def local_run(spark, captures, tmp_path_factory):
     out = tmp_path_factory.mktemp("cluster-local")
     try:
-        result = run_report(captures, out, spark=spark_session(), progress=False, **SPLIT)
+        result = run_report(captures, out, spark=spark, progress=False, **SPLIT)
     finally:
-        stop_session()  # one SparkContext per process: the clusters' sessions come next
+        stop_shared_session()  # one SparkContext per process: the clusters' sessions come next
     assert result.data.tasks["byte ranges"] >= 6 and result.data.tasks["whole files"] == 2
     return result
 

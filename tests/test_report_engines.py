@@ -8,18 +8,12 @@ import pytest
 
 from kafkaproto.report import run_report
 from kafkaproto.report.compare import compare
-from support.report_helpers import SAMPLE, spark_session, stop_session
+from support.report_helpers import SAMPLE
 
 pytestmark = pytest.mark.spark
 
 #: every committed capture: pcap files, and tap output folders
 CAPTURES = sorted(p for p in SAMPLE.iterdir() if p.suffix in (".pcap", ".pcapng") or p.is_dir())
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield spark_session()
-    stop_session()
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)

@@ -1,5 +1,5 @@
-"""The report read in byte ranges and across rolled files (local[2], one
-session for the module): the same tables and figures as reading each capture
+"""The report read in byte ranges and across rolled files (local[2], the
+run's shared session): the same tables and figures as reading each capture
 whole, whatever the roll size or the number of ranges; damaged captures
 still finish with balanced books."""
 
@@ -23,18 +23,10 @@ from support.report_helpers import (
     hostile_tap,
     report_figures,
     report_tables,
-    spark_session,
-    stop_session,
 )
 from support.synthetic import roll_capture, write_capture
 
 MB = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def spark():
-    yield spark_session()
-    stop_session()
 
 
 @pytest.fixture(scope="module")

@@ -300,6 +300,7 @@ CASES = [(2, c) for c in ("none", "gzip", "snappy", "lz4", "zstd")] + \
         [(m, c) for m in (0, 1) for c in ("none", "gzip", "snappy", "lz4")]
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("magic,codec", CASES)
 def test_assign_offsets_as_kafka_reads_them(java_oracle, magic, codec):
     blob = R.encode([(b"k%d" % i, b"v%d" % i) for i in range(3)], magic=magic, codec=codec, now=1000) + \

@@ -1,7 +1,12 @@
 """Checks on the source itself: ruff, the import-linter contracts, the type
 stubs against both implementations (mypy's stubtest), and a type check of a
 program on the public API.  Their configuration is in pyproject.toml; mypy
-keeps its cache under build/."""
+keeps its cache under build/.
+
+These checks do not depend on the engine in use (``engine_independent``):
+ruff, import-linter and mypy read the source, and stubtest imports the twins
+by name (what their stubs declare is defined in the twins themselves, not
+taken from the layers that chose an engine).  Running the program does."""
 
 import os
 import pathlib
@@ -36,11 +41,13 @@ def module_file(module: str, suffix: str) -> pathlib.Path:
     return SRC.joinpath(*module.split(".")).with_suffix(suffix)
 
 
+@pytest.mark.engine_independent
 def test_ruff():
     proc = run("-m", "ruff", "check", ".")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.engine_independent
 def test_import_contracts():
     # The layer order and the core's dependencies: [tool.importlinter] in pyproject.toml.
     proc = run("-c", "import sys; from importlinter.cli import lint_imports; "
@@ -49,6 +56,7 @@ def test_import_contracts():
     assert "0 broken" in proc.stdout
 
 
+@pytest.mark.engine_independent
 def test_every_compiled_module_has_a_stub_and_a_twin():
     modules = compiled_modules()
     assert "kafkaproto._codec" in modules and len(modules) >= 9
@@ -65,6 +73,7 @@ def test_stubs_describe_the_compiled_modules():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.engine_independent
 def test_twins_do_not_contradict_the_stubs(tmp_path):
     """Each twin against its compiled module's stub: every name the stub declares,
     with a compatible signature (a twin may have helpers of its own)."""
@@ -93,6 +102,7 @@ def test_twins_do_not_contradict_the_stubs(tmp_path):
 _ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+): error: (?P<text>.*)$", re.M)
 
 
+@pytest.mark.engine_independent
 def test_a_program_on_the_public_api_type_checks_and_misuse_is_reported():
     example, misuse = TYPECHECK / "example.py", TYPECHECK / "misuse.py"
     proc = run("-m", "mypy", "--config-file", "pyproject.toml", str(example.relative_to(ROOT)),

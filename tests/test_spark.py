@@ -1,7 +1,7 @@
 """Spark on local[2]: the column functions decode a DataFrame of frames exactly as
 kafkaproto.arrow does directly; corrupted rows show up in error, none is lost.
 
-One session for the module; each test is a handful of small jobs.
+The run's shared session (the ``spark`` fixture); each test is a handful of small jobs.
 """
 
 import random
@@ -14,13 +14,7 @@ from kafkaproto import spark as kps
 from kafkaproto.messages import request_class, response_class
 from support.message_values import random_message
 
-
-@pytest.fixture(scope="module")
-def session():
-    s = kps.local_session("kafkaproto-tests", 2, {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
+pytestmark = pytest.mark.spark
 
 
 def frames_table(rng):
@@ -35,9 +29,9 @@ def frames_table(rng):
     return pa.table({"id": pa.array(range(len(rows)), pa.int64()), "frame": pa.array(rows, pa.binary())})
 
 
-def test_request_headers_and_messages_match_arrow(session):
+def test_request_headers_and_messages_match_arrow(spark):
     table = frames_table(random.Random(1))
-    df = session.createDataFrame(table).repartition(2)
+    df = spark.createDataFrame(table).repartition(2)
     got = df.select("id", kps.request_headers("frame").alias("h"), kps.messages("frame", 3).alias("m"),
                     kps.errors("frame").alias("e"), kps.errors("frame", 3).alias("me")).orderBy("id")
     out = got.toArrow()
@@ -54,7 +48,7 @@ def test_request_headers_and_messages_match_arrow(session):
     assert errors + decoded == table.num_rows and errors >= 4
 
 
-def test_responses_with_a_version_column(session):
+def test_responses_with_a_version_column(spark):
     rng = random.Random(2)
     cls = response_class(3)
     rows, vers = [], []
@@ -65,7 +59,7 @@ def test_responses_with_a_version_column(session):
     vers.append(13)
     table = pa.table({"id": pa.array(range(len(rows)), pa.int64()), "frame": pa.array(rows, pa.binary()),
                       "key": pa.array([3] * len(rows), pa.int16()), "ver": pa.array(vers, pa.int16())})
-    df = session.createDataFrame(table)
+    df = spark.createDataFrame(table)
     out = df.select("id", kps.response_headers("frame", "key", "ver").alias("h"),
                     kps.messages("frame", 3, "response", "ver").alias("m")).orderBy("id").toArrow()
     frames = table.column("frame").combine_chunks()
@@ -74,14 +68,14 @@ def test_responses_with_a_version_column(session):
     assert out.column("m").to_pylist()[-1]["error"]
 
 
-def test_pandas_udf_fallback(session):
+def test_pandas_udf_fallback(spark):
     table = frames_table(random.Random(3))
-    df = session.createDataFrame(table)
+    df = spark.createDataFrame(table)
     out = df.select("id", kps.request_headers("frame", kind="pandas").alias("h")).orderBy("id").toArrow()
     assert out.column("h").to_pylist() == arrow.request_headers(table.column("frame").combine_chunks()).to_pylist()
 
 
-def test_explode_records_matches_arrow(session):
+def test_explode_records_matches_arrow(spark):
     from kafkaproto import records as R
 
     rng = random.Random(4)
@@ -91,7 +85,7 @@ def test_explode_records_matches_arrow(session):
     blobs[3] = blobs[3][:30] + b"\xff" * 40  # damaged: one error row
     table = pa.table({"id": pa.array(range(len(blobs)), pa.int64()), "records": pa.array(blobs, pa.binary()),
                       "topic": pa.array(["orders"] * len(blobs)), "partition": pa.array(range(len(blobs)), pa.int32())})
-    df = session.createDataFrame(table).coalesce(1)
+    df = spark.createDataFrame(table).coalesce(1)
     out = kps.explode_records(df, "records", topic="topic", partition="partition", keep=["id"]).orderBy("id", "offset")
     got = out.toArrow()
     want = arrow.records(table.column("records").combine_chunks(), topic=table.column("topic"),

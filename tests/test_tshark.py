@@ -24,6 +24,8 @@ from kafkaproto.capture.dissect import dissect
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "capture"
 
+pytestmark = pytest.mark.peers  # tshark, a real program
+
 
 def tshark_pdus(pcap: Path, ports):
     """One dict per Kafka PDU tshark finds (PDML output, streamed)."""

@@ -13,8 +13,8 @@ import pytest
 from .conftest_oracle import get_oracle
 from .java_oracle import KAFKA_VERSIONS, OracleError
 
-# Starts a JVM (the "peers" marker is registered in pyproject.toml).
-pytestmark = pytest.mark.peers
+# Starts a JVM; tests the harness, not kafkaproto: one pass is enough.
+pytestmark = [pytest.mark.peers, pytest.mark.engine_independent]
 
 API_VERSIONS = 18
 METADATA = 3

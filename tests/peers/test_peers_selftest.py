@@ -14,6 +14,8 @@ from .conftest_peers import mock_cluster, recording_proxy, tansu, tansu_behind_p
 
 pytestmark = [
     pytest.mark.peers,
+    # nothing here imports kafkaproto: one pass is enough
+    pytest.mark.engine_independent,
     # kafka-python 3.0 loads its schemas with deprecated importlib.resources calls
     pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning"),
 ]

@@ -18,8 +18,10 @@ that use it put it there themselves: ``fuzz/run.py`` (which
   hypothesis strategy for them);
 - :mod:`.live_helpers`: a connection to a real broker, recorded traffic
   decoded, a recording proxy's settled connections;
-- :mod:`.report_helpers`: the report tests' Spark session, damaged captures,
-  headless Chromium;
+- :mod:`.spark_session`: the one local Spark session of a test run (the
+  ``spark`` fixture);
+- :mod:`.report_helpers`: the report tests' damaged captures, headless
+  Chromium;
 - :mod:`.outcomes`: what a call gave (value, or error class, message and
   offset), the one comparison form of the twin tests and the fuzz targets;
 - :mod:`.fuzz_targets`: the fuzz targets (run by ``fuzz/run.py`` and

@@ -1,5 +1,6 @@
-"""Shared pieces of the report tests: one local[2] Spark session for all of
-them, damaged synthetic captures and headless Chromium."""
+"""Shared pieces of the report tests: damaged synthetic captures and headless
+Chromium (their Spark session is the run's shared one: the ``spark`` fixture,
+tests/support/spark_session.py)."""
 
 from __future__ import annotations
 
@@ -22,26 +23,6 @@ from .synthetic import write_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "capture"
-
-_session = None
-
-
-def spark_session():
-    """The one local[2] session of the test run (stopped at exit by conftest)."""
-    global _session
-    if _session is None:
-        from kafkaproto.report.job import session
-
-        _session = session("local[2]", {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"})
-    return _session
-
-
-def stop_session() -> None:
-    global _session
-    if _session is not None:
-        _session.stop()
-        _session = None
-
 
 # ---------------------------------------------------------------------------
 # damaged captures
