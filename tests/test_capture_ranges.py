@@ -164,15 +164,13 @@ def test_a_pcap_of_zeros_reads_in_ranges_as_whole(tmp_path):
 
 
 @pytest.mark.spark
-def test_on_spark_the_ranges_of_a_forged_capture_are_read_again_too(tmp_path):
+def test_on_spark_the_ranges_of_a_forged_capture_are_read_again_too(spark, tmp_path):
     """The Spark engine checks the same chains: the forged ranges' positions
     leave its cached index and the ranges read again take their place."""
-    from support.report_helpers import spark_session
-
     path = tmp_path / "forged.pcap"
     forged_capture(path, fakes=12_000)
     whole = run_report({"forged": str(path)}, tmp_path / "whole", progress=False, workers=1)
-    split = run_report({"forged": str(path)}, tmp_path / "split", spark=spark_session(), progress=False,
+    split = run_report({"forged": str(path)}, tmp_path / "split", spark=spark, progress=False,
                        whole_file_max=0, range_bytes=10_000)
     assert split.data.tasks["ranges read again"] > 0
     assert all(compare(whole.data.out, split.data.out).values())

@@ -29,7 +29,8 @@ from pyspark.sql.datasource import (
 from kafkaproto import sources
 from kafkaproto.capture.frames import frame_schema
 from kafkaproto.report import run_report
-from support.report_helpers import SAMPLE, damaged_captures, spark_session, stop_session
+from support.report_helpers import SAMPLE, damaged_captures
+from support.spark_session import conf_kept
 from support.synthetic import write_capture
 
 TABLES = ("requests", "responses", "records", "record_sets", "unanswered")
@@ -237,11 +238,14 @@ def test_damaged_captures_fail_the_read_unless_ignored(tmp_path, split):
 
 
 @pytest.fixture(scope="module")
-def spark():
-    session = spark_session()
-    sources.register(session)
-    yield session
-    stop_session()
+def spark(spark):
+    """The run's shared session with the sources registered (the filter
+    pushdown setting put back after the module)."""
+    from kafkaproto.log.spark import PUSHDOWN_CONF
+
+    with conf_kept(spark, PUSHDOWN_CONF):
+        sources.register(spark)
+        yield spark
 
 
 def _read(spark, captures, table: str, split: str = "128m"):

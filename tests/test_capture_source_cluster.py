@@ -1,5 +1,5 @@
 """``spark.read.format("kafkaproto.capture")`` over Spark Connect: a Connect
-server started here on 127.0.0.1 (as tests/test_report_cluster.py starts
+server started here on 127.0.0.1 (tests/support/spark_cluster.py starts
 it), the source registered from the client.  Its tables, whole and indexed,
 are the report's, its filters are pushed, and the README's query gives the
 same numbers as over the report's own table."""
@@ -13,8 +13,9 @@ import pytest
 from kafkaproto import sources
 from kafkaproto.report import run_report
 from support.report_helpers import SAMPLE
+from support.spark_cluster import connect_session
+from support.spark_session import stop_shared_session
 from support.synthetic import write_capture
-from test_report_cluster import _Procs, classic_afterwards, connect_server  # noqa: F401 (classic_afterwards: a fixture)
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -41,38 +42,28 @@ def _p99_by_client(df):
                   .agg(F.count("*"), F.expr(P99)).collect())
 
 
-def test_spark_connect_server(captures, tmp_path, classic_afterwards):  # noqa: F811
+def test_spark_connect_server(captures, tmp_path):
     import pyarrow.parquet as pq
 
     report = run_report(captures, tmp_path / "report", progress=False)
-    procs = _Procs(tmp_path)
-    try:
-        remote = connect_server(procs)
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
-        try:
-            assert type(spark).__module__.startswith("pyspark.sql.connect")
-            sources.register(spark)
-            for split in ("128m", "256k"):
-                for table in ("requests", "responses", "records"):
-                    df = spark.read.format("kafkaproto.capture").option("table", table).option("splitBytes", split) \
-                        .load(captures)
-                    assert _rows(df.toArrow()) == _rows(pq.read_table(Path(report.data.out) / table)), (split, table)
-            responses = spark.read.format("kafkaproto.capture").option("table", "responses") \
-                .option("columns", "capture,api,client_id,latency_us,server").option("splitBytes", "256k") \
-                .load(captures)
-            mine = _p99_by_client(responses)
-            assert mine == _p99_by_client(spark.read.parquet(str(Path(report.data.out) / "responses")))
-            fetch = next(r for r in report.data.latency if r["api"] == "Fetch")
-            assert sum(n for _, n, _ in mine) == fetch["count"]
-            # pushed: no Filter left above the scan, and the rows of the report's table
-            one = responses.where("server = '127.0.0.1:35037'")
-            plan = one._explain_string(mode="simple")
-            assert "Filter (" not in plan and "BatchScan kafkaproto.capture" in plan, plan
-            assert one.count() == sum(1 for r in pq.read_table(Path(report.data.out) / "responses").to_pylist()
-                                      if r["server"] == "127.0.0.1:35037") > 0
-        finally:
-            spark.stop()
-    finally:
-        procs.stop()
+    stop_shared_session()
+    with connect_session(tmp_path) as spark:
+        sources.register(spark)
+        for split in ("128m", "256k"):
+            for table in ("requests", "responses", "records"):
+                df = spark.read.format("kafkaproto.capture").option("table", table).option("splitBytes", split) \
+                    .load(captures)
+                assert _rows(df.toArrow()) == _rows(pq.read_table(Path(report.data.out) / table)), (split, table)
+        responses = spark.read.format("kafkaproto.capture").option("table", "responses") \
+            .option("columns", "capture,api,client_id,latency_us,server").option("splitBytes", "256k") \
+            .load(captures)
+        mine = _p99_by_client(responses)
+        assert mine == _p99_by_client(spark.read.parquet(str(Path(report.data.out) / "responses")))
+        fetch = next(r for r in report.data.latency if r["api"] == "Fetch")
+        assert sum(n for _, n, _ in mine) == fetch["count"]
+        # pushed: no Filter left above the scan, and the rows of the report's table
+        one = responses.where("server = '127.0.0.1:35037'")
+        plan = one._explain_string(mode="simple")
+        assert "Filter (" not in plan and "BatchScan kafkaproto.capture" in plan, plan
+        assert one.count() == sum(1 for r in pq.read_table(Path(report.data.out) / "responses").to_pylist()
+                                  if r["server"] == "127.0.0.1:35037") > 0

@@ -1,0 +1,236 @@
+"""Real Spark clusters on 127.0.0.1, started from the pyspark package for the
+cluster tests (report, log source, capture source): a standalone master with
+two one-core workers whose Python lacks kafkaproto (kafkaproto's wheel
+reaches them through ``spark.archives``, as the docs say), and a Spark
+Connect server.
+
+A process has one SparkContext: a test calls
+:func:`~.spark_session.stop_shared_session` before it starts one of these
+(tests/conftest.py runs the cluster tests last).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 120
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(os.path.dirname(pyspark.__file__))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _env() -> dict:
+    return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_HOSTNAME": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+
+
+class Procs:
+    """Processes a test started, each in its own process group (its output in
+    ``folder/<name>.log``), ended together by :meth:`stop`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.procs: list = []
+
+    def start(self, name: str, cmd) -> subprocess.Popen:
+        log = open(self.folder / f"{name}.log", "wb")
+        p = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=subprocess.STDOUT, env=_env(),
+                             cwd=self.folder, start_new_session=True)
+        self.procs.append((name, p))
+        return p
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    def wait(self, what: str, check, name: str) -> None:
+        """Until ``check()`` holds; a RuntimeError with process ``name``'s log after START_TIMEOUT."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if check():
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{what} did not start in {START_TIMEOUT}s:\n{self.log(name)}")
+
+    def stop(self) -> None:
+        for _name, p in reversed(self.procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for _name, p in reversed(self.procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+
+
+def _source_state() -> str:
+    """A digest of the package as built here (sources and compiled modules)."""
+    h = hashlib.blake2b(digest_size=12)
+    for p in sorted((ROOT / "src" / "kafkaproto").rglob("*")):
+        if p.is_file() and p.suffix in (".py", ".so", ".pyx", ".pxd", ".pxi"):
+            st = p.stat()
+            h.update(f"{p.relative_to(ROOT)}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def wheel_archive(scratch: Path) -> Path:
+    """kafkaproto's wheel (a zip), named so that spark.archives unpacks it; built
+    once per state of the sources (kept under build/test-wheel/, shared by
+    both passes of ``make test`` and by every cluster test)."""
+    folder = ROOT / "build" / "test-wheel" / _source_state()
+    archive = folder / "kafkaproto.zip"
+    if not archive.exists():
+        env = {**os.environ, "KAFKAPROTO_REQUIRE_EXTENSION": "1"}
+        p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                            str(scratch), str(ROOT)], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr[-3000:]
+        wheel = next(scratch.glob("kafkaproto-*.whl"))
+        shutil.rmtree(folder.parent, ignore_errors=True)  # older states
+        folder.mkdir(parents=True)
+        shutil.copy(wheel, folder / "kafkaproto.zip.part")
+        os.replace(folder / "kafkaproto.zip.part", archive)
+    return archive
+
+
+def python_without_kafkaproto(folder: Path) -> Path:
+    """A Python for the executors with pyarrow, numpy, pandas... but not the
+    kafkaproto installed here: this interpreter without site processing (so
+    no editable install), its site-packages on PYTHONPATH."""
+    wrapper = folder / "python-no-kafkaproto"
+    site = _site()
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site}" exec "{sys.executable}" -S "$@"\n')
+    wrapper.chmod(0o755)
+    check = subprocess.run([str(wrapper), "-c", "import pyarrow, numpy\ntry:\n import kafkaproto\nexcept ImportError:"
+                            "\n print('absent')"], capture_output=True, text=True)
+    assert check.stdout.strip() == "absent", check.stderr
+    return wrapper
+
+
+def _site() -> str:
+    import pyarrow
+
+    return os.path.dirname(os.path.dirname(pyarrow.__file__))
+
+
+@contextlib.contextmanager
+def standalone_session(folder: Path, archive: Path, app: str):
+    """A session on a standalone master with two one-core workers started
+    under ``folder``; its executors (and the driver's own Python workers,
+    which plan Python data sources) import kafkaproto from ``archive`` only.
+    Everything is stopped when the block ends."""
+    procs = Procs(folder)
+    home = spark_home()
+    master_port, ui = free_port(), free_port()
+    try:
+        procs.start("master", [home / "bin" / "spark-class", "org.apache.spark.deploy.master.Master",
+                               "--host", "127.0.0.1", "--port", master_port, "--webui-port", ui])
+        procs.wait("the master", lambda: listening(master_port), "master")
+        url = f"spark://127.0.0.1:{master_port}"
+        for k in range(2):
+            work = folder / f"work-{k}"
+            work.mkdir()
+            procs.start(f"worker-{k}", [home / "bin" / "spark-class", "org.apache.spark.deploy.worker.Worker", url,
+                                        "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
+                                        "--work-dir", work])
+
+        def two_workers() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
+                    return sum(w["state"] == "ALIVE" for w in json.load(r)["workers"]) == 2
+            except OSError:
+                return False
+
+        procs.wait("two workers", two_workers, "worker-1")
+        from pyspark import SparkFiles
+        from pyspark.sql import SparkSession
+
+        spark = (SparkSession.builder.master(url).appName(app)
+                 .config("spark.archives", f"{archive}#kafkaproto")
+                 .config("spark.executorEnv.PYTHONPATH", "kafkaproto")
+                 .config("spark.pyspark.python", str(python_without_kafkaproto(folder)))
+                 .config("spark.executor.memory", "1g").config("spark.executor.cores", "1")
+                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                 .config("spark.driver.memory", "1g").config("spark.ui.enabled", "false")
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        try:
+            # the driver plans a Python data source's read in a Python worker of
+            # spark.pyspark.python too: there the wheel is where the driver
+            # unpacked spark.archives
+            spark.sparkContext.environment["PYTHONPATH"] = os.pathsep.join(
+                ["kafkaproto", os.path.join(SparkFiles.getRootDirectory(), "kafkaproto"), _site()])
+            yield spark
+        finally:
+            spark.stop()
+    finally:
+        procs.stop()
+
+
+def connect_server(procs: Procs) -> str:
+    """A Spark Connect server (local[2], this Python for its workers) started
+    under ``procs``; its ``sc://`` address once it listens."""
+    home = spark_home()
+    port = free_port()
+    procs.start("connect", [home / "bin" / "spark-submit", "--master", "local[2]",
+                            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                            "--conf", f"spark.connect.grpc.binding.port={port}",
+                            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                            "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
+                            "--conf", "spark.ui.enabled=false", "--conf", f"spark.pyspark.python={sys.executable}",
+                            "--conf", "spark.driver.memory=1g", "spark-internal"])
+    procs.wait("the Spark Connect server", lambda: listening(port), "connect")
+    return f"sc://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def connect_session(folder: Path):
+    """A Spark Connect session on a server started under ``folder``; the
+    server stopped and the process's environment made classic again (pyspark
+    marks the whole process as Spark Connect once a remote session was made)
+    when the block ends."""
+    names = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+    saved = {k: os.environ.get(k) for k in names}
+    procs = Procs(folder)
+    try:
+        remote = connect_server(procs)
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        try:
+            assert type(spark).__module__.startswith("pyspark.sql.connect")
+            yield spark
+        finally:
+            spark.stop()
+    finally:
+        procs.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
