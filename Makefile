@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize docs
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -117,6 +117,19 @@ regen: $(STAMP)
 
 check-generated: $(STAMP)
 	$(PY) tools/generate_messages.py --check
+
+# The documentation site into build/site/ (open build/site/index.html): guides
+# from docs/*.md, the API reference from the docstrings and stubs.  --strict:
+# a broken link or anchor, or a reference to an object that does not exist,
+# fails the build.  tests/test_docs.py runs the pages' code and opens the site
+# in headless Chromium.
+DOCS_STAMP := $(VENV)/.kafkaproto-docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q --no-build-isolation -e ".[docs]"
+	touch $@
+
+docs: build $(DOCS_STAMP)
+	$(PY) -m mkdocs build --strict --clean --config-file mkdocs.yml --site-dir build/site
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build
