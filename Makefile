@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kafkaproto-installed
+# mkdocs and Playwright for the documentation site and its tests (the docs extra)
+DOCS_STAMP := $(VENV)/.kafkaproto-docs-installed
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
@@ -47,8 +49,9 @@ demo: build
 	$(PY) -m kafkaproto.report.compare $(DEMO_OUT) $(DEMO_OUT)-spark
 
 # The suite runs twice: against the compiled core (which must load), then
-# against the pure-Python twin.
-test: build peers
+# against the pure-Python twin.  tests/test_docs.py builds the documentation
+# site and opens it in Chromium (from make peers).
+test: build peers $(DOCS_STAMP)
 	$(MAKE) --no-print-directory test-compiled test-pure
 
 # Real peers on loopback: Apache Kafka 4.4.0 (broker, tools, clients) and
@@ -123,7 +126,6 @@ check-generated: $(STAMP)
 # a broken link or anchor, or a reference to an object that does not exist,
 # fails the build.  tests/test_docs.py runs the pages' code and opens the site
 # in headless Chromium.
-DOCS_STAMP := $(VENV)/.kafkaproto-docs-installed
 $(DOCS_STAMP): $(STAMP)
 	$(PY) -m pip install -q --no-build-isolation -e ".[docs]"
 	touch $@
