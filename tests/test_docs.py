@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from support.doc_blocks import DOCS, ROOT, blocks, link_workdir, pages, run
+from support.doc_blocks import DOCS, ROOT, blocks, link_workdir, pages, run, spark_for
 
 PAGES = [p for p in pages() if any(b.python for b in blocks(p))]
 ALLOWED = re.compile(r"^(spark|skip: \S.*)$")
@@ -64,21 +64,11 @@ def test_page_code_runs(page, tmp_path):
     run([b for b in blocks(page) if b.python and b.test is None], link_workdir(tmp_path), **_given(page, tmp_path))
 
 
-@pytest.fixture
-def spark_session(request):
-    try:  # the run's one shared session, where tests/conftest.py has it
-        return request.getfixturevalue("spark")
-    except pytest.FixtureLookupError:
-        from kafkaproto.spark import local_session
-
-        return local_session()
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize("page", [p for p in PAGES if any(b.test == "spark" for b in blocks(p))], ids=_ids)
-def test_page_code_runs_on_spark(page, tmp_path, spark_session):
+def test_page_code_runs_on_spark(page, tmp_path, request):
     run([b for b in blocks(page) if b.python and b.test in (None, "spark")], link_workdir(tmp_path),
-        spark=spark_session, **_given(page, tmp_path))
+        spark=spark_for(request), **_given(page, tmp_path))
 
 
 # ---------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
@@ -96,3 +98,13 @@ def run(page_blocks: list[Block], workdir: Path, **names) -> str:
                 assert m.group(1).strip() in printed, (
                     f"{b.page.name}:{b.line + 1 + k}: printed no {m.group(1).strip()!r}; it printed:\n{printed}")
     return printed
+
+
+def spark_for(request):
+    """The Spark session a page's ``{test="spark"}`` blocks get as ``spark``."""
+    try:  # the run's one shared session, where tests/conftest.py has it
+        return request.getfixturevalue("spark")
+    except pytest.FixtureLookupError:
+        from kafkaproto.spark import local_session
+
+        return local_session()
