@@ -11,6 +11,7 @@ import functools
 import http.server
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -69,6 +70,38 @@ def test_page_code_runs(page, tmp_path):
 def test_page_code_runs_on_spark(page, tmp_path, request):
     run([b for b in blocks(page) if b.python and b.test in (None, "spark")], link_workdir(tmp_path),
         spark=spark_for(request), **_given(page, tmp_path))
+
+
+def _commands(page):
+    """The ``kafkaproto ...`` lines of a page's command blocks whose inputs
+    are committed samples (the others name a reader's own files)."""
+    out = []
+    for b in blocks(page):
+        if b.python:
+            continue
+        for line in b.code.splitlines():
+            line = line.strip()
+            if not line.startswith("kafkaproto ") or "|" in line or "<(" in line:
+                continue
+            args = shlex.split(line, comments=True)[1:]
+            inputs = [a for a in args[1:] if not a.startswith("-") and "/" in a and a not in ("report/",)]
+            if inputs and all(a.startswith("samples/") for a in inputs):
+                out.append(args)
+    return out
+
+
+@pytest.mark.parametrize("page", [p for p in pages() if _commands(p)], ids=_ids)
+def test_page_commands_run(page, tmp_path, capsys):
+    from kafkaproto.__main__ import main
+
+    here = os.getcwd()
+    os.chdir(link_workdir(tmp_path))
+    try:
+        for args in _commands(page):
+            assert main(args) == 0, args
+            assert capsys.readouterr().out.strip(), args
+    finally:
+        os.chdir(here)
 
 
 # ---------------------------------------------------------------------------
