@@ -9,7 +9,8 @@ in the form GitHub and mkdocs both read as plain ``python``::
     ```python {test="skip: needs a broker"}       does not run; the reason is required
 
 A ``print(...)`` line whose comment is ``# text`` must print ``text``.
-Blocks in other languages (shell commands, output) are not run here.
+Of the other blocks (shell commands, output), tests/test_docs.py runs the
+``kafkaproto ...`` lines whose inputs are committed samples.
 """
 
 from __future__ import annotations
