@@ -131,7 +131,7 @@ $(DOCS_STAMP): $(STAMP)
 	touch $@
 
 docs: build $(DOCS_STAMP)
-	$(PY) -m mkdocs build --strict --clean --config-file mkdocs.yml --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --clean --config-file mkdocs.yml --site-dir build/site
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build
