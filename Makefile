@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kafkaproto-installed
+# mkdocs and Playwright for the documentation site and its tests (the docs extra)
+DOCS_STAMP := $(VENV)/.kafkaproto-docs-installed
 PYTEST_ARGS ?=
 # A marker expression (pyproject.toml) narrowing both passes; empty: everything.
 TEST_MARKERS ?=
@@ -11,7 +13,7 @@ QUICK_MARKERS := not spark and not peers and not cluster and not fuzz and not wh
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test quick test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test quick test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize docs
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -52,8 +54,9 @@ demo: build
 
 # The suite runs twice: against the compiled core (which must load), then
 # against the pure-Python twin (without the tests marked engine_independent
-# or compiled_only, which the first pass ran).
-test: build peers
+# or compiled_only, which the first pass ran).  tests/test_docs.py builds the
+# documentation site and opens it in Chromium (from make peers).
+test: build peers $(DOCS_STAMP)
 	$(MAKE) --no-print-directory test-compiled test-pure
 
 # The inner loop: both passes without the slow kinds of test (no peers
@@ -122,6 +125,18 @@ regen: $(STAMP)
 
 check-generated: $(STAMP)
 	$(PY) tools/generate_messages.py --check
+
+# The documentation site into build/site/ (open build/site/index.html): guides
+# from docs/*.md, the API reference from the docstrings and stubs.  --strict:
+# a broken link or anchor, or a reference to an object that does not exist,
+# fails the build.  tests/test_docs.py runs the pages' code and opens the site
+# in headless Chromium.
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q --no-build-isolation -e ".[docs]"
+	touch $@
+
+docs: build $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --clean --config-file mkdocs.yml --site-dir build/site
 
 wheel: $(STAMP)
 	$(PY) -m pip install -q build

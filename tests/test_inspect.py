@@ -615,11 +615,10 @@ def test_the_wording_is_the_same_from_a_pipe(tmp_path):
     assert "with trailing bytes after their body" in text and "bytes of frames cut off" in text
 
 
-def test_the_readme_section_runs_and_names_every_option(capsys):
+def test_the_docs_page_runs_and_names_every_option(capsys):
     import shlex
 
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### inspect: a protocol debugger\n", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "inspect.md").read_text()
     for option in ("inspect -", "--api", "--client", "--connection", "--errors", "--since", "--until", "--limit",
                    "--json", "--verbose", "base64"):
         assert option in section, option

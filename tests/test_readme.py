@@ -1,33 +1,43 @@
-"""The README's "Write a broker" and "Write a proxy" sections run as they are,
-and print what their comments say."""
+"""The README: its code runs as written and prints what its comments say
+(its Spark block on the run's Spark session), it stays short, and every link
+in it leads to a page of docs/ or to an absolute address.
+
+The README is also the package's long description (pyproject ``readme``).
+Its links into the documentation are relative paths to ``docs/*.md``: they
+work in the repository and in the sdist, and each is also a page of the
+site (``docs/X.md`` → ``X.html``)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-from pathlib import Path
 
 import pytest
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+from support.doc_blocks import ROOT, blocks, link_workdir, run, spark_for
+
+README = ROOT / "README.md"
+BLOCKS = [b for b in blocks(README) if b.python]
 
 
-def section_code(title: str) -> str:
-    body = README.split(f"### {title}\n", 1)[1].split("\n#", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", body, re.S)
-    assert blocks, f"no python block under {title!r}"
-    return "\n".join(blocks)
+def test_readme_code_runs(tmp_path):
+    run([b for b in BLOCKS if b.test is None], link_workdir(tmp_path))
 
 
-@pytest.mark.parametrize("title,printed", [("Write a broker", "0\n"), ("Write a proxy", "proxy 19092\n")])
-def test_readme_section_runs(title, printed):
-    code = section_code(title)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, f"README.md ({title})", "exec"), {"__name__": "readme"})
-    assert out.getvalue() == printed
-    for line in code.splitlines():  # each "# value" comment on a print line is what it prints
-        m = re.search(r"print\(.*\)\s+#\s*(.+)$", line)
-        if m:
-            assert m.group(1).strip() in printed
+@pytest.mark.spark
+def test_readme_spark_code_runs(tmp_path, request):
+    assert any(b.test == "spark" for b in BLOCKS)
+    run([b for b in BLOCKS if b.test in (None, "spark")], link_workdir(tmp_path), spark=spark_for(request))
+
+
+@pytest.mark.engine_independent
+def test_readme_is_short_and_its_links_resolve():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 200
+    links = re.findall(r"\]\(([^)]+)\)", text)
+    assert links
+    for link in links:
+        if re.match(r"https?://", link):
+            continue
+        path = link.split("#", 1)[0]
+        assert path.startswith("docs/") and path.endswith(".md") and (ROOT / path).is_file(), link
+    assert not any(b.skipped for b in blocks(README))

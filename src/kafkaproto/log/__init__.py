@@ -204,9 +204,9 @@ class Log:
             check_crc: verify each batch's checksum (a mismatch is damage).
             window: bytes of a segment read and walked at a time.
             damage: ``"rows"`` (a row per damaged region) or ``"raise"``.
-            max_decompressed_size, max_records_per_batch, max_headers_per_record,
-            max_headers_per_batch: caps per batch, as in :func:`kafkaproto.records.decode`
-                (a batch past one is damage).
+            max_decompressed_size, max_records_per_batch: caps per batch, as in
+                :func:`kafkaproto.records.decode` (a batch past one is damage).
+            max_headers_per_record, max_headers_per_batch: the same.
         """
         opts = ReadOptions.make(columns, **kw)
         tasks, txns = self.plan(opts)

@@ -124,8 +124,8 @@ def encode(records, *, magic=2, codec="none", base_offset=None, partition_leader
             previous record's plus one.
         codec: ``"none"``, ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"``, or a :class:`Codec`.
         base_offset: defaults to the first record's offset, else 0.
-        producer_id, producer_epoch, base_sequence, partition_leader_epoch,
-        transactional, control, delete_horizon: v2 header fields.
+        producer_id, producer_epoch, base_sequence: v2 header fields.
+        partition_leader_epoch, transactional, control, delete_horizon: v2 header fields.
         timestamp_type: 0 create time, 1 log-append time.
         max_timestamp: defaults to the largest record timestamp (give the
             log-append time here for ``timestamp_type=1``).
