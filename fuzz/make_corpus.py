@@ -292,6 +292,10 @@ def records_packed_seeds():
             for cap in (0, 1):
                 out[f"v1-{records.CODEC_NAMES[codec]}-caps{cap}"] = (bytes([(codec - 1) | 8 | cap << 4])
                                                                      + (3).to_bytes(2, "big") + inner)
+    # per-call caps over copies of the batch (bits 6-7): small ones that the copies pass
+    for call in (1, 2, 3):
+        out[f"v2-zstd-call{call}"] = bytes([4 | call << 6]) + (4).to_bytes(2, "big") + region
+        out[f"v1-gzip-call{call}"] = bytes([8 | call << 6]) + (3).to_bytes(2, "big") + inner
     return out
 
 

@@ -32,6 +32,7 @@ import kafkaproto
 import kafkaproto.capture as _capture
 import kafkaproto.capture._scan_py as _scan_twin
 from kafkaproto import arrow, frames, headers, records
+from kafkaproto._limits import call_caps
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
@@ -50,6 +51,7 @@ from kafkaproto.protocol import (
     response_header_version,
 )
 from kafkaproto.records import _compression
+from kafkaproto.records._common import CallBudget
 
 from .arrow_expected import (
     as_rows,
@@ -387,6 +389,12 @@ def check_records(data: bytes) -> None:
 #: packed-records target picks from (4, 2, 3: the batch cap below records x headers)
 RECORD_CAPS = ((records.DEFAULT_MAX_RECORDS_PER_BATCH, records.DEFAULT_MAX_HEADERS_PER_RECORD,
                 records.DEFAULT_MAX_HEADERS_PER_BATCH), (4, 2, 3), (1, 0, 0), (None, None, None))
+#: (max_records_per_call, max_headers_per_call, max_decompressed_per_call) and
+#: how many times the batch is repeated in the blob (issue 22: the caps count
+#: across batches, so the small ones are met by the repeats)
+CALL_CAPS = (((records.DEFAULT_MAX_RECORDS_PER_CALL, records.DEFAULT_MAX_HEADERS_PER_CALL,
+               records.DEFAULT_MAX_DECOMPRESSED_PER_CALL), 1), ((9, 5, 300), 3), ((0, 0, 0), 2),
+             ((None, None, None), 3))
 
 
 def packed_batch(data: bytes) -> tuple[bytes, dict]:
@@ -394,23 +402,26 @@ def packed_batch(data: bytes) -> tuple[bytes, dict]:
     with any codec, so that the fuzzer reaches the record walkers behind
     decompression (a CRC it would never guess stops a mutated compressed batch
     at the header).  Byte 0: codec (low 3 bits, mod 5), legacy magic 1
-    wrapper (bit 3; codecs 1-3 then), the caps (bits 4-5); bytes 1-2: the v2
-    record count; then the records region (v2) or inner message set (legacy)
-    → (blob, decoder keywords)."""
+    wrapper (bit 3; codecs 1-3 then), the caps (bits 4-5), the per-call caps
+    and how many copies of the batch the blob holds (bits 6-7); bytes 1-2: the
+    v2 record count; then the records region (v2) or inner message set
+    (legacy) → (blob, decoder keywords)."""
     from .legacy_sets import message
     from .records_util import raw_v2_batch
 
     sel, count, body = data[0], int.from_bytes(data[1:3], "big"), data[3:]
     codec = (sel & 7) % 5
     max_records, max_headers, max_batch_headers = RECORD_CAPS[(sel >> 4) & 3]
+    (call_records, call_headers, call_bytes), copies = CALL_CAPS[sel >> 6]
     caps = {"max_records_per_batch": max_records, "max_headers_per_record": max_headers,
-            "max_headers_per_batch": max_batch_headers}
+            "max_headers_per_batch": max_batch_headers, "max_records_per_call": call_records,
+            "max_headers_per_call": call_headers, "max_decompressed_per_call": call_bytes}
     if sel & 8:
         codec = codec % 3 + 1
         value = bytes(_compression.compress(codec, body, 1, None))
         # the wrapper's offset from bytes 1-2 too: magic 1 inner offsets are relative to it
-        return message(count, 1, codec, 1_700_000_000_000, None, value), caps
-    return raw_v2_batch(body, count, records.CODEC_NAMES[codec]), caps
+        return message(count, 1, codec, 1_700_000_000_000, None, value) * copies, caps
+    return raw_v2_batch(body, count, records.CODEC_NAMES[codec]) * copies, caps
 
 
 def check_packed_records(data: bytes) -> None:
@@ -430,8 +441,10 @@ def check_packed_records(data: bytes) -> None:
     same(public, results[IMPLS.index(ACTIVE)], f"public {what} vs its implementation")
     arr = pa.array([blob], pa.large_binary())
     columns = frozenset(arrow.RECORDS_SCHEMA.names)
+    per_batch, per_call = list(caps.values())[:3], list(caps.values())[3:]
     out = _arrow_agree("packed records", lambda impl: arrow._records_table(
-        impl.arrow_records, arr, 1, None, None, columns, True, 1 << 20, False, *caps.values()))
+        impl.arrow_records, arr, 1, None, None, columns, True, 1 << 20, False, *per_batch,
+        budget=CallBudget(*call_caps(*per_call))))
     same(as_rows(out), expected_records([blob], True, max_decompressed_size=1 << 20, **caps),
          f"arrow {what} vs objects")
 

@@ -36,6 +36,7 @@ from kafkaproto.errors import EncodeError
 from kafkaproto.records import _compression
 from kafkaproto.records._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED,
+    CallBudget as _CallBudget,
     Record as _RecordCls,
     RecordBatch as _RecordBatch,
     TruncatedBatch as _TruncatedBatch,
@@ -47,6 +48,7 @@ from kafkaproto.records._common import (
     crc_error as _crc_error,
     header_pair as _header_pair,
     legacy_failure as _legacy_failure,
+    legacy_records_error as _legacy_records_error,
     record_failure as _record_failure,
     unpack_record as _unpack_record,
     wrap64 as _wrap64,
@@ -56,6 +58,10 @@ from kafkaproto._limits import (
     DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
     DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
+    DEFAULT_MAX_DECOMPRESSED_PER_CALL as _DEFAULT_MAX_CALL_DECOMPRESSED,
+    DEFAULT_MAX_HEADERS_PER_CALL as _DEFAULT_MAX_CALL_HEADERS,
+    DEFAULT_MAX_RECORDS_PER_CALL as _DEFAULT_MAX_CALL_RECORDS,
+    call_caps as _call_caps,
     record_caps as _record_caps,
 )
 
@@ -268,10 +274,12 @@ cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
 
 
 cdef class LSink:
-    """The legacy sink: the Records of one top-level message."""
+    """The legacy sink: the Record of one uncompressed top-level message, or
+    the buffer of a compressed one's inner messages (built when read)."""
     cdef list records
     cdef bint copy
     cdef object views
+    cdef object data
     cdef const uint8_t* base
 
     def __cinit__(self):
@@ -279,6 +287,7 @@ cdef class LSink:
 
 
 cdef int ls_buffer(LSink s, object buf, const uint8_t* base) except -1:
+    s.data = buf
     if not s.copy:
         s.views = buf if isinstance(buf, memoryview) else memoryview(buf)
         s.base = base
@@ -312,29 +321,78 @@ include "_walk.pxi"
 
 
 cdef object _decode_legacy(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                           bint copy, int32_t max_records):
-    """One top-level legacy message → a RecordBatch (as Kafka's classes present it)."""
+                           bint copy, int32_t max_records, object budget):
+    """One top-level legacy message → a RecordBatch (as Kafka's classes present it);
+    a compressed one's inner messages are checked now and built when read."""
     cdef LSink s = LSink()
     cdef LMsg w
+    cdef int64_t shift = 0
+    cdef int count
     s.copy = copy
     ls_buffer(s, mv, b)
-    _legacy_walk(mv, b, n, v, check_crc, limit, s, &w, max_records)
-    records = s.records
+    count = _legacy_walk(mv, b, n, v, check_crc, limit, s, &w, max_records, budget, False, &shift)
     if not (w.attrs & 0x07):
-        return _RecordBatch(v.at, w.offset, w.size, -1, w.magic, w.crc, w.attrs, 0, w.ts, w.ts, -1, -1, -1, 1, records)
-    base_offset = records[0].offset
+        return _RecordBatch(v.at, w.offset, w.size, -1, w.magic, w.crc, w.attrs, 0, w.ts, w.ts, -1, -1, -1, 1,
+                            s.records)
+    cdef RecordList rl = RecordList.__new__(RecordList)
+    rl.data = s.data
+    _hold(rl.data, &rl.view, &rl.b, &rl.end)
+    rl.has_view = True
+    rl.start = 0
+    rl.count = count
+    rl.views = None if copy else s.views
+    rl.legacy = True
+    rl.shift = shift
+    rl.ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
+    # log-append time (magic 1): every inner message has the wrapper's
+    rl.wrapper_ts = w.magic == 1 and rl.ts_type == 1
+    rl.max_ts = w.ts
+    rl.index = NULL
+    base_offset = _wadd(<int64_t>kp_ld64(rl.b), shift)
     return _RecordBatch(v.at, base_offset, w.size, -1, w.magic, w.crc, w.attrs, _wrap64(w.offset - base_offset), w.ts,
-                        w.ts, -1, -1, -1, len(records), records)
+                        w.ts, -1, -1, -1, count, rl)
 
 
 cdef int _reraise() except -1:
     return -1  # a sink left a Python exception set
 
 
-cdef object _failure(Cur* c, object base, Py_ssize_t batch_at):
+cdef int _hold(object obj, Py_buffer* view, const unsigned char** start, Py_ssize_t* size) except -1:
+    """Hold a buffer of ``obj``'s bytes for as long as the holder lives → their
+    start and size.  A memoryview's bytes are held through the object it views:
+    the collector clears a memoryview found in garbage even while it has
+    exports (CPython's memory_clear drops its managed buffer), and releasing
+    such an export afterwards crashes.  Decompressed records are memoryviews of
+    a NumPy array, and a caller may hand in one of anything."""
+    cdef Py_buffer own
+    cdef const unsigned char* p
+    cdef Py_ssize_t n
+    owner = obj.obj if type(obj) is memoryview else None
+    if owner is not None and type(owner) is not memoryview:
+        PyObject_GetBuffer(obj, &own, PyBUF_SIMPLE)
+        p = <const unsigned char*>own.buf
+        n = own.len
+        PyBuffer_Release(&own)
+        try:
+            PyObject_GetBuffer(owner, view, PyBUF_SIMPLE)
+        except (BufferError, TypeError, ValueError):
+            pass  # (an owner not contiguous as a whole: hold the view itself)
+        else:
+            if p >= <const unsigned char*>view.buf and p + n <= <const unsigned char*>view.buf + view.len:
+                start[0] = p
+                size[0] = n
+                return 0
+            PyBuffer_Release(view)
+    PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+    start[0] = <const unsigned char*>view.buf
+    size[0] = view.len
+    return 0
+
+
+cdef object _failure(Cur* c, object base, Py_ssize_t batch_at, object budget, int64_t batch_cap):
     """The error for the record walker's failure record."""
     path = [c.path[k].value for k in range(c.depth - 1, -1, -1)]
-    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at)
+    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget, batch_cap)
 
 
 cdef void _sink_init(kp_rsink* s) noexcept:
@@ -361,6 +419,7 @@ cdef inline void memset_sink(kp_rsink* s) noexcept:
 # ---------------------------------------------------------------------------
 # RecordList: the records of a v2 batch, checked, built when read
 
+@cython.no_gc_clear  # __dealloc__ releases the buffer of `data` before `data` goes (a cycle's clear would not)
 cdef class RecordList:
     """The records of a v2 batch, made when read.
 
@@ -385,6 +444,10 @@ cdef class RecordList:
     cdef object views         # memoryview over b when copy=False, else None
     cdef list controls        # ControlRecord per record of a control batch, else None
     cdef Py_ssize_t* index    # record start positions, built on first indexing
+    # the inner messages of a compressed legacy message (magic 0/1) instead of v2 records
+    cdef bint legacy
+    cdef int64_t shift        # added to each inner offset
+    cdef bint wrapper_ts      # log-append time: every record has the wrapper's (max_ts)
 
     def __dealloc__(self):
         free(self.index)
@@ -412,9 +475,28 @@ cdef class RecordList:
         s.max_ts = self.max_ts
         s.ts_type = self.ts_type
 
+    cdef object _blob(self, Py_ssize_t pos, int32_t n):
+        if n < 0:
+            return None
+        if self.views is None:
+            return PyBytes_FromStringAndSize(<const char*>(self.b + pos), n)
+        return self.views[pos:pos + n]
+
+    cdef object _build_legacy(self, Py_ssize_t* ppos):
+        # the inner message at ppos[0] (checked when the wrapper was read), and move past it
+        cdef Cur c
+        cdef LMsg m
+        cur_init(&c, self.b, 0, self.end)
+        _legacy_msg(&c, ppos[0], False, &m)
+        ppos[0] += 12 + m.size
+        return _RecordCls(self._blob(m.kpos, m.klen), self._blob(m.vpos, m.vlen), [],
+                          self.max_ts if self.wrapper_ts else m.ts, _wadd(m.offset, self.shift), self.ts_type, m.attrs)
+
     cdef object _build(self, kp_rsink* s, Py_ssize_t* ppos, int32_t i):
         # the record at ppos[0] (checked when the batch was read), and move past it
         cdef Cur c
+        if self.legacy:
+            return self._build_legacy(ppos)
         cur_init(&c, self.b, ppos[0], self.end)
         cdef object control = None if self.controls is None else self.controls[i]
         cdef int64_t seen = 0
@@ -449,6 +531,9 @@ cdef class RecordList:
             pos = self.start
             for k in range(self.count):
                 self.index[k] = pos
+                if self.legacy:
+                    pos += 12 + <int32_t>kp_ld32(self.b + pos + 8)
+                    continue
                 _uv32(self.b, &pos, self.end, &u)
                 pos += _unzig32(u)
         pos = self.index[i]
@@ -512,14 +597,15 @@ cdef class _RecordIter:
 # batches
 
 cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, object limit, bint copy,
-                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers):
+                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers, object budget):
     cdef RecordList rl = RecordList.__new__(RecordList)
-    region, start, end = _v2_records(v, mv, check_crc, limit, max_records)
+    cdef int64_t headers = 0
+    region, start, end = _v2_records(v, mv, check_crc, limit, max_records, budget)
     # the records hold on to the buffer they live in: the blob, or the decompressed records
     rl.data = data if region is None else region
-    PyObject_GetBuffer(rl.data, &rl.view, PyBUF_SIMPLE)
+    cdef Py_ssize_t held
+    _hold(rl.data, &rl.view, &rl.b, &held)
     rl.has_view = True
-    rl.b = <const unsigned char*>rl.view.buf
     rl.start = start
     rl.end = end
     rl.views = None if copy else (mv if region is None else memoryview(region))
@@ -537,11 +623,12 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
         s.batch_at = v.at  # (the walker checked what control_record checks: it cannot fail here)
     cur_init(&c, rl.b, rl.start, rl.end)
     c.path = steps
-    if _walk_records(&c, v.count, control, &s, max_headers, max_batch_headers):
+    if _walk_records(&c, v.count, control, &s, max_headers, budget.headers_left(max_batch_headers), &headers):
         kp_rsink_clear(&s)
         if c.fail == F_PYTHON:
             _reraise()
-        raise _failure(&c, base, v.at)
+        raise _failure(&c, base, v.at, budget, max_batch_headers)
+    budget.headers += headers
     rl.count = v.count
     rl.base_offset = v.base_offset
     rl.base_ts = v.base_ts
@@ -552,12 +639,15 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
                         v.pepoch, v.bseq, v.count, rl)
 
 
+@cython.no_gc_clear  # as RecordList: the buffer of `data` is released before `data` goes
 cdef class _Batches:
     """Iterator over the batches of a records blob (see decode_record_batches)."""
 
     cdef object data
     cdef Py_buffer view
     cdef bint has_view
+    cdef const unsigned char* b   # the blob's bytes (held through ``view``)
+    cdef Py_ssize_t n
     cdef object mv
     cdef Py_ssize_t pos
     cdef bint check_crc
@@ -567,6 +657,7 @@ cdef class _Batches:
     cdef int32_t max_records
     cdef int32_t max_headers
     cdef int64_t max_batch_headers
+    cdef object budget
 
     def __dealloc__(self):
         if self.has_view:
@@ -581,7 +672,7 @@ cdef class _Batches:
         if self.done:
             raise StopIteration
         self.done = True  # until the batch decoded cleanly
-        st = _batch_at(<const uint8_t*>self.view.buf, self.pos, self.view.len, &v)
+        st = _batch_at(self.b, self.pos, self.n, &v)
         if st == BATCH_END:
             raise StopIteration
         if st == BATCH_TRUNCATED:
@@ -590,10 +681,10 @@ cdef class _Batches:
             return _TruncatedBatch(v.at, v.available, <int64_t>v.size + 12, v.base_offset)
         if v.magic == 2:
             batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy, self.max_records,
-                               self.max_headers, self.max_batch_headers)
+                               self.max_headers, self.max_batch_headers, self.budget)
         else:
-            batch = _decode_legacy(self.mv, <const uint8_t*>self.view.buf, self.view.len, &v, self.check_crc,
-                                   self.limit, self.copy, self.max_records)
+            batch = _decode_legacy(self.mv, self.b, self.n, &v, self.check_crc,
+                                   self.limit, self.copy, self.max_records, self.budget)
         self.done = False
         self.pos = v.end
         return batch
@@ -601,27 +692,35 @@ cdef class _Batches:
 
 def decode_record_batches(blob, check_crc=True, max_decompressed_size=_DEFAULT_MAX_DECOMPRESSED, copy=True,
                           max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
-                          max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS):
+                          max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS,
+                          max_records_per_call=_DEFAULT_MAX_CALL_RECORDS,
+                          max_headers_per_call=_DEFAULT_MAX_CALL_HEADERS,
+                          max_decompressed_per_call=_DEFAULT_MAX_CALL_DECOMPRESSED, budget=None):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
     subclass with its byte offset; a batch past ``max_records_per_batch`` or
-    ``max_headers_per_batch``, or a record past ``max_headers_per_record``,
-    raises RecordLimitError.  ``copy=False`` makes keys and values memoryviews
-    over the blob (uncompressed) or over the decompressed buffer.
+    ``max_headers_per_batch``, a record past ``max_headers_per_record``, or
+    the batches together past a ``max_*_per_call`` cap, raise
+    RecordLimitError.  ``copy=False`` makes keys and values memoryviews over
+    the blob (uncompressed) or over the decompressed buffer.  ``budget``: a
+    CallBudget shared with other blobs (the per-call caps are then its own).
     """
     max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
                                                                max_headers_per_batch)
+    if budget is None:
+        budget = _CallBudget(*_call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     cdef _Batches it = _Batches.__new__(_Batches)
+    it.budget = budget
     it.max_records = max_records
     it.max_headers = max_headers
     it.max_batch_headers = max_batch_headers
     if copy and type(blob) is not bytes:
         # Records are built when read: snapshot a buffer the caller may reuse.
         blob = bytes(blob)
-    PyObject_GetBuffer(blob, &it.view, PyBUF_SIMPLE)
+    _hold(blob, &it.view, &it.b, &it.n)
     it.has_view = True
     it.data = blob
     mv = memoryview(blob)
