@@ -1031,6 +1031,12 @@ cdef class FrameReader:
     copied straight into it, once.  The memory a partial frame holds stays
     within four times the bytes received of it (Kafka's own receive path
     allocates the whole size as soon as it reads the prefix).
+
+    ``feed(data, max_frames)`` returns at most ``max_frames`` frames and keeps
+    the bytes after the last one as they came (``more`` is then True): later
+    feeds, ``b""`` included, frame them first (``max_frames`` is at least 1,
+    or negative for no limit).  A connection bounds what it has in flight so
+    (back-pressure), holding the peer's bytes, not objects.
     """
 
     cdef unsigned char* buf
@@ -1044,6 +1050,8 @@ cdef class FrameReader:
     cdef object _frame
     cdef Py_ssize_t _size
     cdef Py_ssize_t _filled
+    # ``buf`` holds bytes after frames held back by max_frames (framed by the next feed)
+    cdef bint _more
 
     def __cinit__(self, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE):
         self.buf = NULL
@@ -1074,12 +1082,19 @@ cdef class FrameReader:
         return self._max
 
     @property
+    def more(self):
+        """Did the last feed stop at ``max_frames`` with bytes left (frames
+        perhaps among them, for the next feed)?"""
+        return self._more
+
+    @property
     def partial_size(self):
         """The size claimed by the frame begun and not yet returned, once its
-        4 prefix bytes are here (else None): a proxy decides from it whether to
-        let the frame be buffered, or to take it back with :meth:`unframed`
-        and pass it on in pieces."""
-        if self._error is not None:
+        4 prefix bytes are here (else None, and while frames are held back by
+        ``max_frames``): a proxy decides from it whether to let the frame be
+        buffered, or to take it back with :meth:`unframed` and pass it on in
+        pieces."""
+        if self._error is not None or self._more:
             return None
         if self._frame is not None:
             return self._size
@@ -1138,9 +1153,13 @@ cdef class FrameReader:
             self.length = 0
         return take
 
-    def feed(self, data):
+    def feed(self, data, Py_ssize_t max_frames=-1):
+        """Bytes received → the frames they complete (at most ``max_frames``
+        of them when it is not negative)."""
         if self._error is not None:
             raise self._error
+        if max_frames == 0:
+            raise ValueError("max_frames must be at least 1 (or negative: no limit)")
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
         cdef list out = []
@@ -1149,8 +1168,19 @@ cdef class FrameReader:
         cdef int st
         cdef const unsigned char* d = <const unsigned char*>view.buf
         cdef Py_ssize_t n = view.len
+        cdef unsigned char* held = NULL
         try:
-            if self._frame is None and self.length:
+            if self._more:
+                # bytes held back by max_frames (frames first): framed again with
+                # the new ones after them, from a buffer of their own
+                self._append(d, n)
+                held = self.buf
+                d = held
+                n = self.length
+                self.buf = NULL
+                self.length = self.cap = 0
+                self._more = False
+            elif self._frame is None and self.length:
                 # A frame begun in an earlier feed: complete its size prefix,
                 # then buffer its body until a quarter of it is here.
                 if self.length < 4:
@@ -1174,12 +1204,19 @@ cdef class FrameReader:
                 n -= need
                 if self._frame is not None:
                     return out
-            while True:
+            while max_frames < 0 or len(out) < max_frames:
                 st = _frame_at(d, pos, n, 0, self._max, &size)
                 if st != FRAME_COMPLETE:
                     break
                 out.append(PyBytes_FromStringAndSize(<const char*>(d + pos + 4), size))
                 pos += 4 + size
+            else:
+                # max_frames out: what follows is held as it came
+                self._consumed += pos
+                if pos < n:
+                    self._append(d + pos, n - pos)
+                    self._more = True
+                return out
             self._consumed += pos
             # ``size`` is the partial frame's once its 4 prefix bytes are here
             if st == FRAME_PARTIAL and n - pos >= 4 and _fill_now(size, n - pos - 4):
@@ -1195,6 +1232,7 @@ cdef class FrameReader:
             return out
         finally:
             PyBuffer_Release(&view)
+            PyMem_Free(held)
 
     cdef object _fail(self, int32_t size, list frames):
         # the exception raised now carries the frames completed before the bad
@@ -1221,6 +1259,7 @@ cdef class FrameReader:
         self.length = 0
         self._frame = None
         self._filled = 0
+        self._more = False
         return out
 
     cdef _shrink(self):

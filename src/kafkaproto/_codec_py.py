@@ -851,9 +851,15 @@ class FrameReader:
     partial frame holds there stays within four times the bytes received of
     it.  The rule is the same here, so that both readers move at the same
     steps; a ``bytes`` cannot be filled in place in Python.)
+
+    ``feed(data, max_frames)`` returns at most ``max_frames`` frames and keeps
+    the bytes after the last one as they came (``more`` is then True): later
+    feeds, ``b""`` included, frame them first (``max_frames`` is at least 1,
+    or negative for no limit).  A connection bounds what it has in flight so
+    (back-pressure), holding the peer's bytes, not objects.
     """
 
-    __slots__ = ("_buf", "_max", "_consumed", "_error", "_frame", "_size", "_filled")
+    __slots__ = ("_buf", "_max", "_consumed", "_error", "_frame", "_size", "_filled", "_more")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE):
         self._buf = bytearray()
@@ -865,6 +871,14 @@ class FrameReader:
         self._frame = None
         self._size = 0
         self._filled = 0
+        # ``_buf`` holds bytes after frames held back by max_frames (framed by the next feed)
+        self._more = False
+
+    @property
+    def more(self) -> bool:
+        """Did the last feed stop at ``max_frames`` with bytes left (frames
+        perhaps among them, for the next feed)?"""
+        return self._more
 
     @property
     def buffered(self) -> int:
@@ -883,10 +897,11 @@ class FrameReader:
     @property
     def partial_size(self) -> int | None:
         """The size claimed by the frame begun and not yet returned, once its
-        4 prefix bytes are here (else None): a proxy decides from it whether to
-        let the frame be buffered, or to take it back with :meth:`unframed`
-        and pass it on in pieces."""
-        if self._error is not None:
+        4 prefix bytes are here (else None, and while frames are held back by
+        ``max_frames``): a proxy decides from it whether to let the frame be
+        buffered, or to take it back with :meth:`unframed` and pass it on in
+        pieces."""
+        if self._error is not None or self._more:
             return None
         if self._frame is not None:
             return self._size
@@ -918,20 +933,30 @@ class FrameReader:
             del self._buf[:]
         return take
 
-    def feed(self, data) -> list:
+    def feed(self, data, max_frames: int = -1) -> list:
+        """Bytes received → the frames they complete (at most ``max_frames``
+        of them when it is not negative)."""
         if self._error is not None:
             raise self._error
+        if max_frames == 0:
+            raise ValueError("max_frames must be at least 1 (or negative: no limit)")
         mv = memoryview(data)
         try:
             if not mv.contiguous:  # as the compiled reader asks for the buffer
                 raise BufferError("memoryview: underlying buffer is not contiguous")
             if mv.ndim != 1 or mv.itemsize != 1:
                 mv = mv.cast("B")
-            return self._feed(mv)
+            if self._more:
+                # bytes held back by max_frames (frames first): framed again with the new ones after them
+                self._more = False
+                held = memoryview(bytes(self._buf) + mv)
+                del self._buf[:]
+                return self._feed(held, max_frames)
+            return self._feed(mv, max_frames)
         finally:
             mv.release()
 
-    def _feed(self, mv) -> list:
+    def _feed(self, mv, max_frames) -> list:
         buf = self._buf
         out = []
         pos = 0
@@ -957,12 +982,19 @@ class FrameReader:
             if self._frame is not None:
                 return out
         start = pos
-        while True:
+        while max_frames < 0 or len(out) < max_frames:
             st, size = frame_at(mv, pos, n, self._max)
             if st != FRAME_COMPLETE:
                 break
             out.append(bytes(mv[pos + 4 : pos + 4 + size]))
             pos += 4 + size
+        else:
+            # max_frames out: what follows is held as it came
+            self._consumed += pos - start
+            if pos < n:
+                buf += mv[pos:]
+                self._more = True
+            return out
         self._consumed += pos - start
         # ``size`` is the partial frame's once its 4 prefix bytes are here
         if st == FRAME_PARTIAL and size is not None and size <= 4 * (n - pos - 4):
@@ -997,6 +1029,7 @@ class FrameReader:
         del self._buf[:]
         self._frame = None
         self._filled = 0
+        self._more = False
         return out
 
 
