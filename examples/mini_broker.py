@@ -153,11 +153,22 @@ class Broker:
 
     async def serve(self, reader, writer):
         conn, tasks = ServerConnection(versions=VERSIONS), set()
+        answered = asyncio.Event()  # set as answers go out: room for the requests held back
         try:
-            while data := await reader.read(1 << 16):
-                for req in conn.receive(data):
+            while True:
+                if conn.paused():  # max_pending requests await answers: read no more until some go
+                    requests = conn.receive()
+                    if not requests:
+                        answered.clear()
+                        await answered.wait()
+                        continue
+                elif data := await reader.read(1 << 16):
+                    requests = conn.receive(data)
+                else:
+                    break
+                for req in requests:
                     if conn.accepts(req):
-                        tasks.add(task := asyncio.create_task(self.answer(conn, writer, req)))
+                        tasks.add(task := asyncio.create_task(self.answer(conn, writer, req, answered)))
                         task.add_done_callback(tasks.discard)
                         continue
                     # a version we do not speak: UNSUPPORTED_VERSION where the response can say it
@@ -173,7 +184,7 @@ class Broker:
                 task.cancel()
             writer.close()
 
-    async def answer(self, conn, writer, req):
+    async def answer(self, conn, writer, req, answered):
         try:
             response = await self.handlers[req.api_key](req.message, req.api_version)
             if req.expects_response:  # all but Produce with acks=0
@@ -184,6 +195,8 @@ class Broker:
         except Exception:  # a bug: give up on this request, so the answers behind it can go
             traceback.print_exc()
             await write_parts(writer, conn.abandon(req))
+        finally:
+            answered.set()
 
     def partition(self, topic, index):
         parts = self.topics.get(topic, (None, ()))[1]
