@@ -299,6 +299,34 @@ def records_packed_seeds():
     return out
 
 
+def proxy_seeds():
+    """Both directions of a conversation for ProxyConnection: requests and
+    responses (one id reused), a flood of tiny requests, a frame cut short,
+    a frame over the memory budget, bytes that do not frame."""
+    from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+    B = MetadataResponse.MetadataResponseBroker
+    reqs = (encode_request(ApiVersionsRequest(), 0, 5, "c") + encode_request(MetadataRequest(topics=None), 12, 5, "c")
+            + encode_request(MetadataRequest(topics=None), 4, 6, "c"))
+    resps = (encode_response(ApiVersionsResponse(), 0, 5)
+             + encode_response(MetadataResponse(brokers=[B(node_id=1, host="kafka-1", port=9092)]), 12, 5)
+             + encode_response(MetadataResponse(), 4, 6))
+    flood = encode_request(ApiVersionsRequest(), 0, 1, "c") * 40
+    big = struct.pack(">i", 300) + encode_request(ApiVersionsRequest(), 0, 9, "c")[4:] + bytes(289)
+
+    def seed(sel, up, down):
+        return bytes([sel]) + len(up).to_bytes(2, "big") + up + down
+
+    return {
+        "conversation": seed(0x34, reqs, resps),
+        "conversation-decoded-1-outstanding": seed(0x05, reqs, resps),
+        "flood-3-outstanding": seed(0xF2, flood, encode_response(ApiVersionsResponse(), 0, 1) * 40),
+        "cut-short": seed(0x70, reqs[:-7], resps[:-3]),
+        "over-the-budget": seed(0x28, big + reqs, resps),
+        "not-kafka": seed(0x10, b"GET / HTTP/1.1\r\n\r\n", b"HTTP/1.1 200 OK\r\n\r\n"),
+    }
+
+
 CORPORA = {
     "frames": frames_seeds,
     "headers": headers_seeds,
@@ -307,6 +335,7 @@ CORPORA = {
     "messages": messages,
     "records": records_seeds,
     "records_packed": records_packed_seeds,
+    "proxy": proxy_seeds,
     "capture": capture_seeds,
     "arrow": arrow_seeds,
 }

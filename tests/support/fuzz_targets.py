@@ -450,6 +450,47 @@ def check_packed_records(data: bytes) -> None:
 
 
 # ---------------------------------------------------------------------------
+# the middle of a connection (issue 22, rows 6-8)
+
+#: max_outstanding values the proxy target picks from
+PROXY_OUTSTANDING = (None, 1, 3, 10_000)
+
+
+def check_proxy(data: bytes) -> None:
+    """ProxyConnection fed two streams in chunks, both directions interleaved:
+    it never raises, never has more than ``max_outstanding`` requests waiting,
+    and once both directions are finished every byte fed has come back once,
+    in order (held requests, streamed pieces and cut frames included).  Byte
+    0: max_outstanding (bits 0-1), decode (bit 2), a memory budget (bit 3),
+    the chunk size (bits 4-7); bytes 1-2: how many of the rest the client sends."""
+    from kafkaproto.proxy import MemoryBudget, ProxyConnection
+
+    if len(data) < 3:
+        return
+    sel, split = data[0], int.from_bytes(data[1:3], "big")
+    body = data[3:]
+    up, down = body[:split], body[split:]
+    limit = PROXY_OUTSTANDING[sel & 3]
+    proxy = ProxyConnection(decode=bool(sel & 4), max_outstanding=limit,
+                            budget=MemoryBudget(4096, 64) if sel & 8 else None)
+    step = (sel >> 4) + 1
+    got = ([], [])
+    for i in range(0, max(len(up), len(down)) + step, step):
+        got[0].extend(proxy.from_client(up[i:i + step]))
+        got[1].extend(proxy.from_broker(down[i:i + step]))
+        if proxy.paused():
+            got[0].extend(proxy.from_client(b""))
+        assert limit is None or len(proxy.pending) <= limit + 1, (limit, len(proxy.pending))  # (+1: a streamed head)
+    got[0].extend(proxy.finish(0))
+    got[1].extend(proxy.finish(1))
+    proxy.close()
+    for events, stream, side in ((got[0], up, "client"), (got[1], down, "broker")):
+        back = b"".join(bytes(p) for ev in events for p in ev.parts())
+        same(back, stream, f"proxy: the {side}'s bytes come back once, in order")
+    assert proxy.budget is None or proxy.budget.used == 0, proxy.budget
+
+
+# ---------------------------------------------------------------------------
 # captures: pcap, pcapng and raw frame files, through read_frames and dissect
 
 _CAPTURE_FILE = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(),
@@ -609,4 +650,5 @@ TARGETS = {
     "records_packed": check_packed_records,
     "capture": check_capture,
     "arrow": check_arrow,
+    "proxy": check_proxy,
 }
