@@ -327,6 +327,22 @@ def proxy_seeds():
     }
 
 
+def encode_seeds():
+    """Messages that carry records, bytes, int64 and array fields, each with a
+    few fields set to the hostile values of the encode target."""
+    from support.fuzz_targets import HOSTILE_VALUES, encode_pairs
+
+    pairs = encode_pairs()
+    out = {}
+    for name, version in (("ProduceRequest", 9), ("FetchResponse", 12), ("MetadataResponse", 12),
+                          ("SaslAuthenticateRequest", 2), ("ListOffsetsRequest", 7)):
+        at = pairs.index((name, version)).to_bytes(2, "big")
+        for k in range(0, len(HOSTILE_VALUES), 3):
+            picks = bytes(b for i in range(3) for b in (i * 5 + k, (k + i) % len(HOSTILE_VALUES) | (i & 1) << 7))
+            out[f"{name}-v{version}-{k}"] = at + bytes([k, 7]) + picks
+    return out
+
+
 CORPORA = {
     "frames": frames_seeds,
     "headers": headers_seeds,
@@ -336,6 +352,7 @@ CORPORA = {
     "records": records_seeds,
     "records_packed": records_packed_seeds,
     "proxy": proxy_seeds,
+    "encode": encode_seeds,
     "capture": capture_seeds,
     "arrow": arrow_seeds,
 }

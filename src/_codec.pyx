@@ -9,7 +9,9 @@ Integers are read with byte loads + shifts (compilers turn them into a load
 and a byte swap), never through unaligned pointer casts.
 """
 
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
+from cpython.buffer cimport (
+    PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE,
+)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
@@ -307,6 +309,22 @@ cdef const char* _utf8(str what, object value, Py_ssize_t* n) except NULL:
     return p
 
 
+cdef object _contiguous(object v, str what, str where=""):
+    """A bytes or records field's value as an object with C-contiguous bytes:
+    itself, or (a strided view, a Fortran-ordered array) a copy of its bytes
+    in C order, as ``bytes(memoryview(v))`` gives them; EncodeError for what
+    is no buffer.  The twin's _as_bytes takes the same."""
+    if type(v) is bytes or type(v) is bytearray:
+        return v
+    if isinstance(v, str):
+        raise EncodeError(f"expected bytes, got str{where}", what)
+    try:
+        mv = memoryview(v)
+    except TypeError:
+        raise EncodeError(f"expected bytes, got {type(v).__name__}{where}", what) from None
+    return v if mv.c_contiguous else mv.tobytes()
+
+
 cdef class Writer:
     """An output buffer with typed append methods, in one of three modes.
 
@@ -369,19 +387,21 @@ cdef class Writer:
         return w
 
     @staticmethod
-    def into(buffer, Py_ssize_t offset=0, bint keep_blobs=False):
-        """A writer over a caller's writable buffer, from ``offset`` on."""
+    def into(buffer, offset=0, bint keep_blobs=False):
+        """A writer over a caller's writable, C-contiguous buffer, from ``offset`` on."""
         cdef Writer w = Writer()
         try:
-            PyObject_GetBuffer(buffer, &w.tview, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS)
+            PyObject_GetBuffer(buffer, &w.tview, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
         except (TypeError, BufferError):
-            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}") from None
+            raise TypeError(f"expected a writable C-contiguous buffer, got {type(buffer).__name__}") from None
         w.has_tview = True
+        offset = _index(offset)
         if offset < 0 or offset > w.tview.len:
             raise ValueError(f"offset {offset} outside the buffer (0..{w.tview.len})")
+        cdef Py_ssize_t at = offset
         PyMem_Free(w.buf)
-        w.buf = <unsigned char*>w.tview.buf + offset
-        w.cap = w.tview.len - offset
+        w.buf = <unsigned char*>w.tview.buf + at
+        w.cap = w.tview.len - at
         w.mode = WM_FIXED
         w.keep_blobs = keep_blobs
         w.target = buffer
@@ -510,11 +530,8 @@ cdef class Writer:
                 kp_st32(self._reserve(4), 0xFFFFFFFF)
             return
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(v).__name__}", "compact bytes" if compact else "bytes") \
-                from None
+        v = _contiguous(v, "compact bytes" if compact else "bytes")
+        PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
         cdef Py_ssize_t n = view.len
         try:
             if compact:
@@ -542,11 +559,10 @@ cdef class Writer:
         cdef Py_buffer view
         cdef Py_ssize_t total = 0, n
         what = "compact bytes" if compact else "bytes"
-        for piece in list_or_tuple:
-            try:
-                PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
-            except TypeError:
-                raise EncodeError(f"expected bytes, got {type(piece).__name__} in a list of buffers", what) from None
+        # one snapshot for both passes: the length written is the pieces' written after it
+        cdef list pieces = [_contiguous(piece, what, " in a list of buffers") for piece in list_or_tuple]
+        for piece in pieces:
+            PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
             total += view.len
             PyBuffer_Release(&view)
         if compact:
@@ -557,7 +573,7 @@ cdef class Writer:
             if total > 0x7FFFFFFF:
                 raise EncodeError(f"length {total} does not fit in an int32", what)
             kp_st32(self._reserve(4), <uint32_t>total)
-        for piece in list_or_tuple:
+        for piece in pieces:
             PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
             n = view.len
             try:
@@ -579,10 +595,8 @@ cdef class Writer:
 
     cdef int _put_buffer(self, object data, str what) except -1:
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(data).__name__}", what) from None
+        data = _contiguous(data, what)
+        PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
         try:
             self._put(view.buf, view.len)
         finally:
@@ -658,10 +672,8 @@ cdef class Writer:
             kp_st32(self._reserve(4), 0xFFFFFFFF)
             return
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(v).__name__}", "bytes") from None
+        v = _contiguous(v, "bytes")
+        PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
         try:
             if view.len > 0x7FFFFFFF:
                 raise EncodeError(f"length {view.len} does not fit in an int32", "bytes")
@@ -675,10 +687,8 @@ cdef class Writer:
             self._reserve(1)[0] = 0
             return
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(v).__name__}", "compact bytes") from None
+        v = _contiguous(v, "compact bytes")
+        PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
         try:
             if view.len >= 0xFFFFFFFF:
                 raise EncodeError(f"length {view.len} does not fit in an unsigned varint", "compact bytes")
@@ -705,14 +715,13 @@ cdef class Writer:
         if not fields:
             self._reserve(1)[0] = 0
             return
+        fields = tuple(fields)  # the count written is of the fields written after it
         self._put_uv(len(fields))
         cdef Py_buffer view
         for tag, data in fields:
             self._put_uv(<uint64_t>as_int(tag, "unsigned varint", 0, U32_MAX))
-            try:
-                PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
-            except TypeError:
-                raise EncodeError(f"expected bytes, got {type(data).__name__}", "tagged field") from None
+            data = _contiguous(data, "tagged field")
+            PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
             try:
                 self._put_uv(<uint64_t>view.len)
                 self._put(view.buf, view.len)

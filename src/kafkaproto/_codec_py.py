@@ -93,10 +93,30 @@ def _utf8(what, value):
     return data
 
 
-def _as_bytes(what, value):
-    if isinstance(value, (bytes, bytearray, memoryview)):
+def _as_bytes(what, value, where=""):
+    """A bytes or records field's value as an object with C-contiguous bytes:
+    itself, or (a strided view, a Fortran-ordered array) a copy of its bytes in
+    C order, as ``bytes(memoryview(value))`` gives them; EncodeError for what is
+    no buffer (the compiled writer's _contiguous)."""
+    if type(value) is bytes or type(value) is bytearray:
         return value
-    raise EncodeError(f"expected bytes, got {type(value).__name__}", what)
+    if isinstance(value, str):
+        raise EncodeError(f"expected bytes, got str{where}", what)
+    try:
+        mv = memoryview(value)
+    except TypeError:
+        raise EncodeError(f"expected bytes, got {type(value).__name__}{where}", what) from None
+    return value if mv.c_contiguous else mv.tobytes()
+
+
+def _nbytes(value) -> int:
+    return len(value) if type(value) is bytes or type(value) is bytearray else memoryview(value).nbytes
+
+
+def _flat(value):
+    """What _as_bytes gave, as something a bytearray appends byte for byte (``+=``
+    on a NumPy array would add element-wise)."""
+    return value if type(value) is bytes or type(value) is bytearray else memoryview(value).cast("B")
 
 
 def uvarint_status(buf, pos, end, max_bytes, bits):
@@ -339,7 +359,7 @@ class _Bounded(bytearray):
             raise EncodeError(f"the encoding needs more than the {self.cap} bytes the buffer has room for", "buffer")
 
     def __iadd__(self, other):
-        self._check(len(other))
+        self._check(_nbytes(other))
         return super().__iadd__(other)
 
     def append(self, v):
@@ -419,14 +439,15 @@ class Writer:
 
     @staticmethod
     def into(buffer, offset: int = 0, keep_blobs: bool = False):
-        """A writer over a caller's writable buffer, from ``offset`` on."""
+        """A writer over a caller's writable, C-contiguous buffer, from ``offset`` on."""
         try:
             mv = memoryview(buffer)
         except TypeError:
-            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}") from None
-        if mv.readonly:
-            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}")
+            raise TypeError(f"expected a writable C-contiguous buffer, got {type(buffer).__name__}") from None
+        if mv.readonly or not mv.c_contiguous:
+            raise TypeError(f"expected a writable C-contiguous buffer, got {type(buffer).__name__}")
         mv = mv.cast("B")
+        offset = _index(offset)
         if offset < 0 or offset > len(mv):
             raise ValueError(f"offset {offset} outside the buffer (0..{len(mv)})")
         w = Writer(keep_blobs=keep_blobs)
@@ -487,11 +508,9 @@ class Writer:
 
     def _write_pieces(self, pieces, compact):
         what = "compact bytes" if compact else "bytes"
-        sizes = []
-        for piece in pieces:
-            if not isinstance(piece, (bytes, bytearray, memoryview)):
-                raise EncodeError(f"expected bytes, got {type(piece).__name__} in a list of buffers", what)
-            sizes.append(memoryview(piece).nbytes)
+        # one snapshot for both passes: the length written is the pieces' written after it
+        pieces = [_as_bytes(what, piece, " in a list of buffers") for piece in pieces]
+        sizes = [_nbytes(piece) for piece in pieces]
         total = sum(sizes)
         if compact:
             if total >= 0xFFFFFFFF:
@@ -509,7 +528,7 @@ class Writer:
                 self._cuts.append((len(self._buf), piece))
                 self._external += n
             else:
-                self._buf += piece
+                self._buf += _flat(piece)
 
     def clear(self):
         del self._buf[:]
@@ -541,7 +560,7 @@ class Writer:
             return
         what = "compact bytes" if compact else "bytes"
         data = _as_bytes(what, v)
-        n = len(memoryview(data).cast("B"))
+        n = _nbytes(data)
         if compact:
             if n >= 0xFFFFFFFF:
                 raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
@@ -554,10 +573,10 @@ class Writer:
             self._buf.n += n
             self._external += n
         elif self._keep and n > 0:
-            self._cuts.append((len(self._buf), v))
+            self._cuts.append((len(self._buf), data))
             self._external += n
         else:
-            self._buf += data
+            self._buf += _flat(data)
 
     def write_int8(self, v):
         self._buf += _i8.pack(_check_int("int8", v))
@@ -633,22 +652,22 @@ class Writer:
             self._buf += b"\xff\xff\xff\xff"
             return
         data = _as_bytes("bytes", v)
-        n = len(memoryview(data).cast("B"))
+        n = _nbytes(data)
         if n > 0x7FFFFFFF:
             raise EncodeError(f"length {n} does not fit in an int32", "bytes")
         self._buf += _i32.pack(n)
-        self._buf += data
+        self._buf += _flat(data)
 
     def write_compact_bytes(self, v):
         if v is None:
             self._buf.append(0)
             return
         data = _as_bytes("compact bytes", v)
-        n = len(memoryview(data).cast("B"))
+        n = _nbytes(data)
         if n >= 0xFFFFFFFF:
             raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
         self._put_uvarint(n + 1)
-        self._buf += data
+        self._buf += _flat(data)
 
     def write_array_length(self, n):
         """int32 count; None or -1 for a null array."""
@@ -668,15 +687,16 @@ class Writer:
         if not fields:
             self._buf.append(0)
             return
+        fields = tuple(fields)  # the count written is of the fields written after it
         self._put_uvarint(len(fields))
         for tag, data in fields:
             self._put_uvarint(_check_int("unsigned varint", tag))
             data = _as_bytes("tagged field", data)
-            self._put_uvarint(len(data))
-            self._buf += data
+            self._put_uvarint(_nbytes(data))
+            self._buf += _flat(data)
 
     def write_raw(self, data):
-        self._buf += data
+        self._buf += _flat(_as_bytes("raw bytes", data))
 
 
 # ---------------------------------------------------------------------------

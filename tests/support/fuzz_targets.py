@@ -95,6 +95,22 @@ class Impl:
             exc.set_context(plan.context)
             raise
 
+    def encode(self, msg, version, mode="bytes"):
+        """``msg.encode(version)`` run by this implementation → bytes; ``mode``
+        "parts" (blobs kept by reference, joined here) or "size" (the sizing pass)."""
+        cls = type(msg)
+        plan = build_plan(cls, version, cls.is_flexible(version), f"{cls.NAME} v{version}", eng=self.engine,
+                          cache=self._cache)
+        w = self.codec.Writer.counting() if mode == "size" else self.codec.Writer(keep_blobs=mode == "parts")
+        try:
+            self.engine.encode_struct(plan, msg, w)
+        except KafkaProtocolError as exc:
+            exc.set_context(plan.context)
+            raise
+        if mode == "size":
+            return len(w)
+        return b"".join(bytes(memoryview(p).cast("B")) for p in w.parts()) if mode == "parts" else w.getvalue()
+
     def decode_request(self, frame, cls, version, header_version):
         """The codec part of :func:`kafkaproto.decode_request` (the caller checked key and version)."""
         *fields, offset = self.codec.decode_request_header(frame, header_version)
@@ -450,6 +466,96 @@ def check_packed_records(data: bytes) -> None:
 
 
 # ---------------------------------------------------------------------------
+# the write side: both engines take and refuse the same values (issue 22, row 9)
+
+_ENCODE_PAIRS = None
+
+
+def encode_pairs() -> list:
+    """(class name, version) of every message the encode target picks from (bytes 0-1)."""
+    global _ENCODE_PAIRS
+    if _ENCODE_PAIRS is None:
+        names = sorted(n for n in CLASSES if get(n).NAME == n)
+        _ENCODE_PAIRS = [(n, v) for n in names for v in range(get(n).LOWEST_VERSION, get(n).HIGHEST_VERSION + 1)
+                         if get(n).supports(v)]
+    return _ENCODE_PAIRS
+
+
+def _hostile_values():
+    import array
+
+    base = bytes(range(40))
+    return [
+        None, True, 1.5, float("nan"), "text", 7, -1, 2**31, 2**63, -2**63 - 1, 2**64, np.int64(5), np.int32(-3),
+        np.float64(2.0), b"", base, bytearray(base), memoryview(base), memoryview(base)[::3],
+        memoryview(base).cast("I"), np.frombuffer(base, np.uint8), np.frombuffer(base, np.uint8)[::2],
+        np.frombuffer(base, np.int32), np.asfortranarray(np.frombuffer(base, np.uint8).reshape(4, 10)),
+        array.array("B", base), array.array("q", base), [base, memoryview(base)[1::2]], (b"a", b"b"), [1, 2],
+        [], (), {"k": 1}, object(),
+    ]
+
+
+HOSTILE_VALUES = _hostile_values()
+
+
+def _slots(obj, out, depth=0):
+    """Every (object, attribute) of a message tree, nested structs and list items included."""
+    for f in type(obj)._FIELDS:
+        out.append((obj, f.attr))
+        v = getattr(obj, f.attr, None)
+        if isinstance(v, list) and depth < 4:
+            for item in v:
+                if hasattr(type(item), "_FIELDS"):
+                    _slots(item, out, depth + 1)
+        elif hasattr(type(v), "_FIELDS") and depth < 4:
+            _slots(v, out, depth + 1)
+    return out
+
+
+def check_encode(data: bytes) -> None:
+    """A message of any class and version (bytes 0-1), seeded (bytes 2-3), with
+    some fields set to hostile values (then pairs of bytes: which field, which
+    value; a value may land in a list too), encoded by both engines as bytes,
+    as parts and by the sizing pass; and records.encode with those values as
+    keys, values, headers, timestamps and offsets: the same bytes or the same
+    error (class and message) everywhere, never another exception."""
+    from .message_values import random_message
+
+    if len(data) < 4:
+        return
+    pairs = encode_pairs()
+    name, version = pairs[int.from_bytes(data[:2], "big") % len(pairs)]
+    msg = random_message(get(name), version, random.Random(int.from_bytes(data[2:4], "big")))
+    slots = _slots(msg, [])
+    picks = [(data[i], data[i + 1]) for i in range(4, len(data) - 1, 2)][:8]
+    values = []
+    for which, what in picks:
+        obj, attr = slots[which % len(slots)]
+        value = HOSTILE_VALUES[what % len(HOSTILE_VALUES)]
+        values.append(value)
+        current = getattr(obj, attr)
+        if what & 0x80 and isinstance(current, list) and current:
+            current[which % len(current)] = value
+        else:
+            try:
+                setattr(obj, attr, value)
+            except (TypeError, ValueError, AttributeError):
+                pass
+    what = f"encode {name} v{version}"
+    for mode in ("bytes", "parts", "size"):
+        agree([outcome(lambda impl=impl: impl.encode(msg, version, mode)) for impl in IMPLS], f"{what} as {mode}")
+    for i, v in enumerate(values[:3]):
+        batches = [[(v, b"v")], [(b"k", v)], [(b"k", b"v", [("h", v)])], [(b"k", b"v", [(v, b"1")])],
+                   [(b"k", b"v", None, v)]]
+        for recs in batches:
+            for magic in (2, 1):
+                agree([outcome(lambda impl=impl: impl.records.encode_record_batch(recs, magic, 0, None, now=0))
+                       for impl in IMPLS], f"records.encode magic {magic} with hostile value {i}")
+        agree([outcome(lambda impl=impl: impl.records.encode_record_batch([(b"k", b"v")], 2, 0, v, now=0))
+               for impl in IMPLS], f"records.encode base offset {i}")
+
+
+# ---------------------------------------------------------------------------
 # the middle of a connection (issue 22, rows 6-8)
 
 #: max_outstanding values the proxy target picks from
@@ -651,4 +757,5 @@ TARGETS = {
     "capture": check_capture,
     "arrow": check_arrow,
     "proxy": check_proxy,
+    "encode": check_encode,
 }

@@ -397,13 +397,20 @@ cdef class FieldPlan:
         return self.default()
 
     cdef bint is_default(self, v) except -1:
+        # (a value that cannot be compared with the default, or has no length, is
+        # not it: it is then written, or refused, as what it is)
         cdef object d
-        if self.default_kind == 0:
-            d = self.default
-            return v is d or (v == d and type(v) is type(d)) or (v == d and isinstance(d, (int, float)))
         if self.default_kind == 1:
-            return v is not None and len(v) == 0
-        return v == self.default()
+            return isinstance(v, (list, tuple)) and len(v) == 0
+        d = self.default if self.default_kind == 0 else self.default()
+        if v is d:
+            return True
+        try:
+            if not (v == d):
+                return False
+        except (TypeError, ValueError):
+            return False
+        return self.default_kind == 2 or type(v) is type(d) or isinstance(d, (int, float))
 
 
 cdef class Plan:

@@ -30,6 +30,7 @@ from ._common import (
     CallBudget,
     LazyRecords,
     RecordBatch,
+    as_blob,
     batch_error,
     crc_error,
     legacy_records_error,
@@ -202,13 +203,8 @@ def _bytes_field(out, v, what):
     if v is None:
         out += b"\xff\xff\xff\xff"
         return
-    if isinstance(v, str):
-        raise EncodeError("expected bytes, got str", what)
-    try:
-        mv = memoryview(v).cast("B")
-    except TypeError:
-        raise EncodeError(f"expected bytes, got {type(v).__name__}", what) from None
-    out += _i32.pack(len(mv))
+    mv = memoryview(as_blob(v, what))  # (any buffer: its bytes in C order, as in magic 2)
+    out += _i32.pack(mv.nbytes)
     out += mv
 
 
