@@ -693,6 +693,10 @@ cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical, bint leni
         return 0
     if not isinstance(v, (list, tuple)):
         raise EncodeError(f"expected a list, got {type(v).__name__}", "array")
+    if type(v) is not tuple:
+        # one snapshot: the count written is of the items written after it (another
+        # thread, or Python code run while encoding, may change a list)
+        v = tuple(v)
     if f.compact:
         w.write_compact_array_length(len(v))
     else:

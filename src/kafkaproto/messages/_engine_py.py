@@ -288,6 +288,10 @@ def _write_field(f, w, v, canonical, lenient):
         return
     if not isinstance(v, (list, tuple)):
         raise EncodeError(f"expected a list, got {type(v).__name__}", "array")
+    if type(v) is not tuple:
+        # one snapshot: the count written is of the items written after it
+        # (another thread, or Python code run while encoding, may change a list)
+        v = tuple(v)
     w.write_compact_array_length(len(v)) if f.compact else w.write_array_length(len(v))
     elem, compact, sub = f.elem, f.compact, f.sub
     i = 0

@@ -848,7 +848,8 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     cdef int64_t max_given = 0
     if max_timestamp is not None:
         max_given = as_int(max_timestamp, "max timestamp", I64_MIN, I64_MAX)
-    items = records if isinstance(records, (list, tuple)) else list(records)
+    # one snapshot: the count written is of the records written (another thread may change a list)
+    cdef tuple items = tuple(records)
     cdef Py_ssize_t n = len(items)
     if n == 0:
         raise EncodeError("no records to encode", "records")
@@ -917,9 +918,10 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
         if headers is None:
             nh = 0
         else:
-            if type(headers) is not list and type(headers) is not tuple:
-                headers = list(headers)
-                keep.append(headers)
+            if type(headers) is not tuple:
+                # a snapshot (the pairs held while their bytes are pointed at, and
+                # indexed past no end: the module does not check bounds)
+                headers = tuple(headers)
             nh = len(headers)
             hs.reserve(2 * nh)
             for j in range(nh):

@@ -381,7 +381,7 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     bseq = _int(base_sequence, "base sequence", *_I32)
     if max_timestamp is not None:
         max_timestamp = _int(max_timestamp, "max timestamp", *_I64)
-    items = records if isinstance(records, (list, tuple)) else list(records)
+    items = tuple(records)  # one snapshot: the count written is of the records written
     if not items:
         raise EncodeError("no records to encode", "records")
     now = time.time_ns() // 1_000_000 if now is None else _int(now, "now", *_I64)
@@ -410,7 +410,7 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
         _put_varint(rec, delta)
         _put_blob(rec, as_blob(key, where + ".key"))
         _put_blob(rec, as_blob(value, where + ".value"))
-        headers = () if headers is None else headers if isinstance(headers, (list, tuple)) else list(headers)
+        headers = () if headers is None else tuple(headers)
         _put_varint(rec, len(headers))
         for j, pair in enumerate(headers):
             hk, hv = header_pair(pair, f"{where}.headers[{j}]")
