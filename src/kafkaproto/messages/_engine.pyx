@@ -24,7 +24,9 @@ from kafkaproto._wire cimport (
     W_TAGGED_FIELD,
 )
 from kafkaproto._codec cimport Writer
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
+from kafkaproto._objects cimport (
+    drop_items, kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, take_items, use_slots_dealloc,
+)
 
 import uuid as _uuid
 
@@ -693,24 +695,28 @@ cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical, bint leni
         return 0
     if not isinstance(v, (list, tuple)):
         raise EncodeError(f"expected a list, got {type(v).__name__}", "array")
-    if type(v) is not tuple:
-        # one snapshot: the count written is of the items written after it (another
-        # thread, or Python code run while encoding, may change a list)
-        v = tuple(v)
-    if f.compact:
-        w.write_compact_array_length(len(v))
-    else:
-        w.write_array_length(len(v))
+    # one snapshot of the items (references held, no copy of the list): the count
+    # written is of the items written after it, whatever another thread, or
+    # Python code run while encoding, does to the list meanwhile
+    cdef PyObject* small[16]
+    cdef PyObject** refs
+    cdef Py_ssize_t n = take_items(v, small, 16, &refs)
     cdef int elem = f.elem
     cdef bint compact = f.compact
     cdef object sub = f.sub
     cdef Py_ssize_t i = 0
     try:
-        for i, x in enumerate(v):
-            _write_value(elem, w, x, compact, False, sub, False, False, canonical, lenient)
+        if f.compact:
+            w.write_compact_array_length(n)
+        else:
+            w.write_array_length(n)
+        for i in range(n):
+            _write_value(elem, w, <object>refs[i], compact, False, sub, False, False, canonical, lenient)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
         raise
+    finally:
+        drop_items(refs, n, small)
     return 0
 
 

@@ -25,7 +25,9 @@ from kafkaproto._wire cimport (
     _zig64, _uvsize, _wadd, Cur, Step, cur_init, cur_fail, cur_step, VARINT_TRUNCATED, P_INDEX, F_PYTHON, MAX_PATH,
 )
 from kafkaproto._codec cimport Writer, as_int, crc32_of
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
+from kafkaproto._objects cimport (
+    drop_items, kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, take_items, use_slots_dealloc,
+)
 
 import time as _time
 from operator import index as _index
@@ -872,92 +874,103 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     cdef Py_ssize_t klen, vlen
     cdef unsigned char* p
     cdef object item, key, value, headers, ts_obj, off_obj
-    for i in range(n):
-        item = items[i]
-        if type(item) is tuple:
-            nt = len(<tuple>item)
-            if nt < 2 or nt > 4:
-                raise EncodeError(f"a record tuple is (key, value[, headers[, timestamp]]), got {nt} items",
-                                  f"records[{i}]")
-            key = (<tuple>item)[0]
-            value = (<tuple>item)[1]
-            headers = (<tuple>item)[2] if nt > 2 else None
-            ts_obj = (<tuple>item)[3] if nt > 3 else None
-            off_obj = None
-        elif type(item) is _RecordCls and _SLOTS:
-            key = _slot(item, "key", _R_KEY)
-            value = _slot(item, "value", _R_VALUE)
-            headers = _slot(item, "headers", _R_HEADERS)
-            ts_obj = _slot(item, "timestamp", _R_TIMESTAMP)
-            off_obj = _slot(item, "offset", _R_OFFSET)
-        else:
-            off_obj, ts_obj, key, value, headers = _unpack_record(item, i)
-        ts = now_ms if ts_obj is None else as_int(ts_obj, "timestamp", I64_MIN, I64_MAX)
-        if i == 0:
-            base_ts = max_ts = ts
-        elif ts > max_ts:
-            max_ts = ts
-        if off_obj is None:
-            delta += 1
-        else:
-            off = as_int(off_obj, "offset", I64_MIN, I64_MAX)
-            if (off >= 0 and base < 0 and off > I64_MAX + base) or (off < 0 and base > 0 and off < I64_MIN + base) \
-                    or off - base < I32_MIN or off - base > I32_MAX:
-                raise EncodeError(f"value {(<object>off) - (<object>base)} out of range [{I32_MIN}, {I32_MAX}]",
-                                  "offset delta")
-            delta = off - base
-        if (ts >= 0 and base_ts < 0 and ts > I64_MAX + base_ts) or (ts < 0 and base_ts > 0 and ts < I64_MIN + base_ts):
-            raise EncodeError(f"value {(<object>ts) - (<object>base_ts)} out of range [{I64_MIN}, {I64_MAX}]",
-                              "timestamp delta")
-        tdelta = ts - base_ts
-        if keep:
-            keep.clear()
-        _blob_ptr(key, i, 0, 0, keep, &kptr, &klen)
-        _blob_ptr(value, i, 1, 0, keep, &vptr, &vlen)
-        body = 1 + _uvsize(_zig64(tdelta)) + _uvsize(_zig32(<int32_t>delta)) + _blob_size(klen) + _blob_size(vlen)
-        if headers is None:
-            nh = 0
-        else:
-            if type(headers) is not tuple:
-                # a snapshot (the pairs held while their bytes are pointed at, and
-                # indexed past no end: the module does not check bounds)
-                headers = tuple(headers)
-            nh = len(headers)
-            hs.reserve(2 * nh)
-            for j in range(nh):
-                pair = headers[j]
-                fast = False
-                if type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is str \
-                        and (type((<tuple>pair)[1]) is bytes or (<tuple>pair)[1] is None):
-                    hk_obj = (<tuple>pair)[0]
-                    hv_obj = (<tuple>pair)[1]
-                    try:
-                        hs.ptr[2 * j] = PyUnicode_AsUTF8AndSize(hk_obj, &hs.size[2 * j])
-                        fast = True
-                    except UnicodeEncodeError:
-                        pass
-                if not fast:
-                    hk_obj, hv_obj = _header_pair(pair, f"records[{i}].headers[{j}]")
-                    keep.append(hk_obj)
-                    keep.append(hv_obj)
-                    hs.ptr[2 * j] = PyBytes_AS_STRING(hk_obj)
-                    hs.size[2 * j] = PyBytes_GET_SIZE(hk_obj)
-                _blob_ptr(hv_obj, i, 2, j, keep, &hs.ptr[2 * j + 1], &hs.size[2 * j + 1])
-                body += _blob_size(hs.size[2 * j]) + _blob_size(hs.size[2 * j + 1])
-        body += _uvsize(_zig32(<int32_t>nh))
-        if body > 0x7FFFFFFF:
-            raise EncodeError(f"record of {body} bytes: its length does not fit in an int32", f"records[{i}]")
-        total = _uvsize(_zig32(<int32_t>body)) + body
-        p = w._reserve(total)
-        p = _wv(p, _zig32(<int32_t>body))
-        p[0] = 0
-        p = _wv(p + 1, _zig64(tdelta))
-        p = _wv(p, _zig32(<int32_t>delta))
-        p = _wblob(p, kptr, klen)
-        p = _wblob(p, vptr, vlen)
-        p = _wv(p, _zig32(<int32_t>nh))
-        for j in range(2 * nh):
-            p = _wblob(p, hs.ptr[j], hs.size[j])
+    cdef PyObject* hsmall[16]
+    cdef PyObject** hrefs = hsmall
+    cdef Py_ssize_t held = 0
+    try:
+        for i in range(n):
+            item = items[i]
+            if type(item) is tuple:
+                nt = len(<tuple>item)
+                if nt < 2 or nt > 4:
+                    raise EncodeError(f"a record tuple is (key, value[, headers[, timestamp]]), got {nt} items",
+                                      f"records[{i}]")
+                key = (<tuple>item)[0]
+                value = (<tuple>item)[1]
+                headers = (<tuple>item)[2] if nt > 2 else None
+                ts_obj = (<tuple>item)[3] if nt > 3 else None
+                off_obj = None
+            elif type(item) is _RecordCls and _SLOTS:
+                key = _slot(item, "key", _R_KEY)
+                value = _slot(item, "value", _R_VALUE)
+                headers = _slot(item, "headers", _R_HEADERS)
+                ts_obj = _slot(item, "timestamp", _R_TIMESTAMP)
+                off_obj = _slot(item, "offset", _R_OFFSET)
+            else:
+                off_obj, ts_obj, key, value, headers = _unpack_record(item, i)
+            ts = now_ms if ts_obj is None else as_int(ts_obj, "timestamp", I64_MIN, I64_MAX)
+            if i == 0:
+                base_ts = max_ts = ts
+            elif ts > max_ts:
+                max_ts = ts
+            if off_obj is None:
+                delta += 1
+            else:
+                off = as_int(off_obj, "offset", I64_MIN, I64_MAX)
+                if (off >= 0 and base < 0 and off > I64_MAX + base) or (off < 0 and base > 0 and off < I64_MIN + base) \
+                        or off - base < I32_MIN or off - base > I32_MAX:
+                    raise EncodeError(f"value {(<object>off) - (<object>base)} out of range [{I32_MIN}, {I32_MAX}]",
+                                      "offset delta")
+                delta = off - base
+            if (ts >= 0 and base_ts < 0 and ts > I64_MAX + base_ts) or (ts < 0 and base_ts > 0 and ts < I64_MIN + base_ts):
+                raise EncodeError(f"value {(<object>ts) - (<object>base_ts)} out of range [{I64_MIN}, {I64_MAX}]",
+                                  "timestamp delta")
+            tdelta = ts - base_ts
+            if keep:
+                keep.clear()
+            _blob_ptr(key, i, 0, 0, keep, &kptr, &klen)
+            _blob_ptr(value, i, 1, 0, keep, &vptr, &vlen)
+            body = 1 + _uvsize(_zig64(tdelta)) + _uvsize(_zig32(<int32_t>delta)) + _blob_size(klen) + _blob_size(vlen)
+            if headers is None:
+                nh = 0
+            else:
+                if type(headers) is not list and type(headers) is not tuple:
+                    headers = list(headers)
+                    keep.append(headers)
+                # one snapshot of the pairs, held while their bytes are pointed at
+                # (another thread, or Python code run below, may change the list)
+                nh = held = take_items(headers, hsmall, 16, &hrefs)
+                hs.reserve(2 * nh)
+                for j in range(nh):
+                    pair = <object>hrefs[j]
+                    fast = False
+                    if type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is str \
+                            and (type((<tuple>pair)[1]) is bytes or (<tuple>pair)[1] is None):
+                        hk_obj = (<tuple>pair)[0]
+                        hv_obj = (<tuple>pair)[1]
+                        try:
+                            hs.ptr[2 * j] = PyUnicode_AsUTF8AndSize(hk_obj, &hs.size[2 * j])
+                            fast = True
+                        except UnicodeEncodeError:
+                            pass
+                    if not fast:
+                        hk_obj, hv_obj = _header_pair(pair, f"records[{i}].headers[{j}]")
+                        keep.append(hk_obj)
+                        keep.append(hv_obj)
+                        hs.ptr[2 * j] = PyBytes_AS_STRING(hk_obj)
+                        hs.size[2 * j] = PyBytes_GET_SIZE(hk_obj)
+                    _blob_ptr(hv_obj, i, 2, j, keep, &hs.ptr[2 * j + 1], &hs.size[2 * j + 1])
+                    body += _blob_size(hs.size[2 * j]) + _blob_size(hs.size[2 * j + 1])
+            body += _uvsize(_zig32(<int32_t>nh))
+            if body > 0x7FFFFFFF:
+                raise EncodeError(f"record of {body} bytes: its length does not fit in an int32", f"records[{i}]")
+            total = _uvsize(_zig32(<int32_t>body)) + body
+            p = w._reserve(total)
+            p = _wv(p, _zig32(<int32_t>body))
+            p[0] = 0
+            p = _wv(p + 1, _zig64(tdelta))
+            p = _wv(p, _zig32(<int32_t>delta))
+            p = _wblob(p, kptr, klen)
+            p = _wblob(p, vptr, vlen)
+            p = _wv(p, _zig32(<int32_t>nh))
+            for j in range(2 * nh):
+                p = _wblob(p, hs.ptr[j], hs.size[j])
+            if held:
+                drop_items(hrefs, held, hsmall)
+                held = 0
+    finally:
+        if held:
+            drop_items(hrefs, held, hsmall)
     if max_timestamp is not None:
         max_ts = max_given
     cdef int attrs = c | (0x08 if timestamp_type else 0) | (0x10 if transactional else 0) | (0x20 if control else 0) \
