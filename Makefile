@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 
-.PHONY: all demo test test-compiled test-pure bench bench-report wheel build regen check-generated peers clean fuzz fuzz-native sanitize
+.PHONY: all demo test test-compiled test-pure bench bench-report bench-capture wheel build regen check-generated peers clean fuzz fuzz-native sanitize
 
 # Tests that need a real peer fail (never skip) when it cannot be started.
 export KAFKAPROTO_REQUIRE_ORACLE := 1
@@ -43,19 +43,26 @@ demo: build
 test: build peers
 	$(MAKE) --no-print-directory test-compiled test-pure
 
-# Real peers on loopback: Kafka's Java classes (oracle), the tansu broker,
-# librdkafka's mock cluster and real clients.
+# Real peers on loopback: Apache Kafka 4.4.0 (broker, tools, clients) and
+# kafka-clients 3.9.1 from Maven Central, Kafka's Java classes as the oracle,
+# the tansu broker, librdkafka's mock cluster and real clients.
 peers: $(STAMP)
-	PYTHON=$(abspath $(PY)) bash tools/peers/setup_java_oracle.sh
+	bash tools/peers/fetch_kafka.sh
+	bash tools/peers/setup_java_oracle.sh
 	PYTHON=$(abspath $(PY)) bash tools/peers/install_peers.sh
 
 test-compiled:
 	KAFKAPROTO_EXPECT_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
 
 # The peers' own self-tests do not depend on the implementation: run once.
+# So do the Kafka client scenarios: the compiled pass records them once and
+# checks every frame in both engines (the twin in a child process), then
+# measures the example broker against the same run.
 test-pure:
 	KAFKAPROTO_PURE=1 $(PY) -m pytest -q -p no:cacheprovider -m "not compiled_only" \
-		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/oracle/test_java_oracle_selftest.py \
+		--ignore=tests/peers/test_peers_selftest.py --ignore=tests/peers/test_kafka_selftest.py \
+		--ignore=tests/oracle/test_java_oracle_selftest.py --ignore=tests/test_kafka_conformance.py \
+		--ignore=tests/test_kafka_vs_mini.py --ignore=tests/test_kafka_conformance_cluster.py \
 		$(PYTEST_ARGS) tests
 
 # Every fuzz target (tests/support/fuzz_targets.py) under atheris for FUZZ_SECONDS each,
@@ -84,6 +91,16 @@ bench: build
 BENCH_REPORT_ARGS ?= --size 1G --big 2G --master local[2]
 bench-report: build
 	$(PY) bench/report_bench.py $(BENCH_REPORT_ARGS)
+
+# The capture pipeline in CPU time per MB, stage by stage (the pcap read alone,
+# the decode pass, inspect, the report whole / in byte ranges / rolled into 64
+# files, a 200 kB capture end to end) beside tshark's Kafka dissector, over a
+# synthetic mixed capture written once under build/bench-capture/ (tshark:
+# make peers).  SIZE=256M for a quick run.
+SIZE ?= 1G
+BENCH_CAPTURE_ARGS ?=
+bench-capture: build
+	$(PY) bench/capture_bench.py --size $(SIZE) $(BENCH_CAPTURE_ARGS)
 
 # The message classes and their stubs from Kafka's schemas (../shared/kafka-schemas);
 # the test suite fails if the committed output differs from a fresh run.

@@ -53,6 +53,7 @@ def extensions():
         "kafkaproto.arrow._frames": "src/kafkaproto/arrow/_frames.pyx",
         "kafkaproto.arrow._records": "src/kafkaproto/arrow/_records.pyx",
         "kafkaproto.capture._scan": "src/kafkaproto/capture/_scan.pyx",
+        "kafkaproto.log._text": "src/kafkaproto/log/_text.pyx",
     }
     exts = [Extension(name, [path], extra_compile_args=compile_args, extra_link_args=link_args,
                       define_macros=macros) for name, path in modules.items()]

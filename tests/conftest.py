@@ -41,5 +41,14 @@ def compiled():
 
 
 # Real peers, started by the tests themselves (see tools/peers/).
-from oracle.conftest_oracle import java_oracle  # noqa: E402,F401
-from peers.conftest_peers import mock_cluster, recording_proxy, tansu, tansu_behind_proxy  # noqa: E402,F401
+from oracle.conftest_oracle import java_oracle, java_oracle_for, java_oracle_legacy  # noqa: E402,F401
+from peers.conftest_peers import (  # noqa: E402,F401
+    kafka_broker,
+    kafka_broker_factory,
+    kafka_cluster,
+    kafka_conformance,
+    mock_cluster,
+    recording_proxy,
+    tansu,
+    tansu_behind_proxy,
+)

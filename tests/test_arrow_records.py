@@ -10,8 +10,9 @@ import pytest
 
 from kafkaproto import arrow
 from kafkaproto import records as R
+from kafkaproto.errors import KafkaProtocolError
 from support.arrow_expected import as_rows, expected_records
-from support.records_util import T0, blobs_for, damaged, some_records
+from support.records_util import CODECS, T0, blobs_for, damaged, some_records
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -83,3 +84,79 @@ def test_spark_shape_types():
     assert out.schema.field("timestampType").type == pa.int32()
     assert out.column("headers").to_pylist() == [[{"key": "a", "value": b"b"}]]
     assert np.asarray(out.column("row")).tolist() == [0]
+
+
+def _header_row(b, kept):
+    """What the batches table says of a whole batch, from the object decoder."""
+    ctl = b.records[0].control if b.is_control and len(b.records) else None
+    return {"position": b.offset, "magic": b.magic, "codec": b.attributes & 7, "bytes": b.size, "records": kept,
+            "truncated": False, "base_offset": b.base_offset, "last_offset": b.last_offset, "count": b.record_count,
+            "leader_epoch": b.partition_leader_epoch, "crc": b.crc, "attributes": b.attributes,
+            "base_timestamp": b.base_timestamp, "max_timestamp": b.max_timestamp, "producer_id": b.producer_id,
+            "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+            "control_type": -1 if ctl is None else int(ctl.type),
+            "coordinator_epoch": -1 if ctl is None or ctl.coordinator_epoch is None else ctl.coordinator_epoch,
+            "error": None}
+
+
+@pytest.mark.parametrize("control", [False, True])
+def test_batch_header_fields_agree_with_objects(control):
+    rng = random.Random(f"headers{control}")
+    blobs = blobs_for(rng)
+    recs, walked = arrow.records(pa.array(blobs, pa.large_binary()), batches=True, control=control)
+    want = []
+    for row, blob in enumerate(blobs):
+        for b in R.decode(blob):
+            if b.truncated:
+                continue
+            kept = sum(control or r.control is None for r in b.records)
+            want.append(dict(_header_row(b, kept), row=row))
+    got = [r for r in walked.to_pylist() if not r["truncated"]]
+    assert got == want
+    assert recs.num_rows == sum(w["records"] for w in want)
+    assert any(w["control_type"] == 1 for w in want) and any(w["magic"] < 2 for w in want)
+    # control records as rows: their key and value as stored
+    markers = [r for b in (x for blob in blobs for x in R.decode(blob) if not x.truncated) if b.is_control
+               for r in b.records]
+    offsets = set(recs.column("offset").to_pylist())
+    assert all((m.offset in offsets) == control for m in markers) and markers
+
+
+@pytest.mark.parametrize("check_crc", [True, False])
+def test_partial_walk_keeps_the_batches_before_a_bad_one(check_crc):
+    rng = random.Random(f"partial{check_crc}")
+    good = [R.encode(some_records(rng, 3), base_offset=10 * k, codec=c) for k, c in enumerate(CODECS)]
+    bad = bytearray(R.encode(some_records(rng, 2), base_offset=100))
+    bad[-2] ^= 0xFF  # a record's bytes: a CRC mismatch, or (unchecked) whatever the record walk finds
+    blob = b"".join(good[:3]) + bytes(bad) + b"".join(good[3:])
+    recs, walked = arrow.records([blob], batches=True, partial=True, check_crc=check_crc)
+    before = [r for g in good[:3] for b in R.decode(g) for r in b.records]
+    stopped = walked.filter(walked.column("error").is_valid()).to_pylist()
+    if check_crc or stopped:
+        assert recs.column("offset").to_pylist() == [r.offset for r in before]
+        assert recs.column("error").null_count == recs.num_rows  # no error row: the batch has the error
+        (fail,) = stopped
+        assert fail["position"] == sum(map(len, good[:3])) and fail["bytes"] == len(bad)
+        assert fail["base_offset"] == 100 and fail["magic"] == 2 and fail["records"] == 0
+        with pytest.raises(KafkaProtocolError) as exc:
+            list(R.decode(bytes(bad)))
+        assert fail["error"].split(": ", 1)[1] == str(exc.value).split(": ", 1)[1]
+    # the same blob read whole: one error row, none of its records
+    whole = arrow.records([blob], check_crc=check_crc)
+    assert (whole.num_rows == 1 and whole.column("error")[0].is_valid) == bool(stopped)
+    assert check_crc <= bool(stopped)
+
+
+def test_partial_walk_of_garbage_and_cut_batches():
+    rng = random.Random(5)
+    one = R.encode(some_records(rng, 2), base_offset=7)
+    recs, walked = arrow.records([one + b"\x00" * 40, one + one[:30], one + b"\xff" * 5], batches=True, partial=True)
+    rows = walked.to_pylist()
+    assert recs.column("row").to_pylist() == [0, 0, 1, 1, 2, 2]
+    zero = rows[1]
+    assert zero["position"] == len(one) and zero["bytes"] == -1 and zero["base_offset"] == 0
+    assert "size 0 below the minimum of 14" in zero["error"]
+    cut = rows[3]
+    assert cut["truncated"] and cut["bytes"] == 30 and cut["base_offset"] == 7 and cut["error"] is None
+    tail = rows[5]
+    assert tail["truncated"] and tail["bytes"] == 5 and tail["base_offset"] == -1

@@ -1,7 +1,9 @@
 """The example broker (examples/mini_broker.py) serving real clients:
 confluent-kafka, kafka-python and aiokafka produce with every codec (acks=0
 and idempotent producers included) and read back, by assignment and through
-consumer groups, with offsets committed and resumed."""
+consumer groups, with offsets committed and resumed; they commit and abort
+transactions that read_committed consumers honour, and their admin clients
+list and describe groups and describe configs."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from kafkaproto import ErrorCode
+from kafkaproto import messages as M
+from kafkaproto import records as R
 from kafkaproto.messages import JoinGroupRequest, MetadataRequest
 from kafkaproto.protocol import api_versions_handshake, send_request
 from peers import clients
@@ -207,6 +211,302 @@ def test_two_members_share_the_partitions(broker):
 
 
 # --------------------------------------------------------------------------
+# transactions: (records, offsets to commit for the group, commit?) each
+
+
+def transact_confluent(bootstrap, topic, group, transactions):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}",
+                         "linger.ms": 5})
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})  # only for its group metadata
+    try:
+        producer.init_transactions(20)
+        for recs, offsets, commit in transactions:
+            producer.begin_transaction()
+            for r in recs:
+                producer.produce(topic, value=r["value"], key=r["key"], partition=0)
+            producer.flush(20)
+            producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                                 member.consumer_group_metadata(), 20)
+            producer.commit_transaction(20) if commit else producer.abort_transaction(20)
+    finally:
+        member.close()
+
+
+def transact_kafka_python(bootstrap, topic, group, transactions):
+    from kafka import KafkaProducer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}",
+                             linger_ms=5, max_block_ms=20000)
+    try:
+        producer.init_transactions()
+        for recs, offsets, commit in transactions:
+            producer.begin_transaction()
+            for r in recs:
+                producer.send(topic, value=r["value"], key=r["key"], partition=0)
+            producer.flush()
+            producer.send_offsets_to_transaction(
+                {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}, group)
+            producer.commit_transaction() if commit else producer.abort_transaction()
+    finally:
+        producer.close(timeout=5)
+
+
+def transact_aiokafka(bootstrap, topic, group, transactions):
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.structs import TopicPartition
+
+    async def run():
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}",
+                                    linger_ms=5)
+        await producer.start()
+        try:
+            for recs, offsets, commit in transactions:
+                await producer.begin_transaction()
+                for r in recs:
+                    await producer.send_and_wait(topic, value=r["value"], key=r["key"], partition=0)
+                await producer.send_offsets_to_transaction(
+                    {TopicPartition(t, p): o for (t, p), o in offsets.items()}, group)
+                await (producer.commit_transaction() if commit else producer.abort_transaction())
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(run(), 60))
+
+
+def consume_aiokafka(bootstrap, topic, n, timeout=20.0, *, config=None):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    async def run():
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                    fetch_max_wait_ms=100, **(config or {}))
+        await consumer.start()
+        out, deadline = [], time.monotonic() + timeout
+        try:
+            consumer.assign([TopicPartition(topic, 0)])
+            while len(out) < n and time.monotonic() < deadline:
+                for msgs in (await consumer.getmany(timeout_ms=200)).values():
+                    out += [{"key": m.key, "value": m.value, "offset": m.offset} for m in msgs]
+        finally:
+            await consumer.stop()
+        return out
+
+    return asyncio.run(run())
+
+
+TRANSACT = {"confluent": transact_confluent, "kafka_python": transact_kafka_python, "aiokafka": transact_aiokafka}
+READ_COMMITTED = {
+    "confluent": lambda b, t, n: clients.consume_confluent(b, t, n, timeout=20, partitions=[0],
+                                                           config={"isolation.level": "read_committed"}),
+    "kafka_python": lambda b, t, n: clients.consume_kafka_python(b, t, n, timeout=20, partitions=[0],
+                                                                 config={"isolation_level": "read_committed"}),
+    "aiokafka": lambda b, t, n: consume_aiokafka(b, t, n, config={"isolation_level": "read_committed"}),
+}
+
+
+def committed_offset(bootstrap, group, topic, partition):
+    host, port = bootstrap.rsplit(":", 1)
+    OF = M.OffsetFetchRequest
+    got = send_request(host, int(port), OF(group_id=group, topics=[OF.OffsetFetchRequestTopic(
+        name=topic, partition_indexes=[partition])]), 7)
+    return got.topics[0].partitions[0].committed_offset
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_transactions_commit_and_abort(broker, client):
+    topic, group = clients.unique_topic("txn"), f"g-{uuid.uuid4().hex[:8]}"
+    assert clients.create_topic(broker, topic, partitions=1) == 1
+    first, dropped, last = some_records(3, b"-first"), some_records(2, b"-aborted"), some_records(2, b"-last")
+    TRANSACT[client](broker, topic, group, [(first, {("in", 0): 5}, True), (dropped, {("in", 0): 9}, False),
+                                            (last, {("in", 1): 2}, True)])
+    values = [r["value"] for r in first + last]
+    # a read_committed consumer of the same client: the aborted records, between the others, never show
+    assert [r["value"] for r in READ_COMMITTED[client](broker, topic, len(values))] == values
+    everything = clients.consume_confluent(broker, topic, 7, timeout=20, partitions=[0],
+                                           config={"isolation.level": "read_uncommitted"})
+    assert [r["value"] for r in everything] == [r["value"] for r in first + dropped + last]
+    # offsets sent with a transaction count once it commits, never when it aborts
+    assert (committed_offset(broker, group, "in", 0), committed_offset(broker, group, "in", 1)) == (5, 2)
+
+
+def test_an_open_transaction_holds_read_committed_back_until_it_ends(broker):
+    """The coordinator step by step with the library's own client: the last
+    stable offset, fencing by a new epoch, the aborted-transaction list, offsets
+    committed with a transaction and OffsetFetch's require_stable."""
+    host, port = broker.rsplit(":", 1)
+    port = int(port)
+    topic, group, tid = clients.unique_topic("open"), f"g-{uuid.uuid4().hex[:8]}", f"tx-{uuid.uuid4().hex[:8]}"
+    assert clients.create_topic(broker, topic, partitions=1) == 1
+    init = send_request(host, port, M.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert (init.error_code, epoch) == (0, 0)
+    A = M.AddPartitionsToTxnRequest
+    added = send_request(host, port, A(v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+                                       v3_and_below_producer_epoch=epoch, v3_and_below_topics=[
+                                           A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), 3)
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    P = M.ProduceRequest
+    blob = R.encode([(b"k", b"open")], transactional=True, producer_id=pid, producer_epoch=epoch, base_sequence=0)
+    produced = send_request(host, port, P(transactional_id=tid, acks=-1, timeout_ms=1000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=[P.PartitionProduceData(index=0, records=blob)])]), 9)
+    assert produced.responses[0].partition_responses[0].error_code == 0
+
+    def fetch(isolation):
+        F = M.FetchRequest
+        got = send_request(host, port, F(max_wait_ms=0, isolation_level=isolation, topics=[F.FetchTopic(
+            topic=topic, partitions=[F.FetchPartition(partition=0, partition_max_bytes=1 << 20)])]), 11)
+        part = got.responses[0].partitions[0]
+        batches = list(R.decode(part.records or b""))
+        return (part.high_watermark, part.last_stable_offset, [(a.producer_id, a.first_offset) for a in
+                                                              part.aborted_transactions or ()],
+                [(b.is_control, [r.value for r in b.records]) for b in batches])
+
+    assert fetch(1) == (1, 0, [], [])                         # open: nothing for read_committed
+    assert fetch(0) == (1, 0, [], [(False, [b"open"])])       # read_uncommitted sees it
+    again = send_request(host, port, M.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4)
+    assert (again.producer_id, again.producer_epoch) == (pid, epoch + 1)   # the open transaction is aborted
+    end = M.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True)
+    assert send_request(host, port, end, 3).error_code == ErrorCode.INVALID_PRODUCER_EPOCH  # fenced
+    hw, lso, aborted, batches = fetch(1)
+    assert (hw, lso, aborted) == (2, 2, [(pid, 0)]) and batches[0] == (False, [b"open"]) and batches[1][0]
+    L = M.ListOffsetsRequest
+    listed = send_request(host, port, L(replica_id=-1, isolation_level=1, topics=[L.ListOffsetsTopic(
+        name=topic, partitions=[L.ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 5)
+    assert listed.topics[0].partitions[0].offset == 2
+    # offsets with a transaction: AddOffsetsToTxn first; pending until EndTxn commits them
+    epoch += 1
+    C = M.TxnOffsetCommitRequest
+    commit = C(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, topics=[
+        C.TxnOffsetCommitRequestTopic(name=topic, partitions=[C.TxnOffsetCommitRequestPartition(
+            partition_index=0, committed_offset=2)])])
+    assert send_request(host, port, commit, 3).topics[0].partitions[0].error_code == ErrorCode.INVALID_TXN_STATE
+    assert send_request(host, port, M.AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid,
+                                                             producer_epoch=epoch, group_id=group), 3).error_code == 0
+    assert send_request(host, port, commit, 3).topics[0].partitions[0].error_code == 0
+    OF = M.OffsetFetchRequest
+    stable = OF(group_id=group, require_stable=True, topics=[OF.OffsetFetchRequestTopic(name=topic,
+                                                                                       partition_indexes=[0])])
+    assert send_request(host, port, stable, 7).topics[0].partitions[0].error_code == \
+        ErrorCode.UNSTABLE_OFFSET_COMMIT
+    end.producer_epoch = epoch
+    assert send_request(host, port, end, 3).error_code == 0
+    assert send_request(host, port, stable, 7).topics[0].partitions[0].committed_offset == 2
+
+
+# --------------------------------------------------------------------------
+# admin clients: groups and configs
+
+
+@contextlib.contextmanager
+def stable_member(bootstrap, topic, group):
+    """A confluent-kafka consumer in ``group``, kept polling (so Stable) while the block runs."""
+    import threading
+
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "the-member",
+                         "heartbeat.interval.ms": 200})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 20
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.1)
+    assert consumer.assignment(), "the member got no partitions"  # (not called while another thread polls)
+    stop = threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            consumer.poll(0.1)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        poller.join()
+        consumer.close()
+
+
+def admin_confluent(bootstrap, group, topic):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = {g.group_id: g.state.name for g in admin.list_consumer_groups().result(20).valid}
+    d = admin.describe_consumer_groups([group])[group].result(20)
+    members = [(m.client_id, sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
+               for m in d.members]
+    configs = {}
+    for fut in admin.describe_configs([ConfigResource("topic", topic), ConfigResource("broker", "0")]).values():
+        configs.update({k: v.value for k, v in fut.result(20).items()})
+    return listed, d.state.name, members, configs
+
+
+def admin_kafka_python(bootstrap, group, topic):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listed = {g["group_id"]: g["group_state"].upper() for g in admin.list_groups()}
+        d = admin.describe_groups([group])[group]
+        members = [(m["client_id"], sorted((a["topic"], p) for a in m["member_assignment"]["assigned_partitions"]
+                                           for p in a["partitions"])) for m in d["members"]]
+        got = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic),
+                                      ConfigResource(ConfigResourceType.BROKER, "0")], config_filter="all")
+        configs = {k: v["value"] for kind in got.values() for res in kind.values() for k, v in res.items()}
+    finally:
+        admin.close()
+    return listed, d["group_state"].upper(), members, configs
+
+
+def admin_aiokafka(bootstrap, group, topic):
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    async def run():
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            listed = {g: "?" for g, _protocol in await admin.list_consumer_groups()}  # no states in its answer
+            (resp,) = await admin.describe_consumer_groups([group])
+            (g,) = resp.to_object()["groups"]
+            members = []
+            for m in g["members"]:
+                assigned = ConsumerProtocolMemberAssignment.decode(m["member_assignment"]).partitions()
+                members.append((m["client_id"], sorted((tp.topic, tp.partition) for tp in assigned)))
+            configs = {}
+            for r in await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic),
+                                                   ConfigResource(ConfigResourceType.BROKER, "0")]):
+                for res in r.to_object()["resources"]:
+                    configs.update({c["config_names"]: c["config_value"] for c in res["config_entries"]})
+            return listed, g["state"].upper(), members, configs
+        finally:
+            await admin.close()
+
+    return asyncio.run(asyncio.wait_for(run(), 60))
+
+
+ADMINS = {"confluent": admin_confluent, "kafka_python": admin_kafka_python, "aiokafka": admin_aiokafka}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_admin_clients_list_and_describe_groups_and_configs(broker, client):
+    topic, group = clients.unique_topic("admin"), f"g-{uuid.uuid4().hex[:8]}"
+    assert clients.create_topic(broker, topic, partitions=PARTITIONS) == PARTITIONS
+    with stable_member(broker, topic, group):
+        listed, state, members, configs = ADMINS[client](broker, group, topic)
+    assert listed[group] in ("STABLE", "?")
+    assert state == "STABLE"
+    assert members == [("the-member", [(topic, p) for p in range(PARTITIONS)])]
+    assert configs["cleanup.policy"] == "delete" and configs["message.timestamp.type"] == "CreateTime"
+    assert configs["num.partitions"] == str(PARTITIONS) and configs["node.id"] == "0"
+
+
+# --------------------------------------------------------------------------
 # the broker's own behaviour
 
 
@@ -311,10 +611,37 @@ def test_every_advertised_version_is_answered(broker):
             C.OffsetCommitRequestTopic(name=topic, partitions=[C.OffsetCommitRequestPartition(
                 partition_index=1, committed_offset=2, committed_metadata="m")])]), step)
         assert committed.topics[0].partitions[0].error_code == 0
+        # a transaction that writes to partition 0 and commits the group's offset of partition 0 with it
+        tid = f"tx-{group}"
+        init = call(M.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), step)
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert (init.error_code, epoch) == (0, 0)
+        A = M.AddPartitionsToTxnRequest
+        added = call(A(v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+                       v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), step)
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        assert call(M.AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0, group_id=group),
+                    step).error_code == 0
+        T = M.TxnOffsetCommitRequest
+        txn_commit = call(T(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=0, topics=[
+            T.TxnOffsetCommitRequestTopic(name=topic, partitions=[T.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=1, committed_metadata="t")])]), step)
+        assert txn_commit.topics[0].partitions[0].error_code == 0
+        assert call(M.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0, committed=True),
+                    step).error_code == 0
         OF = M.OffsetFetchRequest
         offsets = call(OF(group_id=group, topics=[OF.OffsetFetchRequestTopic(name=topic, partition_indexes=[0, 1])]),
                        step)
-        assert [(p.committed_offset, p.metadata) for p in offsets.topics[0].partitions] == [(-1, ""), (2, "m")]
+        assert [(p.committed_offset, p.metadata) for p in offsets.topics[0].partitions] == [(1, "t"), (2, "m")]
+        assert group in [g.group_id for g in call(M.ListGroupsRequest(), step).groups]
+        (described,) = call(M.DescribeGroupsRequest(groups=[group]), step).groups
+        assert (described.group_state, described.protocol_data) == ("Stable", "range")
+        assert [(m.member_id, m.member_metadata, m.member_assignment) for m in described.members] == [
+            (me, b"meta", b"mine")]
+        D = M.DescribeConfigsRequest
+        (configs,) = call(D(resources=[D.DescribeConfigsResource(resource_type=2, resource_name=topic,
+                                                                 configuration_keys=["retention.ms"])]), step).results
+        assert (configs.error_code, [(c.name, c.value) for c in configs.configs]) == (0, [("retention.ms", "-1")])
         left = call(M.LeaveGroupRequest(group_id=group, member_id=me, members=[
             M.LeaveGroupRequest.MemberIdentity(member_id=me)]), step)
         assert left.error_code == 0

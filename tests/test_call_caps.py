@@ -296,3 +296,25 @@ def test_the_issue_bombs_stay_within_the_bound_at_the_default_caps(bomb, how):
     limit, rise = run.stdout.split()
     assert limit.startswith(f"max_{bomb}_per_call"), run.stdout
     assert int(rise) < bound(*caps), (bomb, how, int(rise))
+
+
+# ---------------------------------------------------------------------------
+# the log reader walks a segment in windows: one arrow.records call each
+
+
+def test_a_log_window_that_reaches_the_call_caps_ends_there_and_the_next_reads_on(tmp_path):
+    from kafkaproto import log
+    from support.kafka_log import simple_partition
+
+    w = simple_partition(tmp_path, 200, segment_bytes=1 << 20)  # 40 batches of 5 records
+    kl = log.open_log(w.folder)
+    [seg] = kl.partitions[0].segments
+    items = list(kl.scan(seg, limits={"max_records_per_call": 12}))  # two batches a window, not three
+    windows = [i for i in items if isinstance(i, log.Window)]
+    assert not [i for i in items if isinstance(i, log.LogProblem)]
+    assert [win.batches.num_rows for win in windows] == [2] * 20
+    assert [o for win in windows for o in win.records.column("offset").to_pylist()] == list(range(200))
+    # a single batch over the caps is a bad batch, as one over the batch caps is
+    items = list(kl.scan(seg, limits={"max_records_per_call": 3}))
+    problems = [i for i in items if isinstance(i, log.LogProblem)]
+    assert problems and "above max_records_per_call=3" in problems[0].message

@@ -1,5 +1,7 @@
-"""The shipped capture sample (tools/record_sample.py): the pcap and the taps'
-tables decode completely and tell the same story."""
+"""The shipped capture samples (tools/record_sample.py): the pcaps and the taps'
+tables decode completely and tell the same story.  kafka.pcap holds tansu and
+librdkafka's mock cluster; kafka44.pcap (``--kafka``) Apache Kafka 4.4 and
+every client scenario of tests/peers/kafka_scenarios.py."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from kafkaproto.capture.dissect import dissect
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "capture"
 MANIFEST = json.loads((SAMPLE / "produced.json").read_text())
 PORTS = {name: ports for name, ports in MANIFEST["brokers"].items()}
+KAFKA_MANIFEST = json.loads((SAMPLE / "kafka44.json").read_text())
 
 
 def decode_all(path, **kw):
@@ -77,3 +80,34 @@ def test_produced_values_are_in_the_uncompressed_produce_requests():
         for rec in run["records"]:
             if rec["value"]:
                 assert base64.b64decode(rec["value"]) in produce[run["topic"]], (run["topic"], rec)
+
+
+def test_kafka_sample_decodes_completely():
+    pcap = SAMPLE / KAFKA_MANIFEST["pcap"]
+    assert pcap.stat().st_size + sum(f.stat().st_size for f in (SAMPLE / "tap-kafka44").iterdir()) < 1 << 20
+    detected, acc = decode_all(pcap)
+    given, _ = decode_all(pcap, ports=KAFKA_MANIFEST["brokers"]["kafka"])
+    key = lambda d: (d.frame.conn.client, d.frame.correlation_id, bytes(d.frame.frame))  # noqa: E731
+    assert list(map(key, detected)) == list(map(key, given))
+    # every payload byte decoded, or a retransmission of one that was (loopback retransmits too)
+    assert acc.gaps == 0 and acc.bytes.keys() <= {"decoded", "duplicate"}
+    assert acc.bytes["decoded"] + acc.bytes.get("duplicate", 0) == acc.payload_bytes_total
+    assert acc.frames.keys() == {"decoded"}
+    assert acc.kafka_connections == acc.connections > 40
+    assert all(d.error is None for d in detected)
+    # what the conformance tests exchange (docs/kafka-conformance.md): every api key the broker advertises
+    advertised = {k.api_key for d in detected if d.frame.api_key == 18 and d.frame.direction == "response"
+                  and d.message.error_code == 0 for k in d.message.api_keys}
+    assert len(advertised) > 70
+    assert {d.frame.api_key for d in detected} == advertised
+    clients = {s["client"] for s in KAFKA_MANIFEST["steps"] if s["ok"]}
+    assert clients == {"Java", "kafkajs", "confluent-kafka", "kafka-python", "aiokafka", "kafkaproto"}
+
+
+def test_kafka_tap_records_the_frames_tcpdump_saw():
+    """tcpdump watched the tap -> Kafka side: the same frames, byte for byte."""
+    pcap, _ = decode_all(SAMPLE / KAFKA_MANIFEST["pcap"], ports=KAFKA_MANIFEST["brokers"]["kafka"])
+    tap, acc = decode_all(SAMPLE / KAFKA_MANIFEST["taps"]["kafka"])
+    key = lambda d: (d.frame.direction, d.frame.api_key, d.frame.api_version, bytes(d.frame.frame))  # noqa: E731
+    assert collections.Counter(map(key, pcap)) == collections.Counter(map(key, tap))
+    assert acc.frames.keys() == {"decoded"} and len(tap) > 500

@@ -180,8 +180,7 @@ def test_librdkafka_traffic_decodes_and_reencodes(librdkafka_bootstrap, java_ora
             trailing[name] = trailing.get(name, []) + [ex.request_frame[ex.request_end:].hex()]
             _, offset = decode_request_header(memoryview(ex.request_frame), request_header_version(ex.api_key,
                                                                                                    ex.version))
-            # kafka-clients 3.9.1 stops at Metadata v12, whose request layout v13 keeps
-            java = java_oracle.decode(ex.api_key, "request", min(ex.version, 12), ex.request_frame[offset:])
+            java = java_oracle.decode(ex.api_key, "request", ex.version, ex.request_frame[offset:])
             assert java["trailing"] == extra and java["reencoded"] == ex.request_frame[offset:ex.request_end]
         assert ex.response is not None, name
     # whether the bootstrap includes an all-topics Metadata request depends on timing;
@@ -229,10 +228,9 @@ def test_metadata_flexible_replies_carry_one_extra_byte(mock_cluster, java_oracl
             assert extra == (1 if version >= 9 else 0), version
             if extra:
                 assert frame[end:] == b"\x00"
-            if version <= 12:  # kafka-clients 3.9.1 knows Metadata up to v12
-                java = java_oracle.decode(3, "response", version, _body(frame, 3, version))
-                assert java["trailing"] == extra, version
-                assert java["reencoded"] == msg.encode(version)
+            java = java_oracle.decode(3, "response", version, _body(frame, 3, version))
+            assert java["trailing"] == extra, version
+            assert java["reencoded"] == msg.encode(version)
 
 
 # ---------------------------------------------------------------------------

@@ -1,86 +1,123 @@
-"""Kafka's own Java classes (kafka-clients 3.9.1) read kafkaproto's bytes and
-write them back byte for byte, for every API and version both know."""
+"""Kafka's own Java classes against kafkaproto, both ways, for every (message,
+version) the schemas have: Kafka 4.4's against kafka-clients 4.4.0, and the
+versions Kafka 4.0 removed (``SNAPSHOT_ONLY_VERSIONS``, flagged
+``removed_in_kafka4``) against kafka-clients 3.9.1.
+
+* ours -> Java: Kafka reads the bytes kafkaproto writes, leaves none, writes
+  them back byte for byte, and holds the same value in every field;
+* Java -> ours: Kafka writes a message from the JSON of the same value (its
+  strict converter: every field of the version must be there, and none
+  else), kafkaproto reads Kafka's bytes to an equal message, field by field,
+  and writes them back byte for byte.
+
+Messages are requests, responses, the two headers and the data schemas
+(consumer protocol, control records, KRaft records...).  The hand-written
+vectors of tests/test_messages_newer.py are a second check of the newest
+versions.
+"""
 
 import random
+import zlib
 
 import pytest
 
 from kafkaproto import request_header_version, response_header_version
-from kafkaproto.messages import APIS, request_class, response_class
-from support.message_values import random_message, to_kafka_json
+from kafkaproto.messages import CLASSES, get
+from kafkaproto.messages._runtime import versions_mask
+from oracle.conftest_oracle import get_oracle
+from oracle.java_oracle import KAFKA, LEGACY_KAFKA, JavaOracle
+from support.message_values import RENAMED, compare_with_java, random_message, tagged_paths, to_kafka_json
 
 pytestmark = pytest.mark.peers
 
-# Fields Kafka renamed after 3.9.1 without changing the bytes: (class, Java 3.9.1's name) -> ours.
-RENAMED = {
-    ("VoteRequest", "candidateEpoch"): "replicaEpoch", ("VoteRequest", "candidateId"): "replicaId",
-    ("VoteRequest", "candidateDirectoryId"): "replicaDirectoryId",
-    ("ListConfigResourcesResponse", "clientMetricsResources"): "configResources",
-    ("ListConfigResourcesResponse", "name"): "resourceName",
-    ("TxnOffsetCommitRequest", "generationId"): "generationIdOrMemberEpoch",
-}
 SEEDS = 4
+# which of our classes' version sets each oracle checks
+LAYERS = {KAFKA: "NEWEST_VERSIONS", LEGACY_KAFKA: "SNAPSHOT_ONLY_VERSIONS"}
 
 
-@pytest.fixture(scope="module")
-def java_versions(java_oracle):
+def _versions(spec: str) -> list[int]:
+    mask = versions_mask(spec)
+    return [v for v in range(64) if mask >> v & 1]
+
+
+def pairs(kafka_version: str) -> list[tuple[type, int]]:
+    """Every (message class, version) the given oracle checks."""
     out = []
-    for api in java_oracle.versions():
-        for ver in api["versions"]:
-            v = ver["version"]
-            if api["latest_version_is_unstable"] and v == api["latest_version"]:
-                continue  # pre-release layouts that Kafka redefined later
-            out.append((api["api_key"], v, ver))
+    for cls in sorted({get(name) for name in CLASSES}, key=lambda c: c.NAME):  # old names alias new classes
+        out += [(cls, v) for v in _versions(getattr(cls, LAYERS[kafka_version]))]
     return out
 
 
-def _compare(ours, java, path, name, problems):
-    if isinstance(java, dict):
-        for k, jv in java.items():
-            mine = k if k in ours else RENAMED.get((name, k))
-            if mine not in ours:
-                problems.append(f"{path}.{k} missing")
-                continue
-            _compare(ours[mine], jv, f"{path}.{k}", name, problems)
-    elif isinstance(java, list):
-        if not isinstance(ours, list) or len(ours) != len(java):
-            problems.append(f"{path}: {ours!r} != {java!r}")
-            return
-        for i, (a, b) in enumerate(zip(ours, java)):
-            _compare(a, b, f"{path}[{i}]", name, problems)
-    elif isinstance(java, float) or isinstance(ours, float):
-        if float(ours) != float(java):
-            problems.append(f"{path}: {ours!r} != {java!r}")
-    elif ours != java:
-        problems.append(f"{path}: {ours!r} != {java!r}")
+@pytest.fixture(scope="module", params=[KAFKA, LEGACY_KAFKA])
+def oracle(request) -> JavaOracle:
+    return get_oracle(request.param)
 
 
-def test_every_java_api_has_a_schema_here(java_versions):
-    for key, v, _ in java_versions:
-        assert key in APIS
-        assert request_class(key).supports(v) and response_class(key).supports(v), (key, v)
+def _renamed_json(json, name):
+    """Our JSON with 3.9.1's field names, for its strict converter."""
+    back = {(n, ours): theirs for (n, theirs), ours in RENAMED.items()}
+    if isinstance(json, dict):
+        return {back.get((name, k), k): _renamed_json(v, name) for k, v in json.items()}
+    if isinstance(json, list):
+        return [_renamed_json(v, name) for v in json]
+    return json
 
 
-def test_header_versions_agree(java_oracle, java_versions):
-    replies = java_oracle.request_many({"op": "header_versions", "api_key": k, "version": v}
-                                       for k, v, _ in java_versions)
-    for (key, v, _), rep in zip(java_versions, replies):
+def _diff(ours, theirs, path=""):
+    """The first fields where two decoded messages differ (a readable failure)."""
+    a = ours.to_dict() if hasattr(ours, "to_dict") else ours
+    b = theirs.to_dict() if hasattr(theirs, "to_dict") else theirs
+    out = []
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in a.keys() | b.keys():
+            if a.get(k) != b.get(k):
+                out += _diff(a.get(k), b.get(k), f"{path}.{k}") or [f"{path}.{k}"]
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += _diff(x, y, f"{path}[{i}]")
+    elif a != b:
+        out.append(f"{path}: {a!r} != {b!r}")
+    return out[:5]
+
+
+def test_the_oracles_know_exactly_our_versions(oracle):
+    """kafka-clients 4.4.0 has exactly the versions of our newest schemas for
+    every message; 3.9.1 has every version 4.0 removed."""
+    checked = pairs(oracle.kafka_version)
+    classes = {cls: [v for c, v in checked if c is cls] for cls, _ in checked}
+    java = oracle.message_versions(JavaOracle.java_class(cls) for cls in classes)
+    for cls, versions in classes.items():
+        got = java[JavaOracle.java_class(cls)]
+        assert got is not None, f"kafka-clients {oracle.kafka_version} has no {JavaOracle.java_class(cls)}"
+        lo, hi = got
+        if oracle.kafka_version == KAFKA:
+            assert versions == list(range(lo, hi + 1)), (cls.NAME, versions, got)
+        else:
+            assert set(versions) <= set(range(lo, hi + 1)), (cls.NAME, versions, got)
+    if oracle.kafka_version == KAFKA:  # and no api of 4.4 is missing here
+        assert {a["api_key"] for a in oracle.versions() if a["versions"]} == {
+            c.API_KEY for c in classes if c.API_KEY is not None}
+
+
+def test_header_versions_agree(oracle):
+    api = sorted({(cls.API_KEY, v) for cls, v in pairs(oracle.kafka_version) if cls.KIND == "request"})
+    replies = oracle.request_many({"op": "header_versions", "api_key": k, "version": v} for k, v in api)
+    for (key, v), rep in zip(api, replies):
+        assert "error" not in rep, (key, v, rep)
         assert rep["request"] == request_header_version(key, v), (key, v)
         assert rep["response"] == response_header_version(key, v), (key, v)
 
 
-@pytest.mark.parametrize("kind", ["request", "response"])
-def test_java_reads_and_rewrites_our_bytes(java_oracle, java_versions, kind):
+def test_java_reads_and_rewrites_our_bytes(oracle):
     cases, reqs = [], []
-    for key, v, _ in java_versions:
-        cls = request_class(key) if kind == "request" else response_class(key)
+    for cls, v in pairs(oracle.kafka_version):
         for seed in range(SEEDS):
-            obj = random_message(cls, v, random.Random(seed * 7919 + key * 131 + v))
+            obj = random_message(cls, v, random.Random(seed * 7919 + zlib.crc32(cls.NAME.encode()) * 131 + v))
             data = obj.encode(v)
             cases.append((cls, v, obj, data))
-            reqs.append({"op": "decode", "api_key": key, "kind": kind, "version": v, "hex": data.hex()})
+            reqs.append({"op": "decode", "class": JavaOracle.java_class(cls), "version": v, "hex": data.hex()})
     failures = []
-    for (cls, v, obj, data), rep in zip(cases, java_oracle.request_many(reqs)):
+    for (cls, v, obj, data), rep in zip(cases, oracle.request_many(reqs)):
         where = f"{cls.NAME} v{v}"
         if "error" in rep:
             failures.append(f"{where}: Java could not read our bytes: {rep['error'][:200]}")
@@ -94,23 +131,46 @@ def test_java_reads_and_rewrites_our_bytes(java_oracle, java_versions, kind):
         if cls.decode(java_bytes, v) != obj:
             failures.append(f"{where}: decoding Java's bytes gave another value")
         problems = []
-        _compare(to_kafka_json(obj, v), rep["json"], "", cls.NAME, problems)
+        compare_with_java(to_kafka_json(obj, v), rep["json"], "", cls.NAME, problems, tagged_paths(obj, v))
         if problems:
             failures.append(f"{where}: values differ from Java's reading: {problems[:3]}")
     assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:20])
-    assert len(cases) > 800
+    assert len({(c, v) for c, v, _, _ in cases}) == len(pairs(oracle.kafka_version))
 
 
-def test_java_encodes_what_we_decode(java_oracle):
-    # Java writes from its own JSON; we read it to the same values.
-    from kafkaproto.messages import MetadataResponse
-
-    cls = MetadataResponse
-    for v in range(0, 13):
-        obj = random_message(cls, v, random.Random(v), unknown_tags=False)  # JSON has no unknown tags
-        js = java_oracle.decode(3, "response", v, obj.encode(v))["json"]
-        java_bytes = java_oracle.encode(3, "response", v, js)
-        assert cls.decode(java_bytes, v) == obj
+def test_we_read_and_rewrite_javas_bytes(oracle):
+    cases, reqs = [], []
+    for cls, v in pairs(oracle.kafka_version):
+        for seed in range(SEEDS):
+            # JSON has no way to carry unknown tagged fields
+            obj = random_message(cls, v, random.Random(seed * 104729 + zlib.crc32(cls.NAME.encode()) * 17 + v),
+                                 unknown_tags=False)
+            json = to_kafka_json(obj, v)
+            if oracle.kafka_version != KAFKA:
+                json = _renamed_json(json, cls.NAME)
+            cases.append((cls, v, obj))
+            reqs.append({"op": "encode", "class": JavaOracle.java_class(cls), "version": v, "json": json,
+                         "fill_defaults": False})
+    failures = []
+    for (cls, v, obj), rep in zip(cases, oracle.request_many(reqs)):
+        where = f"{cls.NAME} v{v}"
+        if "error" in rep:
+            failures.append(f"{where}: Java refused our fields: {rep['error'][:200]}")
+            continue
+        if rep["unknown_keys"]:
+            failures.append(f"{where}: fields Java does not have in this version: {rep['unknown_keys'][:5]}")
+        java_bytes = bytes.fromhex(rep["hex"])
+        try:
+            got = cls.decode(java_bytes, v)
+        except Exception as exc:  # noqa: BLE001 - reported with the pair it failed on
+            failures.append(f"{where}: we could not read Java's bytes {java_bytes.hex()}: {exc}")
+            continue
+        if got != obj:
+            failures.append(f"{where}: Java's bytes read to another value: {_diff(got, obj)}")
+        elif got.encode(v) != java_bytes:
+            failures.append(f"{where}: we re-encoded different bytes\n java {java_bytes.hex()}\n ours "
+                            f"{got.encode(v).hex()}")
+    assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:20])
 
 
 def test_worked_example_matches_kafkas_bytes(java_oracle):

@@ -428,13 +428,13 @@ def test_field_layouts_agree():
         _field_map(cls, version, module, name)  # raises on any field one side lacks
 
 
-def _java_verdict(java_oracle, cls, version, obj):
+def _java_verdict(java_oracle_for, cls, version, obj):
     """What Kafka's own classes make of our bytes for ``obj``."""
     if cls.API_KEY is None:
         return "no Java verdict (not an API message)"
     data = obj.encode(version)
     try:
-        rep = java_oracle.decode(cls.API_KEY, cls.KIND, version, data)
+        rep = java_oracle_for(cls.API_KEY, version).decode(cls.API_KEY, cls.KIND, version, data)
     except Exception as exc:  # noqa: BLE001
         return f"Java cannot read our bytes either: {exc}"
     if rep["reencoded"] == data and not rep["trailing"]:
@@ -454,11 +454,11 @@ def test_every_pair_round_trips_through_kio(request):
     assert cases == SEEDS * len(PAIRS)
     if problems:
         # Kafka's own classes decide who is wrong (the JVM is only started when needed).
-        java_oracle = request.getfixturevalue("java_oracle")
+        java_oracle_for = request.getfixturevalue("java_oracle_for")
         report = []
         for (_name, version), found in sorted(problems.items())[:10]:
             obj, lines = found[0]
-            report.append("\n".join(lines[:2]) + "\n => " + _java_verdict(java_oracle, type(obj), version, obj))
+            report.append("\n".join(lines[:2]) + "\n => " + _java_verdict(java_oracle_for, type(obj), version, obj))
         pytest.fail(f"{len(problems)} of {len(PAIRS)} pairs disagree with kio:\n" + "\n\n".join(report))
 
 

@@ -1,9 +1,10 @@
-"""Hand-written wire bytes for the (message, version) pairs Kafka 3.9.1 does not know.
+"""Hand-written wire bytes for the (message, version) pairs added after Kafka 3.9.1.
 
 The Java oracle tests (test_messages_java.py) compare kafkaproto with Kafka's own
-generated classes, but the 3.9.1 jar stops short of the versions and APIs added in
-Kafka 4.x.  For those pairs the expected body bytes here were written out from the
-JSON schemas' wire layout, field by field, independently of kafkaproto's encoder:
+generated classes of kafka-clients 4.4.0; these vectors are a second check of the
+versions and APIs Kafka 4.x added, one that needs no JVM.  The expected body bytes
+here were written out from the JSON schemas' wire layout, field by field,
+independently of kafkaproto's encoder and of Kafka's:
 
 * flexible versions: compact strings/arrays/bytes (uvarint length + 1, 00 = null)
   and a tagged-field section closing every struct (uvarint count, then per tag

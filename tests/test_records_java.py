@@ -1,15 +1,24 @@
-"""Kafka's own Java classes (kafka-clients 3.9.1, the oracle) and kafkaproto read
-each other's record batches, for every codec and magic; for the same input,
-v2 uncompressed bytes are identical."""
+"""Kafka's own Java classes (kafka-clients 4.4.0 and 3.9.1, the oracles) and
+kafkaproto read each other's record batches, for every codec and magic; for the
+same input, v2 uncompressed bytes are identical."""
 
 import random
 
 import pytest
 
 from kafkaproto import records as R
+from oracle.conftest_oracle import get_oracle
+from oracle.java_oracle import KAFKA_VERSIONS
 from support.records_util import rec_tuple
 
 pytestmark = pytest.mark.peers
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def java_oracle(request):
+    """Both releases: 4.4.0, and 3.9.1 (the last before 4.0, which still wrote magic 0 and 1)."""
+    return get_oracle(request.param)
+
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TS = 1_700_000_000_000

@@ -36,6 +36,7 @@ from kafkaproto.net import send_parts, write_parts
 from kafkaproto.protocol import (
     Connection,
     PendingRequests,
+    RequestRef,
     decode_request,
     decode_response,
     encode_request,
@@ -46,6 +47,8 @@ from kafkaproto.protocol import (
     encode_response_parts,
     expects_response,
     produce_acks,
+    read_request,
+    read_response,
     request_expects_response,
     request_size,
     response_size,
@@ -232,7 +235,8 @@ def _committed_frames():
     """(what, frame without its size prefix, api key, version, is_request) of every
     committed capture, sample and corpus."""
     for path in [ROOT / "samples/capture/kafka.pcap", ROOT / "samples/capture/tap-tansu",
-                 ROOT / "samples/capture/tap-mock"]:
+                 ROOT / "samples/capture/tap-mock", ROOT / "samples/capture/kafka44.pcap",
+                 ROOT / "samples/capture/tap-kafka44"]:
         for f in read_frames(path):
             if f.api_key is not None:
                 yield path.name, bytes(f.frame), f.api_key, f.api_version, f.direction == "request"
@@ -272,6 +276,49 @@ def test_every_committed_frame_re_encodes_byte_for_byte():
             differ.append((what, type(msg).__name__))
     assert decoded > 4000
     assert same == decoded, f"{len(differ)} of {decoded} differ: {differ[:10]}"
+
+
+def test_received_frames_re_encode_as_they_came():
+    """ReceivedRequest.encode() and ReceivedResponse.encode() on every committed
+    frame that decodes give back the frame's parts byte for byte (header tags and
+    bytes after the body included)."""
+    seen = {"request": 0, "response": 0}
+    for _what, frame, key, version, is_request in _committed_frames():
+        if is_request:
+            ev = read_request(frame)
+        else:
+            cid = struct.unpack_from(">i", frame)[0] if len(frame) >= 4 else 0
+            ev = read_response(frame, 0, RequestRef(key, version, cid))
+        if ev.message is None:
+            with pytest.raises(ValueError, match="no decoded"):
+                ev.encode()
+            continue
+        assert joined(ev.encode()) == joined(ev.parts()), _what
+        seen["request" if is_request else "response"] += 1
+    assert seen["request"] > 1000 and seen["response"] > 1000, seen
+
+
+def test_a_received_request_is_rewritten_without_rebuilding_its_header():
+    frame = encode_request(produce([b"r" * 300, b"s" * 20], acks=-1, topic="orders"), 9, 41, "app",
+                           [(3, b"hdr")]) + b"tail"
+    frame = struct.pack(">i", len(frame) - 4) + frame[4:]
+    req = read_request(frame[4:])
+    assert req.header.unknown_tagged_fields == ((3, b"hdr"),) and joined(req.encode()) == frame
+    req.message.topic_data[0].name = "ORDERS"      # same length: only those bytes change
+    out = joined(req.encode())
+    assert len(out) == len(frame) and [i for i, (a, b) in enumerate(zip(out, frame)) if a != b] == list(
+        range(frame.index(b"orders"), frame.index(b"orders") + 6))
+    header, back = decode_request(out[4:])
+    assert (header.correlation_id, header.client_id, header.unknown_tagged_fields) == (41, "app", ((3, b"hdr"),))
+    assert back.topic_data[0].name == "ORDERS" and out.endswith(b"tail")
+    req.header.client_id = "proxied"                # header fields as they are when encode() runs
+    header, _ = decode_request(joined(req.encode(canonical=True))[4:])
+    assert header.client_id == "proxied" and not joined(req.encode(canonical=True)).endswith(b"tail")
+    replaced = joined(req.encode(MetadataRequest(topics=None)))  # another message, same header
+    assert decode_request(replaced[4:])[0].correlation_id == 41
+    undecoded = read_request(frame[4:], decode=False)
+    with pytest.raises(ValueError, match="no decoded request"):
+        undecoded.encode()
 
 
 # --------------------------------------------------------------------------
@@ -366,6 +413,18 @@ def test_the_proxy_rewrites_an_address_and_nothing_else():
     assert [(b.host, b.port) for b in back.brokers] == [("broker-1", 9092), ("tap", 19093)]
     back.brokers[1].host, back.brokers[1].port = "broker-2", 9093
     assert encode_response(back, 12, 3) == joined(meta.parts())
+
+
+def test_the_proxy_rewrites_a_request_on_its_way_to_the_broker():
+    requests, _ = _conversation()
+    proxy = ProxyConnection()
+    events = proxy.from_client(b"".join(requests))
+    assert [joined(ev.encode()) for ev in events] == requests
+    meta = events[2]
+    meta.message.topics = [MetadataRequest.MetadataRequestTopic(name="only-this")]
+    header, msg = decode_request(joined(meta.encode())[4:])
+    assert (header.api_version, header.correlation_id, header.client_id) == (12, 3, "c")
+    assert [t.name for t in msg.topics] == ["only-this"]
 
 
 def test_the_proxy_without_decoding_still_pairs_and_reads_headers():

@@ -116,6 +116,25 @@ def test_zero_copy_records_in_requests_and_fetch_partitions_as_parts():
     assert [r.offset for b in R.decode(got.records) for r in b.records] == list(range(1000, 1020))
 
 
+def test_fetch_partition_writes_null_aborted_transactions_by_default():
+    """Kafka answers a read-uncommitted Fetch with null AbortedTransactions (a
+    count of -1), a read-committed one with a list, empty or not; versions
+    before 4 have no such field."""
+    frames = {}
+    for aborted in (None, [], [(7, 1000)]):
+        part = fetch_partition(0, b"", high_watermark=0, aborted_transactions=aborted)
+        resp = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[part])])
+        frames[repr(aborted)] = frame = joined(encode_response_parts(resp, 11, 9))
+        _, back = decode_response(frame[4:], 1, 11)
+        got = back.responses[0].partitions[0].aborted_transactions
+        assert (got is None) if aborted is None else len(got) == len(aborted)
+        assert encode_response_parts(resp, 3, 9)  # v3 has no such field: nothing to write
+    null, empty = frames["None"], frames["[]"]
+    at = next(i for i in range(len(null)) if null[i] != empty[i])
+    assert len(null) == len(empty) and (null[at:at + 4], empty[at:at + 4]) == (b"\xff" * 4, b"\x00" * 4)
+    assert null[at + 4:] == empty[at + 4:]
+
+
 # --------------------------------------------------------------------------
 # requests we cannot read
 
@@ -229,6 +248,48 @@ def test_fields_of_a_version():
     assert {f.name: f.zero_copy for f in partition_data.fields} == {"index": False, "records": True}
     with pytest.raises(UnsupportedVersionError):
         MetadataResponse.fields(99)
+
+
+@pytest.mark.engine_independent
+def test_nested_structs_tell_their_fields_too():
+    Topic = MetadataResponse.MetadataResponseTopic
+    assert Topic.fields(12) == {f.name: f for f in MetadataResponse.fields(12)}["topics"].fields
+    assert [f.name for f in Topic.fields(0)] == ["error_code", "name", "partitions"]
+    assert Topic.VALID_VERSIONS == "0-13" and Topic.supports(13) and not Topic.supports(14)
+    # tagged only where the message is flexible: the message decides, not the struct
+    partition = FetchResponse.PartitionData
+    assert {f.name: f.tag for f in partition.fields(12) if f.tagged} == {
+        "diverging_epoch": 0, "current_leader": 1, "snapshot_id": 2}
+    assert "diverging_epoch" not in {f.name for f in partition.fields(11)}
+    # a struct held by fields of some versions only answers for those
+    assert LeaveGroupResponse.MemberResponse.VALID_VERSIONS == "3-5"
+    with pytest.raises(UnsupportedVersionError, match=r"LeaveGroupResponse\.MemberResponse v2 .*versions 3-5"):
+        LeaveGroupResponse.MemberResponse.fields(2)
+
+
+@pytest.mark.engine_independent
+def test_every_nested_struct_answers_for_exactly_the_versions_that_hold_it():
+    from kafkaproto import messages
+
+    def walk(cls, v, held):
+        infos = {f.name: f for f in cls.fields(v)}
+        for f in cls._FIELDS:
+            if f.struct is not None and f.versions >> v & 1:
+                held.setdefault(f.struct, set()).add(v)
+                assert f.struct.fields(v) == infos[f.attr].fields, (f.struct.__qualname__, v)
+                walk(f.struct, v, held)
+
+    checked, nested = set(), set()
+    for cls in {messages.get(name) for name in messages.CLASSES}:
+        nested |= {x for x in vars(cls).values() if isinstance(x, type) and x.__qualname__.startswith(cls.NAME + ".")}
+        held = {}
+        for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
+            if cls.supports(v):
+                walk(cls, v, held)
+        for struct_cls, versions in held.items():
+            assert {v for v in range(64) if struct_cls.supports(v)} == versions, struct_cls.__qualname__
+            checked.add(struct_cls)
+    assert checked == nested and len(nested) > 300
 
 
 # --------------------------------------------------------------------------

@@ -73,15 +73,25 @@ def topic_names(msg) -> set:
                     names.add(v)
         for a in attrs:
             v = getattr(obj, a)
-            if isinstance(v, list) and v and hasattr(v[0], "_ATTRS"):
+            if a == "topic_names" and isinstance(v, list):  # DeleteTopics v0-5: names, no structs
+                names.update(x for x in v if isinstance(x, str) and x)
+            elif isinstance(v, list) and v and hasattr(v[0], "_ATTRS"):
                 stack.extend(v)
             elif hasattr(v, "_ATTRS"):
                 stack.append(v)
     return names
 
 
-def test_tshark_agrees_on_the_pcap_sample():
-    manifest = json.loads((SAMPLE / "produced.json").read_text())
+#: each committed pcap sample (its manifest) and how much of it tshark 4.0 at least
+#: dissects: (PDUs compared, with topic names, Produce PDUs, Fetch PDUs).  Kafka
+#: 4.4's clients speak versions newer than tshark knows: mostly headers there.
+SAMPLES = {"produced.json": (500, 100, 10, 10), "kafka44.json": (500, 40, 2, 2)}
+
+
+@pytest.mark.parametrize("manifest_name", sorted(SAMPLES))
+def test_tshark_agrees_on_the_pcap_sample(manifest_name):
+    least, least_topics, least_produce, least_fetch = SAMPLES[manifest_name]
+    manifest = json.loads((SAMPLE / manifest_name).read_text())
     ports = sorted(p for ps in manifest["brokers"].values() for p in ps)
     pcap = SAMPLE / manifest["pcap"]
 
@@ -91,7 +101,7 @@ def test_tshark_agrees_on_the_pcap_sample():
         f = d.frame
         ours[(f.conn.client, f.conn.server, f.direction, f.correlation_id)].append(d)
     acc.check()
-    assert acc.gaps == 0 and acc.frames_total > 1000
+    assert acc.gaps == 0 and acc.frames_total > 500
 
     used = collections.Counter()
     compared = topics_compared = 0
@@ -132,6 +142,6 @@ def test_tshark_agrees_on_the_pcap_sample():
     print(f"tshark agreement: {compared} PDUs compared ({topics_compared} with topic names), "
           f"by api key {dict(sorted(by_api.items()))}; skipped {dict(skipped)}; "
           f"our frames {acc.frames_total}")
-    assert compared > 500 and topics_compared > 100
+    assert compared > least and topics_compared > least_topics
     # Produce and Fetch (with topics) are among what was compared
-    assert by_api[0] > 10 and by_api[1] > 10
+    assert by_api[0] > least_produce and by_api[1] > least_fetch

@@ -1,6 +1,7 @@
 """Record the shipped capture sample: real clients, real brokers, loopback.
 
     python tools/record_sample.py [--out samples/capture]
+    python tools/record_sample.py --kafka [--out samples/capture]
 
 Starts tansu and librdkafka's mock cluster (2 brokers) on 127.0.0.1, a
 ``kafkaproto`` tap in front of each, and tcpdump on the loopback interface
@@ -15,8 +16,20 @@ and admin calls run.  Writes to the output folder:
                       consumers read back, with the brokers' ports
                       (needed to tell tshark which ports are Kafka)
 
+With ``--kafka``: Apache Kafka 4.4.0 itself (one node, with the authorizer
+and the client-telemetry reporter of the conformance tests) behind a tap,
+tcpdump on the broker's client port, and every client scenario of
+``tests/peers/kafka_scenarios.py`` through the tap: Kafka's Java admin
+client, producers (idempotent, transactional) and consumers (classic,
+KIP-848, share), confluent-kafka, kafka-python, aiokafka, kafkajs and
+kafkaproto's own requests.  Writes ``kafka44.pcap``, ``tap-kafka44/`` and
+``kafka44.json`` (the broker's port, each scenario step and the clients'
+versions) and leaves the other files of the folder alone; the tap's rows
+are then written again in one record batch (the same rows, a quarter of
+the size).
+
 Needs root (or CAP_NET_RAW) for tcpdump; tools/peers/install_peers.sh
-installs the peers and tcpdump.
+installs the peers and tcpdump (``make peers`` also fetches Kafka).
 """
 
 from __future__ import annotations
@@ -167,15 +180,95 @@ def stop_tcpdump(proc) -> None:
         proc.wait(timeout=5)
 
 
+KAFKA_FILES = ("kafka44.pcap", "tap-kafka44", "kafka44.json")
+
+
+def compact_tap_output(tap_dir: Path, log) -> None:
+    """The tap writes a record batch per read (durable: a row is on disk
+    before its frame is forwarded), each with its own IPC message: about a
+    kilobyte of framing per frame for short exchanges.  The same rows in one
+    batch take a quarter of the room."""
+    import pyarrow as pa
+
+    for path in sorted(tap_dir.glob("*.arrows")):
+        with pa.ipc.open_stream(path) as reader:
+            table = reader.read_all()
+        tmp = path.with_suffix(".tmp")
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.combine_chunks())
+        before = path.stat().st_size
+        tmp.replace(path)
+        log(f"{path.name}: {table.num_rows} rows, {before} -> {path.stat().st_size} bytes in one batch")
+
+
+def record_kafka(out: Path, log) -> int:
+    """Apache Kafka 4.4 and every client scenario, through a tap, under tcpdump."""
+    import gc
+
+    from peers import kafka_scenarios as scenarios
+    from peers.kafka_broker import KAFKA_VERSION, KafkaCluster
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name in KAFKA_FILES:
+        old = out / name
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
+    pcap, tap_dir, manifest_path = (out / name for name in KAFKA_FILES)
+    with KafkaCluster(extra_properties=scenarios.CONFORMANCE_PROPERTIES,
+                      extra_classpath=scenarios.telemetry_classpath()) as kafka:
+        log(f"Apache Kafka {KAFKA_VERSION} on {kafka.bootstrap} (up in {kafka.startup_seconds:.1f} s)")
+        dump = start_tcpdump(pcap, [kafka.port], log)
+        try:
+            with Tap((kafka.host, kafka.port), tap_dir) as tap:
+                steps = scenarios.run_all(tap.bootstrap, "sample", log=log)
+                gc.collect()  # clients left to the collector close their connections
+                time.sleep(1.0)
+                log(f"tap: {tap.stats}")
+        finally:
+            stop_tcpdump(dump)
+    compact_tap_output(tap_dir, log)
+    manifest = {
+        "brokers": {"kafka": [kafka.port]},
+        "pcap": pcap.name,
+        "taps": {"kafka": tap_dir.name},
+        "kafka": KAFKA_VERSION,
+        # the broker's own answers name its work folder (log dirs): not in the manifest
+        "steps": [{"client": s.client, "step": s.name, "ok": s.ok,
+                   "detail": s.detail.replace(str(kafka.work_dir), "<work folder>")[:200]} for s in steps],
+        "versions": {"confluent_kafka": __import__("confluent_kafka").version()[0],
+                     "librdkafka": __import__("confluent_kafka").libversion()[0],
+                     "kafka_python": __import__("kafka").__version__,
+                     "aiokafka": __import__("aiokafka").__version__,
+                     "kafkajs": json.loads((scenarios.NODE_MODULES / "kafkajs" / "package.json").read_text())[
+                         "version"],
+                     "kafka_clients": KAFKA_VERSION},
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    total = sum(f.stat().st_size for name in KAFKA_FILES for f in ([out / name] if (out / name).is_file()
+                                                                    else (out / name).rglob("*")) if f.is_file())
+    log(f"wrote {', '.join(KAFKA_FILES)} in {out}: {total} bytes; {len(steps)} steps, "
+        f"{sum(not s.ok for s in steps)} refused by the broker")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "samples" / "capture"))
+    ap.add_argument("--kafka", action="store_true",
+                    help="Apache Kafka 4.4 and every client scenario instead (kafka44.pcap, tap-kafka44/, "
+                         "kafka44.json); the other files of --out stay")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
     log = lambda text: print(text, flush=True)  # noqa: E731
+    if args.kafka:
+        return record_kafka(out, log)
+    if out.exists():  # everything but the Kafka 4.4 recording, which --kafka redoes
+        for old in out.iterdir():
+            if old.name not in KAFKA_FILES:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+    out.mkdir(parents=True, exist_ok=True)
 
     produced, consumed, failures = [], [], []
     with Tansu() as tansu, MockCluster(num_brokers=2) as mock:

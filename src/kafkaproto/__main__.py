@@ -8,6 +8,9 @@
 ``kafkaproto report CAPTURE... --out DIR``
                                the traffic report on Spark: Parquet tables,
                                a terminal summary and an HTML page
+``kafkaproto dump-log FILE...`` Kafka's log segments, indexes and snapshots
+                               as kafka-dump-log.sh prints them, as JSON
+                               lines, or as a Parquet table
 """
 
 from __future__ import annotations
@@ -97,6 +100,40 @@ def report(args) -> int:
     return 0 if acc is None or not acc.problems() else 1
 
 
+def dump_log(args) -> int:
+    """``kafkaproto dump-log``: text (as kafka-dump-log.sh), JSON lines or Parquet."""
+    files = list(args.files) + [f for group in args.files_opt for f in group.split(",") if f]
+    if not files:
+        print("kafkaproto dump-log: no files (give them as arguments or with --files a,b,...)", file=sys.stderr)
+        return 2
+    try:
+        from .log import dump as kdump
+    except ImportError as exc:  # pragma: no cover - the capture extra is missing
+        print(f"kafkaproto dump-log needs pyarrow: pip install 'kafkaproto[capture]' ({exc})", file=sys.stderr)
+        return 2
+    if args.format == "parquet":
+        if not args.out:
+            print("kafkaproto dump-log: --format parquet needs --out FILE", file=sys.stderr)
+            return 2
+        try:
+            rows, status = kdump.dump_parquet(files, args.out, batches=args.batches, check_crc=not args.no_check_crc,
+                                              control=args.control)
+        except OSError as exc:
+            print(f"kafkaproto dump-log: {exc}", file=sys.stderr)
+            return 2
+        print(f"{rows} {'batches' if args.batches else 'rows'} written to {args.out}", file=sys.stderr)
+        return status
+    out = sys.stdout if not args.out else open(args.out, "w", encoding="utf-8")
+    try:
+        return kdump.dump(files, out, print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
+                          skip_record_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
+                          key_encoding=args.key_encoding, value_encoding=args.value_encoding, fmt=args.format,
+                          check_crc=not args.no_check_crc)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
 def _bytes(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     text = text.strip().upper().rstrip("B")
@@ -135,7 +172,30 @@ def main(argv=None) -> int:
                    help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
     r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     r.add_argument("--quiet", action="store_true", help="no progress lines")
+    d = sub.add_parser("dump-log", help="Kafka log segments, indexes and snapshots as kafka-dump-log.sh prints "
+                                        "them, as JSON lines or as Parquet")
+    d.add_argument("files", nargs="*", metavar="FILE",
+                   help=".log, .index, .timeindex, .txnindex, .snapshot files, or partition folders "
+                        "(local paths or URIs: s3://..., file://...)")
+    d.add_argument("--files", dest="files_opt", action="append", default=[], metavar="A,B,...",
+                   help="files, comma-separated (as kafka-dump-log.sh takes them)")
+    d.add_argument("--print-data-log", action="store_true", help="print the records' keys and values")
+    d.add_argument("--deep-iteration", action="store_true", help="a line per record (implied by --print-data-log)")
+    d.add_argument("--skip-record-metadata", action="store_true", help="record lines without offsets and sizes")
+    d.add_argument("--max-bytes", type=_bytes, default=None, help="read only the batches in a file's first bytes")
+    d.add_argument("--format", choices=("text", "json", "parquet"), default="text",
+                   help="text: as kafka-dump-log.sh; json: a JSON object per batch; parquet: the records table")
+    d.add_argument("--out", default=None, help="write here instead of standard output (needed for parquet)")
+    d.add_argument("--batches", action="store_true", help="parquet: the batches table instead of the records")
+    d.add_argument("--control", action="store_true", help="parquet: control records as rows too")
+    d.add_argument("--key-encoding", choices=("utf8", "hex", "base64"), default="utf8",
+                   help="how keys are shown (utf8: as Kafka's string decoder)")
+    d.add_argument("--value-encoding", choices=("utf8", "hex", "base64"), default="utf8",
+                   help="how values (and, in JSON, header values) are shown")
+    d.add_argument("--no-check-crc", action="store_true", help="do not verify batch checksums")
     args = parser.parse_args(argv)
+    if args.command == "dump-log":
+        return dump_log(args)
     if args.command == "report":
         return report(args)
     if args.command == "inspect":

@@ -466,6 +466,20 @@ class ReceivedRequest:
         """The frame as it came, size prefix included, as buffers to send."""
         return [_size.pack(len(self.frame)), self.frame]
 
+    def encode(self, message=None, *, canonical: bool = False) -> list:
+        """The request re-encoded (``message``, default the decoded one, changed
+        or not) with this frame's header, as buffers to send.  The header is
+        written from ``header`` as it is now (set ``header.client_id`` or
+        ``header.correlation_id`` first to change them), its unknown tags
+        included.  Unchanged fields keep their bytes (faithful re-encoding,
+        trailing bytes too), so an unchanged request comes back as it came."""
+        msg = self.message if message is None else message
+        h = self.header
+        if msg is None or h is None:
+            raise ValueError("no decoded request to encode: decode=True, and a request that decodes")
+        return encode_request_parts(msg, h.api_version, h.correlation_id, h.client_id,
+                                    h.unknown_tagged_fields or None, canonical=canonical)
+
     def __repr__(self):
         return (f"ReceivedRequest(api={self.api_key} v{self.api_version}, correlation_id={self.correlation_id}, "
                 f"{len(self.frame)} bytes{', error' if self.error is not None else ''})")

@@ -227,10 +227,12 @@ def fetch_partition(partition_index: int, records, *, high_watermark: int, last_
     batches; either way they are kept as they are, and encoded to parts each
     is sent by reference, without a copy (a list is one records field made of
     its buffers in order).  ``aborted_transactions``: (producer id, first
-    offset) pairs, for read-committed consumers.
+    offset) pairs, for read-committed consumers (a list, even an empty one);
+    None, the default, writes null, as Kafka answers a read-uncommitted one.
     """
     cls = response_class(1)
-    aborted = [cls.AbortedTransaction(producer_id=p, first_offset=o) for p, o in aborted_transactions or ()]
+    aborted = None if aborted_transactions is None else [
+        cls.AbortedTransaction(producer_id=p, first_offset=o) for p, o in aborted_transactions]
     return cls.PartitionData(partition_index=partition_index, error_code=error_code, high_watermark=high_watermark,
                              last_stable_offset=last_stable_offset, log_start_offset=log_start_offset,
                              aborted_transactions=aborted, preferred_read_replica=preferred_read_replica,

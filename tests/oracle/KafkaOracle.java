@@ -1,6 +1,12 @@
 // Test oracle for kafkaproto: answers encode/decode questions using the
 // Apache Kafka client library's own generated message classes.
 //
+// Written against kafka-clients 4.4.0.  The same source serves 3.9.1 (for the
+// versions Kafka 4.0 removed): tools/peers/setup_java_oracle.sh compiles a
+// copy whose imports name the 3.9 packages (4.x moved the record classes to
+// org.apache.kafka.common.record.internal and AppInfoParser to
+// org.apache.kafka.common.utils.internals); nothing else differs.
+//
 // Protocol: one JSON object per line on stdin, one JSON object per line on
 // stdout (flushed after every reply).  A failed request is answered with
 // {"error": "..."}; the process keeps running until stdin is closed or an
@@ -24,15 +30,15 @@ import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
-import org.apache.kafka.common.record.BaseRecords;
-import org.apache.kafka.common.record.MemoryRecords;
-import org.apache.kafka.common.record.MemoryRecordsBuilder;
-import org.apache.kafka.common.record.MutableRecordBatch;
-import org.apache.kafka.common.record.Record;
-import org.apache.kafka.common.record.RecordBatch;
-import org.apache.kafka.common.record.SimpleRecord;
+import org.apache.kafka.common.record.internal.BaseRecords;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.MemoryRecordsBuilder;
+import org.apache.kafka.common.record.internal.MutableRecordBatch;
+import org.apache.kafka.common.record.internal.Record;
+import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.record.TimestampType;
-import org.apache.kafka.common.utils.AppInfoParser;
+import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -149,6 +155,8 @@ public final class KafkaOracle {
                 return recordsDecode(req);
             case "versions":
                 return versions();
+            case "message_versions":
+                return messageVersions(req);
             case "batch":
                 return batch(req);
             default:
@@ -209,6 +217,60 @@ public final class KafkaOracle {
 
     // ------------------------------------------------------------ message bodies
 
+    /**
+     * A generated message class of org.apache.kafka.common.message by its
+     * simple name ("ProduceRequestData", "RequestHeaderData", "AbortedTxn"):
+     * the data schemas (and headers) have no api key to find them by.
+     */
+    static Message messageByClass(String name) {
+        if (!name.matches("[A-Za-z0-9]+")) {
+            throw new BadRequest("'class' must be a simple class name, not '" + name + "'");
+        }
+        Class<?> cls;
+        try {
+            cls = Class.forName("org.apache.kafka.common.message." + name);
+        } catch (ClassNotFoundException e) {
+            throw new BadRequest("no message class " + name);
+        }
+        if (!Message.class.isAssignableFrom(cls)) {
+            throw new BadRequest(name + " is not a generated message class");
+        }
+        try {
+            return (Message) cls.getDeclaredConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            throw new BadRequest("cannot make a " + name + ": " + e);
+        }
+    }
+
+    /** The message a request names: "class", or "api_key" and "kind". */
+    static Message requestedMessage(JsonNode req) {
+        if (req.has("class")) {
+            return messageByClass(text(req, "class"));
+        }
+        return newMessage(shortField(req, "api_key"), text(req, "kind"));
+    }
+
+    static ObjectNode messageVersions(JsonNode req) {
+        JsonNode names = req.get("classes");
+        if (names == null || !names.isArray()) {
+            throw new BadRequest("'classes' must be an array of class names");
+        }
+        ObjectNode reply = NODES.objectNode();
+        ObjectNode out = reply.putObject("classes");
+        for (JsonNode n : names) {
+            String name = n.asText();
+            ObjectNode entry = out.putObject(name);
+            try {
+                Message m = messageByClass(name);
+                entry.put("lowest", m.lowestSupportedVersion());
+                entry.put("highest", m.highestSupportedVersion());
+            } catch (BadRequest e) {
+                entry.put("error", e.getMessage());
+            }
+        }
+        return reply;
+    }
+
     static Message newMessage(short apiKey, String kind) {
         ApiMessageType type;
         try {
@@ -248,7 +310,7 @@ public final class KafkaOracle {
     }
 
     static ObjectNode encode(JsonNode req) throws Exception {
-        Message template = newMessage(shortField(req, "api_key"), text(req, "kind"));
+        Message template = requestedMessage(req);
         return encodeMessage(template.getClass(), template, shortField(req, "version"), req);
     }
 
@@ -258,7 +320,7 @@ public final class KafkaOracle {
     }
 
     static ObjectNode decode(JsonNode req) throws Exception {
-        Message m = newMessage(shortField(req, "api_key"), text(req, "kind"));
+        Message m = requestedMessage(req);
         return decodeMessage(m, shortField(req, "version"), req);
     }
 
@@ -274,8 +336,9 @@ public final class KafkaOracle {
             throw new BadRequest("'json' must be an object");
         }
         List<String> unknown = new ArrayList<>();
+        JsonNode filled = fillDefaults(json, cls, version, "", unknown);
         if (req.path("fill_defaults").asBoolean(true)) {
-            json = fillDefaults(json, cls, version, "", unknown);
+            json = filled;
         }
         Message m = (Message) converterRead(cls).invoke(null, json, version);
         byte[] bytes = serialize(m, version);

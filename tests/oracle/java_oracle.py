@@ -3,6 +3,8 @@
 The oracle is one long-running JVM that answers JSON requests, one per line,
 using the Apache Kafka client library's own generated message classes and
 record builders.  It is the reference the kafkaproto codec is checked against.
+It runs on kafka-clients 4.4.0 (``KAFKA``); ``JavaOracle(LEGACY_KAFKA)`` runs
+the same oracle on 3.9.1, for the versions Kafka 4.0 removed.
 
     with JavaOracle() as oracle:
         body = oracle.encode(18, "request", 3, {"clientSoftwareName": "x",
@@ -15,8 +17,9 @@ text, UUIDs in Kafka's base64 form.  Fields left out of an ``encode`` request
 get the schema default (pass ``fill_defaults=False`` for Kafka's strict mode,
 where every field of the version must be present).
 
-The build lives in ``build/peers/`` (made by ``tools/peers/setup_java_oracle.sh``,
-which this module runs when needed).
+The builds live in ``build/peers/oracle-<version>/`` (made by
+``tools/peers/setup_java_oracle.sh``, which this module runs when needed; the
+jars come from Maven Central through ``tools/peers/fetch_kafka.sh``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "KAFKA",
+    "LEGACY_KAFKA",
     "JavaOracle",
     "OracleError",
     "OracleDied",
@@ -49,7 +54,9 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PEERS_DIR = REPO_ROOT / "build" / "peers"
 SETUP_SCRIPT = REPO_ROOT / "tools" / "peers" / "setup_java_oracle.sh"
-CLASSPATH_FILE = PEERS_DIR / "classpath.txt"
+KAFKA = "4.4.0"  # the release whose schemas the project follows
+LEGACY_KAFKA = "3.9.1"  # the last release that still speaks the versions 4.0 removed
+KAFKA_VERSIONS = (KAFKA, LEGACY_KAFKA)
 
 DEFAULT_JVM_ARGS = (
     "-XX:+UseSerialGC",
@@ -88,7 +95,7 @@ def _find_java() -> str | None:
     return shutil.which("java")
 
 
-def ensure_built(quiet: bool = True) -> list[Path]:
+def ensure_built(quiet: bool = True, kafka_version: str = KAFKA) -> list[Path]:
     """Runs the setup script (fast when everything is built) and returns the classpath."""
     if not SETUP_SCRIPT.exists():
         raise OracleUnavailable(f"missing {SETUP_SCRIPT}")
@@ -107,13 +114,16 @@ def ensure_built(quiet: bool = True) -> list[Path]:
         raise OracleUnavailable(f"{SETUP_SCRIPT.name} failed (exit {proc.returncode}):\n{output}")
     if not quiet and output:
         sys.stderr.write(output)
-    return _read_classpath()
+    return _read_classpath(kafka_version)
 
 
-def _read_classpath() -> list[Path]:
-    if not CLASSPATH_FILE.exists():
-        raise OracleUnavailable(f"oracle is not built: {CLASSPATH_FILE} is missing")
-    entries = [PEERS_DIR / line.strip() for line in CLASSPATH_FILE.read_text().splitlines() if line.strip()]
+def _read_classpath(kafka_version: str) -> list[Path]:
+    if kafka_version not in KAFKA_VERSIONS:
+        raise ValueError(f"the oracle is built for kafka-clients {' and '.join(KAFKA_VERSIONS)}, not {kafka_version}")
+    classpath_file = PEERS_DIR / f"oracle-{kafka_version}" / "classpath.txt"
+    if not classpath_file.exists():
+        raise OracleUnavailable(f"oracle is not built: {classpath_file} is missing")
+    entries = [PEERS_DIR / line.strip() for line in classpath_file.read_text().splitlines() if line.strip()]
     missing = [str(p) for p in entries if not p.exists()]
     if missing:
         raise OracleUnavailable("oracle build is incomplete, missing: {}".format(", ".join(missing)))
@@ -131,10 +141,12 @@ def _maybe_hex(data: Any) -> str | None:
 
 
 class JavaOracle:
-    """One oracle JVM.  Use as a context manager, or call close()."""
+    """One oracle JVM on kafka-clients ``kafka_version`` (4.4.0 or 3.9.1).
+    Use as a context manager, or call close()."""
 
     def __init__(
         self,
+        kafka_version: str = KAFKA,
         *,
         setup: bool = True,
         java: str | None = None,
@@ -149,7 +161,7 @@ class JavaOracle:
         java = java or _find_java()
         if java is None:
             raise OracleUnavailable("no java executable found (set JAVA or JAVA_HOME, or put java on PATH)")
-        classpath = ensure_built() if setup else _read_classpath()
+        classpath = ensure_built(kafka_version=kafka_version) if setup else _read_classpath(kafka_version)
         self._stderr = tempfile.TemporaryFile()
         cmd = [java, *jvm_args, "-cp", os.pathsep.join(str(p) for p in classpath), "KafkaOracle"]
         try:
@@ -170,6 +182,9 @@ class JavaOracle:
             self.close()
             raise OracleUnavailable(f"the oracle JVM did not start properly: {e}") from e
         self.kafka_version: str = info["kafka_version"]
+        if self.kafka_version != kafka_version:
+            self.close()
+            raise OracleUnavailable(f"the oracle built for {kafka_version} runs kafka-clients {self.kafka_version}")
 
     # ------------------------------------------------------------ plumbing
 
@@ -412,6 +427,19 @@ class JavaOracle:
         """Every batch Kafka reads from the bytes, each with its "records" list."""
         return self.records_decode_full(data)["batches"]
 
+    @staticmethod
+    def java_class(message_class: type) -> str:
+        """The simple name of Kafka's generated class for one of kafkaproto's
+        message classes (``ProduceRequest`` -> ``ProduceRequestData``,
+        ``RequestHeader`` -> ``RequestHeaderData``, ``AbortedTxn`` -> ``AbortedTxn``);
+        decode/encode requests name it as ``"class"`` instead of api_key + kind."""
+        return message_class.NAME + ("Data" if message_class.KIND in ("request", "response", "header") else "")
+
+    def message_versions(self, java_classes: Iterable[str]) -> dict[str, tuple[int, int] | None]:
+        """{class name: (lowest, highest) supported version, or None if Kafka has no such class}."""
+        reply = self.request({"op": "message_versions", "classes": list(java_classes)})["classes"]
+        return {k: None if "error" in v else (v["lowest"], v["highest"]) for k, v in reply.items()}
+
     def versions(self) -> list[dict[str, Any]]:
         """One dict per ApiKeys entry (api_key, name, oldest_version, latest_version,
         latest_version_unstable, versions: [{version, flexible, request_header_version,
@@ -423,26 +451,28 @@ class JavaOracle:
 
 # ---------------------------------------------------------------- sharing
 
-# One oracle per Python process, even if this module is imported under two
-# names (e.g. "tests.oracle.java_oracle" and "oracle.java_oracle").
+# One oracle per kafka-clients release per Python process, even if this
+# module is imported under two names (e.g. "tests.oracle.java_oracle" and
+# "oracle.java_oracle").
 _REGISTRY_NAME = "_kafkaproto_java_oracle_registry"
 _registry = sys.modules.get(_REGISTRY_NAME)
 if _registry is None:
     _registry = types.ModuleType(_REGISTRY_NAME)
-    _registry.oracle = None
+    _registry.oracles = {}
     _registry.lock = threading.Lock()
     sys.modules[_REGISTRY_NAME] = _registry
 
 
-def shared_oracle() -> JavaOracle:
-    """The process-wide oracle, started on first use (restarted if it died)."""
+def shared_oracle(kafka_version: str = KAFKA) -> JavaOracle:
+    """The process-wide oracle on that release, started on first use
+    (restarted if it died)."""
     with _registry.lock:
-        oracle = _registry.oracle
+        oracle = _registry.oracles.get(kafka_version)
         if oracle is None or not oracle.alive:
             if oracle is not None:
                 oracle.close()
-            oracle = JavaOracle()
-            _registry.oracle = oracle
+            oracle = JavaOracle(kafka_version)
+            _registry.oracles[kafka_version] = oracle
             if not getattr(_registry, "atexit_registered", False):
                 atexit.register(close_shared_oracle)
                 _registry.atexit_registered = True
@@ -451,6 +481,6 @@ def shared_oracle() -> JavaOracle:
 
 def close_shared_oracle() -> None:
     with _registry.lock:
-        oracle, _registry.oracle = _registry.oracle, None
-    if oracle is not None:
+        oracles, _registry.oracles = list(_registry.oracles.values()), {}
+    for oracle in oracles:
         oracle.close()

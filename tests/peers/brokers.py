@@ -517,15 +517,25 @@ class MockCluster:
 
 
 class RecordedConnection:
-    """The two raw byte streams of one proxied connection."""
+    """The two raw byte streams of one proxied connection.
 
-    def __init__(self, index: int, client_address: tuple[str, int]) -> None:
+    When the proxy decodes (``RecordingProxy(decode=True)``), ``middle`` is
+    the connection's :class:`kafkaproto.proxy.ProxyConnection`, ``events``
+    lists ``(to_server, event)`` in the order they came out of it, and
+    ``forwarded_to_server`` / ``forwarded_to_client`` are the bytes the
+    proxy wrote (its events' ``parts()``).
+    """
+
+    def __init__(self, index: int, client_address: tuple[str, int], middle=None) -> None:
         self.index = index
         self.client_address = client_address
         self.error: BaseException | None = None
         self.closed = threading.Event()
+        self.middle = middle
+        self.events: list = []
         self._c2s = bytearray()
         self._s2c = bytearray()
+        self._fwd = (bytearray(), bytearray())  # to the client, to the server
         self._lock = threading.Lock()
 
     @property
@@ -537,6 +547,16 @@ class RecordedConnection:
     def server_to_client(self) -> bytes:
         with self._lock:
             return bytes(self._s2c)
+
+    @property
+    def forwarded_to_server(self) -> bytes:
+        with self._lock:
+            return bytes(self._fwd[1])
+
+    @property
+    def forwarded_to_client(self) -> bytes:
+        with self._lock:
+            return bytes(self._fwd[0])
 
     def client_frames(self) -> list[bytes]:
         """Complete request frames (without the 4-byte size)."""
@@ -556,6 +576,23 @@ class RecordedConnection:
         with self._lock:
             (self._c2s if to_server else self._s2c).extend(data)
 
+    def snapshot(self) -> tuple[bytes, bytes, bytes, bytes, list]:
+        """At one moment: (bytes from the client, from the server, forwarded to
+        the server, forwarded to the client, events)."""
+        with self._lock:
+            return bytes(self._c2s), bytes(self._s2c), bytes(self._fwd[1]), bytes(self._fwd[0]), list(self.events)
+
+    def _through_middle(self, to_server: bool, data: bytes) -> list:
+        """Records the bytes and feeds them to the ProxyConnection → the buffers to forward."""
+        with self._lock:  # a response is fed after the request it answers: both pumps take turns here
+            (self._c2s if to_server else self._s2c).extend(data)
+            events = self.middle.from_client(data) if to_server else self.middle.from_broker(data)
+            self.events += [(to_server, ev) for ev in events]
+            parts = [p for ev in events for p in ev.parts()]
+            for p in parts:
+                self._fwd[to_server].extend(p)
+        return parts
+
     def __repr__(self) -> str:
         return (f"<RecordedConnection #{self.index} from {self.client_address} "
                 f"c2s={len(self._c2s)}B s2c={len(self._s2c)}B closed={self.closed.is_set()}>")
@@ -567,13 +604,18 @@ class RecordingProxy:
     ``RecordingProxy(upstream_host, upstream_port)``; the upstream may also be
     set later with :meth:`set_upstream` (a client connecting before that is
     disconnected).  ``connections`` lists :class:`RecordedConnection` objects
-    in accept order.
+    in accept order.  With ``decode=True`` each connection goes through a
+    :class:`kafkaproto.proxy.ProxyConnection` that decodes every frame, and
+    what the proxy forwards is what that hands back (see
+    :class:`RecordedConnection`).
     """
 
     POLL = 0.1  # seconds between checks of the stop flag
 
     def __init__(self, upstream_host: str | None = None, upstream_port: int | None = None,
-                 *, host: str = LOOPBACK, port: int = 0, connect_timeout: float = 5.0) -> None:
+                 *, host: str = LOOPBACK, port: int = 0, connect_timeout: float = 5.0,
+                 decode: bool = False) -> None:
+        self.decode = decode
         self.host = host
         self._bind_port = port
         self.port: int | None = None
@@ -693,8 +735,13 @@ class RecordingProxy:
                 continue
             for s in (client, server):
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            middle = None
+            if self.decode:
+                from kafkaproto.proxy import ProxyConnection
+
+                middle = ProxyConnection(decode=True, zero_copy=False)
             with self._lock:
-                conn = RecordedConnection(len(self._connections), addr)
+                conn = RecordedConnection(len(self._connections), addr, middle)
                 self._connections.append(conn)
                 self._sockets += [client, server]
             done = [0]
@@ -714,8 +761,12 @@ class RecordingProxy:
                     with contextlib.suppress(OSError):
                         dst.shutdown(socket.SHUT_WR)
                     break
-                conn._append(to_server, data)  # record before forwarding
-                dst.sendall(data)
+                if conn.middle is None:
+                    conn._append(to_server, data)  # record before forwarding
+                    dst.sendall(data)
+                else:
+                    for part in conn._through_middle(to_server, data):
+                        dst.sendall(part)
         except (OSError, ValueError) as exc:
             if not self._stop.is_set():
                 conn.error = exc

@@ -4,6 +4,7 @@ In ``tests/conftest.py`` (``tests/`` has no ``__init__.py``, so pytest puts
 ``tests/`` on sys.path and this package is importable as ``peers``)::
 
     from peers.conftest_peers import mock_cluster, recording_proxy, tansu, tansu_behind_proxy  # noqa: F401
+    from peers.conftest_peers import kafka_broker, kafka_broker_factory, kafka_cluster  # noqa: F401
 
 (``tests.peers.conftest_peers`` if ``tests/`` becomes a package).  The session
 peers are shared: defining the fixtures in several places still starts one
@@ -11,17 +12,23 @@ tansu and one mock cluster per session.
 
 A peer that is not installed makes its tests *skip* with a hint to run
 ``tools/peers/install_peers.sh``; set ``KAFKAPROTO_REQUIRE_PEERS=1`` (e.g. in
-CI) to make that a failure instead.
+CI) to make that a failure instead.  Apache Kafka itself (``kafka_broker``,
+``kafka_cluster``, ``kafka_broker_factory``) fetches its jars when needed and
+its tests always fail, never skip, when it cannot start; its work folders
+(configuration, server logs, data) are kept and named at the end of a session
+that had a failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
-from .brokers import MockCluster, PeerUnavailable, ProxiedBroker, RecordingProxy, Tansu
+from .brokers import MockCluster, PeerError, PeerUnavailable, ProxiedBroker, RecordingProxy, Tansu
+from .kafka_broker import KafkaCluster
 
 
 def _unavailable(exc: BaseException) -> None:
@@ -116,3 +123,111 @@ def tansu_behind_proxy() -> Iterator[ProxiedBroker]:
             yield proxied
     except PeerUnavailable as exc:
         _unavailable(exc)
+
+
+# --------------------------------------------------------------------------
+# Apache Kafka 4.4.0
+# --------------------------------------------------------------------------
+
+
+class _Kafka:
+    """Started Kafka clusters of the session, one per configuration, shared by
+    every fixture definition (see :class:`_Shared`).  A cluster that failed to
+    start is not tried again: its later users fail at once with the same
+    message."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[tuple, KafkaCluster] = {}
+        self.failed: dict[tuple, str] = {}
+        self.users = 0
+
+    @staticmethod
+    def key(nodes: int, kwargs: Mapping) -> tuple:
+        def freeze(v):
+            if isinstance(v, Mapping):
+                return tuple(sorted((str(k), freeze(x)) for k, x in v.items()))
+            if isinstance(v, (list, tuple)):
+                return tuple(freeze(x) for x in v)
+            return v
+        return (nodes, freeze(kwargs))
+
+    def get(self, nodes: int = 1, **kwargs) -> KafkaCluster:
+        key = self.key(nodes, kwargs)
+        if key in self.failed:
+            pytest.fail(self.failed[key], pytrace=False)
+        cluster = self.clusters.get(key)
+        if cluster is None:
+            cluster = KafkaCluster(nodes, **kwargs)
+            try:
+                cluster.start()
+            except PeerError as exc:  # PeerUnavailable too: the jars are fetched on demand
+                self.failed[key] = f"Apache Kafka ({nodes} node{'s' * (nodes > 1)}) did not start: {exc}"
+                pytest.fail(self.failed[key], pytrace=False)
+            self.clusters[key] = cluster
+        return cluster
+
+    def release(self, config: pytest.Config, session: pytest.Session) -> None:
+        self.users -= 1
+        if self.users > 0:
+            return
+        keep = session.testsfailed > 0
+        clusters, self.clusters = list(self.clusters.values()), {}
+        for cluster in clusters:
+            cluster.stop(keep=keep)
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if keep and clusters and reporter is not None:
+            with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                for cluster in clusters:
+                    reporter.write_line(f"Kafka work folder kept (configuration, server.log, data per node): "
+                                        f"{cluster.work_dir}")
+
+
+_KAFKA = _Kafka()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_factory(request) -> Iterator[Callable[..., KafkaCluster]]:
+    """``make(nodes=1, extra_properties=None, node_properties=None, features=None,
+    release_version=None, jvm_args=())`` returns a started
+    :class:`~peers.kafka_broker.KafkaCluster`; a configuration asked for twice
+    in the session is the same cluster.  E.g. a broker with ACLs::
+
+        kafka_broker_factory(extra_properties={
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS"})
+    """
+    _KAFKA.users += 1
+    try:
+        yield _KAFKA.get
+    finally:
+        _KAFKA.release(request.config, request.session)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_broker_factory) -> KafkaCluster:
+    """One Apache Kafka 4.4.0 node (KRaft, broker + controller) for the session:
+    ``.bootstrap``, ``.host``/``.port``, ``.log_dir``, ``.tool(...)``,
+    ``.dump_log_segments(...)``, ``.segment_files(topic, partition)``."""
+    return kafka_broker_factory(1)
+
+
+@pytest.fixture(scope="session")
+def kafka_conformance(kafka_broker_factory):
+    """Every client scenario of :mod:`peers.kafka_scenarios` run once in the
+    session against a broker of its own (an authorizer, client telemetry)
+    behind a decoding recording proxy: a :class:`~peers.kafka_scenarios.KafkaRun`
+    (its steps, and each proxied connection's bytes and events)."""
+    from .kafka_scenarios import record_kafka
+
+    try:
+        return record_kafka(lambda **kw: kafka_broker_factory(1, **kw))
+    except PeerUnavailable as exc:
+        pytest.fail(f"the client scenarios could not run: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_broker_factory) -> KafkaCluster:
+    """Three Apache Kafka 4.4.0 nodes (each broker + controller) for the
+    session; ``.stop_node(id)`` / ``.start_node(id)`` move leaders."""
+    return kafka_broker_factory(3)

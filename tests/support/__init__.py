@@ -27,7 +27,8 @@ that use it put it there themselves: ``fuzz/run.py`` (which
   tests too);
 - :mod:`.legacy_sets`: legacy (magic 0/1) message sets and their two
   comparisons (twin, object decoder) for the Arrow records tests;
-- :mod:`.synthetic`: synthetic Kafka traffic as pcap/pcapng for the report
-  tests, demos and ``bench/report_bench.py`` (also a script:
-  ``python tests/support/synthetic.py --size 64M traffic.pcap``).
+- :mod:`.synthetic`: synthetic Kafka traffic as pcap/pcapng (bulk record
+  batches, small frames, or both interleaved) for the report tests, demos,
+  ``bench/report_bench.py`` and ``bench/capture_bench.py`` (also a script:
+  ``python tests/support/synthetic.py --size 64M [--profile mixed] traffic.pcap``).
 """

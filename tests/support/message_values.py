@@ -161,3 +161,64 @@ def to_kafka_json(obj, version):
         else:
             out[key] = _json_value(f.kind, v, f.struct, version)
     return out
+
+
+# ---------------------------------------------------------------------------
+# against Kafka's reading of the same bytes
+
+# Fields whose names differ between Kafka 3.9.1 and the newest schemas with the
+# same bytes: (class, Java 3.9.1's name) -> ours.
+RENAMED = {
+    ("VoteRequest", "candidateEpoch"): "replicaEpoch", ("VoteRequest", "candidateId"): "replicaId",
+    ("VoteRequest", "candidateDirectoryId"): "replicaDirectoryId",
+    ("ListConfigResourcesResponse", "clientMetricsResources"): "configResources",
+    ("ListConfigResourcesResponse", "name"): "resourceName",
+    ("TxnOffsetCommitRequest", "generationId"): "generationIdOrMemberEpoch",
+}
+
+
+def tagged_paths(obj, version, path=""):
+    """The JSON paths of ``obj``'s tagged fields (Kafka's converter leaves out
+    those at their default)."""
+    out = set()
+    for f in type(obj)._FIELDS:
+        if not f.versions >> version & 1:
+            continue
+        p = f"{path}.{f.wire[0].lower()}{f.wire[1:]}"
+        if f.tagged >> version & 1:
+            out.add(p)
+        value = getattr(obj, f.attr)
+        if f.kind == K.STRUCT and value is not None:
+            out |= tagged_paths(value, version, p)
+        elif f.kind == K.ARRAY and f.elem == K.STRUCT and value:
+            for i, x in enumerate(value):
+                out |= tagged_paths(x, version, f"{p}[{i}]")
+    return out
+
+
+def compare_with_java(ours, java, path, name, problems, tagged=frozenset()):
+    """Every field of Java's reading equals ours; every field of ours that
+    Java's JSON lacks is a tagged one (the bytes already showed it at its
+    default)."""
+    if isinstance(java, dict):
+        seen = set()
+        for k, jv in java.items():
+            mine = k if k in ours else RENAMED.get((name, k))
+            if mine not in ours:
+                problems.append(f"{path}.{k} missing")
+                continue
+            seen.add(mine)
+            compare_with_java(ours[mine], jv, f"{path}.{k}", name, problems, tagged)
+        problems += [f"{path}.{k} not in Java's reading" for k in ours.keys() - seen
+                     if f"{path}.{k}" not in tagged]
+    elif isinstance(java, list):
+        if not isinstance(ours, list) or len(ours) != len(java):
+            problems.append(f"{path}: {ours!r} != {java!r}")
+            return
+        for i, (a, b) in enumerate(zip(ours, java)):
+            compare_with_java(a, b, f"{path}[{i}]", name, problems, tagged)
+    elif isinstance(java, float) or isinstance(ours, float):
+        if float(ours) != float(java):
+            problems.append(f"{path}: {ours!r} != {java!r}")
+    elif ours != java:
+        problems.append(f"{path}: {ours!r} != {java!r}")

@@ -7,7 +7,7 @@ import importlib
 
 #: every compiled module of kafkaproto (each beside its twin ``<name>_py``)
 MODULES = ("_codec", "messages._engine", "records._batches", "arrow._columns", "arrow._messages", "arrow._headers",
-           "arrow._frames", "arrow._records", "capture._scan")
+           "arrow._frames", "arrow._records", "capture._scan", "log._text")
 
 
 class Impl:
@@ -58,3 +58,8 @@ def plain_tree(node):
     n, nulls, bitmap, bufs, kids = node
     return (n, nulls, None if bitmap is None else bytes(bitmap), tuple(bytes(b) for b in bufs),
             tuple(plain_tree(k) for k in kids))
+
+
+def plain_walk(walked):
+    """The batches a records loop walked (columns of arrays, and ``error``: batch row → text) as plain lists."""
+    return {k: v if isinstance(v, dict) else v.tolist() for k, v in walked.items()}

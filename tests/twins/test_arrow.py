@@ -26,7 +26,7 @@ from support.legacy_sets import (
 )
 from support.message_values import random_message
 from support.records_util import blobs_for, damaged
-from support.twins import compiled_impl, plain_tree, pure_impl
+from support.twins import compiled_impl, plain_tree, plain_walk, pure_impl
 
 C, P = compiled_impl(), pure_impl()
 
@@ -127,11 +127,17 @@ def test_records_twins(check_crc):
     blobs += damaged(blobs, rng)
     arr = pa.array(blobs, pa.large_binary())
     for want in ([1] * 7, [0, 0, 1, 1, 0, 0, 1], [1, 0, 0, 0, 0, 1, 1]):
-        sa, ta, ea, wa = C.arrow_records(arr, 1, check_crc, 1 << 26, want, True)
-        sb, tb, eb, wb = P.arrow_records(arr, 1, check_crc, 1 << 26, want, True)
-        assert (sa == sb).all() and ea == eb
-        assert {k: v.tolist() for k, v in wa.items()} == {k: v.tolist() for k, v in wb.items()}
-        assert plain_tree(ta) == plain_tree(tb)
+        for partial, control in ((False, False), (True, False), (False, True), (True, True)):
+            sa, ta, ea, wa = C.arrow_records(arr, 1, check_crc, 1 << 26, want, True, partial=partial, control=control)
+            sb, tb, eb, wb = P.arrow_records(arr, 1, check_crc, 1 << 26, want, True, partial=partial, control=control)
+            assert (sa == sb).all() and ea == eb
+            assert plain_walk(wa) == plain_walk(wb)
+            assert plain_tree(ta) == plain_tree(tb)
+            if not partial:
+                blob_errors = set(ea)
+            else:  # the same blobs fail, at one of their batches (none has an error row)
+                assert not ea and not sa.any() and blob_errors
+                assert {int(wa["row"][k]) for k in wa["error"]} == blob_errors
 
 
 # ---------------------------------------------------------------------------

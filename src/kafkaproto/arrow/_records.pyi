@@ -2,6 +2,7 @@
 behind kafkaproto.arrow.records, and of its twin _records_py."""
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +12,7 @@ from kafkaproto.arrow._columns import _Column, _Errors
 from kafkaproto.records._common import CallBudget
 
 COMPILED: bool
+BATCH_FIELDS: tuple[str, ...]
 
 def arrow_records(
     arr: pa.Array,
@@ -22,17 +24,22 @@ def arrow_records(
     max_records_per_batch: int | None = 1000000,
     max_headers_per_record: int | None = 10000,
     max_headers_per_batch: int | None = 1000000,
+    partial: bool = False,
+    control: bool = False,
     max_records_per_call: int | None = 4000000,
     max_headers_per_call: int | None = 4000000,
     max_decompressed_per_call: int | None = 268435456,
     budget: CallBudget | None = None,
-) -> tuple[npt.NDArray[np.uint8], _Column, _Errors, dict[str, np.ndarray] | None]:
+) -> tuple[npt.NDArray[np.uint8], _Column, _Errors, dict[str, Any] | None]:
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
     row) telling which columns to fill; the tree's children are those columns.
-    ``batches``: also return the batches walked, as columns (row, position,
-    magic, codec, bytes, records, truncated), else None.  A batch past
+    ``batches``: also return the batches walked, as columns (BATCH_FIELDS:
+    row, position, magic, codec, bytes, records, truncated and the header
+    fields) plus ``error`` (batch row -> text), else None.  ``partial``: a
+    blob stops at its first bad batch, keeping the records before it, and
+    that batch carries the error.  ``control``: control records are rows too.  A batch past
     ``max_records_per_batch`` or ``max_headers_per_batch``, or a record past
     ``max_headers_per_record``, is its blob's error; so is the blob whose
     batches bring the call's past a ``max_*_per_call`` cap (counted across

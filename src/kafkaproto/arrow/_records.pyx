@@ -14,7 +14,7 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, 
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy, memset
 
 from kafkaproto._wire cimport (
@@ -99,6 +99,12 @@ cdef struct RecCols:
     int64_t max_ts
     int32_t ts_type
     bint control
+    bint keep_control        # control records go into the columns too
+    int ctl_type             # the batch's first control record: its type (-1: none)
+    int64_t ctl_epoch        # and a transaction marker's coordinator epoch (-1: none)
+    int64_t first_off        # offsets of the first and last records staged for the batch
+    int64_t last_off
+    bint any_off
 
 
 cdef int _reserve_rows(RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
@@ -270,7 +276,7 @@ cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t
                           int32_t vn) noexcept nogil:
     cdef Col* hcol = s.c[RC_HEADERS]
     cdef Col* hstruct
-    if hcol == NULL or s.control:
+    if hcol == NULL or (s.control and not s.keep_control):
         return 0
     hstruct = hcol.kids[0]
     if _rc_blob(hstruct.kids[0], kp, kn) or _rc_blob(hstruct.kids[1], vp, vn) or col_reserve(hstruct, 1):
@@ -282,7 +288,13 @@ cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t
 
 cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
     if s.control:
-        return 0  # checked, and left out as a consumer does
+        if r.index == 0:
+            # the marker the batch holds, for its batch row (the walker checked its key's and value's sizes)
+            s.ctl_type = <int16_t>kp_ld16(r.key + 2)
+            if (s.ctl_type == 0 or s.ctl_type == 1) and r.value_len >= 6:
+                s.ctl_epoch = <int32_t>kp_ld32(r.value + 2)
+        if not s.keep_control:
+            return 0  # checked, and left out as a consumer does
     if _stage(s, r.key, r.key_len, r.value, r.value_len, _wadd(s.base_offset, r.offset_delta),
               s.max_ts if s.ts_type == 1 else _wadd(s.base_ts, r.timestamp_delta), s.ts_type, r.header_count):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
@@ -314,6 +326,10 @@ cdef int ls_end(LSink s, bint gone) except -1:
 
 
 cdef int ls_record(LSink s, const uint8_t* b, LMsg* m, int64_t offset, int64_t ts, int ts_type) except -1:
+    if not s.rc.any_off:
+        s.rc.first_off = offset
+        s.rc.any_off = True
+    s.rc.last_off = offset
     if _stage(s.rc, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
               offset, ts, ts_type, 0):
         raise MemoryError()
@@ -331,42 +347,171 @@ cdef object _v2_error(Cur* c, object base, Py_ssize_t batch_at, object budget, i
     return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget, batch_cap)
 
 
+# the columns of a batch row, in the order of BATCH_FIELDS (kafkaproto.arrow.BATCHES_SCHEMA less error)
+cdef enum:
+    B_ROW = 0
+    B_POSITION = 1
+    B_MAGIC = 2
+    B_CODEC = 3
+    B_BYTES = 4
+    B_RECORDS = 5
+    B_TRUNCATED = 6
+    B_BASE_OFFSET = 7
+    B_LAST_OFFSET = 8
+    B_COUNT = 9
+    B_LEADER_EPOCH = 10
+    B_CRC = 11
+    B_ATTRIBUTES = 12
+    B_BASE_TS = 13
+    B_MAX_TS = 14
+    B_PID = 15
+    B_PEPOCH = 16
+    B_BSEQ = 17
+    B_CTL_TYPE = 18
+    B_CTL_EPOCH = 19
+    B_FIELDS = 20
+
+BATCH_FIELDS = ("row", "position", "magic", "codec", "bytes", "records", "truncated", "base_offset", "last_offset",
+                "count", "leader_epoch", "crc", "attributes", "base_timestamp", "max_timestamp", "producer_id",
+                "producer_epoch", "base_sequence", "control_type", "coordinator_epoch")
+_BATCH_TYPES = (np.int64, np.int64, np.int8, np.int8, np.int64, np.int64, np.bool_, np.int64, np.int64, np.int32,
+                np.int32, np.int64, np.int16, np.int64, np.int64, np.int64, np.int16, np.int32, np.int16, np.int64)
+
+
 cdef class _BatchRows:
-    """One row per batch walked (what the records came in): filled as the blobs are."""
-    cdef list row, position, magic, codec, size, records, truncated
+    """One row per batch walked (what the records came in): filled as the blobs are,
+    B_FIELDS int64 values a row in one growing C block."""
+    cdef int64_t* v
+    cdef int64_t n, cap
+    cdef dict errors    # batch row -> the error that stopped its blob (partial walks)
 
     def __cinit__(self):
-        self.row, self.position, self.magic, self.codec = [], [], [], []
-        self.size, self.records, self.truncated = [], [], []
+        self.v = NULL
+        self.n = self.cap = 0
+        self.errors = {}
 
-    cdef void add(self, int64_t row, int64_t position, int magic, int codec, int64_t size, int64_t records,
-                  bint truncated):
-        self.row.append(row)
-        self.position.append(position)
-        self.magic.append(magic)
-        self.codec.append(codec)
-        self.size.append(size)
-        self.records.append(records)
-        self.truncated.append(truncated)
+    def __dealloc__(self):
+        free(self.v)
+
+    cdef int64_t* add(self, int64_t row, int64_t position) except NULL:
+        """A new row (every field -1 but its row, position, and 0 records, not truncated)."""
+        cdef int64_t* r
+        cdef int k
+        cdef int64_t cap
+        cdef void* grown
+        if self.n == self.cap:
+            cap = max(64, 2 * self.cap)
+            grown = realloc(self.v, cap * B_FIELDS * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.v = <int64_t*>grown
+            self.cap = cap
+        r = self.v + self.n * B_FIELDS
+        self.n += 1
+        for k in range(B_FIELDS):
+            r[k] = -1
+        r[B_ROW] = row
+        r[B_POSITION] = position
+        r[B_RECORDS] = 0
+        r[B_TRUNCATED] = 0
+        return r
+
+    cdef void v2(self, int64_t row, BatchView* v, int64_t records, RecCols* rc):
+        cdef int64_t* r = self.add(row, v.at)
+        r[B_MAGIC] = 2
+        r[B_CODEC] = v.attrs & 0x07
+        r[B_BYTES] = 12 + <int64_t>v.size
+        r[B_RECORDS] = records
+        r[B_BASE_OFFSET] = v.base_offset
+        r[B_LAST_OFFSET] = _wadd(v.base_offset, v.lod)
+        r[B_COUNT] = v.count
+        r[B_LEADER_EPOCH] = v.ple
+        r[B_CRC] = v.crc
+        r[B_ATTRIBUTES] = v.attrs
+        r[B_BASE_TS] = v.base_ts
+        r[B_MAX_TS] = v.max_ts
+        r[B_PID] = v.pid
+        r[B_PEPOCH] = v.pepoch
+        r[B_BSEQ] = v.bseq
+        r[B_CTL_TYPE] = rc.ctl_type
+        r[B_CTL_EPOCH] = rc.ctl_epoch
+
+    cdef void legacy(self, int64_t row, BatchView* v, LMsg* w, int64_t count, int64_t records, RecCols* rc):
+        cdef int64_t* r = self.add(row, v.at)
+        r[B_MAGIC] = w.magic
+        r[B_CODEC] = w.attrs & 0x07
+        r[B_BYTES] = 12 + <int64_t>v.size
+        r[B_RECORDS] = records
+        # as the object decoder: the first record's offset, the wrapper's (its last)
+        r[B_BASE_OFFSET] = rc.first_off
+        r[B_LAST_OFFSET] = w.offset
+        r[B_COUNT] = count
+        r[B_CRC] = w.crc
+        r[B_ATTRIBUTES] = w.attrs
+        r[B_BASE_TS] = w.ts
+        r[B_MAX_TS] = w.ts
+
+    cdef void cut(self, int64_t row, BatchView* v):
+        """The partial batch at a blob's end."""
+        cdef int64_t* r = self.add(row, v.at)
+        r[B_BYTES] = v.available
+        r[B_TRUNCATED] = 1
+        if v.available >= 8:
+            r[B_BASE_OFFSET] = v.base_offset
+
+    cdef void failed(self, int64_t row, const uint8_t* p, Py_ssize_t pos, Py_ssize_t n, BatchView* v, bint whole,
+                     str error):
+        """The batch a partial walk stopped at: what its header says, as far as it was read."""
+        cdef int64_t* r = self.add(row, pos)
+        cdef int64_t size
+        self.errors[self.n - 1] = error
+        if n - pos >= 8:
+            r[B_BASE_OFFSET] = <int64_t>kp_ld64(p + pos)
+        if n - pos >= 12:
+            size = <int32_t>kp_ld32(p + pos + 8)
+            # its extent, when its size field is plausible (a batch there may follow it)
+            if whole or (14 <= size <= n - pos - 12):
+                r[B_BYTES] = 12 + size
+        if n - pos >= 17:
+            r[B_MAGIC] = <int8_t>p[pos + 16]
+        if whole and v.magic == 2:
+            r[B_CODEC] = v.attrs & 0x07
+            r[B_LAST_OFFSET] = _wadd(v.base_offset, v.lod)
+            r[B_COUNT] = v.count
+            r[B_LEADER_EPOCH] = v.ple
+            r[B_CRC] = v.crc
+            r[B_ATTRIBUTES] = v.attrs
+            r[B_BASE_TS] = v.base_ts
+            r[B_MAX_TS] = v.max_ts
+            r[B_PID] = v.pid
+            r[B_PEPOCH] = v.pepoch
+            r[B_BSEQ] = v.bseq
 
     cdef void blob_failed(self, int64_t first):
         # the blob's records were rolled back: its batches gave none
-        cdef Py_ssize_t k
-        for k in range(first, len(self.records)):
-            self.records[k] = 0
+        cdef int64_t k
+        for k in range(first, self.n):
+            self.v[k * B_FIELDS + B_RECORDS] = 0
 
     def export(self):
-        return {"row": np.array(self.row, np.int64), "position": np.array(self.position, np.int64),
-                "magic": np.array(self.magic, np.int8), "codec": np.array(self.codec, np.int8),
-                "bytes": np.array(self.size, np.int64), "records": np.array(self.records, np.int64),
-                "truncated": np.array(self.truncated, np.bool_)}
+        cdef int64_t k
+        block = np.empty((self.n, B_FIELDS), dtype=np.int64)
+        cdef int64_t[:, ::1] view = block
+        if self.n:
+            memcpy(&view[0, 0], self.v, self.n * B_FIELDS * sizeof(int64_t))
+        out = {name: block[:, k].astype(typ) for k, (name, typ) in enumerate(zip(BATCH_FIELDS, _BATCH_TYPES))}
+        out["error"] = self.errors
+        return out
 
 
 cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit, RecCols* rc,
                LSink ls, _BatchRows out, int32_t max_records, int32_t max_headers,
-               int64_t max_batch_headers, object budget) except -1:
-    """Every batch of one blob into the columns; raises the blob's error (what
-    it took of the call's ``budget`` is the caller's to give back then)."""
+               int64_t max_batch_headers, bint partial, object budget) except -1:
+    """Every batch of one blob into the columns; raises the blob's error (``partial``:
+    stops at it instead, keeping the records of the batches before it, and lists
+    it among the batches with its error).  What the blob takes of the call's
+    ``budget`` is the caller's to give back when it raises; a partial walk gives
+    back the failed batch's share itself."""
     cdef BatchView v
     cdef Py_ssize_t pos = 0, start, end
     cdef int st
@@ -375,60 +520,86 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
     cdef LMsg w
     cdef Py_buffer view
     cdef const uint8_t* rb
+    cdef int64_t before, mark = 0, count, headers = 0, shift = 0, headers_left
+    cdef bint whole
+    cdef int k
+    taken = None
     mv = PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ)
     rc.row = row
     rc.stage.n = 0
     rc.stage.kbytes = rc.stage.vbytes = 0
-    cdef int64_t before, headers = 0, shift = 0, headers_left
     while True:
-        st = _batch_at(p, pos, n, &v)
-        if st != BATCH_WHOLE:
-            # the end, or a partial batch at the end: normal in a Fetch response
+        if partial:
+            # the batches before are out for good: a failure rolls back to here
             if _flush(rc):
                 raise MemoryError()
-            if st == BATCH_TRUNCATED and out is not None:
-                out.add(row, v.at, -1, -1, v.available, 0, True)
-            return 0
-        before = rc.stage.emitted
-        if v.magic < 2:
-            _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w, max_records, budget, True, &shift)
-            if out is not None:
-                out.add(row, v.at, v.magic, w.attrs & 0x07, 12 + v.size, rc.stage.emitted - before, False)
-            pos = v.end
-            continue
-        region, start, end = _v2_records(&v, mv, check_crc, limit, max_records, budget)
-        headers_left = budget.headers_left(max_batch_headers)
-        if region is None:
-            rb = p
-        else:
-            PyObject_GetBuffer(region, &view, PyBUF_SIMPLE)
-            rb = <const uint8_t*>view.buf
+            mark = rc.c[RC_ROW].n
+            taken = budget.mark()
+        whole = False
         try:
-            rc.base_offset = v.base_offset
-            rc.base_ts = v.base_ts
-            rc.max_ts = v.max_ts
-            rc.ts_type = 1 if v.attrs & 0x08 else 0
-            rc.control = v.attrs & 0x20
-            cur_init(&c, rb, start, end)
-            c.path = steps
-            with nogil:
-                # room for the whole batch up front: keys and values take at most its bytes
-                if _reserve_rows(rc, v.count, end - start):
-                    st = -2
-                else:
-                    st = _walk_records(&c, v.count, rc.control, rc, max_headers, headers_left, &headers)
-                    if st == 0 and _flush(rc):
+            st = _batch_at(p, pos, n, &v)
+            if st != BATCH_WHOLE:
+                # the end, or a partial batch at the end: normal in a Fetch response
+                if _flush(rc):
+                    raise MemoryError()
+                if st == BATCH_TRUNCATED and out is not None:
+                    out.cut(row, &v)
+                return 0
+            whole = True
+            before = rc.stage.emitted
+            rc.ctl_type = -1
+            rc.ctl_epoch = -1
+            rc.any_off = False
+            if v.magic < 2:
+                count = _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w, max_records, budget, True, &shift)
+                if out is not None:
+                    out.legacy(row, &v, &w, count, rc.stage.emitted - before, rc)
+                pos = v.end
+                continue
+            region, start, end = _v2_records(&v, mv, check_crc, limit, max_records, budget)
+            headers_left = budget.headers_left(max_batch_headers)
+            if region is None:
+                rb = p
+            else:
+                PyObject_GetBuffer(region, &view, PyBUF_SIMPLE)
+                rb = <const uint8_t*>view.buf
+            try:
+                rc.base_offset = v.base_offset
+                rc.base_ts = v.base_ts
+                rc.max_ts = v.max_ts
+                rc.ts_type = 1 if v.attrs & 0x08 else 0
+                rc.control = v.attrs & 0x20
+                cur_init(&c, rb, start, end)
+                c.path = steps
+                with nogil:
+                    # room for the whole batch up front: keys and values take at most its bytes
+                    if _reserve_rows(rc, v.count, end - start):
                         st = -2
-        finally:
-            if region is not None:
-                PyBuffer_Release(&view)
-        if st == -2 or (st and c.fail == F_MEMORY):
-            raise MemoryError()
-        if st:
-            raise _v2_error(&c, 0 if region is None else None, v.at, budget, max_batch_headers)
-        budget.headers += headers
-        if out is not None:
-            out.add(row, v.at, 2, v.attrs & 0x07, 12 + v.size, rc.stage.emitted - before, False)
+                    else:
+                        st = _walk_records(&c, v.count, rc.control, rc, max_headers, headers_left, &headers)
+                        if st == 0 and _flush(rc):
+                            st = -2
+            finally:
+                if region is not None:
+                    PyBuffer_Release(&view)
+            if st == -2 or (st and c.fail == F_MEMORY):
+                raise MemoryError()
+            if st:
+                raise _v2_error(&c, 0 if region is None else None, v.at, budget, max_batch_headers)
+            budget.headers += headers
+            if out is not None:
+                out.v2(row, &v, rc.stage.emitted - before, rc)
+        except KafkaProtocolError as exc:
+            if not partial:
+                raise
+            rc.stage.n = 0
+            rc.stage.kbytes = rc.stage.vbytes = 0
+            for k in range(RC_COUNT):
+                if rc.c[k] != NULL:
+                    col_truncate(rc.c[k], mark)
+            budget.reset(taken)
+            out.failed(row, p, pos, n, &v, whole, str(exc))
+            return 0
         pos = v.end
 
 
@@ -460,7 +631,7 @@ cdef int64_t _rows_bytes(Rows* r, arr):
 
 def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False,
                   max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
-                  max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS,
+                  max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS, bint partial=False, bint control=False,
                   max_records_per_call=_DEFAULT_MAX_CALL_RECORDS, max_headers_per_call=_DEFAULT_MAX_CALL_HEADERS,
                   max_decompressed_per_call=_DEFAULT_MAX_CALL_DECOMPRESSED, budget=None):
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
@@ -472,13 +643,18 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     error text); the tree's children are the asked-for columns in that
     order; with ``batches``, a dict of arrays with one entry per batch the
     walk went through (row, position, magic, codec, bytes, records it gave,
-    truncated: the partial batch at a blob's end), else None.  A batch past
+    truncated: the partial batch at a blob's end, and the header fields of
+    BATCH_FIELDS; ``error``: batch row -> error), else None.  ``partial``
+    (needs ``batches``): a blob stops at its first bad batch, keeping the
+    records before it; that batch is listed with its error and the blob has
+    no error row.  ``control``: control records are rows too.  A batch past
     ``max_records_per_batch`` or ``max_headers_per_batch``, or a record past
     ``max_headers_per_record``, is its blob's error (RecordLimitError's text);
     the header caps are checked before a record's headers go into the columns.
     The ``max_*_per_call`` caps count across every row (``budget``: a
     CallBudget shared with other calls, the caps then its own): the row that
-    would pass one is an error row, and gives back what it took.
+    would pass one is an error row, and gives back what it took (a partial
+    walk stops at the batch that would, as at any bad batch).
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n, i, blen
@@ -494,9 +670,12 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     cdef int64_t max_batch_headers
     max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
                                                                max_headers_per_batch)
+    if partial and not batches:
+        raise ValueError("a partial walk reports its failures among the batches: pass batches=True")
     if budget is None:
         budget = _CallBudget(*_call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     wanted = [bool(w) for w in want]
+    rc.keep_control = control
     rc.stage = <Stage*>malloc(sizeof(Stage))
     if rc.stage == NULL:
         raise MemoryError()
@@ -535,14 +714,18 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
                 if c.kids[0].kids[0] == NULL or c.kids[0].kids[1] == NULL:
                     raise MemoryError()
         for i in range(n):
-            first = len(out.row) if out is not None else 0
+            first = out.n if out is not None else 0
             taken = budget.mark()
             if not row_at(&rin.r, i, &p, &blen):
-                errors[i] = "null records blob"
+                if partial:
+                    out.add(i, 0)
+                    out.errors[out.n - 1] = "null records blob"
+                else:
+                    errors[i] = "null records blob"
             else:
                 try:
                     _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out, max_records, max_headers,
-                          max_batch_headers, budget)
+                          max_batch_headers, partial, budget)
                 except KafkaProtocolError as exc:
                     errors[i] = str(exc)
             if i in errors:

@@ -4,6 +4,8 @@ it is read."""
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from .. import _kinds as K
@@ -62,8 +64,49 @@ def _put_record(cols, rec, row):
     rows.put(row)
 
 
-_BATCH_FIELDS = ("row", "position", "magic", "codec", "bytes", "records", "truncated")
-_BATCH_TYPES = (np.int64, np.int64, np.int8, np.int8, np.int64, np.int64, np.bool_)
+BATCH_FIELDS = ("row", "position", "magic", "codec", "bytes", "records", "truncated", "base_offset", "last_offset",
+                "count", "leader_epoch", "crc", "attributes", "base_timestamp", "max_timestamp", "producer_id",
+                "producer_epoch", "base_sequence", "control_type", "coordinator_epoch")
+_BATCH_TYPES = (np.int64, np.int64, np.int8, np.int8, np.int64, np.int64, np.bool_, np.int64, np.int64, np.int32,
+                np.int32, np.int64, np.int16, np.int64, np.int64, np.int64, np.int16, np.int32, np.int16, np.int64)
+_B_RECORDS = BATCH_FIELDS.index("records")
+_i64 = struct.Struct(">q")
+_i32 = struct.Struct(">i")
+
+
+def _batch_row(i, b, kept):
+    """A whole batch's row (BATCH_FIELDS)."""
+    ctl_type = ctl_epoch = -1
+    if b.magic >= 2 and b.is_control and b.records:
+        marker = b.records[0].control
+        ctl_type = int(marker.type)
+        ctl_epoch = -1 if marker.coordinator_epoch is None else marker.coordinator_epoch
+    return (i, b.offset, b.magic, b.attributes & 0x07, b.size, kept, False, b.base_offset, b.last_offset,
+            b.record_count, b.partition_leader_epoch, b.crc, b.attributes, b.base_timestamp, b.max_timestamp,
+            b.producer_id, b.producer_epoch, b.base_sequence, ctl_type, ctl_epoch)
+
+
+def _failed_row(i, blob, pos, whole):
+    """The row of the batch a partial walk stopped at: what its header says, as far as it was read."""
+    mv = memoryview(blob)
+    n = len(mv)
+    row = [i, pos] + [-1] * (len(BATCH_FIELDS) - 2)
+    row[_B_RECORDS] = 0
+    row[6] = False
+    if n - pos >= 8:
+        row[7] = _i64.unpack_from(mv, pos)[0]
+    if n - pos >= 12:
+        size = _i32.unpack_from(mv, pos + 8)[0]
+        if whole or 14 <= size <= n - pos - 12:
+            row[4] = 12 + size
+    if n - pos >= 17:
+        row[2] = struct.unpack_from(">b", mv, pos + 16)[0]
+    if whole is not None and whole.magic == 2:
+        h = whole
+        row[3] = h.attributes & 0x07
+        row[8:18] = [h.last_offset, h.record_count, h.partition_leader_epoch, h.crc, h.attributes, h.base_timestamp,
+                     h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence]
+    return tuple(row)
 
 
 def _truncate(col, n):
@@ -82,10 +125,27 @@ def _truncate(col, n):
             _truncate(kid, n)
 
 
+def _v2_header(mv, pos):
+    """The header of the v2 batch at ``pos`` (whole: its size is in range) as a RecordBatch without records,
+    for the row of a batch that fails after its header was read; None if it is not one."""
+    from ..records._common import RecordBatch
+
+    n = len(mv)
+    if n - pos < 61 or mv[pos + 16] != 2:
+        return None
+    size = _i32.unpack_from(mv, pos + 8)[0]
+    if size < 49 or size > n - pos - 12:
+        return None
+    (ple, _magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
+     count) = struct.unpack_from(">ibIhiqqqhii", mv, pos + 12)
+    return RecordBatch(pos, _i64.unpack_from(mv, pos)[0], size, ple, 2, crc, attrs, lod, base_ts, max_ts, pid, pepoch,
+                       bseq, count, ())
+
+
 def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=False,
                   max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
                   max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
-                  max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH,
+                  max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH, partial=False, control=False,
                   max_records_per_call=DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
                   max_headers_per_call=DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
                   max_decompressed_per_call=DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL, budget=None):
@@ -93,6 +153,8 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
 
     max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
                                                               max_headers_per_batch)
+    if partial and not batches:
+        raise ValueError("a partial walk reports its failures among the batches: pass batches=True")
     # the per-call caps count across every row; a row that fails gives its share back
     if budget is None:
         budget = CallBudget(*call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
@@ -102,36 +164,52 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
     blobs = rows(arr)
     status = np.zeros(len(blobs), dtype=np.uint8)
     errors = {}
-    walked = []  # (row, position, magic, codec, bytes, records, truncated) per batch
+    walked = []  # one BATCH_FIELDS tuple per batch
+    failed = {}  # partial walks: batch row -> error
     for i, blob in enumerate(blobs):
         first = len(walked)
-        mark = len(root.valid)
-        taken = budget.mark()
+        mark = blob_mark = len(root.valid)
+        taken = blob_taken = budget.mark()
         if blob is None:
-            errors[i] = "null records blob"
+            if partial:
+                walked.append((i, 0) + (-1,) * 3 + (0, False) + (-1,) * 13)
+                failed[len(walked) - 1] = "null records blob"
+            else:
+                errors[i] = "null records blob"
         else:
             # records go into the columns as they are read (one at a time); a
-            # blob that fails is cut back out
+            # blob that fails is cut back out (partial: back to the failing batch)
+            pos = 0
             try:
                 for b in records_impl.decode_record_batches(blob, check_crc, max_decompressed_size, True,
                                                             max_records, max_headers, max_batch_headers,
                                                             budget=budget):
                     if b.truncated:
-                        walked.append((i, b.offset, -1, -1, b.available, 0, True))
+                        walked.append((i, b.offset, -1, -1, b.available, 0, True,
+                                       -1 if b.base_offset is None else b.base_offset) + (-1,) * 12)
                         continue
                     kept = 0
                     for rec in b.records:
-                        if rec.control is None:
+                        if rec.control is None or control:
                             _put_record(cols, rec, i)
                             root.valid.append(1)
                             kept += 1
-                    walked.append((i, b.offset, b.magic, b.attributes & 0x07, b.size, kept, False))
+                    walked.append(_batch_row(i, b, kept))
+                    pos = b.offset + b.size
+                    mark = len(root.valid)
+                    taken = budget.mark()
             except KafkaProtocolError as exc:
-                errors[i] = str(exc)
-                budget.reset(taken)
-                _truncate(root, mark)
-                # the blob's records are left out: its batches gave none
-                walked[first:] = [w[:5] + (0,) + w[6:] for w in walked[first:]]
+                if not partial:
+                    errors[i] = str(exc)
+                    budget.reset(blob_taken)
+                    _truncate(root, blob_mark)
+                    # the blob's records are left out: its batches gave none
+                    walked[first:] = [w[:5] + (0,) + w[6:] for w in walked[first:]]
+                else:
+                    budget.reset(taken)
+                    _truncate(root, mark)
+                    walked.append(_failed_row(i, blob, pos, _v2_header(memoryview(blob), pos)))
+                    failed[len(walked) - 1] = str(exc)
         if i in errors:
             status[i] = 1
             for c in present:
@@ -142,5 +220,6 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
     out = None
     if batches:
         out = {name: np.array([w[k] for w in walked], dtype=typ)
-               for k, (name, typ) in enumerate(zip(_BATCH_FIELDS, _BATCH_TYPES))}
+               for k, (name, typ) in enumerate(zip(BATCH_FIELDS, _BATCH_TYPES))}
+        out["error"] = failed
     return status, root.export(), errors, out

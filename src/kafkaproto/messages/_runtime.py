@@ -186,6 +186,10 @@ class Struct:
 
     __slots__ = ("unknown_tagged_fields", "_wire")
     _FIELDS: tuple = ()
+    #: the versions that have this struct (a nested struct: those of the fields that hold it)
+    VALID_VERSIONS = ""
+    #: the message whose versions these are, and which says which are flexible
+    _MESSAGE: type[Message] | None = None
     unknown_tagged_fields: tuple[tuple[int, bytes], ...]
     __signature__ = _FieldsSignature()
 
@@ -193,6 +197,23 @@ class Struct:
         super().__init_subclass__(**kw)
         cls._PLANS = {}
         cls._ATTRS = tuple(f.attr for f in cls._FIELDS)
+        cls._VALID = versions_mask(cls.VALID_VERSIONS)
+
+    @classmethod
+    def supports(cls, version: int) -> bool:
+        return 0 <= version <= 63 and bool(cls._VALID >> version & 1)
+
+    @classmethod
+    def fields(cls, version: int) -> tuple[FieldInfo, ...]:
+        """The fields ``version`` has, in schema order (tagged ones included:
+        ``tagged`` says which), each a :class:`FieldInfo` with its type,
+        nullability, default, tag and nested fields.  A nested struct answers
+        for the versions of its message that have it (``VALID_VERSIONS``)."""
+        msg = cls._MESSAGE
+        if msg is None or not cls.supports(version):
+            raise UnsupportedVersionError(f"{cls.__qualname__} v{version} is not supported "
+                                          f"(versions {cls.VALID_VERSIONS or 'none'})", cls.__qualname__)
+        return _field_infos(cls, version, msg.is_flexible(version))
 
     def __init__(self, **kwargs):
         for f in self._FIELDS:
@@ -313,11 +334,11 @@ class Message(Struct):
         # Nested struct classes are referenced by name: resolve them once.
         nested = {k: v for k, v in vars(cls).items() if isinstance(v, type) and issubclass(v, Struct)}
         for owner in [cls, *nested.values()]:
+            owner._MESSAGE = cls
             for f in owner._FIELDS:
                 if isinstance(f.struct, str):
                     f.struct = nested[f.struct]
         cls._BY_VERSION = {}
-        cls._VALID = versions_mask(cls.VALID_VERSIONS)
         cls._FLEXIBLE = versions_mask(cls.FLEXIBLE_VERSIONS)
         cls._FLEXIBLE_FROM = open_from(cls.FLEXIBLE_VERSIONS)
         spec = cls.VALID_VERSIONS.split(",")
@@ -333,20 +354,6 @@ class Message(Struct):
         if version <= MAX_MASK_VERSION:
             return bool(cls._FLEXIBLE >> version & 1)
         return cls._FLEXIBLE_FROM is not None and version >= cls._FLEXIBLE_FROM
-
-    @classmethod
-    def fields(cls, version: int) -> tuple[FieldInfo, ...]:
-        """The fields ``version`` has, in schema order (tagged ones included:
-        ``tagged`` says which), each a :class:`FieldInfo` with its type,
-        nullability, default, tag and nested fields."""
-        if not cls.supports(version):
-            raise UnsupportedVersionError(f"{cls.NAME} v{version} is not supported (versions {cls.VALID_VERSIONS})",
-                                          cls.NAME)
-        return _field_infos(cls, version, cls.is_flexible(version))
-
-    @classmethod
-    def supports(cls, version: int) -> bool:
-        return 0 <= version <= 63 and bool(cls._VALID >> version & 1)
 
     @classmethod
     def plan(cls, version: int):

@@ -379,13 +379,28 @@ def _chart_codecs(d: ReportData) -> str:
     return _hbars(rows, title="codec mix", legend=[(c, colours[c]) for c in codecs], unit="record batches")
 
 
+DECODED, MISSING = "#59a14f", "#bab0ac"
+#: the other reasons' colours: the palette without decoded's green and missing's grey, then
+#: lighter shades for reasons beyond the known ones
+_REASON_COLOURS = tuple(c for c in PALETTE if c not in (DECODED, MISSING)) + ("#a0cbe8", "#ffbe7d", "#d4a6c8")
+
+
+def _reason_colours(reasons: Sequence[str]) -> dict[str, str]:
+    """Decoded green, missing grey, and every other reason a colour of its own
+    (the same reason the same colour in every report, while there are colours)."""
+    known = [r for r in BYTE_REASONS if r != "decoded"]
+    others = known + sorted(set(reasons) - set(BYTE_REASONS))
+    return {r: DECODED if r == "decoded" else _REASON_COLOURS[others.index(r) % len(_REASON_COLOURS)]
+            for r in reasons}
+
+
 def _chart_accounting(acc) -> str:
     reasons = [r for r in BYTE_REASONS if acc.bytes.get(r)] + sorted(set(acc.bytes) - set(BYTE_REASONS))
-    colours = {r: ("#59a14f" if r == "decoded" else PALETTE[(i + 1) % len(PALETTE)]) for i, r in enumerate(reasons)}
+    colours = _reason_colours(reasons)
     segs = [(acc.bytes[r], colours[r], f"{r}: {acc.bytes[r]:,} bytes") for r in reasons if acc.bytes[r] > 0]
     rows = [("TCP payload bytes", segs)]
     if acc.missing_bytes:
-        rows.append(("missing from capture", [(acc.missing_bytes, "#bab0ac", f"{acc.gaps} gaps")]))
+        rows.append(("missing from capture", [(acc.missing_bytes, MISSING, f"{acc.gaps} gaps")]))
     return _hbars(rows, fmt=_mb, title="where every captured byte went",
                   legend=[(r, colours[r]) for r in reasons if acc.bytes[r] > 0], unit="bytes")
 
@@ -506,8 +521,9 @@ def html_page(d: ReportData) -> str:
                      "the earliest are listed here.</p>")
         parts.append(_html_table([(r["capture"], r["api"], r["client_id"], r["requests"]) for r in d.unanswered],
                                  ("capture", "API", "client id", "requests")))
+        # a connection id names a connection: no thousands separators
         parts.append(_html_table([(r["ts"], r["api"], r["api_version"], r["client_id"], r["client"], r["server"],
-                                   r["conn"]) for r in d.unanswered_rows[:50]],
+                                   str(r["conn"])) for r in d.unanswered_rows[:50]],
                                  ("time (UTC)", "API", "version", "client id", "client", "broker", "conn")))
     else:
         parts.append('<p class="ok">None: every request got its response.</p>')

@@ -8,6 +8,7 @@ class AddPartitionsToTxnRequest(Message):
 
     class AddPartitionsToTxnTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('name', 'Name', 'string', '0-5', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-5'),
@@ -15,6 +16,7 @@ class AddPartitionsToTxnRequest(Message):
 
     class AddPartitionsToTxnTransaction(Struct):
         __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics')
+        VALID_VERSIONS = '4-5'
         _FIELDS = (
             F('transactional_id', 'TransactionalId', 'string', '4-5', entity='transactionalId', map_key=True),
             F('producer_id', 'ProducerId', 'int64', '4-5', entity='producerId'),
@@ -45,6 +47,7 @@ class AddPartitionsToTxnResponse(Message):
 
     class AddPartitionsToTxnPartitionResult(Struct):
         __slots__ = ('partition_index', 'partition_error_code')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-5', map_key=True),
             F('partition_error_code', 'PartitionErrorCode', 'int16', '0-5'),
@@ -52,6 +55,7 @@ class AddPartitionsToTxnResponse(Message):
 
     class AddPartitionsToTxnTopicResult(Struct):
         __slots__ = ('name', 'results_by_partition')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('name', 'Name', 'string', '0-5', entity='topicName', map_key=True),
             F('results_by_partition', 'ResultsByPartition', '[]AddPartitionsToTxnPartitionResult', '0-5', struct='AddPartitionsToTxnPartitionResult'),
@@ -59,6 +63,7 @@ class AddPartitionsToTxnResponse(Message):
 
     class AddPartitionsToTxnResult(Struct):
         __slots__ = ('transactional_id', 'topic_results')
+        VALID_VERSIONS = '4-5'
         _FIELDS = (
             F('transactional_id', 'TransactionalId', 'string', '4-5', entity='transactionalId', map_key=True),
             F('topic_results', 'TopicResults', '[]AddPartitionsToTxnTopicResult', '4-5', struct='AddPartitionsToTxnTopicResult'),

@@ -8,6 +8,7 @@ class AddRaftVoterRequest(Message):
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', map_key=True),
             F('host', 'Host', 'string', '0-1'),

@@ -8,6 +8,7 @@ class AlterClientQuotasRequest(Message):
 
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('entity_type', 'EntityType', 'string', '0-1'),
             F('entity_name', 'EntityName', 'string', '0-1', nullable='0-1'),
@@ -15,6 +16,7 @@ class AlterClientQuotasRequest(Message):
 
     class OpData(Struct):
         __slots__ = ('key', 'value', 'remove')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('key', 'Key', 'string', '0-1'),
             F('value', 'Value', 'float64', '0-1'),
@@ -23,6 +25,7 @@ class AlterClientQuotasRequest(Message):
 
     class EntryData(Struct):
         __slots__ = ('entity', 'ops')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('entity', 'Entity', '[]EntityData', '0-1', struct='EntityData'),
             F('ops', 'Ops', '[]OpData', '0-1', struct='OpData'),
@@ -47,6 +50,7 @@ class AlterClientQuotasResponse(Message):
 
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('entity_type', 'EntityType', 'string', '0-1'),
             F('entity_name', 'EntityName', 'string', '0-1', nullable='0-1'),
@@ -54,6 +58,7 @@ class AlterClientQuotasResponse(Message):
 
     class EntryData(Struct):
         __slots__ = ('error_code', 'error_message', 'entity')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-1'),
             F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1'),

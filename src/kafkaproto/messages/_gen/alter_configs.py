@@ -8,6 +8,7 @@ class AlterConfigsRequest(Message):
 
     class AlterableConfig(Struct):
         __slots__ = ('name', 'value')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('name', 'Name', 'string', '0-2', map_key=True),
             F('value', 'Value', 'string', '0-2', nullable='0-2'),
@@ -15,6 +16,7 @@ class AlterConfigsRequest(Message):
 
     class AlterConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configs')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('resource_type', 'ResourceType', 'int8', '0-2', map_key=True),
             F('resource_name', 'ResourceName', 'string', '0-2', map_key=True),
@@ -40,6 +42,7 @@ class AlterConfigsResponse(Message):
 
     class AlterConfigsResourceResponse(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-2'),
             F('error_message', 'ErrorMessage', 'string', '0-2', nullable='0-2'),

@@ -8,6 +8,7 @@ class AlterPartitionRequest(Message):
 
     class BrokerState(Struct):
         __slots__ = ('broker_id', 'broker_epoch')
+        VALID_VERSIONS = '3'
         _FIELDS = (
             F('broker_id', 'BrokerId', 'int32', '3', entity='brokerId'),
             F('broker_epoch', 'BrokerEpoch', 'int64', '3', default=-1),
@@ -15,6 +16,7 @@ class AlterPartitionRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-3'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-3'),
@@ -26,6 +28,7 @@ class AlterPartitionRequest(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '2-3', ignorable=True),
@@ -53,6 +56,7 @@ class AlterPartitionResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-3'),
             F('error_code', 'ErrorCode', 'int16', '0-3'),
@@ -65,6 +69,7 @@ class AlterPartitionResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '2-3', ignorable=True),

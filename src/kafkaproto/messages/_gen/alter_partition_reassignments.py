@@ -8,6 +8,7 @@ class AlterPartitionReassignmentsRequest(Message):
 
     class ReassignablePartition(Struct):
         __slots__ = ('partition_index', 'replicas')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('replicas', 'Replicas', '[]int32', '0-1', nullable='0-1', entity='brokerId', default=None),
@@ -15,6 +16,7 @@ class AlterPartitionReassignmentsRequest(Message):
 
     class ReassignableTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]ReassignablePartition', '0-1', struct='ReassignablePartition'),
@@ -40,6 +42,7 @@ class AlterPartitionReassignmentsResponse(Message):
 
     class ReassignablePartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
@@ -48,6 +51,7 @@ class AlterPartitionReassignmentsResponse(Message):
 
     class ReassignableTopicResponse(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]ReassignablePartitionResponse', '0-1', struct='ReassignablePartitionResponse'),

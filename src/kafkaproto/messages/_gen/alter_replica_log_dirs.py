@@ -8,6 +8,7 @@ class AlterReplicaLogDirsRequest(Message):
 
     class AlterReplicaLogDirTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('name', 'Name', 'string', '0-2', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-2'),
@@ -15,6 +16,7 @@ class AlterReplicaLogDirsRequest(Message):
 
     class AlterReplicaLogDir(Struct):
         __slots__ = ('path', 'topics')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('path', 'Path', 'string', '0-2', map_key=True),
             F('topics', 'Topics', '[]AlterReplicaLogDirTopic', '0-2', struct='AlterReplicaLogDirTopic'),
@@ -40,6 +42,7 @@ class AlterReplicaLogDirsResponse(Message):
 
     class AlterReplicaLogDirPartitionResult(Struct):
         __slots__ = ('partition_index', 'error_code')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -47,6 +50,7 @@ class AlterReplicaLogDirsResponse(Message):
 
     class AlterReplicaLogDirTopicResult(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]AlterReplicaLogDirPartitionResult', '0-2', struct='AlterReplicaLogDirPartitionResult'),

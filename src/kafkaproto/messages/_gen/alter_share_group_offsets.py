@@ -8,6 +8,7 @@ class AlterShareGroupOffsetsRequest(Message):
 
     class AlterShareGroupOffsetsRequestPartition(Struct):
         __slots__ = ('partition_index', 'start_offset')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
             F('start_offset', 'StartOffset', 'int64', '0'),
@@ -15,6 +16,7 @@ class AlterShareGroupOffsetsRequest(Message):
 
     class AlterShareGroupOffsetsRequestTopic(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]AlterShareGroupOffsetsRequestPartition', '0', struct='AlterShareGroupOffsetsRequestPartition'),
@@ -39,6 +41,7 @@ class AlterShareGroupOffsetsResponse(Message):
 
     class AlterShareGroupOffsetsResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -47,6 +50,7 @@ class AlterShareGroupOffsetsResponse(Message):
 
     class AlterShareGroupOffsetsResponseTopic(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '0'),

@@ -8,6 +8,7 @@ class AlterUserScramCredentialsRequest(Message):
 
     class ScramCredentialDeletion(Struct):
         __slots__ = ('name', 'mechanism')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0'),
             F('mechanism', 'Mechanism', 'int8', '0'),
@@ -15,6 +16,7 @@ class AlterUserScramCredentialsRequest(Message):
 
     class ScramCredentialUpsertion(Struct):
         __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0'),
             F('mechanism', 'Mechanism', 'int8', '0'),
@@ -42,6 +44,7 @@ class AlterUserScramCredentialsResponse(Message):
 
     class AlterUserScramCredentialsResult(Struct):
         __slots__ = ('user', 'error_code', 'error_message')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('user', 'User', 'string', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),

@@ -27,6 +27,7 @@ class ApiVersionsResponse(Message):
 
     class ApiVersion(Struct):
         __slots__ = ('api_key', 'min_version', 'max_version')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('api_key', 'ApiKey', 'int16', '0-5', map_key=True),
             F('min_version', 'MinVersion', 'int16', '0-5'),
@@ -35,6 +36,7 @@ class ApiVersionsResponse(Message):
 
     class SupportedFeatureKey(Struct):
         __slots__ = ('name', 'min_version', 'max_version')
+        VALID_VERSIONS = '3-5'
         _FIELDS = (
             F('name', 'Name', 'string', '3-5', map_key=True),
             F('min_version', 'MinVersion', 'int16', '3-5'),
@@ -43,6 +45,7 @@ class ApiVersionsResponse(Message):
 
     class FinalizedFeatureKey(Struct):
         __slots__ = ('name', 'max_version_level', 'min_version_level')
+        VALID_VERSIONS = '3-5'
         _FIELDS = (
             F('name', 'Name', 'string', '3-5', map_key=True),
             F('max_version_level', 'MaxVersionLevel', 'int16', '3-5'),

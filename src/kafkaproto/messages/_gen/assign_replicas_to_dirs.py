@@ -8,12 +8,14 @@ class AssignReplicasToDirsRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index',)
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
         )
 
     class TopicData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
@@ -21,6 +23,7 @@ class AssignReplicasToDirsRequest(Message):
 
     class DirectoryData(Struct):
         __slots__ = ('id', 'topics')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('id', 'Id', 'uuid', '0'),
             F('topics', 'Topics', '[]TopicData', '0', struct='TopicData'),
@@ -46,6 +49,7 @@ class AssignReplicasToDirsResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -53,6 +57,7 @@ class AssignReplicasToDirsResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
@@ -60,6 +65,7 @@ class AssignReplicasToDirsResponse(Message):
 
     class DirectoryData(Struct):
         __slots__ = ('id', 'topics')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('id', 'Id', 'uuid', '0'),
             F('topics', 'Topics', '[]TopicData', '0', struct='TopicData'),

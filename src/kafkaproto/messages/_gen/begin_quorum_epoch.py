@@ -8,6 +8,7 @@ class BeginQuorumEpochRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'voter_directory_id', 'leader_id', 'leader_epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('voter_directory_id', 'VoterDirectoryId', 'uuid', '1', ignorable=True),
@@ -17,6 +18,7 @@ class BeginQuorumEpochRequest(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
@@ -24,6 +26,7 @@ class BeginQuorumEpochRequest(Message):
 
     class LeaderEndpoint(Struct):
         __slots__ = ('name', 'host', 'port')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('name', 'Name', 'string', '1', map_key=True),
             F('host', 'Host', 'string', '1'),
@@ -51,6 +54,7 @@ class BeginQuorumEpochResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
@@ -60,6 +64,7 @@ class BeginQuorumEpochResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
@@ -67,6 +72,7 @@ class BeginQuorumEpochResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '1', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1'),

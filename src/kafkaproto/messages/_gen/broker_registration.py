@@ -8,6 +8,7 @@ class BrokerRegistrationRequest(Message):
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('name', 'Name', 'string', '0-4', map_key=True),
             F('host', 'Host', 'string', '0-4'),
@@ -17,6 +18,7 @@ class BrokerRegistrationRequest(Message):
 
     class Feature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('name', 'Name', 'string', '0-4', map_key=True),
             F('min_supported_version', 'MinSupportedVersion', 'int16', '0-4'),

@@ -25,6 +25,7 @@ class ConsumerGroupDescribeResponse(Message):
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'topic_name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
@@ -33,12 +34,14 @@ class ConsumerGroupDescribeResponse(Message):
 
     class Assignment(Struct):
         __slots__ = ('topic_partitions',)
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', '0-1', struct='TopicPartitions'),
         )
 
     class Member(Struct):
         __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '0-1'),
             F('instance_id', 'InstanceId', 'string', '0-1', nullable='0-1', default=None),
@@ -55,6 +58,7 @@ class ConsumerGroupDescribeResponse(Message):
 
     class DescribedGroup(Struct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-1'),
             F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),

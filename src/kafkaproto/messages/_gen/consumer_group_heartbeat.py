@@ -8,6 +8,7 @@ class ConsumerGroupHeartbeatRequest(Message):
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -40,6 +41,7 @@ class ConsumerGroupHeartbeatResponse(Message):
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -47,6 +49,7 @@ class ConsumerGroupHeartbeatResponse(Message):
 
     class Assignment(Struct):
         __slots__ = ('topic_partitions',)
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', '0-1', struct='TopicPartitions'),
         )

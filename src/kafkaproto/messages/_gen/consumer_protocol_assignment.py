@@ -8,6 +8,7 @@ class ConsumerProtocolAssignment(Message):
 
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-3', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-3'),

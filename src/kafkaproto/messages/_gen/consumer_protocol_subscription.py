@@ -8,6 +8,7 @@ class ConsumerProtocolSubscription(Message):
 
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '1-3'
         _FIELDS = (
             F('topic', 'Topic', 'string', '1-3', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '1-3'),

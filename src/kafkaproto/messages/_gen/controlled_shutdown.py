@@ -25,6 +25,7 @@ class ControlledShutdownResponse(Message):
 
     class RemainingPartition(Struct):
         __slots__ = ('topic_name', 'partition_index')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-3', entity='topicName', map_key=True),
             F('partition_index', 'PartitionIndex', 'int32', '0-3', map_key=True),

@@ -8,6 +8,7 @@ class ControllerRegistrationRequest(Message):
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', map_key=True),
             F('host', 'Host', 'string', '0'),
@@ -17,6 +18,7 @@ class ControllerRegistrationRequest(Message):
 
     class Feature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', map_key=True),
             F('min_supported_version', 'MinSupportedVersion', 'int16', '0'),

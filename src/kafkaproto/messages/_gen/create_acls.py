@@ -8,6 +8,7 @@ class CreateAclsRequest(Message):
 
     class AclCreation(Struct):
         __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('resource_type', 'ResourceType', 'int8', '0-3'),
             F('resource_name', 'ResourceName', 'string', '0-3'),
@@ -38,6 +39,7 @@ class CreateAclsResponse(Message):
 
     class AclCreationResult(Struct):
         __slots__ = ('error_code', 'error_message')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-3'),
             F('error_message', 'ErrorMessage', 'string', '0-3', nullable='0-3'),

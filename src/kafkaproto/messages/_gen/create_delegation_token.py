@@ -8,6 +8,7 @@ class CreateDelegationTokenRequest(Message):
 
     class CreatableRenewers(Struct):
         __slots__ = ('principal_type', 'principal_name')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('principal_type', 'PrincipalType', 'string', '0-3'),
             F('principal_name', 'PrincipalName', 'string', '0-3'),

@@ -8,12 +8,14 @@ class CreatePartitionsRequest(Message):
 
     class CreatePartitionsAssignment(Struct):
         __slots__ = ('broker_ids',)
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('broker_ids', 'BrokerIds', '[]int32', '0-3', entity='brokerId'),
         )
 
     class CreatePartitionsTopic(Struct):
         __slots__ = ('name', 'count', 'assignments')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('name', 'Name', 'string', '0-3', entity='topicName', map_key=True),
             F('count', 'Count', 'int32', '0-3'),
@@ -40,6 +42,7 @@ class CreatePartitionsResponse(Message):
 
     class CreatePartitionsTopicResult(Struct):
         __slots__ = ('name', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('name', 'Name', 'string', '0-3', entity='topicName'),
             F('error_code', 'ErrorCode', 'int16', '0-3'),

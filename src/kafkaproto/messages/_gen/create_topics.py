@@ -8,6 +8,7 @@ class CreateTopicsRequest(Message):
 
     class CreatableReplicaAssignment(Struct):
         __slots__ = ('partition_index', 'broker_ids')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-7', map_key=True),
             F('broker_ids', 'BrokerIds', '[]int32', '0-7', entity='brokerId'),
@@ -15,6 +16,7 @@ class CreateTopicsRequest(Message):
 
     class CreatableTopicConfig(Struct):
         __slots__ = ('name', 'value')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('name', 'Name', 'string', '0-7', map_key=True),
             F('value', 'Value', 'string', '0-7', nullable='0-7'),
@@ -22,6 +24,7 @@ class CreateTopicsRequest(Message):
 
     class CreatableTopic(Struct):
         __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('name', 'Name', 'string', '0-7', entity='topicName', map_key=True),
             F('num_partitions', 'NumPartitions', 'int32', '0-7'),
@@ -52,6 +55,7 @@ class CreateTopicsResponse(Message):
 
     class CreatableTopicConfigs(Struct):
         __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive')
+        VALID_VERSIONS = '5-7'
         _FIELDS = (
             F('name', 'Name', 'string', '5-7'),
             F('value', 'Value', 'string', '5-7', nullable='5-7'),
@@ -62,6 +66,7 @@ class CreateTopicsResponse(Message):
 
     class CreatableTopicResult(Struct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('name', 'Name', 'string', '0-7', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '7', ignorable=True),

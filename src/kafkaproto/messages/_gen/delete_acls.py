@@ -8,6 +8,7 @@ class DeleteAclsRequest(Message):
 
     class DeleteAclsFilter(Struct):
         __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('resource_type_filter', 'ResourceTypeFilter', 'int8', '0-3'),
             F('resource_name_filter', 'ResourceNameFilter', 'string', '0-3', nullable='0-3'),
@@ -38,6 +39,7 @@ class DeleteAclsResponse(Message):
 
     class DeleteAclsMatchingAcl(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-3'),
             F('error_message', 'ErrorMessage', 'string', '0-3', nullable='0-3'),
@@ -52,6 +54,7 @@ class DeleteAclsResponse(Message):
 
     class DeleteAclsFilterResult(Struct):
         __slots__ = ('error_code', 'error_message', 'matching_acls')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-3'),
             F('error_message', 'ErrorMessage', 'string', '0-3', nullable='0-3'),

@@ -24,6 +24,7 @@ class DeleteGroupsResponse(Message):
 
     class DeletableGroupResult(Struct):
         __slots__ = ('group_id', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('group_id', 'GroupId', 'string', '0-3', entity='groupId', map_key=True),
             F('error_code', 'ErrorCode', 'int16', '0-3'),

@@ -8,6 +8,7 @@ class DeleteRecordsRequest(Message):
 
     class DeleteRecordsPartition(Struct):
         __slots__ = ('partition_index', 'offset')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('offset', 'Offset', 'int64', '0-2'),
@@ -15,6 +16,7 @@ class DeleteRecordsRequest(Message):
 
     class DeleteRecordsTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('name', 'Name', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]DeleteRecordsPartition', '0-2', struct='DeleteRecordsPartition'),
@@ -39,6 +41,7 @@ class DeleteRecordsResponse(Message):
 
     class DeleteRecordsPartitionResult(Struct):
         __slots__ = ('partition_index', 'low_watermark', 'error_code')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2', map_key=True),
             F('low_watermark', 'LowWatermark', 'int64', '0-2'),
@@ -47,6 +50,7 @@ class DeleteRecordsResponse(Message):
 
     class DeleteRecordsTopicResult(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('name', 'Name', 'string', '0-2', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]DeleteRecordsPartitionResult', '0-2', struct='DeleteRecordsPartitionResult'),

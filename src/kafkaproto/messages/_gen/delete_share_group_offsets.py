@@ -8,6 +8,7 @@ class DeleteShareGroupOffsetsRequest(Message):
 
     class DeleteShareGroupOffsetsRequestTopic(Struct):
         __slots__ = ('topic_name',)
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
         )
@@ -31,6 +32,7 @@ class DeleteShareGroupOffsetsResponse(Message):
 
     class DeleteShareGroupOffsetsResponseTopic(Struct):
         __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '0'),

@@ -8,12 +8,14 @@ class DeleteShareGroupStateRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition',)
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0'),
         )
 
     class DeleteStateData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
@@ -38,6 +40,7 @@ class DeleteShareGroupStateResponse(Message):
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -46,6 +49,7 @@ class DeleteShareGroupStateResponse(Message):
 
     class DeleteStateResult(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionResult', '0', struct='PartitionResult'),

@@ -8,6 +8,7 @@ class DeleteTopicsRequest(Message):
 
     class DeleteTopicState(Struct):
         __slots__ = ('name', 'topic_id')
+        VALID_VERSIONS = '6'
         _FIELDS = (
             F('name', 'Name', 'string', '6', nullable='6', entity='topicName', default=None),
             F('topic_id', 'TopicId', 'uuid', '6'),
@@ -35,6 +36,7 @@ class DeleteTopicsResponse(Message):
 
     class DeletableTopicResult(Struct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('name', 'Name', 'string', '0-6', nullable='6', entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '6', ignorable=True),

@@ -32,6 +32,7 @@ class DescribeAclsResponse(Message):
 
     class AclDescription(Struct):
         __slots__ = ('principal', 'host', 'operation', 'permission_type')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('principal', 'Principal', 'string', '0-3'),
             F('host', 'Host', 'string', '0-3'),
@@ -41,6 +42,7 @@ class DescribeAclsResponse(Message):
 
     class DescribeAclsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('resource_type', 'ResourceType', 'int8', '0-3'),
             F('resource_name', 'ResourceName', 'string', '0-3'),

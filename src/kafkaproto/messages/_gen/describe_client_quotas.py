@@ -8,6 +8,7 @@ class DescribeClientQuotasRequest(Message):
 
     class ComponentData(Struct):
         __slots__ = ('entity_type', 'match_type', 'match')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('entity_type', 'EntityType', 'string', '0-1'),
             F('match_type', 'MatchType', 'int8', '0-1'),
@@ -33,6 +34,7 @@ class DescribeClientQuotasResponse(Message):
 
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('entity_type', 'EntityType', 'string', '0-1'),
             F('entity_name', 'EntityName', 'string', '0-1', nullable='0-1'),
@@ -40,6 +42,7 @@ class DescribeClientQuotasResponse(Message):
 
     class ValueData(Struct):
         __slots__ = ('key', 'value')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('key', 'Key', 'string', '0-1'),
             F('value', 'Value', 'float64', '0-1'),
@@ -47,6 +50,7 @@ class DescribeClientQuotasResponse(Message):
 
     class EntryData(Struct):
         __slots__ = ('entity', 'values')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('entity', 'Entity', '[]EntityData', '0-1', struct='EntityData'),
             F('values', 'Values', '[]ValueData', '0-1', struct='ValueData'),

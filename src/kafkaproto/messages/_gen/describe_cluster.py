@@ -26,6 +26,7 @@ class DescribeClusterResponse(Message):
 
     class DescribeClusterBroker(Struct):
         __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('broker_id', 'BrokerId', 'int32', '0-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-2'),

@@ -8,6 +8,7 @@ class DescribeConfigsRequest(Message):
 
     class DescribeConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configuration_keys')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('resource_type', 'ResourceType', 'int8', '0-4'),
             F('resource_name', 'ResourceName', 'string', '0-4'),
@@ -36,6 +37,7 @@ class DescribeConfigsResponse(Message):
 
     class DescribeConfigsSynonym(Struct):
         __slots__ = ('name', 'value', 'source')
+        VALID_VERSIONS = '1-4'
         _FIELDS = (
             F('name', 'Name', 'string', '1-4'),
             F('value', 'Value', 'string', '1-4', nullable='1-4'),
@@ -44,6 +46,7 @@ class DescribeConfigsResponse(Message):
 
     class DescribeConfigsResourceResult(Struct):
         __slots__ = ('name', 'value', 'read_only', 'is_default', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('name', 'Name', 'string', '0-4'),
             F('value', 'Value', 'string', '0-4', nullable='0-4'),
@@ -58,6 +61,7 @@ class DescribeConfigsResponse(Message):
 
     class DescribeConfigsResult(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-4'),
             F('error_message', 'ErrorMessage', 'string', '0-4', nullable='0-4'),

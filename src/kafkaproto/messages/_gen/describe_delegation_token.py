@@ -8,6 +8,7 @@ class DescribeDelegationTokenRequest(Message):
 
     class DescribeDelegationTokenOwner(Struct):
         __slots__ = ('principal_type', 'principal_name')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('principal_type', 'PrincipalType', 'string', '0-3'),
             F('principal_name', 'PrincipalName', 'string', '0-3'),
@@ -33,6 +34,7 @@ class DescribeDelegationTokenResponse(Message):
 
     class DescribedDelegationTokenRenewer(Struct):
         __slots__ = ('principal_type', 'principal_name')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('principal_type', 'PrincipalType', 'string', '0-3'),
             F('principal_name', 'PrincipalName', 'string', '0-3'),
@@ -40,6 +42,7 @@ class DescribeDelegationTokenResponse(Message):
 
     class DescribedDelegationToken(Struct):
         __slots__ = ('principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp', 'expiry_timestamp', 'max_timestamp', 'token_id', 'hmac', 'renewers')
+        VALID_VERSIONS = '0-3'
         _FIELDS = (
             F('principal_type', 'PrincipalType', 'string', '0-3'),
             F('principal_name', 'PrincipalName', 'string', '0-3'),

@@ -25,6 +25,7 @@ class DescribeGroupsResponse(Message):
 
     class DescribedGroupMember(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '0-6'),
             F('group_instance_id', 'GroupInstanceId', 'string', '4-6', nullable='4-6', ignorable=True, default=None),
@@ -36,6 +37,7 @@ class DescribeGroupsResponse(Message):
 
     class DescribedGroup(Struct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-6'),
             F('error_message', 'ErrorMessage', 'string', '6', nullable='6', default=None),

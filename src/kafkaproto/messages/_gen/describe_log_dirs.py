@@ -8,6 +8,7 @@ class DescribeLogDirsRequest(Message):
 
     class DescribableLogDirTopic(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-5', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-5'),
@@ -33,6 +34,7 @@ class DescribeLogDirsResponse(Message):
 
     class DescribeLogDirsPartition(Struct):
         __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-5'),
             F('partition_size', 'PartitionSize', 'int64', '0-5'),
@@ -42,6 +44,7 @@ class DescribeLogDirsResponse(Message):
 
     class DescribeLogDirsTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('name', 'Name', 'string', '0-5', entity='topicName'),
             F('partitions', 'Partitions', '[]DescribeLogDirsPartition', '0-5', struct='DescribeLogDirsPartition'),
@@ -49,6 +52,7 @@ class DescribeLogDirsResponse(Message):
 
     class DescribeLogDirsResult(Struct):
         __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-5'),
             F('log_dir', 'LogDir', 'string', '0-5'),

@@ -8,6 +8,7 @@ class DescribeProducersRequest(Message):
 
     class TopicRequest(Struct):
         __slots__ = ('name', 'partition_indexes')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName', map_key=True),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0'),
@@ -31,6 +32,7 @@ class DescribeProducersResponse(Message):
 
     class ProducerState(Struct):
         __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('producer_id', 'ProducerId', 'int64', '0', entity='producerId'),
             F('producer_epoch', 'ProducerEpoch', 'int32', '0'),
@@ -42,6 +44,7 @@ class DescribeProducersResponse(Message):
 
     class PartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -51,6 +54,7 @@ class DescribeProducersResponse(Message):
 
     class TopicResponse(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionResponse', '0', struct='PartitionResponse'),

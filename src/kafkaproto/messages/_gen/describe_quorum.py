@@ -8,12 +8,14 @@ class DescribeQuorumRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index',)
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
         )
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
@@ -37,6 +39,7 @@ class DescribeQuorumResponse(Message):
 
     class ReplicaState(Struct):
         __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('replica_id', 'ReplicaId', 'int32', '0-2', entity='brokerId'),
             F('replica_directory_id', 'ReplicaDirectoryId', 'uuid', '2'),
@@ -47,6 +50,7 @@ class DescribeQuorumResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -60,6 +64,7 @@ class DescribeQuorumResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
@@ -67,6 +72,7 @@ class DescribeQuorumResponse(Message):
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port')
+        VALID_VERSIONS = '2'
         _FIELDS = (
             F('name', 'Name', 'string', '2', map_key=True),
             F('host', 'Host', 'string', '2'),
@@ -75,6 +81,7 @@ class DescribeQuorumResponse(Message):
 
     class Node(Struct):
         __slots__ = ('node_id', 'listeners')
+        VALID_VERSIONS = '2'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '2', entity='brokerId', map_key=True),
             F('listeners', 'Listeners', '[]Listener', '2', struct='Listener'),

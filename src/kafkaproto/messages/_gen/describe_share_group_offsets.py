@@ -8,6 +8,7 @@ class DescribeShareGroupOffsetsRequest(Message):
 
     class DescribeShareGroupOffsetsRequestTopic(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -15,6 +16,7 @@ class DescribeShareGroupOffsetsRequest(Message):
 
     class DescribeShareGroupOffsetsRequestGroup(Struct):
         __slots__ = ('group_id', 'topics')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
             F('topics', 'Topics', '[]DescribeShareGroupOffsetsRequestTopic', '0-1', nullable='0-1', struct='DescribeShareGroupOffsetsRequestTopic'),
@@ -38,6 +40,7 @@ class DescribeShareGroupOffsetsResponse(Message):
 
     class DescribeShareGroupOffsetsResponsePartition(Struct):
         __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('start_offset', 'StartOffset', 'int64', '0-1'),
@@ -49,6 +52,7 @@ class DescribeShareGroupOffsetsResponse(Message):
 
     class DescribeShareGroupOffsetsResponseTopic(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '0-1'),
@@ -57,6 +61,7 @@ class DescribeShareGroupOffsetsResponse(Message):
 
     class DescribeShareGroupOffsetsResponseGroup(Struct):
         __slots__ = ('group_id', 'topics', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('group_id', 'GroupId', 'string', '0-1', entity='groupId'),
             F('topics', 'Topics', '[]DescribeShareGroupOffsetsResponseTopic', '0-1', struct='DescribeShareGroupOffsetsResponseTopic'),

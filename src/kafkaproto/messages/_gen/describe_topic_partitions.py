@@ -8,12 +8,14 @@ class DescribeTopicPartitionsRequest(Message):
 
     class TopicRequest(Struct):
         __slots__ = ('name',)
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName'),
         )
 
     class Cursor(Struct):
         __slots__ = ('topic_name', 'partition_index')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
@@ -39,6 +41,7 @@ class DescribeTopicPartitionsResponse(Message):
 
     class DescribeTopicPartitionsResponsePartition(Struct):
         __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
@@ -53,6 +56,7 @@ class DescribeTopicPartitionsResponse(Message):
 
     class DescribeTopicPartitionsResponseTopic(Struct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0'),
             F('name', 'Name', 'string', '0', nullable='0', entity='topicName', map_key=True),
@@ -64,6 +68,7 @@ class DescribeTopicPartitionsResponse(Message):
 
     class Cursor(Struct):
         __slots__ = ('topic_name', 'partition_index')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),

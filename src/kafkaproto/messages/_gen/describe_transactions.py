@@ -24,6 +24,7 @@ class DescribeTransactionsResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0'),
@@ -31,6 +32,7 @@ class DescribeTransactionsResponse(Message):
 
     class TransactionState(Struct):
         __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0'),
             F('transactional_id', 'TransactionalId', 'string', '0', entity='transactionalId'),

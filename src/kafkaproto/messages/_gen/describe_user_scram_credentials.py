@@ -8,6 +8,7 @@ class DescribeUserScramCredentialsRequest(Message):
 
     class UserName(Struct):
         __slots__ = ('name',)
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0'),
         )
@@ -30,6 +31,7 @@ class DescribeUserScramCredentialsResponse(Message):
 
     class CredentialInfo(Struct):
         __slots__ = ('mechanism', 'iterations')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('mechanism', 'Mechanism', 'int8', '0'),
             F('iterations', 'Iterations', 'int32', '0'),
@@ -37,6 +39,7 @@ class DescribeUserScramCredentialsResponse(Message):
 
     class DescribeUserScramCredentialsResult(Struct):
         __slots__ = ('user', 'error_code', 'error_message', 'credential_infos')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('user', 'User', 'string', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),

@@ -8,6 +8,7 @@ class ElectLeadersRequest(Message):
 
     class TopicPartitions(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-2', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]int32', '0-2'),
@@ -33,6 +34,7 @@ class ElectLeadersResponse(Message):
 
     class PartitionResult(Struct):
         __slots__ = ('partition_id', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_id', 'PartitionId', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -41,6 +43,7 @@ class ElectLeadersResponse(Message):
 
     class ReplicaElectionResult(Struct):
         __slots__ = ('topic', 'partition_result')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-2', entity='topicName'),
             F('partition_result', 'PartitionResult', '[]PartitionResult', '0-2', struct='PartitionResult'),

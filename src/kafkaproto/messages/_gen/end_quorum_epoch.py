@@ -8,6 +8,7 @@ class EndQuorumEpochRequest(Message):
 
     class ReplicaInfo(Struct):
         __slots__ = ('candidate_id', 'candidate_directory_id')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('candidate_id', 'CandidateId', 'int32', '1', entity='brokerId'),
             F('candidate_directory_id', 'CandidateDirectoryId', 'uuid', '1'),
@@ -15,6 +16,7 @@ class EndQuorumEpochRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
@@ -25,6 +27,7 @@ class EndQuorumEpochRequest(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
@@ -32,6 +35,7 @@ class EndQuorumEpochRequest(Message):
 
     class LeaderEndpoint(Struct):
         __slots__ = ('name', 'host', 'port')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('name', 'Name', 'string', '1', map_key=True),
             F('host', 'Host', 'string', '1'),
@@ -58,6 +62,7 @@ class EndQuorumEpochResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
@@ -67,6 +72,7 @@ class EndQuorumEpochResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
@@ -74,6 +80,7 @@ class EndQuorumEpochResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '1', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1'),

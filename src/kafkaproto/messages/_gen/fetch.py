@@ -8,6 +8,7 @@ class FetchRequest(Message):
 
     class ReplicaState(Struct):
         __slots__ = ('replica_id', 'replica_epoch')
+        VALID_VERSIONS = '15-18'
         _FIELDS = (
             F('replica_id', 'ReplicaId', 'int32', '15-18', entity='brokerId', default=-1),
             F('replica_epoch', 'ReplicaEpoch', 'int64', '15-18', default=-1),
@@ -15,6 +16,7 @@ class FetchRequest(Message):
 
     class FetchPartition(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark')
+        VALID_VERSIONS = '0-18'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-18'),
             F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '9-18', ignorable=True, default=-1),
@@ -28,6 +30,7 @@ class FetchRequest(Message):
 
     class FetchTopic(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-18'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-12', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '13-18', ignorable=True),
@@ -36,6 +39,7 @@ class FetchRequest(Message):
 
     class ForgottenTopic(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions')
+        VALID_VERSIONS = '7-18'
         _FIELDS = (
             F('topic', 'Topic', 'string', '7-12', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '13-18', ignorable=True),
@@ -73,6 +77,7 @@ class FetchResponse(Message):
 
     class EpochEndOffset(Struct):
         __slots__ = ('epoch', 'end_offset')
+        VALID_VERSIONS = '12-18'
         _FIELDS = (
             F('epoch', 'Epoch', 'int32', '12-18', default=-1),
             F('end_offset', 'EndOffset', 'int64', '12-18', default=-1),
@@ -80,6 +85,7 @@ class FetchResponse(Message):
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
+        VALID_VERSIONS = '12-18'
         _FIELDS = (
             F('leader_id', 'LeaderId', 'int32', '12-18', entity='brokerId', default=-1),
             F('leader_epoch', 'LeaderEpoch', 'int32', '12-18', default=-1),
@@ -87,6 +93,7 @@ class FetchResponse(Message):
 
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch')
+        VALID_VERSIONS = '12-18'
         _FIELDS = (
             F('end_offset', 'EndOffset', 'int64', '0-18', default=-1),
             F('epoch', 'Epoch', 'int32', '0-18', default=-1),
@@ -94,6 +101,7 @@ class FetchResponse(Message):
 
     class AbortedTransaction(Struct):
         __slots__ = ('producer_id', 'first_offset')
+        VALID_VERSIONS = '4-18'
         _FIELDS = (
             F('producer_id', 'ProducerId', 'int64', '4-18', entity='producerId'),
             F('first_offset', 'FirstOffset', 'int64', '4-18'),
@@ -101,6 +109,7 @@ class FetchResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records')
+        VALID_VERSIONS = '0-18'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-18'),
             F('error_code', 'ErrorCode', 'int16', '0-18'),
@@ -117,6 +126,7 @@ class FetchResponse(Message):
 
     class FetchableTopicResponse(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-18'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-12', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '13-18', ignorable=True),
@@ -125,6 +135,7 @@ class FetchResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
+        VALID_VERSIONS = '16-18'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '16-18', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '16-18'),

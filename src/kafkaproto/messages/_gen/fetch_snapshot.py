@@ -8,6 +8,7 @@ class FetchSnapshotRequest(Message):
 
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('end_offset', 'EndOffset', 'int64', '0-1'),
             F('epoch', 'Epoch', 'int32', '0-1'),
@@ -15,6 +16,7 @@ class FetchSnapshotRequest(Message):
 
     class PartitionSnapshot(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-1'),
             F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '0-1'),
@@ -25,6 +27,7 @@ class FetchSnapshotRequest(Message):
 
     class TopicSnapshot(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionSnapshot', '0-1', struct='PartitionSnapshot'),
@@ -51,6 +54,7 @@ class FetchSnapshotResponse(Message):
 
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('end_offset', 'EndOffset', 'int64', '0-1'),
             F('epoch', 'Epoch', 'int32', '0-1'),
@@ -58,6 +62,7 @@ class FetchSnapshotResponse(Message):
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('leader_id', 'LeaderId', 'int32', '0-1', entity='brokerId'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
@@ -65,6 +70,7 @@ class FetchSnapshotResponse(Message):
 
     class PartitionSnapshot(Struct):
         __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('index', 'Index', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
@@ -77,6 +83,7 @@ class FetchSnapshotResponse(Message):
 
     class TopicSnapshot(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionSnapshot', '0-1', struct='PartitionSnapshot'),
@@ -84,6 +91,7 @@ class FetchSnapshotResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '1', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1'),

@@ -26,6 +26,7 @@ class FindCoordinatorResponse(Message):
 
     class Coordinator(Struct):
         __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message')
+        VALID_VERSIONS = '4-6'
         _FIELDS = (
             F('key', 'Key', 'string', '4-6'),
             F('node_id', 'NodeId', 'int32', '4-6', entity='brokerId'),

@@ -8,6 +8,7 @@ class IncrementalAlterConfigsRequest(Message):
 
     class AlterableConfig(Struct):
         __slots__ = ('name', 'config_operation', 'value')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', map_key=True),
             F('config_operation', 'ConfigOperation', 'int8', '0-1', map_key=True),
@@ -16,6 +17,7 @@ class IncrementalAlterConfigsRequest(Message):
 
     class AlterConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configs')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('resource_type', 'ResourceType', 'int8', '0-1', map_key=True),
             F('resource_name', 'ResourceName', 'string', '0-1', map_key=True),
@@ -41,6 +43,7 @@ class IncrementalAlterConfigsResponse(Message):
 
     class AlterConfigsResourceResponse(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-1'),
             F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1'),

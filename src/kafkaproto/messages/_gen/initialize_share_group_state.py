@@ -8,6 +8,7 @@ class InitializeShareGroupStateRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'state_epoch', 'start_offset')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0'),
             F('state_epoch', 'StateEpoch', 'int32', '0'),
@@ -16,6 +17,7 @@ class InitializeShareGroupStateRequest(Message):
 
     class InitializeStateData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
@@ -40,6 +42,7 @@ class InitializeShareGroupStateResponse(Message):
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -48,6 +51,7 @@ class InitializeShareGroupStateResponse(Message):
 
     class InitializeStateResult(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionResult', '0', struct='PartitionResult'),

@@ -8,6 +8,7 @@ class JoinGroupRequest(Message):
 
     class JoinGroupRequestProtocol(Struct):
         __slots__ = ('name', 'metadata')
+        VALID_VERSIONS = '0-9'
         _FIELDS = (
             F('name', 'Name', 'string', '0-9', map_key=True),
             F('metadata', 'Metadata', 'bytes', '0-9'),
@@ -38,6 +39,7 @@ class JoinGroupResponse(Message):
 
     class JoinGroupResponseMember(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'metadata')
+        VALID_VERSIONS = '0-9'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '0-9'),
             F('group_instance_id', 'GroupInstanceId', 'string', '5-9', nullable='5-9', ignorable=True, default=None),

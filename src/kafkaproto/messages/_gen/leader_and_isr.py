@@ -8,6 +8,7 @@ class LeaderAndIsrRequest(Message):
 
     class LeaderAndIsrPartitionState(Struct):
         __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-1', ignorable=True, entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-7'),
@@ -25,6 +26,7 @@ class LeaderAndIsrRequest(Message):
 
     class LeaderAndIsrTopicState(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states')
+        VALID_VERSIONS = '2-7'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '2-7', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '5-7', ignorable=True),
@@ -33,6 +35,7 @@ class LeaderAndIsrRequest(Message):
 
     class LeaderAndIsrLiveLeader(Struct):
         __slots__ = ('broker_id', 'host_name', 'port')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('broker_id', 'BrokerId', 'int32', '0-7', entity='brokerId'),
             F('host_name', 'HostName', 'string', '0-7'),
@@ -64,6 +67,7 @@ class LeaderAndIsrResponse(Message):
 
     class LeaderAndIsrPartitionError(Struct):
         __slots__ = ('topic_name', 'partition_index', 'error_code')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-4', ignorable=True, entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-7'),
@@ -72,6 +76,7 @@ class LeaderAndIsrResponse(Message):
 
     class LeaderAndIsrTopicError(Struct):
         __slots__ = ('topic_id', 'partition_errors')
+        VALID_VERSIONS = '5-7'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '5-7', map_key=True),
             F('partition_errors', 'PartitionErrors', '[]LeaderAndIsrPartitionError', '5-7', struct='LeaderAndIsrPartitionError'),

@@ -8,6 +8,7 @@ class LeaderChangeMessage(Message):
 
     class Voter(Struct):
         __slots__ = ('voter_id', 'voter_directory_id')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('voter_id', 'VoterId', 'int32', '0-1'),
             F('voter_directory_id', 'VoterDirectoryId', 'uuid', '1'),

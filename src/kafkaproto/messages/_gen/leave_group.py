@@ -8,6 +8,7 @@ class LeaveGroupRequest(Message):
 
     class MemberIdentity(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'reason')
+        VALID_VERSIONS = '3-5'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '3-5'),
             F('group_instance_id', 'GroupInstanceId', 'string', '3-5', nullable='3-5', default=None),
@@ -34,6 +35,7 @@ class LeaveGroupResponse(Message):
 
     class MemberResponse(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'error_code')
+        VALID_VERSIONS = '3-5'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '3-5'),
             F('group_instance_id', 'GroupInstanceId', 'string', '3-5', nullable='3-5'),

@@ -27,6 +27,7 @@ class ListConfigResourcesResponse(Message):
 
     class ConfigResource(Struct):
         __slots__ = ('resource_name', 'resource_type')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('resource_name', 'ResourceName', 'string', '0-1'),
             F('resource_type', 'ResourceType', 'int8', '1', ignorable=True, default=16),

@@ -25,6 +25,7 @@ class ListGroupsResponse(Message):
 
     class ListedGroup(Struct):
         __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('group_id', 'GroupId', 'string', '0-5', entity='groupId'),
             F('protocol_type', 'ProtocolType', 'string', '0-5'),

@@ -8,6 +8,7 @@ class ListOffsetsRequest(Message):
 
     class ListOffsetsPartition(Struct):
         __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets')
+        VALID_VERSIONS = '0-11'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-11'),
             F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '4-11', ignorable=True, default=-1),
@@ -17,6 +18,7 @@ class ListOffsetsRequest(Message):
 
     class ListOffsetsTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-11'
         _FIELDS = (
             F('name', 'Name', 'string', '0-11', entity='topicName'),
             F('partitions', 'Partitions', '[]ListOffsetsPartition', '0-11', struct='ListOffsetsPartition'),
@@ -45,6 +47,7 @@ class ListOffsetsResponse(Message):
 
     class ListOffsetsPartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch')
+        VALID_VERSIONS = '0-11'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-11'),
             F('error_code', 'ErrorCode', 'int16', '0-11'),
@@ -56,6 +59,7 @@ class ListOffsetsResponse(Message):
 
     class ListOffsetsTopicResponse(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-11'
         _FIELDS = (
             F('name', 'Name', 'string', '0-11', entity='topicName'),
             F('partitions', 'Partitions', '[]ListOffsetsPartitionResponse', '0-11', struct='ListOffsetsPartitionResponse'),

@@ -8,6 +8,7 @@ class ListPartitionReassignmentsRequest(Message):
 
     class ListPartitionReassignmentsTopics(Struct):
         __slots__ = ('name', 'partition_indexes')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0'),
@@ -32,6 +33,7 @@ class ListPartitionReassignmentsResponse(Message):
 
     class OngoingPartitionReassignment(Struct):
         __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
             F('replicas', 'Replicas', '[]int32', '0', entity='brokerId'),
@@ -41,6 +43,7 @@ class ListPartitionReassignmentsResponse(Message):
 
     class OngoingTopicReassignment(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName'),
             F('partitions', 'Partitions', '[]OngoingPartitionReassignment', '0', struct='OngoingPartitionReassignment'),

@@ -27,6 +27,7 @@ class ListTransactionsResponse(Message):
 
     class TransactionState(Struct):
         __slots__ = ('transactional_id', 'producer_id', 'transaction_state')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('transactional_id', 'TransactionalId', 'string', '0-2', entity='transactionalId'),
             F('producer_id', 'ProducerId', 'int64', '0-2', entity='producerId'),

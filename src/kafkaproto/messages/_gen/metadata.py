@@ -8,6 +8,7 @@ class MetadataRequest(Message):
 
     class MetadataRequestTopic(Struct):
         __slots__ = ('topic_id', 'name')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '10-13', ignorable=True),
             F('name', 'Name', 'string', '0-13', nullable='10-13', entity='topicName'),
@@ -34,6 +35,7 @@ class MetadataResponse(Message):
 
     class MetadataResponseBroker(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '0-13', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-13'),
@@ -43,6 +45,7 @@ class MetadataResponse(Message):
 
     class MetadataResponsePartition(Struct):
         __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-13'),
             F('partition_index', 'PartitionIndex', 'int32', '0-13'),
@@ -55,6 +58,7 @@ class MetadataResponse(Message):
 
     class MetadataResponseTopic(Struct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-13'),
             F('name', 'Name', 'string', '0-13', nullable='12-13', entity='topicName', map_key=True),

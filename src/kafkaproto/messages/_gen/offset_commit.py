@@ -8,6 +8,7 @@ class OffsetCommitRequest(Message):
 
     class OffsetCommitRequestPartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata')
+        VALID_VERSIONS = '0-10'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-10'),
             F('committed_offset', 'CommittedOffset', 'int64', '0-10'),
@@ -18,6 +19,7 @@ class OffsetCommitRequest(Message):
 
     class OffsetCommitRequestTopic(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-10'
         _FIELDS = (
             F('name', 'Name', 'string', '0-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
@@ -49,6 +51,7 @@ class OffsetCommitResponse(Message):
 
     class OffsetCommitResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code')
+        VALID_VERSIONS = '0-10'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-10'),
             F('error_code', 'ErrorCode', 'int16', '0-10'),
@@ -56,6 +59,7 @@ class OffsetCommitResponse(Message):
 
     class OffsetCommitResponseTopic(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-10'
         _FIELDS = (
             F('name', 'Name', 'string', '0-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),

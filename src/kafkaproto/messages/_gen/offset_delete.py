@@ -8,12 +8,14 @@ class OffsetDeleteRequest(Message):
 
     class OffsetDeleteRequestPartition(Struct):
         __slots__ = ('partition_index',)
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0'),
         )
 
     class OffsetDeleteRequestTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]OffsetDeleteRequestPartition', '0', struct='OffsetDeleteRequestPartition'),
@@ -38,6 +40,7 @@ class OffsetDeleteResponse(Message):
 
     class OffsetDeleteResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0', map_key=True),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -45,6 +48,7 @@ class OffsetDeleteResponse(Message):
 
     class OffsetDeleteResponseTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]OffsetDeleteResponsePartition', '0', struct='OffsetDeleteResponsePartition'),

@@ -8,6 +8,7 @@ class OffsetFetchRequest(Message):
 
     class OffsetFetchRequestTopic(Struct):
         __slots__ = ('name', 'partition_indexes')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('name', 'Name', 'string', '0-7', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0-7'),
@@ -15,6 +16,7 @@ class OffsetFetchRequest(Message):
 
     class OffsetFetchRequestTopics(Struct):
         __slots__ = ('name', 'topic_id', 'partition_indexes')
+        VALID_VERSIONS = '8-10'
         _FIELDS = (
             F('name', 'Name', 'string', '8-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
@@ -23,6 +25,7 @@ class OffsetFetchRequest(Message):
 
     class OffsetFetchRequestGroup(Struct):
         __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics')
+        VALID_VERSIONS = '8-10'
         _FIELDS = (
             F('group_id', 'GroupId', 'string', '8-10', entity='groupId'),
             F('member_id', 'MemberId', 'string', '9-10', nullable='9-10', ignorable=True, default=None),
@@ -53,6 +56,7 @@ class OffsetFetchResponse(Message):
 
     class OffsetFetchResponsePartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-7'),
             F('committed_offset', 'CommittedOffset', 'int64', '0-7'),
@@ -63,6 +67,7 @@ class OffsetFetchResponse(Message):
 
     class OffsetFetchResponseTopic(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-7'
         _FIELDS = (
             F('name', 'Name', 'string', '0-7', entity='topicName'),
             F('partitions', 'Partitions', '[]OffsetFetchResponsePartition', '0-7', struct='OffsetFetchResponsePartition'),
@@ -70,6 +75,7 @@ class OffsetFetchResponse(Message):
 
     class OffsetFetchResponsePartitions(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code')
+        VALID_VERSIONS = '8-10'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '8-10'),
             F('committed_offset', 'CommittedOffset', 'int64', '8-10'),
@@ -80,6 +86,7 @@ class OffsetFetchResponse(Message):
 
     class OffsetFetchResponseTopics(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '8-10'
         _FIELDS = (
             F('name', 'Name', 'string', '8-9', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '10', ignorable=True),
@@ -88,6 +95,7 @@ class OffsetFetchResponse(Message):
 
     class OffsetFetchResponseGroup(Struct):
         __slots__ = ('group_id', 'topics', 'error_code')
+        VALID_VERSIONS = '8-10'
         _FIELDS = (
             F('group_id', 'GroupId', 'string', '8-10', entity='groupId'),
             F('topics', 'Topics', '[]OffsetFetchResponseTopics', '8-10', struct='OffsetFetchResponseTopics'),

@@ -8,6 +8,7 @@ class OffsetForLeaderEpochRequest(Message):
 
     class OffsetForLeaderPartition(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-4'),
             F('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', '2-4', ignorable=True, default=-1),
@@ -16,6 +17,7 @@ class OffsetForLeaderEpochRequest(Message):
 
     class OffsetForLeaderTopic(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-4', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]OffsetForLeaderPartition', '0-4', struct='OffsetForLeaderPartition'),
@@ -42,6 +44,7 @@ class OffsetForLeaderEpochResponse(Message):
 
     class EpochEndOffset(Struct):
         __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-4'),
             F('partition', 'Partition', 'int32', '0-4'),
@@ -51,6 +54,7 @@ class OffsetForLeaderEpochResponse(Message):
 
     class OffsetForLeaderTopicResult(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-4', entity='topicName', map_key=True),
             F('partitions', 'Partitions', '[]EpochEndOffset', '0-4', struct='EpochEndOffset'),

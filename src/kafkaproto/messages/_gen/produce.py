@@ -8,6 +8,7 @@ class ProduceRequest(Message):
 
     class PartitionProduceData(Struct):
         __slots__ = ('index', 'records')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('index', 'Index', 'int32', '0-13'),
             F('records', 'Records', 'records', '0-13', nullable='0-13'),
@@ -15,6 +16,7 @@ class ProduceRequest(Message):
 
     class TopicProduceData(Struct):
         __slots__ = ('name', 'topic_id', 'partition_data')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('name', 'Name', 'string', '0-12', ignorable=True, entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '13', ignorable=True, map_key=True),
@@ -44,6 +46,7 @@ class ProduceResponse(Message):
 
     class BatchIndexAndErrorMessage(Struct):
         __slots__ = ('batch_index', 'batch_index_error_message')
+        VALID_VERSIONS = '8-13'
         _FIELDS = (
             F('batch_index', 'BatchIndex', 'int32', '8-13'),
             F('batch_index_error_message', 'BatchIndexErrorMessage', 'string', '8-13', nullable='8-13', default=None),
@@ -51,6 +54,7 @@ class ProduceResponse(Message):
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
+        VALID_VERSIONS = '10-13'
         _FIELDS = (
             F('leader_id', 'LeaderId', 'int32', '10-13', entity='brokerId', default=-1),
             F('leader_epoch', 'LeaderEpoch', 'int32', '10-13', default=-1),
@@ -58,6 +62,7 @@ class ProduceResponse(Message):
 
     class PartitionProduceResponse(Struct):
         __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('index', 'Index', 'int32', '0-13'),
             F('error_code', 'ErrorCode', 'int16', '0-13'),
@@ -71,6 +76,7 @@ class ProduceResponse(Message):
 
     class TopicProduceResponse(Struct):
         __slots__ = ('name', 'topic_id', 'partition_responses')
+        VALID_VERSIONS = '0-13'
         _FIELDS = (
             F('name', 'Name', 'string', '0-12', ignorable=True, entity='topicName', map_key=True),
             F('topic_id', 'TopicId', 'uuid', '13', ignorable=True, map_key=True),
@@ -79,6 +85,7 @@ class ProduceResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
+        VALID_VERSIONS = '10-13'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '10-13', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '10-13'),

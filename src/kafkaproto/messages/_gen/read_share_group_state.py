@@ -8,6 +8,7 @@ class ReadShareGroupStateRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'leader_epoch')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0'),
@@ -15,6 +16,7 @@ class ReadShareGroupStateRequest(Message):
 
     class ReadStateData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionData', '0', struct='PartitionData'),
@@ -39,6 +41,7 @@ class ReadShareGroupStateResponse(Message):
 
     class StateBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('first_offset', 'FirstOffset', 'int64', '0'),
             F('last_offset', 'LastOffset', 'int64', '0'),
@@ -48,6 +51,7 @@ class ReadShareGroupStateResponse(Message):
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'state_batches')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0'),
             F('error_code', 'ErrorCode', 'int16', '0'),
@@ -59,6 +63,7 @@ class ReadShareGroupStateResponse(Message):
 
     class ReadStateResult(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0'),
             F('partitions', 'Partitions', '[]PartitionResult', '0', struct='PartitionResult'),

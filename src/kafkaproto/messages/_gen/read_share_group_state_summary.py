@@ -8,6 +8,7 @@ class ReadShareGroupStateSummaryRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'leader_epoch')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-1'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-1'),
@@ -15,6 +16,7 @@ class ReadShareGroupStateSummaryRequest(Message):
 
     class ReadStateSummaryData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
@@ -39,6 +41,7 @@ class ReadShareGroupStateSummaryResponse(Message):
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
@@ -51,6 +54,7 @@ class ReadShareGroupStateSummaryResponse(Message):
 
     class ReadStateSummaryResult(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]PartitionResult', '0-1', struct='PartitionResult'),

@@ -8,6 +8,7 @@ class ShareAcknowledgeRequest(Message):
 
     class AcknowledgementBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'acknowledge_types')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('first_offset', 'FirstOffset', 'int64', '0-2'),
             F('last_offset', 'LastOffset', 'int64', '0-2'),
@@ -16,6 +17,7 @@ class ShareAcknowledgeRequest(Message):
 
     class AcknowledgePartition(Struct):
         __slots__ = ('partition_index', 'acknowledgement_batches')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2', map_key=True),
             F('acknowledgement_batches', 'AcknowledgementBatches', '[]AcknowledgementBatch', '0-2', struct='AcknowledgementBatch'),
@@ -23,6 +25,7 @@ class ShareAcknowledgeRequest(Message):
 
     class AcknowledgeTopic(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
             F('partitions', 'Partitions', '[]AcknowledgePartition', '0-2', struct='AcknowledgePartition'),
@@ -51,6 +54,7 @@ class ShareAcknowledgeResponse(Message):
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('leader_id', 'LeaderId', 'int32', '0-2'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-2'),
@@ -58,6 +62,7 @@ class ShareAcknowledgeResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -67,6 +72,7 @@ class ShareAcknowledgeResponse(Message):
 
     class ShareAcknowledgeTopicResponse(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
@@ -74,6 +80,7 @@ class ShareAcknowledgeResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '0-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-2'),

@@ -8,6 +8,7 @@ class ShareFetchRequest(Message):
 
     class AcknowledgementBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'acknowledge_types')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('first_offset', 'FirstOffset', 'int64', '0-2'),
             F('last_offset', 'LastOffset', 'int64', '0-2'),
@@ -16,6 +17,7 @@ class ShareFetchRequest(Message):
 
     class FetchPartition(Struct):
         __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2', map_key=True),
             F('partition_max_bytes', 'PartitionMaxBytes', 'int32', '0'),
@@ -24,6 +26,7 @@ class ShareFetchRequest(Message):
 
     class FetchTopic(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
             F('partitions', 'Partitions', '[]FetchPartition', '0-2', struct='FetchPartition'),
@@ -31,6 +34,7 @@ class ShareFetchRequest(Message):
 
     class ForgottenTopic(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-2'),
             F('partitions', 'Partitions', '[]int32', '0-2'),
@@ -66,6 +70,7 @@ class ShareFetchResponse(Message):
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('leader_id', 'LeaderId', 'int32', '0-2'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0-2'),
@@ -73,6 +78,7 @@ class ShareFetchResponse(Message):
 
     class AcquiredRecords(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_count')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('first_offset', 'FirstOffset', 'int64', '0-2'),
             F('last_offset', 'LastOffset', 'int64', '0-2'),
@@ -81,6 +87,7 @@ class ShareFetchResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -94,6 +101,7 @@ class ShareFetchResponse(Message):
 
     class ShareFetchableTopicResponse(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-2', map_key=True),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
@@ -101,6 +109,7 @@ class ShareFetchResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '0-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '0-2'),

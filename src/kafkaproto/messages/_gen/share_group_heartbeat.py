@@ -29,6 +29,7 @@ class ShareGroupHeartbeatResponse(Message):
 
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -36,6 +37,7 @@ class ShareGroupHeartbeatResponse(Message):
 
     class Assignment(Struct):
         __slots__ = ('topic_partitions',)
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', '0-1', struct='TopicPartitions'),
         )

@@ -8,6 +8,7 @@ class StopReplicaRequest(Message):
 
     class StopReplicaPartitionV0(Struct):
         __slots__ = ('topic_name', 'partition_index')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0'),
@@ -15,6 +16,7 @@ class StopReplicaRequest(Message):
 
     class StopReplicaTopicV1(Struct):
         __slots__ = ('name', 'partition_indexes')
+        VALID_VERSIONS = '1-2'
         _FIELDS = (
             F('name', 'Name', 'string', '1-2', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '1-2'),
@@ -22,6 +24,7 @@ class StopReplicaRequest(Message):
 
     class StopReplicaPartitionState(Struct):
         __slots__ = ('partition_index', 'leader_epoch', 'delete_partition')
+        VALID_VERSIONS = '3-4'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '3-4'),
             F('leader_epoch', 'LeaderEpoch', 'int32', '3-4', default=-1),
@@ -30,6 +33,7 @@ class StopReplicaRequest(Message):
 
     class StopReplicaTopicState(Struct):
         __slots__ = ('topic_name', 'partition_states')
+        VALID_VERSIONS = '3-4'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '3-4', entity='topicName'),
             F('partition_states', 'PartitionStates', '[]StopReplicaPartitionState', '3-4', struct='StopReplicaPartitionState'),
@@ -60,6 +64,7 @@ class StopReplicaResponse(Message):
 
     class StopReplicaPartitionError(Struct):
         __slots__ = ('topic_name', 'partition_index', 'error_code')
+        VALID_VERSIONS = '0-4'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-4', entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-4'),

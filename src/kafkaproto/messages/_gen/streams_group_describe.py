@@ -26,6 +26,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class KeyValue(Struct):
         __slots__ = ('key', 'value')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('key', 'Key', 'string', '0-1'),
             F('value', 'Value', 'string', '0-1'),
@@ -33,6 +34,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TopicInfo(Struct):
         __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', 'int32', '0-1'),
@@ -42,6 +44,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class Subtopology(Struct):
         __slots__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('source_topics', 'SourceTopics', '[]string', '0-1', entity='topicName'),
@@ -52,6 +55,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class Topology(Struct):
         __slots__ = ('epoch', 'subtopologies')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('epoch', 'Epoch', 'int32', '0-1'),
             F('subtopologies', 'Subtopologies', '[]Subtopology', '0-1', nullable='0-1', default=None, struct='Subtopology'),
@@ -59,6 +63,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class Endpoint(Struct):
         __slots__ = ('host', 'port')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('host', 'Host', 'string', '0-1'),
             F('port', 'Port', 'uint16', '0-1'),
@@ -66,6 +71,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TaskOffset(Struct):
         __slots__ = ('subtopology_id', 'partition', 'offset')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('partition', 'Partition', 'int32', '0-1'),
@@ -74,6 +80,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TaskIds(Struct):
         __slots__ = ('subtopology_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -81,6 +88,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class Assignment(Struct):
         __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('active_tasks', 'ActiveTasks', '[]TaskIds', '0-1', struct='TaskIds'),
             F('standby_tasks', 'StandbyTasks', '[]TaskIds', '0-1', struct='TaskIds'),
@@ -89,6 +97,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class Member(Struct):
         __slots__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '0-1'),
             F('member_epoch', 'MemberEpoch', 'int32', '0-1'),
@@ -109,6 +118,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TopologyDescriptionNode(Struct):
         __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('name', 'Name', 'string', '1'),
             F('node_type', 'NodeType', 'int8', '1'),
@@ -120,6 +130,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TopologyDescriptionSubtopology(Struct):
         __slots__ = ('subtopology_id', 'nodes')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '1'),
             F('nodes', 'Nodes', '[]TopologyDescriptionNode', '1', struct='TopologyDescriptionNode'),
@@ -127,6 +138,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TopologyDescriptionGlobalStore(Struct):
         __slots__ = ('source', 'processor')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('source', 'Source', 'TopologyDescriptionNode', '1', default=STRUCT, struct='TopologyDescriptionNode'),
             F('processor', 'Processor', 'TopologyDescriptionNode', '1', default=STRUCT, struct='TopologyDescriptionNode'),
@@ -134,6 +146,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class TopologyDescription(Struct):
         __slots__ = ('subtopologies', 'global_stores')
+        VALID_VERSIONS = '1'
         _FIELDS = (
             F('subtopologies', 'Subtopologies', '[]TopologyDescriptionSubtopology', '1', struct='TopologyDescriptionSubtopology'),
             F('global_stores', 'GlobalStores', '[]TopologyDescriptionGlobalStore', '1', struct='TopologyDescriptionGlobalStore'),
@@ -141,6 +154,7 @@ class StreamsGroupDescribeResponse(Message):
 
     class DescribedGroup(Struct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('error_code', 'ErrorCode', 'int16', '0-1'),
             F('error_message', 'ErrorMessage', 'string', '0-1', nullable='0-1', default=None),

@@ -8,6 +8,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class KeyValue(Struct):
         __slots__ = ('key', 'value')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('key', 'Key', 'string', '0-1'),
             F('value', 'Value', 'string', '0-1'),
@@ -15,6 +16,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class TopicInfo(Struct):
         __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('name', 'Name', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', 'int32', '0-1'),
@@ -24,6 +26,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class CopartitionGroup(Struct):
         __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('source_topics', 'SourceTopics', '[]int16', '0-1'),
             F('source_topic_regex', 'SourceTopicRegex', '[]int16', '0-1'),
@@ -32,6 +35,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class Subtopology(Struct):
         __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('source_topics', 'SourceTopics', '[]string', '0-1', entity='topicName'),
@@ -44,6 +48,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class Topology(Struct):
         __slots__ = ('epoch', 'subtopologies')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('epoch', 'Epoch', 'int32', '0-1'),
             F('subtopologies', 'Subtopologies', '[]Subtopology', '0-1', struct='Subtopology'),
@@ -51,6 +56,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class TaskIds(Struct):
         __slots__ = ('subtopology_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -58,6 +64,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class Endpoint(Struct):
         __slots__ = ('host', 'port')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('host', 'Host', 'string', '0-1'),
             F('port', 'Port', 'uint16', '0-1'),
@@ -65,6 +72,7 @@ class StreamsGroupHeartbeatRequest(Message):
 
     class TaskOffset(Struct):
         __slots__ = ('subtopology_id', 'partition', 'offset')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('partition', 'Partition', 'int32', '0-1'),
@@ -105,6 +113,7 @@ class StreamsGroupHeartbeatResponse(Message):
 
     class Status(Struct):
         __slots__ = ('status_code', 'status_detail')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('status_code', 'StatusCode', 'int8', '0-1'),
             F('status_detail', 'StatusDetail', 'string', '0-1'),
@@ -112,6 +121,7 @@ class StreamsGroupHeartbeatResponse(Message):
 
     class TaskIds(Struct):
         __slots__ = ('subtopology_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0-1'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -119,6 +129,7 @@ class StreamsGroupHeartbeatResponse(Message):
 
     class Endpoint(Struct):
         __slots__ = ('host', 'port')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('host', 'Host', 'string', '0-1'),
             F('port', 'Port', 'uint16', '0-1'),
@@ -126,6 +137,7 @@ class StreamsGroupHeartbeatResponse(Message):
 
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic', 'Topic', 'string', '0-1', entity='topicName'),
             F('partitions', 'Partitions', '[]int32', '0-1'),
@@ -133,6 +145,7 @@ class StreamsGroupHeartbeatResponse(Message):
 
     class EndpointToPartitions(Struct):
         __slots__ = ('user_endpoint', 'active_partitions', 'standby_partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('user_endpoint', 'UserEndpoint', 'Endpoint', '0-1', default=STRUCT, struct='Endpoint'),
             F('active_partitions', 'ActivePartitions', '[]TopicPartition', '0-1', struct='TopicPartition'),

@@ -8,6 +8,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
 
     class TopologyDescriptionNode(Struct):
         __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0'),
             F('node_type', 'NodeType', 'int8', '0'),
@@ -19,6 +20,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
 
     class TopologyDescriptionSubtopology(Struct):
         __slots__ = ('subtopology_id', 'nodes')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('subtopology_id', 'SubtopologyId', 'string', '0'),
             F('nodes', 'Nodes', '[]TopologyDescriptionNode', '0', struct='TopologyDescriptionNode'),
@@ -26,6 +28,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
 
     class TopologyDescriptionGlobalStore(Struct):
         __slots__ = ('source', 'processor')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('source', 'Source', 'TopologyDescriptionNode', '0', default=STRUCT, struct='TopologyDescriptionNode'),
             F('processor', 'Processor', 'TopologyDescriptionNode', '0', default=STRUCT, struct='TopologyDescriptionNode'),
@@ -33,6 +36,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
 
     class TopologyDescription(Struct):
         __slots__ = ('subtopologies', 'global_stores')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('subtopologies', 'Subtopologies', '[]TopologyDescriptionSubtopology', '0', struct='TopologyDescriptionSubtopology'),
             F('global_stores', 'GlobalStores', '[]TopologyDescriptionGlobalStore', '0', struct='TopologyDescriptionGlobalStore'),

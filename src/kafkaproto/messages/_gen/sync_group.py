@@ -8,6 +8,7 @@ class SyncGroupRequest(Message):
 
     class SyncGroupRequestAssignment(Struct):
         __slots__ = ('member_id', 'assignment')
+        VALID_VERSIONS = '0-5'
         _FIELDS = (
             F('member_id', 'MemberId', 'string', '0-5'),
             F('assignment', 'Assignment', 'bytes', '0-5'),

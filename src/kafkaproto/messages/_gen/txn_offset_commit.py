@@ -8,6 +8,7 @@ class TxnOffsetCommitRequest(Message):
 
     class TxnOffsetCommitRequestPartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-6'),
             F('committed_offset', 'CommittedOffset', 'int64', '0-6'),
@@ -17,6 +18,7 @@ class TxnOffsetCommitRequest(Message):
 
     class TxnOffsetCommitRequestTopic(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('name', 'Name', 'string', '0-5', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '6', ignorable=True),
@@ -48,6 +50,7 @@ class TxnOffsetCommitResponse(Message):
 
     class TxnOffsetCommitResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-6'),
             F('error_code', 'ErrorCode', 'int16', '0-6'),
@@ -55,6 +58,7 @@ class TxnOffsetCommitResponse(Message):
 
     class TxnOffsetCommitResponseTopic(Struct):
         __slots__ = ('name', 'topic_id', 'partitions')
+        VALID_VERSIONS = '0-6'
         _FIELDS = (
             F('name', 'Name', 'string', '0-5', ignorable=True, entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '6', ignorable=True),

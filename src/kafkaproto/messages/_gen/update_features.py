@@ -8,6 +8,7 @@ class UpdateFeaturesRequest(Message):
 
     class FeatureUpdateKey(Struct):
         __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('feature', 'Feature', 'string', '0-2', map_key=True),
             F('max_version_level', 'MaxVersionLevel', 'int16', '0-2'),
@@ -35,6 +36,7 @@ class UpdateFeaturesResponse(Message):
 
     class UpdatableFeatureResult(Struct):
         __slots__ = ('feature', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('feature', 'Feature', 'string', '0-2', map_key=True),
             F('error_code', 'ErrorCode', 'int16', '0-2'),

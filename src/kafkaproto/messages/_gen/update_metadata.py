@@ -8,6 +8,7 @@ class UpdateMetadataRequest(Message):
 
     class UpdateMetadataPartitionState(Struct):
         __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas')
+        VALID_VERSIONS = '0-8'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-4', ignorable=True, entity='topicName'),
             F('partition_index', 'PartitionIndex', 'int32', '0-8'),
@@ -22,6 +23,7 @@ class UpdateMetadataRequest(Message):
 
     class UpdateMetadataTopicState(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states')
+        VALID_VERSIONS = '5-8'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '5-8', entity='topicName'),
             F('topic_id', 'TopicId', 'uuid', '7-8', ignorable=True),
@@ -30,6 +32,7 @@ class UpdateMetadataRequest(Message):
 
     class UpdateMetadataEndpoint(Struct):
         __slots__ = ('port', 'host', 'listener', 'security_protocol')
+        VALID_VERSIONS = '1-8'
         _FIELDS = (
             F('port', 'Port', 'int32', '1-8'),
             F('host', 'Host', 'string', '1-8'),
@@ -39,6 +42,7 @@ class UpdateMetadataRequest(Message):
 
     class UpdateMetadataBroker(Struct):
         __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack')
+        VALID_VERSIONS = '0-8'
         _FIELDS = (
             F('id', 'Id', 'int32', '0-8', entity='brokerId'),
             F('v0_host', 'V0Host', 'string', '0', ignorable=True),

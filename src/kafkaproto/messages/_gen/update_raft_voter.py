@@ -8,6 +8,7 @@ class UpdateRaftVoterRequest(Message):
 
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', map_key=True),
             F('host', 'Host', 'string', '0'),
@@ -16,6 +17,7 @@ class UpdateRaftVoterRequest(Message):
 
     class KRaftVersionFeature(Struct):
         __slots__ = ('min_supported_version', 'max_supported_version')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('min_supported_version', 'MinSupportedVersion', 'int16', '0'),
             F('max_supported_version', 'MaxSupportedVersion', 'int16', '0'),
@@ -44,6 +46,7 @@ class UpdateRaftVoterResponse(Message):
 
     class CurrentLeader(Struct):
         __slots__ = ('leader_id', 'leader_epoch', 'host', 'port')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('leader_id', 'LeaderId', 'int32', '0', entity='brokerId', default=-1),
             F('leader_epoch', 'LeaderEpoch', 'int32', '0', default=-1),

@@ -8,6 +8,7 @@ class VoteRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('replica_epoch', 'ReplicaEpoch', 'int32', '0-2'),
@@ -21,6 +22,7 @@ class VoteRequest(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
@@ -46,6 +48,7 @@ class VoteResponse(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -56,6 +59,7 @@ class VoteResponse(Message):
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('topic_name', 'TopicName', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]PartitionData', '0-2', struct='PartitionData'),
@@ -63,6 +67,7 @@ class VoteResponse(Message):
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port')
+        VALID_VERSIONS = '1-2'
         _FIELDS = (
             F('node_id', 'NodeId', 'int32', '1-2', entity='brokerId', map_key=True),
             F('host', 'Host', 'string', '1-2'),

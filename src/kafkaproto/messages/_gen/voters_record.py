@@ -8,6 +8,7 @@ class VotersRecord(Message):
 
     class Endpoint(Struct):
         __slots__ = ('name', 'host', 'port')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('name', 'Name', 'string', '0', map_key=True),
             F('host', 'Host', 'string', '0'),
@@ -16,6 +17,7 @@ class VotersRecord(Message):
 
     class KRaftVersionFeature(Struct):
         __slots__ = ('min_supported_version', 'max_supported_version')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('min_supported_version', 'MinSupportedVersion', 'int16', '0'),
             F('max_supported_version', 'MaxSupportedVersion', 'int16', '0'),
@@ -23,6 +25,7 @@ class VotersRecord(Message):
 
     class Voter(Struct):
         __slots__ = ('voter_id', 'voter_directory_id', 'endpoints', 'k_raft_version_feature')
+        VALID_VERSIONS = '0'
         _FIELDS = (
             F('voter_id', 'VoterId', 'int32', '0', entity='brokerId'),
             F('voter_directory_id', 'VoterDirectoryId', 'uuid', '0'),

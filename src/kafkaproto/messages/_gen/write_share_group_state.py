@@ -8,6 +8,7 @@ class WriteShareGroupStateRequest(Message):
 
     class StateBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('first_offset', 'FirstOffset', 'int64', '0-1'),
             F('last_offset', 'LastOffset', 'int64', '0-1'),
@@ -17,6 +18,7 @@ class WriteShareGroupStateRequest(Message):
 
     class PartitionData(Struct):
         __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-1'),
             F('state_epoch', 'StateEpoch', 'int32', '0-1'),
@@ -28,6 +30,7 @@ class WriteShareGroupStateRequest(Message):
 
     class WriteStateData(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]PartitionData', '0-1', struct='PartitionData'),
@@ -52,6 +55,7 @@ class WriteShareGroupStateResponse(Message):
 
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('partition', 'Partition', 'int32', '0-1'),
             F('error_code', 'ErrorCode', 'int16', '0-1'),
@@ -60,6 +64,7 @@ class WriteShareGroupStateResponse(Message):
 
     class WriteStateResult(Struct):
         __slots__ = ('topic_id', 'partitions')
+        VALID_VERSIONS = '0-1'
         _FIELDS = (
             F('topic_id', 'TopicId', 'uuid', '0-1'),
             F('partitions', 'Partitions', '[]PartitionResult', '0-1', struct='PartitionResult'),

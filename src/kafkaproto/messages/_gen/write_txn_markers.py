@@ -8,6 +8,7 @@ class WriteTxnMarkersRequest(Message):
 
     class WritableTxnMarkerTopic(Struct):
         __slots__ = ('name', 'partition_indexes')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('name', 'Name', 'string', '0-2', entity='topicName'),
             F('partition_indexes', 'PartitionIndexes', '[]int32', '0-2'),
@@ -15,6 +16,7 @@ class WriteTxnMarkersRequest(Message):
 
     class WritableTxnMarker(Struct):
         __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('producer_id', 'ProducerId', 'int64', '0-2', entity='producerId'),
             F('producer_epoch', 'ProducerEpoch', 'int16', '0-2'),
@@ -43,6 +45,7 @@ class WriteTxnMarkersResponse(Message):
 
     class WritableTxnMarkerPartitionResult(Struct):
         __slots__ = ('partition_index', 'error_code')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('partition_index', 'PartitionIndex', 'int32', '0-2'),
             F('error_code', 'ErrorCode', 'int16', '0-2'),
@@ -50,6 +53,7 @@ class WriteTxnMarkersResponse(Message):
 
     class WritableTxnMarkerTopicResult(Struct):
         __slots__ = ('name', 'partitions')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('name', 'Name', 'string', '0-2', entity='topicName'),
             F('partitions', 'Partitions', '[]WritableTxnMarkerPartitionResult', '0-2', struct='WritableTxnMarkerPartitionResult'),
@@ -57,6 +61,7 @@ class WriteTxnMarkersResponse(Message):
 
     class WritableTxnMarkerResult(Struct):
         __slots__ = ('producer_id', 'topics')
+        VALID_VERSIONS = '0-2'
         _FIELDS = (
             F('producer_id', 'ProducerId', 'int64', '0-2', entity='producerId'),
             F('topics', 'Topics', '[]WritableTxnMarkerTopicResult', '0-2', struct='WritableTxnMarkerTopicResult'),
