@@ -205,10 +205,12 @@ cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max
     call has left of max_headers_per_call (the error tells which passed);
     ``batch_headers``: set to the batch's headers."""
     cdef int32_t i
-    batch_headers[0] = 0
+    cdef int64_t seen = 0  # (a local: the hot loop keeps it in a register)
     for i in range(count):
-        if _walk_record(c, i, control, s, max_headers, batch_headers, max_batch_headers):
+        if _walk_record(c, i, control, s, max_headers, &seen, max_batch_headers):
+            batch_headers[0] = seen
             return -1
+    batch_headers[0] = seen
     if c.pos != c.end:
         return _rfail(c, RF_AFTER_LAST, RW_NONE, c.pos, c.end - c.pos, count)
     return 0
