@@ -204,7 +204,8 @@ def _raw(src, dst):
 
 def _proxy(decode):
     def forward(src, dst):
-        proxy = ProxyConnection(decode=decode, max_outstanding=8)  # no broker answers: keep at most 8 waiting
+        # no broker answers: nothing waits (max_outstanding would hold the client back)
+        proxy = ProxyConnection(decode=decode, max_outstanding=None)
         buf = bytearray(CHUNK)
         mv = memoryview(buf)
         events = 0
@@ -216,6 +217,7 @@ def _proxy(decode):
                 assert ev.error is None
                 send_parts(dst, ev.parts())
                 events += 1
+            proxy.pending.clear()
 
     return forward
 

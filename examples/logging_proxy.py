@@ -113,8 +113,9 @@ class LoggingProxy:
             say(f"cannot reach {upstream[0]}:{upstream[1]}: {exc}")
             return
         middle = ProxyConnection()  # decodes every request and response: the log names their errors
-        pumps = [asyncio.ensure_future(self.requests(creader, swriter, middle)),
-                 asyncio.ensure_future(self.responses(sreader, cwriter, middle, upstream))]
+        answered = asyncio.Event()  # set as responses come: room for the requests held back
+        pumps = [asyncio.ensure_future(self.requests(creader, swriter, middle, answered)),
+                 asyncio.ensure_future(self.responses(sreader, cwriter, middle, upstream, answered))]
         try:
             # either side closing ends the connection: nobody is left to read the other
             done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -130,10 +131,20 @@ class LoggingProxy:
                 oldest = describe(middle.pending.oldest()[1])
                 say(f"connection to {upstream[0]}:{upstream[1]} closed, {len(middle.pending)} unanswered: {oldest}")
 
-    async def requests(self, reader, writer, middle: ProxyConnection) -> None:
-        while chunk := await reader.read(1 << 16):
+    async def requests(self, reader, writer, middle: ProxyConnection, answered: asyncio.Event) -> None:
+        while True:
+            if middle.paused():  # max_outstanding requests wait for responses: read no more until some come
+                events = middle.from_client(b"")
+                if not events:
+                    answered.clear()
+                    await answered.wait()
+                    continue
+            elif chunk := await reader.read(1 << 16):
+                events = middle.from_client(chunk)
+            else:
+                break
             parts = []
-            for ev in middle.from_client(chunk):
+            for ev in events:
                 if isinstance(ev, Unframed):
                     if ev.error is not None:
                         say(f"client bytes stopped framing ({ev.error}): forwarding them raw")
@@ -146,7 +157,8 @@ class LoggingProxy:
                 parts += ev.parts()
             await write_parts(writer, parts)
 
-    async def responses(self, reader, writer, middle: ProxyConnection, upstream: tuple[str, int]) -> None:
+    async def responses(self, reader, writer, middle: ProxyConnection, upstream: tuple[str, int],
+                        answered: asyncio.Event) -> None:
         while chunk := await reader.read(1 << 16):
             parts = []
             for ev in middle.from_broker(chunk):
@@ -164,6 +176,7 @@ class LoggingProxy:
                         continue
                 parts += ev.parts()
             await write_parts(writer, parts)
+            answered.set()
 
     async def rewritten(self, ev) -> list:
         named: list[tuple[str, int]] = []

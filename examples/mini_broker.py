@@ -229,12 +229,23 @@ class Broker:
 
     async def serve(self, reader, writer):
         conn, tasks = ServerConnection(versions=VERSIONS), set()
+        answered = asyncio.Event()  # set as answers go out: room for the requests held back
         host = (writer.get_extra_info("peername") or ("",))[0]
         try:
-            while data := await reader.read(1 << 16):
-                for req in conn.receive(data):
+            while True:
+                if conn.paused():  # max_pending requests await answers: read no more until some go
+                    requests = conn.receive()
+                    if not requests:
+                        answered.clear()
+                        await answered.wait()
+                        continue
+                elif data := await reader.read(1 << 16):
+                    requests = conn.receive(data)
+                else:
+                    break
+                for req in requests:
                     if conn.accepts(req):
-                        tasks.add(task := asyncio.create_task(self.answer(conn, writer, req, host)))
+                        tasks.add(task := asyncio.create_task(self.answer(conn, writer, req, host, answered)))
                         task.add_done_callback(tasks.discard)
                         continue
                     # a version we do not speak: UNSUPPORTED_VERSION where the response can say it
@@ -250,7 +261,7 @@ class Broker:
                 task.cancel()
             writer.close()
 
-    async def answer(self, conn, writer, req, host):
+    async def answer(self, conn, writer, req, host, answered):
         CLIENT.set((req.client_id or "", host))
         try:
             response = await self.handlers[req.api_key](req.message, req.api_version)
@@ -262,6 +273,8 @@ class Broker:
         except Exception:  # a bug: give up on this request, so the answers behind it can go
             traceback.print_exc()
             await write_parts(writer, conn.abandon(req))
+        finally:
+            answered.set()
 
     def partition(self, topic, index):
         parts = self.topics.get(topic, (None, ()))[1]

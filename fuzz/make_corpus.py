@@ -292,6 +292,54 @@ def records_packed_seeds():
             for cap in (0, 1):
                 out[f"v1-{records.CODEC_NAMES[codec]}-caps{cap}"] = (bytes([(codec - 1) | 8 | cap << 4])
                                                                      + (3).to_bytes(2, "big") + inner)
+    # per-call caps over copies of the batch (bits 6-7): small ones that the copies pass
+    for call in (1, 2, 3):
+        out[f"v2-zstd-call{call}"] = bytes([4 | call << 6]) + (4).to_bytes(2, "big") + region
+        out[f"v1-gzip-call{call}"] = bytes([8 | call << 6]) + (3).to_bytes(2, "big") + inner
+    return out
+
+
+def proxy_seeds():
+    """Both directions of a conversation for ProxyConnection: requests and
+    responses (one id reused), a flood of tiny requests, a frame cut short,
+    a frame over the memory budget, bytes that do not frame."""
+    from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+    B = MetadataResponse.MetadataResponseBroker
+    reqs = (encode_request(ApiVersionsRequest(), 0, 5, "c") + encode_request(MetadataRequest(topics=None), 12, 5, "c")
+            + encode_request(MetadataRequest(topics=None), 4, 6, "c"))
+    resps = (encode_response(ApiVersionsResponse(), 0, 5)
+             + encode_response(MetadataResponse(brokers=[B(node_id=1, host="kafka-1", port=9092)]), 12, 5)
+             + encode_response(MetadataResponse(), 4, 6))
+    flood = encode_request(ApiVersionsRequest(), 0, 1, "c") * 40
+    big = struct.pack(">i", 300) + encode_request(ApiVersionsRequest(), 0, 9, "c")[4:] + bytes(289)
+
+    def seed(sel, up, down):
+        return bytes([sel]) + len(up).to_bytes(2, "big") + up + down
+
+    return {
+        "conversation": seed(0x34, reqs, resps),
+        "conversation-decoded-1-outstanding": seed(0x05, reqs, resps),
+        "flood-3-outstanding": seed(0xF2, flood, encode_response(ApiVersionsResponse(), 0, 1) * 40),
+        "cut-short": seed(0x70, reqs[:-7], resps[:-3]),
+        "over-the-budget": seed(0x28, big + reqs, resps),
+        "not-kafka": seed(0x10, b"GET / HTTP/1.1\r\n\r\n", b"HTTP/1.1 200 OK\r\n\r\n"),
+    }
+
+
+def encode_seeds():
+    """Messages that carry records, bytes, int64 and array fields, each with a
+    few fields set to the hostile values of the encode target."""
+    from support.fuzz_targets import HOSTILE_VALUES, encode_pairs
+
+    pairs = encode_pairs()
+    out = {}
+    for name, version in (("ProduceRequest", 9), ("FetchResponse", 12), ("MetadataResponse", 12),
+                          ("SaslAuthenticateRequest", 2), ("ListOffsetsRequest", 7)):
+        at = pairs.index((name, version)).to_bytes(2, "big")
+        for k in range(0, len(HOSTILE_VALUES), 3):
+            picks = bytes(b for i in range(3) for b in (i * 5 + k, (k + i) % len(HOSTILE_VALUES) | (i & 1) << 7))
+            out[f"{name}-v{version}-{k}"] = at + bytes([k, 7]) + picks
     return out
 
 
@@ -303,6 +351,8 @@ CORPORA = {
     "messages": messages,
     "records": records_seeds,
     "records_packed": records_packed_seeds,
+    "proxy": proxy_seeds,
+    "encode": encode_seeds,
     "capture": capture_seeds,
     "arrow": arrow_seeds,
 }

@@ -34,7 +34,7 @@ if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
 TARGET_NAMES = ("frames", "headers", "request", "response", "messages", "records", "records_packed", "capture",
-                "arrow")
+                "arrow", "proxy", "encode")
 
 
 def _inputs(paths):

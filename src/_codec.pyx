@@ -9,7 +9,9 @@ Integers are read with byte loads + shifts (compilers turn them into a load
 and a byte swap), never through unaligned pointer casts.
 """
 
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
+from cpython.buffer cimport (
+    PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE,
+)
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
@@ -307,6 +309,22 @@ cdef const char* _utf8(str what, object value, Py_ssize_t* n) except NULL:
     return p
 
 
+cdef object _contiguous(object v, str what, str where=""):
+    """A bytes or records field's value as an object with C-contiguous bytes:
+    itself, or (a strided view, a Fortran-ordered array) a copy of its bytes
+    in C order, as ``bytes(memoryview(v))`` gives them; EncodeError for what
+    is no buffer.  The twin's _as_bytes takes the same."""
+    if type(v) is bytes or type(v) is bytearray:
+        return v
+    if isinstance(v, str):
+        raise EncodeError(f"expected bytes, got str{where}", what)
+    try:
+        mv = memoryview(v)
+    except TypeError:
+        raise EncodeError(f"expected bytes, got {type(v).__name__}{where}", what) from None
+    return v if mv.c_contiguous else mv.tobytes()
+
+
 cdef class Writer:
     """An output buffer with typed append methods, in one of three modes.
 
@@ -369,19 +387,21 @@ cdef class Writer:
         return w
 
     @staticmethod
-    def into(buffer, Py_ssize_t offset=0, bint keep_blobs=False):
-        """A writer over a caller's writable buffer, from ``offset`` on."""
+    def into(buffer, offset=0, bint keep_blobs=False):
+        """A writer over a caller's writable, C-contiguous buffer, from ``offset`` on."""
         cdef Writer w = Writer()
         try:
-            PyObject_GetBuffer(buffer, &w.tview, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS)
+            PyObject_GetBuffer(buffer, &w.tview, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
         except (TypeError, BufferError):
-            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}") from None
+            raise TypeError(f"expected a writable C-contiguous buffer, got {type(buffer).__name__}") from None
         w.has_tview = True
+        offset = _index(offset)
         if offset < 0 or offset > w.tview.len:
             raise ValueError(f"offset {offset} outside the buffer (0..{w.tview.len})")
+        cdef Py_ssize_t at = offset
         PyMem_Free(w.buf)
-        w.buf = <unsigned char*>w.tview.buf + offset
-        w.cap = w.tview.len - offset
+        w.buf = <unsigned char*>w.tview.buf + at
+        w.cap = w.tview.len - at
         w.mode = WM_FIXED
         w.keep_blobs = keep_blobs
         w.target = buffer
@@ -510,11 +530,8 @@ cdef class Writer:
                 kp_st32(self._reserve(4), 0xFFFFFFFF)
             return
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(v).__name__}", "compact bytes" if compact else "bytes") \
-                from None
+        v = _contiguous(v, "compact bytes" if compact else "bytes")
+        PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
         cdef Py_ssize_t n = view.len
         try:
             if compact:
@@ -542,11 +559,10 @@ cdef class Writer:
         cdef Py_buffer view
         cdef Py_ssize_t total = 0, n
         what = "compact bytes" if compact else "bytes"
-        for piece in list_or_tuple:
-            try:
-                PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
-            except TypeError:
-                raise EncodeError(f"expected bytes, got {type(piece).__name__} in a list of buffers", what) from None
+        # one snapshot for both passes: the length written is the pieces' written after it
+        cdef list pieces = [_contiguous(piece, what, " in a list of buffers") for piece in list_or_tuple]
+        for piece in pieces:
+            PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
             total += view.len
             PyBuffer_Release(&view)
         if compact:
@@ -557,7 +573,7 @@ cdef class Writer:
             if total > 0x7FFFFFFF:
                 raise EncodeError(f"length {total} does not fit in an int32", what)
             kp_st32(self._reserve(4), <uint32_t>total)
-        for piece in list_or_tuple:
+        for piece in pieces:
             PyObject_GetBuffer(piece, &view, PyBUF_ANY_CONTIGUOUS)
             n = view.len
             try:
@@ -579,10 +595,8 @@ cdef class Writer:
 
     cdef int _put_buffer(self, object data, str what) except -1:
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(data).__name__}", what) from None
+        data = _contiguous(data, what)
+        PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
         try:
             self._put(view.buf, view.len)
         finally:
@@ -658,10 +672,8 @@ cdef class Writer:
             kp_st32(self._reserve(4), 0xFFFFFFFF)
             return
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(v).__name__}", "bytes") from None
+        v = _contiguous(v, "bytes")
+        PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
         try:
             if view.len > 0x7FFFFFFF:
                 raise EncodeError(f"length {view.len} does not fit in an int32", "bytes")
@@ -675,10 +687,8 @@ cdef class Writer:
             self._reserve(1)[0] = 0
             return
         cdef Py_buffer view
-        try:
-            PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
-        except TypeError:
-            raise EncodeError(f"expected bytes, got {type(v).__name__}", "compact bytes") from None
+        v = _contiguous(v, "compact bytes")
+        PyObject_GetBuffer(v, &view, PyBUF_ANY_CONTIGUOUS)
         try:
             if view.len >= 0xFFFFFFFF:
                 raise EncodeError(f"length {view.len} does not fit in an unsigned varint", "compact bytes")
@@ -705,14 +715,13 @@ cdef class Writer:
         if not fields:
             self._reserve(1)[0] = 0
             return
+        fields = tuple(fields)  # the count written is of the fields written after it
         self._put_uv(len(fields))
         cdef Py_buffer view
         for tag, data in fields:
             self._put_uv(<uint64_t>as_int(tag, "unsigned varint", 0, U32_MAX))
-            try:
-                PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
-            except TypeError:
-                raise EncodeError(f"expected bytes, got {type(data).__name__}", "tagged field") from None
+            data = _contiguous(data, "tagged field")
+            PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
             try:
                 self._put_uv(<uint64_t>view.len)
                 self._put(view.buf, view.len)
@@ -1031,6 +1040,12 @@ cdef class FrameReader:
     copied straight into it, once.  The memory a partial frame holds stays
     within four times the bytes received of it (Kafka's own receive path
     allocates the whole size as soon as it reads the prefix).
+
+    ``feed(data, max_frames)`` returns at most ``max_frames`` frames and keeps
+    the bytes after the last one as they came (``more`` is then True): later
+    feeds, ``b""`` included, frame them first (``max_frames`` is at least 1,
+    or negative for no limit).  A connection bounds what it has in flight so
+    (back-pressure), holding the peer's bytes, not objects.
     """
 
     cdef unsigned char* buf
@@ -1044,6 +1059,8 @@ cdef class FrameReader:
     cdef object _frame
     cdef Py_ssize_t _size
     cdef Py_ssize_t _filled
+    # ``buf`` holds bytes after frames held back by max_frames (framed by the next feed)
+    cdef bint _more
 
     def __cinit__(self, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE):
         self.buf = NULL
@@ -1074,12 +1091,19 @@ cdef class FrameReader:
         return self._max
 
     @property
+    def more(self):
+        """Did the last feed stop at ``max_frames`` with bytes left (frames
+        perhaps among them, for the next feed)?"""
+        return self._more
+
+    @property
     def partial_size(self):
         """The size claimed by the frame begun and not yet returned, once its
-        4 prefix bytes are here (else None): a proxy decides from it whether to
-        let the frame be buffered, or to take it back with :meth:`unframed`
-        and pass it on in pieces."""
-        if self._error is not None:
+        4 prefix bytes are here (else None, and while frames are held back by
+        ``max_frames``): a proxy decides from it whether to let the frame be
+        buffered, or to take it back with :meth:`unframed` and pass it on in
+        pieces."""
+        if self._error is not None or self._more:
             return None
         if self._frame is not None:
             return self._size
@@ -1138,9 +1162,13 @@ cdef class FrameReader:
             self.length = 0
         return take
 
-    def feed(self, data):
+    def feed(self, data, Py_ssize_t max_frames=-1):
+        """Bytes received → the frames they complete (at most ``max_frames``
+        of them when it is not negative)."""
         if self._error is not None:
             raise self._error
+        if max_frames == 0:
+            raise ValueError("max_frames must be at least 1 (or negative: no limit)")
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_ANY_CONTIGUOUS)
         cdef list out = []
@@ -1149,8 +1177,19 @@ cdef class FrameReader:
         cdef int st
         cdef const unsigned char* d = <const unsigned char*>view.buf
         cdef Py_ssize_t n = view.len
+        cdef unsigned char* held = NULL
         try:
-            if self._frame is None and self.length:
+            if self._more:
+                # bytes held back by max_frames (frames first): framed again with
+                # the new ones after them, from a buffer of their own
+                self._append(d, n)
+                held = self.buf
+                d = held
+                n = self.length
+                self.buf = NULL
+                self.length = self.cap = 0
+                self._more = False
+            elif self._frame is None and self.length:
                 # A frame begun in an earlier feed: complete its size prefix,
                 # then buffer its body until a quarter of it is here.
                 if self.length < 4:
@@ -1174,12 +1213,19 @@ cdef class FrameReader:
                 n -= need
                 if self._frame is not None:
                     return out
-            while True:
+            while max_frames < 0 or len(out) < max_frames:
                 st = _frame_at(d, pos, n, 0, self._max, &size)
                 if st != FRAME_COMPLETE:
                     break
                 out.append(PyBytes_FromStringAndSize(<const char*>(d + pos + 4), size))
                 pos += 4 + size
+            else:
+                # max_frames out: what follows is held as it came
+                self._consumed += pos
+                if pos < n:
+                    self._append(d + pos, n - pos)
+                    self._more = True
+                return out
             self._consumed += pos
             # ``size`` is the partial frame's once its 4 prefix bytes are here
             if st == FRAME_PARTIAL and n - pos >= 4 and _fill_now(size, n - pos - 4):
@@ -1195,6 +1241,7 @@ cdef class FrameReader:
             return out
         finally:
             PyBuffer_Release(&view)
+            PyMem_Free(held)
 
     cdef object _fail(self, int32_t size, list frames):
         # the exception raised now carries the frames completed before the bad
@@ -1221,6 +1268,7 @@ cdef class FrameReader:
         self.length = 0
         self._frame = None
         self._filled = 0
+        self._more = False
         return out
 
     cdef _shrink(self):

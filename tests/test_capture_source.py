@@ -334,7 +334,7 @@ def test_user_queries_give_the_reports_figures(spark, captures, report):
                                                            F.expr(_bucketed(0.99)).alias("p99")).collect()
     assert sorted((r["capture"], r["server"], r["api"], r["count"], r["p99"]) for r in got) == \
         sorted((r["capture"], r["broker"], r["api"], r["count"], r["p99"]) for r in d.latency_by)
-    # p99 Fetch latency by client id (the README's query): the same numbers from the
+    # p99 Fetch latency by client id (docs/sources.md's query): the same numbers from the
     # source as from the report's own table, and within a 128th of the report's p99
     p99 = F.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us) / 1000").alias("p99_ms")
 

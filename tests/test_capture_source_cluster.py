@@ -1,7 +1,7 @@
 """``spark.read.format("kafkaproto.capture")`` over Spark Connect: a Connect
 server started here on 127.0.0.1 (tests/support/spark_cluster.py starts
 it), the source registered from the client.  Its tables, whole and indexed,
-are the report's, its filters are pushed, and the README's query gives the
+are the report's, its filters are pushed, and the query of docs/sources.md gives the
 same numbers as over the report's own table."""
 
 from __future__ import annotations

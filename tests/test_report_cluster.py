@@ -1,6 +1,6 @@
 """The report on real clusters, started here on 127.0.0.1 from the pyspark
 package: a standalone master with two workers (kafkaproto reaching the
-executors as the README says: its wheel, shipped through ``spark.archives``,
+executors as docs/report.md says: its wheel, shipped through ``spark.archives``,
 to executors whose Python does not have it), and a Spark Connect server.
 Their tables and figures equal a local[2] run's."""
 

@@ -93,10 +93,30 @@ def _utf8(what, value):
     return data
 
 
-def _as_bytes(what, value):
-    if isinstance(value, (bytes, bytearray, memoryview)):
+def _as_bytes(what, value, where=""):
+    """A bytes or records field's value as an object with C-contiguous bytes:
+    itself, or (a strided view, a Fortran-ordered array) a copy of its bytes in
+    C order, as ``bytes(memoryview(value))`` gives them; EncodeError for what is
+    no buffer (the compiled writer's _contiguous)."""
+    if type(value) is bytes or type(value) is bytearray:
         return value
-    raise EncodeError(f"expected bytes, got {type(value).__name__}", what)
+    if isinstance(value, str):
+        raise EncodeError(f"expected bytes, got str{where}", what)
+    try:
+        mv = memoryview(value)
+    except TypeError:
+        raise EncodeError(f"expected bytes, got {type(value).__name__}{where}", what) from None
+    return value if mv.c_contiguous else mv.tobytes()
+
+
+def _nbytes(value) -> int:
+    return len(value) if type(value) is bytes or type(value) is bytearray else memoryview(value).nbytes
+
+
+def _flat(value):
+    """What _as_bytes gave, as something a bytearray appends byte for byte (``+=``
+    on a NumPy array would add element-wise)."""
+    return value if type(value) is bytes or type(value) is bytearray else memoryview(value).cast("B")
 
 
 def uvarint_status(buf, pos, end, max_bytes, bits):
@@ -339,7 +359,7 @@ class _Bounded(bytearray):
             raise EncodeError(f"the encoding needs more than the {self.cap} bytes the buffer has room for", "buffer")
 
     def __iadd__(self, other):
-        self._check(len(other))
+        self._check(_nbytes(other))
         return super().__iadd__(other)
 
     def append(self, v):
@@ -419,14 +439,15 @@ class Writer:
 
     @staticmethod
     def into(buffer, offset: int = 0, keep_blobs: bool = False):
-        """A writer over a caller's writable buffer, from ``offset`` on."""
+        """A writer over a caller's writable, C-contiguous buffer, from ``offset`` on."""
         try:
             mv = memoryview(buffer)
         except TypeError:
-            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}") from None
-        if mv.readonly:
-            raise TypeError(f"expected a writable buffer, got {type(buffer).__name__}")
+            raise TypeError(f"expected a writable C-contiguous buffer, got {type(buffer).__name__}") from None
+        if mv.readonly or not mv.c_contiguous:
+            raise TypeError(f"expected a writable C-contiguous buffer, got {type(buffer).__name__}")
         mv = mv.cast("B")
+        offset = _index(offset)
         if offset < 0 or offset > len(mv):
             raise ValueError(f"offset {offset} outside the buffer (0..{len(mv)})")
         w = Writer(keep_blobs=keep_blobs)
@@ -487,11 +508,9 @@ class Writer:
 
     def _write_pieces(self, pieces, compact):
         what = "compact bytes" if compact else "bytes"
-        sizes = []
-        for piece in pieces:
-            if not isinstance(piece, (bytes, bytearray, memoryview)):
-                raise EncodeError(f"expected bytes, got {type(piece).__name__} in a list of buffers", what)
-            sizes.append(memoryview(piece).nbytes)
+        # one snapshot for both passes: the length written is the pieces' written after it
+        pieces = [_as_bytes(what, piece, " in a list of buffers") for piece in pieces]
+        sizes = [_nbytes(piece) for piece in pieces]
         total = sum(sizes)
         if compact:
             if total >= 0xFFFFFFFF:
@@ -509,7 +528,7 @@ class Writer:
                 self._cuts.append((len(self._buf), piece))
                 self._external += n
             else:
-                self._buf += piece
+                self._buf += _flat(piece)
 
     def clear(self):
         del self._buf[:]
@@ -541,7 +560,7 @@ class Writer:
             return
         what = "compact bytes" if compact else "bytes"
         data = _as_bytes(what, v)
-        n = len(memoryview(data).cast("B"))
+        n = _nbytes(data)
         if compact:
             if n >= 0xFFFFFFFF:
                 raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
@@ -554,10 +573,10 @@ class Writer:
             self._buf.n += n
             self._external += n
         elif self._keep and n > 0:
-            self._cuts.append((len(self._buf), v))
+            self._cuts.append((len(self._buf), data))
             self._external += n
         else:
-            self._buf += data
+            self._buf += _flat(data)
 
     def write_int8(self, v):
         self._buf += _i8.pack(_check_int("int8", v))
@@ -633,22 +652,22 @@ class Writer:
             self._buf += b"\xff\xff\xff\xff"
             return
         data = _as_bytes("bytes", v)
-        n = len(memoryview(data).cast("B"))
+        n = _nbytes(data)
         if n > 0x7FFFFFFF:
             raise EncodeError(f"length {n} does not fit in an int32", "bytes")
         self._buf += _i32.pack(n)
-        self._buf += data
+        self._buf += _flat(data)
 
     def write_compact_bytes(self, v):
         if v is None:
             self._buf.append(0)
             return
         data = _as_bytes("compact bytes", v)
-        n = len(memoryview(data).cast("B"))
+        n = _nbytes(data)
         if n >= 0xFFFFFFFF:
             raise EncodeError(f"length {n} does not fit in an unsigned varint", "compact bytes")
         self._put_uvarint(n + 1)
-        self._buf += data
+        self._buf += _flat(data)
 
     def write_array_length(self, n):
         """int32 count; None or -1 for a null array."""
@@ -668,15 +687,16 @@ class Writer:
         if not fields:
             self._buf.append(0)
             return
+        fields = tuple(fields)  # the count written is of the fields written after it
         self._put_uvarint(len(fields))
         for tag, data in fields:
             self._put_uvarint(_check_int("unsigned varint", tag))
             data = _as_bytes("tagged field", data)
-            self._put_uvarint(len(data))
-            self._buf += data
+            self._put_uvarint(_nbytes(data))
+            self._buf += _flat(data)
 
     def write_raw(self, data):
-        self._buf += data
+        self._buf += _flat(_as_bytes("raw bytes", data))
 
 
 # ---------------------------------------------------------------------------
@@ -851,9 +871,15 @@ class FrameReader:
     partial frame holds there stays within four times the bytes received of
     it.  The rule is the same here, so that both readers move at the same
     steps; a ``bytes`` cannot be filled in place in Python.)
+
+    ``feed(data, max_frames)`` returns at most ``max_frames`` frames and keeps
+    the bytes after the last one as they came (``more`` is then True): later
+    feeds, ``b""`` included, frame them first (``max_frames`` is at least 1,
+    or negative for no limit).  A connection bounds what it has in flight so
+    (back-pressure), holding the peer's bytes, not objects.
     """
 
-    __slots__ = ("_buf", "_max", "_consumed", "_error", "_frame", "_size", "_filled")
+    __slots__ = ("_buf", "_max", "_consumed", "_error", "_frame", "_size", "_filled", "_more")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE):
         self._buf = bytearray()
@@ -865,6 +891,14 @@ class FrameReader:
         self._frame = None
         self._size = 0
         self._filled = 0
+        # ``_buf`` holds bytes after frames held back by max_frames (framed by the next feed)
+        self._more = False
+
+    @property
+    def more(self) -> bool:
+        """Did the last feed stop at ``max_frames`` with bytes left (frames
+        perhaps among them, for the next feed)?"""
+        return self._more
 
     @property
     def buffered(self) -> int:
@@ -883,10 +917,11 @@ class FrameReader:
     @property
     def partial_size(self) -> int | None:
         """The size claimed by the frame begun and not yet returned, once its
-        4 prefix bytes are here (else None): a proxy decides from it whether to
-        let the frame be buffered, or to take it back with :meth:`unframed`
-        and pass it on in pieces."""
-        if self._error is not None:
+        4 prefix bytes are here (else None, and while frames are held back by
+        ``max_frames``): a proxy decides from it whether to let the frame be
+        buffered, or to take it back with :meth:`unframed` and pass it on in
+        pieces."""
+        if self._error is not None or self._more:
             return None
         if self._frame is not None:
             return self._size
@@ -918,20 +953,30 @@ class FrameReader:
             del self._buf[:]
         return take
 
-    def feed(self, data) -> list:
+    def feed(self, data, max_frames: int = -1) -> list:
+        """Bytes received → the frames they complete (at most ``max_frames``
+        of them when it is not negative)."""
         if self._error is not None:
             raise self._error
+        if max_frames == 0:
+            raise ValueError("max_frames must be at least 1 (or negative: no limit)")
         mv = memoryview(data)
         try:
             if not mv.contiguous:  # as the compiled reader asks for the buffer
                 raise BufferError("memoryview: underlying buffer is not contiguous")
             if mv.ndim != 1 or mv.itemsize != 1:
                 mv = mv.cast("B")
-            return self._feed(mv)
+            if self._more:
+                # bytes held back by max_frames (frames first): framed again with the new ones after them
+                self._more = False
+                held = memoryview(bytes(self._buf) + mv)
+                del self._buf[:]
+                return self._feed(held, max_frames)
+            return self._feed(mv, max_frames)
         finally:
             mv.release()
 
-    def _feed(self, mv) -> list:
+    def _feed(self, mv, max_frames) -> list:
         buf = self._buf
         out = []
         pos = 0
@@ -957,12 +1002,19 @@ class FrameReader:
             if self._frame is not None:
                 return out
         start = pos
-        while True:
+        while max_frames < 0 or len(out) < max_frames:
             st, size = frame_at(mv, pos, n, self._max)
             if st != FRAME_COMPLETE:
                 break
             out.append(bytes(mv[pos + 4 : pos + 4 + size]))
             pos += 4 + size
+        else:
+            # max_frames out: what follows is held as it came
+            self._consumed += pos - start
+            if pos < n:
+                buf += mv[pos:]
+                self._more = True
+            return out
         self._consumed += pos - start
         # ``size`` is the partial frame's once its 4 prefix bytes are here
         if st == FRAME_PARTIAL and size is not None and size <= 4 * (n - pos - 4):
@@ -997,6 +1049,7 @@ class FrameReader:
         del self._buf[:]
         self._frame = None
         self._filled = 0
+        self._more = False
         return out
 
 

@@ -31,6 +31,32 @@ DEFAULT_MAX_HEADERS_PER_RECORD = 10_000
 #: 2 bytes, and in practice a handful per record.
 DEFAULT_MAX_HEADERS_PER_BATCH = 1_000_000
 
+# What one decode call may expand to (issue 22).  The caps above bound one
+# batch, and a blob may hold any number of batches: 20 batches of 1 M empty
+# records are 13 KB of zstd, 20 M records (4 GB as objects).  These count across
+# every batch of one ``records.decode`` (all the batches it yields),
+# ``consume`` or ``arrow.records`` call (all the rows of its column).  The
+# object path's defaults are the per-batch ones: a call costs at most what one
+# batch at the caps may (a Fetch partition holds max.partition.fetch.bytes,
+# 1 MiB by default).  An Arrow record costs under half of what an object one
+# does, and a column holds the records fields of a whole Spark batch (10,000
+# rows by default: 1.6 M records of 100 bytes in producers' 16 KiB batches),
+# hence four times those.
+
+#: Default cap on the records of one records.decode / consume call (the
+#: declared counts of its v2 batches, checked before each is decompressed, and
+#: its legacy messages).
+DEFAULT_MAX_RECORDS_PER_CALL = 1_000_000
+#: Default cap on the headers of one records.decode / consume call.
+DEFAULT_MAX_HEADERS_PER_CALL = 1_000_000
+#: Default cap on the bytes the batches of one records.decode / consume call
+#: decompress to, together (each batch alone: ``max_decompressed_size``).
+DEFAULT_MAX_DECOMPRESSED_PER_CALL = 64 * 1024 * 1024
+#: The same three for one arrow.records call (every row of its column).
+DEFAULT_ARROW_MAX_RECORDS_PER_CALL = 4_000_000
+DEFAULT_ARROW_MAX_HEADERS_PER_CALL = 4_000_000
+DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL = 256 * 1024 * 1024
+
 #: The largest count the wire can hold (record and header counts are int32).
 _INT32_MAX = 0x7FFFFFFF
 #: A batch's headers are a sum of int32 counts: the batch cap is an int64.
@@ -57,3 +83,10 @@ def record_caps(max_records_per_batch, max_headers_per_record, max_headers_per_b
     return (record_cap(max_records_per_batch, "max_records_per_batch", 1),
             record_cap(max_headers_per_record, "max_headers_per_record"),
             record_cap(max_headers_per_batch, "max_headers_per_batch", 0, _INT64_MAX))
+
+
+def call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call) -> tuple[int, int, int]:
+    """The three per-call caps, checked (``None``: no cap)."""
+    return (record_cap(max_records_per_call, "max_records_per_call", 0, _INT64_MAX),
+            record_cap(max_headers_per_call, "max_headers_per_call", 0, _INT64_MAX),
+            record_cap(max_decompressed_per_call, "max_decompressed_per_call", 0, _INT64_MAX))

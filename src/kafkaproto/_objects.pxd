@@ -2,6 +2,8 @@
 # that fill the generated classes and Record: __slots__ offsets, allocation
 # without __init__, slot stores.  (No module: everything here is inline.)
 
+cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 
 cdef extern from *:
@@ -33,6 +35,33 @@ cdef extern from *:
         return *(PyObject**)((char*)obj + off);
     }
     static inline PyObject* kp_new_ref(PyObject* o) { Py_INCREF(o); return o; }
+
+    /* One consistent snapshot of a list's or a tuple's items (an encoder's
+       count and the items written after it): new references to them in `out`,
+       which has room for `room` → their count; a larger count is returned
+       with nothing taken (grow `out` and call again).  Nothing here runs
+       Python code, so the GIL is held throughout; in the free-threaded build
+       the caller holds the sequence's critical section. */
+    static Py_ssize_t kp_take_items(PyObject* seq, PyObject** out, Py_ssize_t room) {
+        PyObject** items;
+        Py_ssize_t n, i;
+        if (PyTuple_Check(seq)) {
+            n = PyTuple_GET_SIZE(seq);
+            items = ((PyTupleObject*)seq)->ob_item;
+        } else {
+            n = PyList_GET_SIZE(seq);
+            items = ((PyListObject*)seq)->ob_item;
+        }
+        if (n > room) return n;
+        for (i = 0; i < n; i++) {
+            out[i] = items[i];
+            Py_INCREF(out[i]);
+        }
+        return n;
+    }
+    static void kp_drop_items(PyObject** refs, Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(refs[i]);
+    }
 
     /* A faster tp_dealloc for a __slots__ class whose instances hold nothing
        but object slots (the generated message classes, Record): the generic
@@ -75,9 +104,40 @@ cdef extern from *:
     void kp_slot_put(PyObject* obj, Py_ssize_t off, PyObject* v) nogil
     PyObject* kp_slot_get(PyObject* obj, Py_ssize_t off) nogil
     PyObject* kp_new_ref(PyObject* o) nogil
+    Py_ssize_t kp_take_items(PyObject* seq, PyObject** out, Py_ssize_t room)
+    void kp_drop_items(PyObject** refs, Py_ssize_t n)
     ctypedef void (*destructor)(PyObject*)
     int kp_use_slots_dealloc(PyObject* cls, destructor generic, Py_ssize_t nslots)
     destructor kp_dealloc_of(PyObject* cls)
+
+
+cdef inline Py_ssize_t take_items(object seq, PyObject** small, Py_ssize_t room, PyObject*** refs) except -1:
+    """A snapshot of ``seq`` (a list or a tuple) → its count, and new references
+    to its items in ``refs[0]``: ``small`` (room for ``room``) or, past that, a
+    PyMem block (free it after kp_drop_items when it is not ``small``).  What
+    an encoder writes a count and then items from: another thread, or Python
+    code the encoder runs, may change the list meanwhile."""
+    cdef Py_ssize_t n
+    cdef PyObject** out = small
+    while True:
+        with cython.critical_section(seq):
+            n = kp_take_items(<PyObject*>seq, out, room)
+        if n <= room:
+            refs[0] = out
+            return n
+        if out != small:
+            PyMem_Free(out)
+        out = <PyObject**>PyMem_Malloc(n * sizeof(PyObject*))
+        if out == NULL:
+            raise MemoryError()
+        room = n
+
+
+cdef inline void drop_items(PyObject** refs, Py_ssize_t n, PyObject** small) noexcept:
+    """Give back what take_items took."""
+    kp_drop_items(refs, n)
+    if refs != small:
+        PyMem_Free(refs)
 
 
 cdef inline Py_ssize_t slot_offset(cls, str attr) except -2:

@@ -18,7 +18,16 @@ forward::
 Every byte fed comes back out, once, in order, in the events' ``parts()``:
 bytes that stop framing (a negative or oversized size prefix: not Kafka, or
 TLS) come back as :class:`Unframed`, and so does everything after them in
-that direction.
+that direction; so do the bytes of a frame that a direction ends inside of,
+from :meth:`ProxyConnection.finish`.
+
+Pairing follows Kafka's rule: a connection's responses come in the order of
+its requests, so a response answers the oldest waiting request with its
+correlation id (a client that reuses an id is paired in turn).  At most
+``max_outstanding`` requests wait for a response: past that the client's
+bytes are held, unframed (``paused()``; stop reading the client, and call
+``from_client(b"")`` once responses have come), as a broker mutes a busy
+connection.
 
 Memory: with a shared :class:`MemoryBudget`, a frame is buffered whole only
 while the budget has room for it (and it is no larger than the budget's
@@ -33,7 +42,7 @@ import struct
 from collections.abc import Collection
 
 from ._limits import DEFAULT_MAX_FRAME_SIZE
-from .errors import FrameSizeError
+from .errors import FrameSizeError, TruncatedError
 from .frames import FrameReader
 from .protocol import PendingRequests, ReceivedRequest, ReceivedResponse, read_request, read_response
 
@@ -63,7 +72,8 @@ class Unframed:
         self.data = data
         #: where the bytes start in the direction's byte stream
         self.offset = offset
-        #: the FrameSizeError that ended framing (on the first Unframed of a direction)
+        #: the FrameSizeError that ended framing (on the first Unframed of a
+        #: direction), or the TruncatedError of a direction that ended inside a frame
         self.error = error
 
     def parts(self) -> list:
@@ -177,12 +187,14 @@ class ProxyConnection:
     api keys (a collection of them), or none (False: frame, read request
     headers and pair only, the fast path for forwarding).  ``zero_copy``:
     records fields of decoded messages are views of the frame.
-    ``max_outstanding`` bounds the requests waiting for a response (the
-    oldest is dropped past it, counted in ``pending.dropped``).
-    ``budget``: a :class:`MemoryBudget` (shared by many connections) that
-    frames are held against; a frame that does not fit comes back as
-    :class:`Streamed` pieces.  None: every frame is held whole.  Call
-    :meth:`close` when the connection ends, to give its share back.
+    ``max_outstanding`` bounds the requests waiting for a response: past
+    it the client's bytes are held as they came (back-pressure: see
+    :meth:`paused`; None: no bound).  ``budget``: a :class:`MemoryBudget`
+    (shared by many connections) that frames are held against; a frame that
+    does not fit comes back as :class:`Streamed` pieces.  None: every frame
+    is held whole.  When a direction ends, :meth:`finish` hands back what it
+    still holds; call :meth:`close` when the connection ends, to give its
+    share of the budget back.
     """
 
     def __init__(self, *, decode: bool | Collection[int] = True, zero_copy: bool = True,
@@ -190,7 +202,8 @@ class ProxyConnection:
                  budget: MemoryBudget | None = None):
         self.decode = decode
         self.zero_copy = zero_copy
-        self.pending = PendingRequests(max_outstanding)
+        self.max_outstanding = max_outstanding
+        self.pending = PendingRequests()
         self.budget = budget
         self._readers = (FrameReader(max_frame_size), FrameReader(max_frame_size))
         self._framing = [True, True]
@@ -202,6 +215,22 @@ class ProxyConnection:
         self._spent = [0, 0]
         self._streams: list = [None, None]
         self._held = [b"", b""]
+        # the client's bytes that came while max_outstanding requests waited
+        self._backlog = bytearray()
+        self._ended = [False, False]
+
+    def paused(self) -> bool:
+        """Are bytes of the client held back because ``max_outstanding``
+        requests wait for a response?  Then read no more of it until some
+        responses have come through :meth:`from_broker`, and call
+        ``from_client(b"")`` for the requests that can go."""
+        return bool(self._backlog) or self._readers[0].more
+
+    def _room(self, side: int) -> int:
+        # how many frames a feed may hand out (-1: any number)
+        if side == 1 or self.max_outstanding is None or self._ended[0]:
+            return -1
+        return max(self.max_outstanding - len(self.pending), 0)
 
     def streaming(self, side: int) -> StreamedFrame | None:
         """The frame being passed on in pieces from the client (0) or the broker (1)."""
@@ -242,18 +271,30 @@ class ProxyConnection:
                 out.append(self._unframed(side, bytes(data)))
             return out
         reader = self._readers[side]
-        try:
-            frames = reader.feed(data)
-        except FrameSizeError as exc:
-            self._framing[side] = False
-            out += [self._framed(side, f, make) for f in getattr(exc, "frames", ())]
-            out.append(self._unframed(side, reader.unframed(), exc))
-            return out
-        if frames and self._charged[side]:
-            # the frame held against the budget came out first: given back once forwarded
-            self._spent[side] += self._charged[side]
-            self._charged[side] = 0
-        out += [self._framed(side, f, make) for f in frames]
+        if side == 0 and self._backlog:
+            data = bytes(self._backlog) + bytes(data)
+            self._backlog = bytearray()
+        while True:
+            room = self._room(side)
+            if room == 0:
+                # max_outstanding requests wait: the client's bytes wait too, unframed
+                self._backlog += data
+                break
+            try:
+                frames = reader.feed(data, room)
+            except FrameSizeError as exc:
+                self._framing[side] = False
+                out += [self._framed(side, f, make) for f in getattr(exc, "frames", ())]
+                out.append(self._unframed(side, reader.unframed(), exc))
+                return out
+            data = b""
+            if frames and self._charged[side]:
+                # the frame held against the budget came out first: given back once forwarded
+                self._spent[side] += self._charged[side]
+                self._charged[side] = 0
+            out += [self._framed(side, f, make) for f in frames]
+            if not reader.more:
+                break
         size = reader.partial_size
         if budget is not None and size is not None and not self._charged[side]:
             self._charged[side] = budget.take(size)
@@ -292,6 +333,33 @@ class ProxyConnection:
             self._streams[side] = None
         out.append(Streamed(piece, sf, first, sf.done))
         return take
+
+    def finish(self, side: int) -> list:
+        """The client's (0) or the broker's (1) direction has ended → the events
+        for what it still holds, so that every byte fed comes back once: the
+        requests held back by ``max_outstanding`` (handed out now), the held
+        head of a frame being streamed (a last :class:`Streamed` piece), and
+        the bytes of a frame the direction ended inside of (an
+        :class:`Unframed` whose ``error`` is a TruncatedError)."""
+        if self._ended[side]:
+            return []
+        self._ended[side] = True
+        make = self._request if side == 0 else self._response
+        out = []
+        if self._framing[side] and self._streams[side] is None and (side == 1 or self.paused()):
+            out += self._feed(side, b"", make)
+        out += self.flush_stream(side)
+        if self._framing[side] and self._streams[side] is None:
+            reader = self._readers[side]
+            size = reader.partial_size
+            rest = reader.unframed()
+            if rest:
+                at = self._offsets[side]
+                claim = f" of {4 + size} bytes" if size is not None else ""
+                err = TruncatedError(f"the {('client', 'broker')[side]} direction ended {len(rest)} bytes into a "
+                                     f"frame{claim}", "frame", at)
+                out.append(self._unframed(side, rest, err))
+        return out
 
     def flush_stream(self, side: int) -> list:
         """The bytes held of a streamed frame whose head is not all in (its

@@ -19,6 +19,11 @@ order the handlers answer in::
 them before the next call on the connection (from one task, or before an
 ``await``), so that they leave in the order given.
 
+At most ``max_pending`` requests await an answer: past that, what the client
+sends is held as it came, unframed (``paused()``), as Kafka mutes a busy
+channel; stop reading the client, and call ``receive(b"")`` once answers
+have gone out.
+
 The helpers below answer what a broker must answer without knowing the
 request's schema (:func:`unsupported_version_response`, the KIP-511
 ApiVersions reply), advertise versions (:func:`api_versions_response`),
@@ -65,35 +70,59 @@ class ServerConnection:
     earlier ones.  A Produce request with ``acks=0`` expects no response and
     is not waited for.  ``pending`` is how many requests await an answer (a
     broker stops reading a client that has too many, as Kafka mutes a
-    channel).  ``zero_copy``: records fields are views of the request frame.
-    ``versions`` (api key → (min, max)): what this broker speaks, for
-    :meth:`accepts`, :meth:`reject` and the ApiVersions answer (default:
-    every version of the library).
+    channel).  ``max_pending`` bounds them: past it the client's bytes are
+    held, and ``receive`` hands out no more requests until answers have gone
+    (:meth:`paused`; None: no bound).  ``zero_copy``: records fields are
+    views of the request frame.  ``versions`` (api key → (min, max)): what
+    this broker speaks, for :meth:`accepts`, :meth:`reject` and the
+    ApiVersions answer (default: every version of the library).
     """
 
     def __init__(self, *, versions: dict[int, tuple[int, int]] | None = None,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = True):
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, zero_copy: bool = True,
+                 max_pending: int | None = 10_000):
         self.versions = supported_versions() if versions is None else dict(versions)
         self.zero_copy = zero_copy
+        self.max_pending = max_pending
         self._reader = FrameReader(max_frame_size)
         self._order: deque = deque()   # requests awaiting a response, in arrival order
-        self._ready: dict = {}         # request -> its encoded response
+        self._waiting: set = set()     # the same, to look them up
+        self._ready: dict = {}         # request -> its encoded response (none: abandoned)
+        self._backlog = bytearray()    # what the client sent while max_pending requests waited
         self._offset = 0
 
     @property
     def pending(self) -> int:
         return len(self._order)
 
-    def receive(self, data) -> list[ReceivedRequest]:
-        """Bytes from the client → the requests they complete (FrameSizeError on a bad size prefix)."""
+    def paused(self) -> bool:
+        """Are bytes of the client held back because ``max_pending`` requests
+        await an answer?  Then read no more of it until answers have gone out,
+        and call ``receive(b"")`` for the requests that can be handed out."""
+        return bool(self._backlog) or self._reader.more
+
+    def receive(self, data=b"") -> list[ReceivedRequest]:
+        """Bytes from the client → the requests they complete, as many as
+        ``max_pending`` allows (FrameSizeError on a bad size prefix)."""
         out = []
-        for frame in self._reader.feed(data):
-            req = read_request(frame, self._offset, zero_copy=self.zero_copy)
-            self._offset += 4 + len(frame)
-            if req.expects_response and req.correlation_id is not None:
-                self._order.append(req)
-            out.append(req)
-        return out
+        if self._backlog:
+            data = bytes(self._backlog) + bytes(data)
+            self._backlog = bytearray()
+        while True:
+            room = -1 if self.max_pending is None else self.max_pending - len(self._order)
+            if room <= 0 and self.max_pending is not None:
+                self._backlog += data  # held as it came: bytes, not requests
+                return out
+            for frame in self._reader.feed(data, room):
+                req = read_request(frame, self._offset, zero_copy=self.zero_copy)
+                self._offset += 4 + len(frame)
+                if req.expects_response and req.correlation_id is not None:
+                    self._order.append(req)
+                    self._waiting.add(req)
+                out.append(req)
+            data = b""
+            if not self._reader.more:
+                return out
 
     def respond(self, request: ReceivedRequest, response, *, version: int | None = None,
                 header_tagged_fields=None, lenient: bool = False) -> list:
@@ -104,7 +133,7 @@ class ServerConnection:
         """
         if not request.expects_response:
             raise ValueError(f"{request!r} expects no response (a Produce request with acks=0)")
-        if request in self._ready or request not in self._order:
+        if request in self._ready or request not in self._waiting:
             raise ValueError(f"{request!r} is not waiting for a response on this connection")
         v = request.api_version if version is None else version
         self._ready[request] = encode_response_parts(response, v, request.correlation_id, header_tagged_fields,
@@ -131,9 +160,8 @@ class ServerConnection:
         """Give up answering ``request`` (a handler that failed) → the buffers of
         later responses that were waiting for it.  The client never gets an
         answer with its correlation id: Kafka's clients time such requests out."""
-        if request in self._order:
-            self._order.remove(request)
-            self._ready.pop(request, None)
+        if request in self._waiting:
+            self._ready[request] = []  # nothing goes out for it; those behind it can
         return self._flush()
 
     def api_versions(self, **kw):
@@ -143,7 +171,9 @@ class ServerConnection:
     def _flush(self) -> list:
         out: list = []
         while self._order and self._order[0] in self._ready:
-            out += self._ready.pop(self._order.popleft())
+            req = self._order.popleft()
+            self._waiting.discard(req)
+            out += self._ready.pop(req)
         return out
 
 

@@ -32,6 +32,7 @@ import kafkaproto
 import kafkaproto.capture as _capture
 import kafkaproto.capture._scan_py as _scan_twin
 from kafkaproto import arrow, frames, headers, records
+from kafkaproto._limits import call_caps
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.dissect import dissect
 from kafkaproto.capture.table import is_table_file
@@ -50,6 +51,7 @@ from kafkaproto.protocol import (
     response_header_version,
 )
 from kafkaproto.records import _compression
+from kafkaproto.records._common import CallBudget
 
 from .arrow_expected import (
     as_rows,
@@ -92,6 +94,22 @@ class Impl:
         except KafkaProtocolError as exc:
             exc.set_context(plan.context)
             raise
+
+    def encode(self, msg, version, mode="bytes"):
+        """``msg.encode(version)`` run by this implementation → bytes; ``mode``
+        "parts" (blobs kept by reference, joined here) or "size" (the sizing pass)."""
+        cls = type(msg)
+        plan = build_plan(cls, version, cls.is_flexible(version), f"{cls.NAME} v{version}", eng=self.engine,
+                          cache=self._cache)
+        w = self.codec.Writer.counting() if mode == "size" else self.codec.Writer(keep_blobs=mode == "parts")
+        try:
+            self.engine.encode_struct(plan, msg, w)
+        except KafkaProtocolError as exc:
+            exc.set_context(plan.context)
+            raise
+        if mode == "size":
+            return len(w)
+        return b"".join(bytes(memoryview(p).cast("B")) for p in w.parts()) if mode == "parts" else w.getvalue()
 
     def decode_request(self, frame, cls, version, header_version):
         """The codec part of :func:`kafkaproto.decode_request` (the caller checked key and version)."""
@@ -387,6 +405,12 @@ def check_records(data: bytes) -> None:
 #: packed-records target picks from (4, 2, 3: the batch cap below records x headers)
 RECORD_CAPS = ((records.DEFAULT_MAX_RECORDS_PER_BATCH, records.DEFAULT_MAX_HEADERS_PER_RECORD,
                 records.DEFAULT_MAX_HEADERS_PER_BATCH), (4, 2, 3), (1, 0, 0), (None, None, None))
+#: (max_records_per_call, max_headers_per_call, max_decompressed_per_call) and
+#: how many times the batch is repeated in the blob (issue 22: the caps count
+#: across batches, so the small ones are met by the repeats)
+CALL_CAPS = (((records.DEFAULT_MAX_RECORDS_PER_CALL, records.DEFAULT_MAX_HEADERS_PER_CALL,
+               records.DEFAULT_MAX_DECOMPRESSED_PER_CALL), 1), ((9, 5, 300), 3), ((0, 0, 0), 2),
+             ((None, None, None), 3))
 
 
 def packed_batch(data: bytes) -> tuple[bytes, dict]:
@@ -394,23 +418,26 @@ def packed_batch(data: bytes) -> tuple[bytes, dict]:
     with any codec, so that the fuzzer reaches the record walkers behind
     decompression (a CRC it would never guess stops a mutated compressed batch
     at the header).  Byte 0: codec (low 3 bits, mod 5), legacy magic 1
-    wrapper (bit 3; codecs 1-3 then), the caps (bits 4-5); bytes 1-2: the v2
-    record count; then the records region (v2) or inner message set (legacy)
-    → (blob, decoder keywords)."""
+    wrapper (bit 3; codecs 1-3 then), the caps (bits 4-5), the per-call caps
+    and how many copies of the batch the blob holds (bits 6-7); bytes 1-2: the
+    v2 record count; then the records region (v2) or inner message set
+    (legacy) → (blob, decoder keywords)."""
     from .legacy_sets import message
     from .records_util import raw_v2_batch
 
     sel, count, body = data[0], int.from_bytes(data[1:3], "big"), data[3:]
     codec = (sel & 7) % 5
     max_records, max_headers, max_batch_headers = RECORD_CAPS[(sel >> 4) & 3]
+    (call_records, call_headers, call_bytes), copies = CALL_CAPS[sel >> 6]
     caps = {"max_records_per_batch": max_records, "max_headers_per_record": max_headers,
-            "max_headers_per_batch": max_batch_headers}
+            "max_headers_per_batch": max_batch_headers, "max_records_per_call": call_records,
+            "max_headers_per_call": call_headers, "max_decompressed_per_call": call_bytes}
     if sel & 8:
         codec = codec % 3 + 1
         value = bytes(_compression.compress(codec, body, 1, None))
         # the wrapper's offset from bytes 1-2 too: magic 1 inner offsets are relative to it
-        return message(count, 1, codec, 1_700_000_000_000, None, value), caps
-    return raw_v2_batch(body, count, records.CODEC_NAMES[codec]), caps
+        return message(count, 1, codec, 1_700_000_000_000, None, value) * copies, caps
+    return raw_v2_batch(body, count, records.CODEC_NAMES[codec]) * copies, caps
 
 
 def check_packed_records(data: bytes) -> None:
@@ -430,10 +457,143 @@ def check_packed_records(data: bytes) -> None:
     same(public, results[IMPLS.index(ACTIVE)], f"public {what} vs its implementation")
     arr = pa.array([blob], pa.large_binary())
     columns = frozenset(arrow.RECORDS_SCHEMA.names)
+    per_batch, per_call = list(caps.values())[:3], list(caps.values())[3:]
     out = _arrow_agree("packed records", lambda impl: arrow._records_table(
-        impl.arrow_records, arr, 1, None, None, columns, True, 1 << 20, False, *caps.values()))
+        impl.arrow_records, arr, 1, None, None, columns, True, 1 << 20, False, *per_batch,
+        budget=CallBudget(*call_caps(*per_call))))
     same(as_rows(out), expected_records([blob], True, max_decompressed_size=1 << 20, **caps),
          f"arrow {what} vs objects")
+
+
+# ---------------------------------------------------------------------------
+# the write side: both engines take and refuse the same values (issue 22, row 9)
+
+_ENCODE_PAIRS = None
+
+
+def encode_pairs() -> list:
+    """(class name, version) of every message the encode target picks from (bytes 0-1)."""
+    global _ENCODE_PAIRS
+    if _ENCODE_PAIRS is None:
+        names = sorted(n for n in CLASSES if get(n).NAME == n)
+        _ENCODE_PAIRS = [(n, v) for n in names for v in range(get(n).LOWEST_VERSION, get(n).HIGHEST_VERSION + 1)
+                         if get(n).supports(v)]
+    return _ENCODE_PAIRS
+
+
+def _hostile_values():
+    import array
+
+    base = bytes(range(40))
+    return [
+        None, True, 1.5, float("nan"), "text", 7, -1, 2**31, 2**63, -2**63 - 1, 2**64, np.int64(5), np.int32(-3),
+        np.float64(2.0), b"", base, bytearray(base), memoryview(base), memoryview(base)[::3],
+        memoryview(base).cast("I"), np.frombuffer(base, np.uint8), np.frombuffer(base, np.uint8)[::2],
+        np.frombuffer(base, np.int32), np.asfortranarray(np.frombuffer(base, np.uint8).reshape(4, 10)),
+        array.array("B", base), array.array("q", base), [base, memoryview(base)[1::2]], (b"a", b"b"), [1, 2],
+        [], (), {"k": 1}, object(),
+    ]
+
+
+HOSTILE_VALUES = _hostile_values()
+
+
+def _slots(obj, out, depth=0):
+    """Every (object, attribute) of a message tree, nested structs and list items included."""
+    for f in type(obj)._FIELDS:
+        out.append((obj, f.attr))
+        v = getattr(obj, f.attr, None)
+        if isinstance(v, list) and depth < 4:
+            for item in v:
+                if hasattr(type(item), "_FIELDS"):
+                    _slots(item, out, depth + 1)
+        elif hasattr(type(v), "_FIELDS") and depth < 4:
+            _slots(v, out, depth + 1)
+    return out
+
+
+def check_encode(data: bytes) -> None:
+    """A message of any class and version (bytes 0-1), seeded (bytes 2-3), with
+    some fields set to hostile values (then pairs of bytes: which field, which
+    value; a value may land in a list too), encoded by both engines as bytes,
+    as parts and by the sizing pass; and records.encode with those values as
+    keys, values, headers, timestamps and offsets: the same bytes or the same
+    error (class and message) everywhere, never another exception."""
+    from .message_values import random_message
+
+    if len(data) < 4:
+        return
+    pairs = encode_pairs()
+    name, version = pairs[int.from_bytes(data[:2], "big") % len(pairs)]
+    msg = random_message(get(name), version, random.Random(int.from_bytes(data[2:4], "big")))
+    slots = _slots(msg, [])
+    picks = [(data[i], data[i + 1]) for i in range(4, len(data) - 1, 2)][:8]
+    values = []
+    for which, what in picks:
+        obj, attr = slots[which % len(slots)]
+        value = HOSTILE_VALUES[what % len(HOSTILE_VALUES)]
+        values.append(value)
+        current = getattr(obj, attr)
+        if what & 0x80 and isinstance(current, list) and current:
+            current[which % len(current)] = value
+        else:
+            try:
+                setattr(obj, attr, value)
+            except (TypeError, ValueError, AttributeError):
+                pass
+    what = f"encode {name} v{version}"
+    for mode in ("bytes", "parts", "size"):
+        agree([outcome(lambda impl=impl: impl.encode(msg, version, mode)) for impl in IMPLS], f"{what} as {mode}")
+    for i, v in enumerate(values[:3]):
+        batches = [[(v, b"v")], [(b"k", v)], [(b"k", b"v", [("h", v)])], [(b"k", b"v", [(v, b"1")])],
+                   [(b"k", b"v", None, v)]]
+        for recs in batches:
+            for magic in (2, 1):
+                agree([outcome(lambda impl=impl: impl.records.encode_record_batch(recs, magic, 0, None, now=0))
+                       for impl in IMPLS], f"records.encode magic {magic} with hostile value {i}")
+        agree([outcome(lambda impl=impl: impl.records.encode_record_batch([(b"k", b"v")], 2, 0, v, now=0))
+               for impl in IMPLS], f"records.encode base offset {i}")
+
+
+# ---------------------------------------------------------------------------
+# the middle of a connection (issue 22, rows 6-8)
+
+#: max_outstanding values the proxy target picks from
+PROXY_OUTSTANDING = (None, 1, 3, 10_000)
+
+
+def check_proxy(data: bytes) -> None:
+    """ProxyConnection fed two streams in chunks, both directions interleaved:
+    it never raises, never has more than ``max_outstanding`` requests waiting,
+    and once both directions are finished every byte fed has come back once,
+    in order (held requests, streamed pieces and cut frames included).  Byte
+    0: max_outstanding (bits 0-1), decode (bit 2), a memory budget (bit 3),
+    the chunk size (bits 4-7); bytes 1-2: how many of the rest the client sends."""
+    from kafkaproto.proxy import MemoryBudget, ProxyConnection
+
+    if len(data) < 3:
+        return
+    sel, split = data[0], int.from_bytes(data[1:3], "big")
+    body = data[3:]
+    up, down = body[:split], body[split:]
+    limit = PROXY_OUTSTANDING[sel & 3]
+    proxy = ProxyConnection(decode=bool(sel & 4), max_outstanding=limit,
+                            budget=MemoryBudget(4096, 64) if sel & 8 else None)
+    step = (sel >> 4) + 1
+    got = ([], [])
+    for i in range(0, max(len(up), len(down)) + step, step):
+        got[0].extend(proxy.from_client(up[i:i + step]))
+        got[1].extend(proxy.from_broker(down[i:i + step]))
+        if proxy.paused():
+            got[0].extend(proxy.from_client(b""))
+        assert limit is None or len(proxy.pending) <= limit + 1, (limit, len(proxy.pending))  # (+1: a streamed head)
+    got[0].extend(proxy.finish(0))
+    got[1].extend(proxy.finish(1))
+    proxy.close()
+    for events, stream, side in ((got[0], up, "client"), (got[1], down, "broker")):
+        back = b"".join(bytes(p) for ev in events for p in ev.parts())
+        same(back, stream, f"proxy: the {side}'s bytes come back once, in order")
+    assert proxy.budget is None or proxy.budget.used == 0, proxy.budget
 
 
 # ---------------------------------------------------------------------------
@@ -596,4 +756,6 @@ TARGETS = {
     "records_packed": check_packed_records,
     "capture": check_capture,
     "arrow": check_arrow,
+    "proxy": check_proxy,
+    "encode": check_encode,
 }

@@ -39,15 +39,20 @@ from .. import _kinds as K
 from .._impl import engine as _engine
 from .._impl import load
 from .._limits import (
+    DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL,
+    DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
+    DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
     DEFAULT_MAX_FRAME_SIZE,
     DEFAULT_MAX_HEADERS_PER_BATCH,
     DEFAULT_MAX_HEADERS_PER_RECORD,
     DEFAULT_MAX_RECORDS_PER_BATCH,
+    call_caps,
     record_caps,
 )
 from ..errors import frame_size_error
 from ..messages import request_class, response_class
 from ..messages._runtime import build_plan
+from ..records._common import CallBudget
 from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from . import _common
 
@@ -578,10 +583,10 @@ def _batches_table(walked: dict) -> pa.Table:
 
 def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, batches=False,
                    max_records=DEFAULT_MAX_RECORDS_PER_BATCH, max_headers=DEFAULT_MAX_HEADERS_PER_RECORD,
-                   max_batch_headers=DEFAULT_MAX_HEADERS_PER_BATCH, partial=False, control=False):
+                   max_batch_headers=DEFAULT_MAX_HEADERS_PER_BATCH, partial=False, control=False, budget=None):
     want = [name in names or name == "row" for name in _RECORD_COLUMNS]
     status, tree, errors, walked = lib.arrow_records(arr, kind, check_crc, limit, want, batches, max_records,
-                                                     max_headers, max_batch_headers, partial, control)
+                                                     max_headers, max_batch_headers, partial, control, budget=budget)
     filled = [name for name in _RECORD_COLUMNS if name in names or name == "row"]
     cols = {name: _from_tree(_RECORD_LAYOUTS[name], node) for name, node in zip(filled, tree[4])}
     rows = cols["row"]
@@ -619,7 +624,9 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
             max_records_per_batch: int | None = DEFAULT_MAX_RECORDS_PER_BATCH,
             max_headers_per_record: int | None = DEFAULT_MAX_HEADERS_PER_RECORD,
             max_headers_per_batch: int | None = DEFAULT_MAX_HEADERS_PER_BATCH, control: bool = False,
-            partial: bool = False):
+            partial: bool = False, max_records_per_call: int | None = DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
+            max_headers_per_call: int | None = DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
+            max_decompressed_per_call: int | None = DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL):
     """Records blobs (one per row: a Produce/Fetch ``records`` field, a log
     segment...) → a table with one row per record, columns of :data:`RECORDS_SCHEMA`.
 
@@ -650,9 +657,15 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
     batch may expand to, as in :func:`kafkaproto.records.decode`: a blob with
     a batch beyond one is an error row (the records cap is checked before its
     rows are reserved, the header caps before a record's headers are added).
+    ``max_records_per_call``, ``max_headers_per_call`` and
+    ``max_decompressed_per_call`` count across every batch of every row of
+    the call (a whole column, even one in several chunks): the blob whose
+    batches would pass one is an error row, and gives back what it took.
     """
     max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
                                                               max_headers_per_batch)
+    # one budget for every chunk of the column
+    budget = CallBudget(*call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     names = _RECORD_NAMES if columns is None else set(columns) | {"row", "error"}
     unknown = names - _RECORD_NAMES
     if unknown:
@@ -668,7 +681,7 @@ def records(blobs, *, topic=None, partition=None, columns=None, check_crc: bool 
         t = _records_table(_RECORDS, arr, kind, None if topic is None else topic[start:start + len(arr)],
                            None if partition is None else partition[start:start + len(arr)], names, check_crc,
                            max_decompressed_size, batches, max_records, max_headers, max_batch_headers, partial,
-                           control)
+                           control, budget)
         if batches:
             t, w = t
             if start:

@@ -9,6 +9,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafkaproto.arrow._columns import _Column, _Errors
+from kafkaproto.records._common import CallBudget
 
 COMPILED: bool
 BATCH_FIELDS: tuple[str, ...]
@@ -25,6 +26,10 @@ def arrow_records(
     max_headers_per_batch: int | None = 1000000,
     partial: bool = False,
     control: bool = False,
+    max_records_per_call: int | None = 4000000,
+    max_headers_per_call: int | None = 4000000,
+    max_decompressed_per_call: int | None = 268435456,
+    budget: CallBudget | None = None,
 ) -> tuple[npt.NDArray[np.uint8], _Column, _Errors, dict[str, Any] | None]:
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
@@ -36,5 +41,7 @@ def arrow_records(
     blob stops at its first bad batch, keeping the records before it, and
     that batch carries the error.  ``control``: control records are rows too.  A batch past
     ``max_records_per_batch`` or ``max_headers_per_batch``, or a record past
-    ``max_headers_per_record``, is its blob's error.
+    ``max_headers_per_record``, is its blob's error; so is the blob whose
+    batches bring the call's past a ``max_*_per_call`` cap (counted across
+    rows: ``budget``, shared with other calls).
     """

@@ -37,13 +37,19 @@ from kafkaproto._limits import (
     DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
     DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
+    DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL as _DEFAULT_MAX_CALL_DECOMPRESSED,
+    DEFAULT_ARROW_MAX_HEADERS_PER_CALL as _DEFAULT_MAX_CALL_HEADERS,
+    DEFAULT_ARROW_MAX_RECORDS_PER_CALL as _DEFAULT_MAX_CALL_RECORDS,
+    call_caps as _call_caps,
     record_caps as _record_caps,
 )
 from kafkaproto.records._common import (
     batch_error as _batch_error,
+    CallBudget as _CallBudget,
     batch_limit_error as _batch_limit_error,
     crc_error as _crc_error,
     legacy_failure as _legacy_failure,
+    legacy_records_error as _legacy_records_error,
     record_failure as _record_failure,
 )
 
@@ -336,9 +342,9 @@ include "kafkaproto/records/_walk.pxi"
 # ---------------------------------------------------------------------------
 # blobs
 
-cdef object _v2_error(Cur* c, object base, Py_ssize_t batch_at):
+cdef object _v2_error(Cur* c, object base, Py_ssize_t batch_at, object budget, int64_t batch_cap):
     path = [c.path[k].value for k in range(c.depth - 1, -1, -1)]
-    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at)
+    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget, batch_cap)
 
 
 # the columns of a batch row, in the order of BATCH_FIELDS (kafkaproto.arrow.BATCHES_SCHEMA less error)
@@ -500,10 +506,12 @@ cdef class _BatchRows:
 
 cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit, RecCols* rc,
                LSink ls, _BatchRows out, int32_t max_records, int32_t max_headers,
-               int64_t max_batch_headers, bint partial) except -1:
+               int64_t max_batch_headers, bint partial, object budget) except -1:
     """Every batch of one blob into the columns; raises the blob's error (``partial``:
     stops at it instead, keeping the records of the batches before it, and lists
-    it among the batches with its error)."""
+    it among the batches with its error).  What the blob takes of the call's
+    ``budget`` is the caller's to give back when it raises; a partial walk gives
+    back the failed batch's share itself."""
     cdef BatchView v
     cdef Py_ssize_t pos = 0, start, end
     cdef int st
@@ -512,9 +520,10 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
     cdef LMsg w
     cdef Py_buffer view
     cdef const uint8_t* rb
-    cdef int64_t before, mark = 0, count
+    cdef int64_t before, mark = 0, count, headers = 0, shift = 0, headers_left
     cdef bint whole
     cdef int k
+    taken = None
     mv = PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ)
     rc.row = row
     rc.stage.n = 0
@@ -525,6 +534,7 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             if _flush(rc):
                 raise MemoryError()
             mark = rc.c[RC_ROW].n
+            taken = budget.mark()
         whole = False
         try:
             st = _batch_at(p, pos, n, &v)
@@ -541,12 +551,13 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             rc.ctl_epoch = -1
             rc.any_off = False
             if v.magic < 2:
-                count = _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w, max_records)
+                count = _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w, max_records, budget, True, &shift)
                 if out is not None:
                     out.legacy(row, &v, &w, count, rc.stage.emitted - before, rc)
                 pos = v.end
                 continue
-            region, start, end = _v2_records(&v, mv, check_crc, limit, max_records)
+            region, start, end = _v2_records(&v, mv, check_crc, limit, max_records, budget)
+            headers_left = budget.headers_left(max_batch_headers)
             if region is None:
                 rb = p
             else:
@@ -565,7 +576,7 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
                     if _reserve_rows(rc, v.count, end - start):
                         st = -2
                     else:
-                        st = _walk_records(&c, v.count, rc.control, rc, max_headers, max_batch_headers)
+                        st = _walk_records(&c, v.count, rc.control, rc, max_headers, headers_left, &headers)
                         if st == 0 and _flush(rc):
                             st = -2
             finally:
@@ -574,7 +585,8 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             if st == -2 or (st and c.fail == F_MEMORY):
                 raise MemoryError()
             if st:
-                raise _v2_error(&c, 0 if region is None else None, v.at)
+                raise _v2_error(&c, 0 if region is None else None, v.at, budget, max_batch_headers)
+            budget.headers += headers
             if out is not None:
                 out.v2(row, &v, rc.stage.emitted - before, rc)
         except KafkaProtocolError as exc:
@@ -585,6 +597,7 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
             for k in range(RC_COUNT):
                 if rc.c[k] != NULL:
                     col_truncate(rc.c[k], mark)
+            budget.reset(taken)
             out.failed(row, p, pos, n, &v, whole, str(exc))
             return 0
         pos = v.end
@@ -618,7 +631,9 @@ cdef int64_t _rows_bytes(Rows* r, arr):
 
 def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False,
                   max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
-                  max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS, bint partial=False, bint control=False):
+                  max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS, bint partial=False, bint control=False,
+                  max_records_per_call=_DEFAULT_MAX_CALL_RECORDS, max_headers_per_call=_DEFAULT_MAX_CALL_HEADERS,
+                  max_decompressed_per_call=_DEFAULT_MAX_CALL_DECOMPRESSED, budget=None):
     """Decode every records blob of ``arr`` into the Spark-shaped columns.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
@@ -636,6 +651,10 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     ``max_records_per_batch`` or ``max_headers_per_batch``, or a record past
     ``max_headers_per_record``, is its blob's error (RecordLimitError's text);
     the header caps are checked before a record's headers go into the columns.
+    The ``max_*_per_call`` caps count across every row (``budget``: a
+    CallBudget shared with other calls, the caps then its own): the row that
+    would pass one is an error row, and gives back what it took (a partial
+    walk stops at the batch that would, as at any bad batch).
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n, i, blen
@@ -653,6 +672,8 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
                                                                max_headers_per_batch)
     if partial and not batches:
         raise ValueError("a partial walk reports its failures among the batches: pass batches=True")
+    if budget is None:
+        budget = _CallBudget(*_call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     wanted = [bool(w) for w in want]
     rc.keep_control = control
     rc.stage = <Stage*>malloc(sizeof(Stage))
@@ -694,6 +715,7 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
                     raise MemoryError()
         for i in range(n):
             first = out.n if out is not None else 0
+            taken = budget.mark()
             if not row_at(&rin.r, i, &p, &blen):
                 if partial:
                     out.add(i, 0)
@@ -703,11 +725,12 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
             else:
                 try:
                     _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out, max_records, max_headers,
-                          max_batch_headers, partial)
+                          max_batch_headers, partial, budget)
                 except KafkaProtocolError as exc:
                     errors[i] = str(exc)
             if i in errors:
                 status[i] = 1
+                budget.reset(taken)
                 if out is not None:
                     out.blob_failed(first)
                 # roll the blob's records back; one row of nulls stands for it

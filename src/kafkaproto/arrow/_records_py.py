@@ -10,12 +10,17 @@ import numpy as np
 
 from .. import _kinds as K
 from .._limits import (
+    DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL,
+    DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
+    DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
     DEFAULT_MAX_HEADERS_PER_BATCH,
     DEFAULT_MAX_HEADERS_PER_RECORD,
     DEFAULT_MAX_RECORDS_PER_BATCH,
+    call_caps,
     record_caps,
 )
 from ..errors import KafkaProtocolError
+from ..records._common import CallBudget
 from ._columns_py import Col, rows
 
 COMPILED = False
@@ -140,13 +145,19 @@ def _v2_header(mv, pos):
 def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=False,
                   max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
                   max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
-                  max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH, partial=False, control=False):
-    from ..records import decode
+                  max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH, partial=False, control=False,
+                  max_records_per_call=DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
+                  max_headers_per_call=DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
+                  max_decompressed_per_call=DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL, budget=None):
+    from ..records import _impl as records_impl
 
     max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
                                                               max_headers_per_batch)
     if partial and not batches:
         raise ValueError("a partial walk reports its failures among the batches: pass batches=True")
+    # the per-call caps count across every row; a row that fails gives its share back
+    if budget is None:
+        budget = CallBudget(*call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     cols = _records_cols(want)
     present = [c for c in cols if c is not None]
     root = Col("struct", kids=present)
@@ -158,6 +169,7 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
     for i, blob in enumerate(blobs):
         first = len(walked)
         mark = blob_mark = len(root.valid)
+        taken = blob_taken = budget.mark()
         if blob is None:
             if partial:
                 walked.append((i, 0) + (-1,) * 3 + (0, False) + (-1,) * 13)
@@ -169,9 +181,9 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
             # blob that fails is cut back out (partial: back to the failing batch)
             pos = 0
             try:
-                for b in decode(blob, check_crc=check_crc, max_decompressed_size=max_decompressed_size,
-                                max_records_per_batch=max_records, max_headers_per_record=max_headers,
-                                max_headers_per_batch=max_batch_headers):
+                for b in records_impl.decode_record_batches(blob, check_crc, max_decompressed_size, True,
+                                                            max_records, max_headers, max_batch_headers,
+                                                            budget=budget):
                     if b.truncated:
                         walked.append((i, b.offset, -1, -1, b.available, 0, True,
                                        -1 if b.base_offset is None else b.base_offset) + (-1,) * 12)
@@ -185,13 +197,16 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
                     walked.append(_batch_row(i, b, kept))
                     pos = b.offset + b.size
                     mark = len(root.valid)
+                    taken = budget.mark()
             except KafkaProtocolError as exc:
                 if not partial:
                     errors[i] = str(exc)
+                    budget.reset(blob_taken)
                     _truncate(root, blob_mark)
                     # the blob's records are left out: its batches gave none
                     walked[first:] = [w[:5] + (0,) + w[6:] for w in walked[first:]]
                 else:
+                    budget.reset(taken)
                     _truncate(root, mark)
                     walked.append(_failed_row(i, blob, pos, _v2_header(memoryview(blob), pos)))
                     failed[len(walked) - 1] = str(exc)

@@ -17,7 +17,12 @@ per broker, opened the first time a broker is named,
 that only the addresses differ from the broker's bytes and clients keep
 talking through the tap to every broker of a cluster.  Every other frame
 passes unchanged.  The table keeps the frame as the broker sent it, and the
-rewritten bytes in ``rewritten``.
+rewritten bytes in ``rewritten``.  At most ``max_listeners`` listeners are
+opened (``--max-listeners``, default 256): a broker named past that, or
+whose listener cannot be opened (the process out of file descriptors, say),
+keeps its own address in the forwarded response, which is still forwarded
+and recorded; ``stats["listeners_not_opened"]`` counts those brokers and
+the log names how many each response had.
 
 Memory is bounded across all connections by a budget (``memory_budget``,
 ``--memory-mb``, default 256 MiB; frames up to a quarter of it are held
@@ -33,7 +38,10 @@ counts these frames.
 
 A direction whose bytes stop framing (a size prefix that is negative or too
 large: not Kafka, or TLS) is forwarded raw from then on and no longer
-recorded; ``stats["raw_bytes"]`` counts it.
+recorded; ``stats["raw_bytes"]`` counts it, and the bytes of a frame that a
+direction ends inside of (forwarded as they came).  A client with
+``max_outstanding`` requests waiting for their responses (default 10,000)
+is read no further until some come (:class:`~kafkaproto.proxy.ProxyConnection`).
 """
 
 from __future__ import annotations
@@ -69,6 +77,20 @@ __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
 _READ = 1 << 16
 DEFAULT_MEMORY_BUDGET = 256 << 20
+#: listeners the tap opens at most, the bootstrap's included (each takes a
+#: file descriptor; a process has 1,024 by default, and each connection takes two)
+DEFAULT_MAX_LISTENERS = 256
+
+
+class _Responses:
+    """What the requests' pump of a connection waits on while its client is held
+    back: set when responses came (room for requests, perhaps), or ``ended``."""
+
+    __slots__ = ("came", "ended")
+
+    def __init__(self) -> None:
+        self.came = asyncio.Event()
+        self.ended = False
 
 
 class Tap:
@@ -82,14 +104,18 @@ class Tap:
     ``memory_budget``: bytes the partial frames of all connections may hold
     (frames that do not fit are forwarded in pieces and recorded by their
     head); ``max_kept_frame``: the largest frame held whole (default a
-    quarter of the budget).
+    quarter of the budget).  ``max_listeners``: listeners opened at most (a
+    broker named past them keeps its own address); ``max_outstanding``:
+    requests of one connection waiting for a response before the tap stops
+    reading its client.
     """
 
     def __init__(self, upstream: tuple[str, int], out_dir, *, listen: tuple[str, int] = ("127.0.0.1", 0),
                  advertise_host: str | None = None, fmt: str = "arrow", roll_bytes: int = 64 << 20,
                  rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  connect_timeout: float = 10.0, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 max_kept_frame: int | None = None, log=None) -> None:
+                 max_kept_frame: int | None = None, log=None, max_listeners: int = DEFAULT_MAX_LISTENERS,
+                 max_outstanding: int | None = 10_000) -> None:
         self.upstream = (upstream[0], int(upstream[1]))
         self.listen_host, self.listen_port = listen[0], int(listen[1])
         self.advertise_host = advertise_host or self.listen_host
@@ -100,13 +126,18 @@ class Tap:
         self.max_frame_size = max_frame_size
         self.connect_timeout = connect_timeout
         self.log = log
+        self.max_listeners = max_listeners
+        self.max_outstanding = max_outstanding
+        #: brokers named in responses that got no listener (their addresses went unchanged)
+        self.unrouted: set[tuple[str, int]] = set()
+        self._why_unrouted = ""
         #: arrow output: rows are written out before their frames are forwarded
         #: (parquet files are readable only once closed, so they cannot promise that)
         self.durable = fmt == "arrow"
         self.routes: dict[tuple[str, int], int] = {}  # upstream broker -> tap port
         self.budget = MemoryBudget(memory_budget, max_kept_frame)
         self.stats = {"connections": 0, "frames": 0, "rewritten": 0, "rewrite_failed": 0, "raw_bytes": 0,
-                      "upstream_errors": 0, "streamed": 0, "streamed_bytes": 0}
+                      "upstream_errors": 0, "streamed": 0, "streamed_bytes": 0, "listeners_not_opened": 0}
         self.writer: FrameTableWriter | None = None
         self._servers: list = []
         self._tasks: set = set()
@@ -220,9 +251,14 @@ class Tap:
         for i in range(tries):
             try:
                 srv = await asyncio.start_server(handler, self.listen_host, port + i if port else 0)
-                break
             except OSError as exc:
                 last = exc
+                continue
+            if srv.sockets:
+                break
+            # (out of file descriptors, asyncio logs the failed socket and returns a server without any)
+            srv.close()
+            last = OSError(f"no socket could be opened on {self.listen_host}")
         else:
             raise OSError(f"tap: cannot listen on {self.listen_host}:{port}..{port + tries - 1}: {last}")
         self._servers.append(srv)
@@ -235,14 +271,30 @@ class Tap:
         if self.log is not None:
             print(text, file=self.log, flush=True)
 
-    async def _route(self, host: str, port: int) -> tuple[str, int]:
+    async def _route(self, host: str, port: int) -> tuple[str, int] | None:
+        """The tap's address for a broker, its listener opened now if need be;
+        None when it gets none (max_listeners reached, or the listen failed)."""
         key = (host, int(port))
         local = self.routes.get(key)
         if local is None:
-            local = await self._listen(key, self._next_port)
+            if key in self.unrouted:
+                return None
+            if len(self.routes) >= self.max_listeners:
+                return self._no_listener(key, f"max_listeners={self.max_listeners} reached")
+            try:
+                local = await self._listen(key, self._next_port)
+            except OSError as exc:
+                return self._no_listener(key, str(exc))
             if self._next_port:
                 self._next_port = local + 1
         return self.advertise_host, local
+
+    def _no_listener(self, key: tuple[str, int], why: str) -> None:
+        if key not in self.unrouted:
+            self.unrouted.add(key)
+            self.stats["listeners_not_opened"] += 1
+            self._why_unrouted = why
+        return None
 
     # -- one client connection ---------------------------------------------
     async def _client(self, creader, cwriter, upstream: tuple[str, int]) -> None:
@@ -261,9 +313,11 @@ class Tap:
         # frames, pairs, and decodes what may be rewritten; requests are forwarded
         # as they arrive (before they are whole), responses frame by frame
         middle = ProxyConnection(decode=REWRITTEN_APIS if self.rewrite else False, zero_copy=False,
-                                 max_frame_size=self.max_frame_size, budget=self.budget)
-        up = asyncio.ensure_future(self._pump(creader, swriter, conn, middle, True))
-        down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, middle, False))
+                                 max_frame_size=self.max_frame_size, budget=self.budget,
+                                 max_outstanding=self.max_outstanding)
+        answered = _Responses()
+        up = asyncio.ensure_future(self._pump(creader, swriter, conn, middle, True, answered))
+        down = asyncio.ensure_future(self._pump(sreader, cwriter, conn, middle, False, answered))
         try:
             await asyncio.gather(up, down)
         finally:
@@ -277,52 +331,75 @@ class Tap:
         self.stats["frames"] += 1
         self.writer.write(frame, rewritten)
 
-    async def _pump(self, reader, writer, conn: Connection, middle: ProxyConnection, requests: bool) -> None:
+    async def _pump(self, reader, writer, conn: Connection, middle: ProxyConnection, requests: bool,
+                    answered: _Responses) -> None:
         """One direction: every chunk goes through ``middle``; each whole frame
         is recorded, the recording handed to the operating system (arrow
         format), and only then the frame forwarded, so a tap killed at any
-        moment has recorded every frame it forwarded."""
+        moment has recorded every frame it forwarded.  The client is read no
+        further while ``max_outstanding`` of its requests wait for responses."""
         feed = middle.from_client if requests else middle.from_broker
+        side = 0 if requests else 1
         try:
             while True:
-                chunk = await reader.read(_READ)
-                if not chunk:
-                    break
-                now = time.time_ns()
-                out = []
-                for ev in feed(chunk):
-                    if isinstance(ev, Unframed):
-                        self.stats["raw_bytes"] += len(ev.data)
-                        out.append(ev.data)
-                    elif isinstance(ev, Streamed):
-                        self._streamed(conn, ev, now, requests)
-                        out.append(ev.data)
-                    elif requests:
-                        self._request(conn, ev, now)
-                        out += ev.parts()
-                    else:
-                        out += await self._response(conn, ev, now)
+                if requests and middle.paused():
+                    events = feed(b"")  # the requests that responses made room for
+                    if not events:
+                        if answered.ended:
+                            break
+                        answered.came.clear()
+                        await answered.came.wait()
+                        continue
+                else:
+                    chunk = await reader.read(_READ)
+                    if not chunk:
+                        break
+                    events = feed(chunk)
+                out = await self._events(conn, events, requests)
                 if out:
-                    if self.durable:
-                        self.writer.flush()
                     await write_parts(writer, out)
+                if not requests:
+                    answered.came.set()
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
-            # a frame cut by the end of its direction: its row says how much of it went
-            side = 0 if requests else 1
-            if middle.streaming(side) is not None:
-                rest = middle.flush_stream(side)
-                for ev in rest:
-                    self._streamed(conn, ev, time.time_ns(), requests)
-                self._record_streamed(conn, middle.streaming(side), requests)
-                if self.durable:
-                    self.writer.flush()
-                with contextlib.suppress(OSError, RuntimeError):
-                    writer.writelines([ev.data for ev in rest])
+            if not requests:
+                answered.ended = True
+                answered.came.set()
+            # what the direction still holds: held requests, a streamed frame's
+            # head (its row says how much of it went), a frame it ended inside of
+            events = middle.finish(side)
+            streaming = middle.streaming(side)
             with contextlib.suppress(OSError, RuntimeError):
+                out = await self._events(conn, events, requests)
+                if streaming is not None:
+                    self._record_streamed(conn, streaming, requests)
+                    if self.durable:
+                        self.writer.flush()
+                writer.writelines(out)
                 if writer.can_write_eof():
                     writer.write_eof()
+
+    async def _events(self, conn: Connection, events: list, requests: bool) -> list:
+        """Record the events of one direction → the buffers to forward (the
+        recording handed to the operating system first, with the arrow format)."""
+        now = time.time_ns()
+        out = []
+        for ev in events:
+            if isinstance(ev, Unframed):
+                self.stats["raw_bytes"] += len(ev.data)
+                out.append(ev.data)
+            elif isinstance(ev, Streamed):
+                self._streamed(conn, ev, now, requests)
+                out.append(ev.data)
+            elif requests:
+                self._request(conn, ev, now)
+                out += ev.parts()
+            else:
+                out += await self._response(conn, ev, now)
+        if out and self.durable:
+            self.writer.flush()
+        return out
 
     def _streamed(self, conn: Connection, ev: Streamed, now: int, requests: bool) -> None:
         """A piece of a frame forwarded without being held: the first one notes
@@ -385,8 +462,12 @@ class Tap:
         wanted = {}
         for obj in list(getattr(msg, "brokers", None) or ()) + list(getattr(msg, "coordinators", None) or ()) + [msg]:
             host, port = getattr(obj, "host", ""), getattr(obj, "port", -1)
-            if host and port is not None and port >= 0:
+            if host and port is not None and port >= 0 and (host, port) not in wanted:
                 wanted[(host, port)] = await self._route(host, port)
+        missed = sum(1 for v in wanted.values() if v is None)
+        if missed:
+            self._say(f"tap: {missed} of the {len(wanted)} brokers named in an api {key} response got no listener "
+                      f"({self._why_unrouted}): their addresses are forwarded unchanged")
         if not rewrite_addresses(msg, key, lambda h, p: wanted.get((h, p))):
             return None
         try:
@@ -425,13 +506,16 @@ def add_tap_arguments(p) -> None:
     p.add_argument("--memory-mb", type=float, default=DEFAULT_MEMORY_BUDGET / (1 << 20),
                    help="memory the frames of all connections may hold (MB, default 256); a frame over a quarter "
                         "of it, or arriving when it is used up, is forwarded in pieces and recorded by its head")
+    p.add_argument("--max-listeners", type=int, default=DEFAULT_MAX_LISTENERS,
+                   help="listeners opened at most, the bootstrap's included (default 256); a broker named past them "
+                        "keeps its own address in the responses forwarded")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
 
 
 def run_tap_cli(args) -> int:
     tap = Tap(args.upstream, args.out, listen=args.listen, advertise_host=args.advertise_host, fmt=args.format,
               roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite,
-              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout)
+              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout, max_listeners=args.max_listeners)
     try:
         tap.run(args.duration)
     except OSError as exc:
@@ -440,6 +524,7 @@ def run_tap_cli(args) -> int:
     s = tap.stats
     print(f"tap: {s['connections']} connections, {s['frames']} frames recorded, {s['rewritten']} responses "
           f"rewritten ({s['rewrite_failed']} failed), {s['streamed']} forwarded without being kept (over the memory "
-          f"budget), files: {', '.join(str(f) for f in tap.files) or 'none'}",
+          f"budget), {s['listeners_not_opened']} brokers without a listener, files: "
+          f"{', '.join(str(f) for f in tap.files) or 'none'}",
           flush=True)
     return 0

@@ -186,6 +186,9 @@ class Scan:
             at = int(position[-1])
             size_at = self._size_at(buf, at - pos) if cut else None
             window_cut = cut and at + last["bytes"] < size and (size_at is None or 14 <= size_at <= size - at - 12)
+            # a window whose batches reached the walk's per-call caps (max_*_per_call) stops at a
+            # whole batch, as at the window's end: the next window starts with it
+            call_cut = failed and whole > 0 and "_per_call=" in last["error"]
             if whole == 0 and window_cut:
                 # the window's end cut the batch (not the file's end): read it whole
                 size_hint = 61 if size_at is None else 12 + size_at
@@ -235,6 +238,9 @@ class Scan:
                 if window_cut:
                     pos = at  # the window's end cut the batch after them
                     size_hint = 61 if size_at is None else 12 + size_at
+                    continue
+                if call_cut:
+                    pos = at
                     continue
             if at >= stop:
                 pos = at  # the batch after them starts in the next range

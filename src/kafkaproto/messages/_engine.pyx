@@ -24,7 +24,9 @@ from kafkaproto._wire cimport (
     W_TAGGED_FIELD,
 )
 from kafkaproto._codec cimport Writer
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
+from kafkaproto._objects cimport (
+    drop_items, kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, take_items, use_slots_dealloc,
+)
 
 import uuid as _uuid
 
@@ -397,13 +399,20 @@ cdef class FieldPlan:
         return self.default()
 
     cdef bint is_default(self, v) except -1:
+        # (a value that cannot be compared with the default, or has no length, is
+        # not it: it is then written, or refused, as what it is)
         cdef object d
-        if self.default_kind == 0:
-            d = self.default
-            return v is d or (v == d and type(v) is type(d)) or (v == d and isinstance(d, (int, float)))
         if self.default_kind == 1:
-            return v is not None and len(v) == 0
-        return v == self.default()
+            return isinstance(v, (list, tuple)) and len(v) == 0
+        d = self.default if self.default_kind == 0 else self.default()
+        if v is d:
+            return True
+        try:
+            if not (v == d):
+                return False
+        except (TypeError, ValueError):
+            return False
+        return self.default_kind == 2 or type(v) is type(d) or isinstance(d, (int, float))
 
 
 cdef class Plan:
@@ -686,20 +695,28 @@ cdef int _write_field(FieldPlan f, Writer w, object v, bint canonical, bint leni
         return 0
     if not isinstance(v, (list, tuple)):
         raise EncodeError(f"expected a list, got {type(v).__name__}", "array")
-    if f.compact:
-        w.write_compact_array_length(len(v))
-    else:
-        w.write_array_length(len(v))
+    # one snapshot of the items (references held, no copy of the list): the count
+    # written is of the items written after it, whatever another thread, or
+    # Python code run while encoding, does to the list meanwhile
+    cdef PyObject* small[16]
+    cdef PyObject** refs
+    cdef Py_ssize_t n = take_items(v, small, 16, &refs)
     cdef int elem = f.elem
     cdef bint compact = f.compact
     cdef object sub = f.sub
     cdef Py_ssize_t i = 0
     try:
-        for i, x in enumerate(v):
-            _write_value(elem, w, x, compact, False, sub, False, False, canonical, lenient)
+        if f.compact:
+            w.write_compact_array_length(n)
+        else:
+            w.write_array_length(n)
+        for i in range(n):
+            _write_value(elem, w, <object>refs[i], compact, False, sub, False, False, canonical, lenient)
     except KafkaProtocolError as exc:
         exc.add_path(f"[{i}]")
         raise
+    finally:
+        drop_items(refs, n, small)
     return 0
 
 

@@ -46,13 +46,20 @@ class FieldPlan:
         return self.default()
 
     def is_default(self, v):
+        # (a value that cannot be compared with the default, or has no length, is
+        # not it: it is then written, or refused, as what it is)
         k = self.default_kind
-        if k == 0:
-            d = self.default
-            return v is d or (v == d and type(v) is type(d)) or (v == d and isinstance(d, (int, float)))
         if k == 1:
-            return v is not None and len(v) == 0
-        return v == self.default()
+            return isinstance(v, (list, tuple)) and len(v) == 0
+        d = self.default if k == 0 else self.default()
+        if v is d:
+            return True
+        try:
+            if not (v == d):
+                return False
+        except (TypeError, ValueError):
+            return False
+        return k == 2 or type(v) is type(d) or isinstance(d, (int, float))
 
 
 class Plan:
@@ -281,6 +288,10 @@ def _write_field(f, w, v, canonical, lenient):
         return
     if not isinstance(v, (list, tuple)):
         raise EncodeError(f"expected a list, got {type(v).__name__}", "array")
+    if type(v) is not tuple:
+        # one snapshot: the count written is of the items written after it
+        # (another thread, or Python code run while encoding, may change a list)
+        v = tuple(v)
     w.write_compact_array_length(len(v)) if f.compact else w.write_array_length(len(v))
     elem, compact, sub = f.elem, f.compact, f.sub
     i = 0

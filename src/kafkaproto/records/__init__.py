@@ -21,12 +21,15 @@ decompressed buffer: no copy, but each view keeps that whole buffer alive,
 and for small values a memoryview costs more to create than a ``bytes``
 copy, which is why copying is the default.
 
-A batch's records are checked when it is decoded and built as they are read
-(both implementations), so a loop that drops each record holds one at a
-time.  What a batch may expand to is capped: ``max_decompressed_size`` bytes,
-``max_records_per_batch`` records, ``max_headers_per_record`` headers a
-record and ``max_headers_per_batch`` headers in all
-(:class:`~kafkaproto.errors.RecordLimitError` beyond).
+A batch's records (a compressed legacy message's too) are checked when it is
+decoded and built as they are read (both implementations), so a loop that
+drops each record holds one at a time.  What a batch may expand to is
+capped: ``max_decompressed_size`` bytes, ``max_records_per_batch`` records,
+``max_headers_per_record`` headers a record and ``max_headers_per_batch``
+headers in all; and what one call may, across its batches:
+``max_records_per_call``, ``max_headers_per_call`` and
+``max_decompressed_per_call`` (:class:`~kafkaproto.errors.RecordLimitError`
+beyond).
 
 The compiled implementation (``kafkaproto.records._batches``) is used when it
 is built; ``KAFKAPROTO_PURE=1`` selects the pure-Python twin (``_batches_py``).
@@ -38,7 +41,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .._impl import COMPILED, load
-from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
+from .._limits import (
+    DEFAULT_MAX_DECOMPRESSED_PER_CALL,
+    DEFAULT_MAX_HEADERS_PER_BATCH,
+    DEFAULT_MAX_HEADERS_PER_CALL,
+    DEFAULT_MAX_HEADERS_PER_RECORD,
+    DEFAULT_MAX_RECORDS_PER_BATCH,
+    DEFAULT_MAX_RECORDS_PER_CALL,
+)
 from ._common import (
     Codec,
     ControlRecord,
@@ -65,10 +75,13 @@ __all__ = [
     "Codec",
     "ControlRecord",
     "ControlType",
+    "DEFAULT_MAX_DECOMPRESSED_PER_CALL",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "DEFAULT_MAX_HEADERS_PER_BATCH",
+    "DEFAULT_MAX_HEADERS_PER_CALL",
     "DEFAULT_MAX_HEADERS_PER_RECORD",
     "DEFAULT_MAX_RECORDS_PER_BATCH",
+    "DEFAULT_MAX_RECORDS_PER_CALL",
     "Record",
     "AppendedBatch",
     "assign_offsets",
@@ -84,7 +97,10 @@ __all__ = [
 def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True,
            max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
            max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
-           max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH) -> Iterator[RecordBatch | TruncatedBatch]:
+           max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH,
+           max_records_per_call=DEFAULT_MAX_RECORDS_PER_CALL,
+           max_headers_per_call=DEFAULT_MAX_HEADERS_PER_CALL,
+           max_decompressed_per_call=DEFAULT_MAX_DECOMPRESSED_PER_CALL) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob (any bytes-like object).
 
     Args:
@@ -100,14 +116,22 @@ def decode(blob, *, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESS
             RecordLimitError before any of them is built.
         max_headers_per_batch: a record bringing the headers of its batch's
             records (a running total) above it raises RecordLimitError before
-            any of its headers is built.  ``None`` lifts a cap.
+            any of its headers is built.
+        max_records_per_call, max_headers_per_call, max_decompressed_per_call:
+            the same counted across every batch this call yields (records
+            before a batch is decompressed, headers before a record's are
+            built, decompressed bytes as they come): a blob of many batches,
+            each within the caps above, raises RecordLimitError once they
+            pass these.  ``None`` lifts a cap (to iterate a log segment of any
+            size one batch at a time, say).
 
     Yields:
         RecordBatch for each batch (each legacy top-level message is one),
         then a TruncatedBatch if the blob ends inside one.
     """
     return _impl.decode_record_batches(blob, check_crc, max_decompressed_size, copy, max_records_per_batch,
-                                       max_headers_per_record, max_headers_per_batch)
+                                       max_headers_per_record, max_headers_per_batch, max_records_per_call,
+                                       max_headers_per_call, max_decompressed_per_call)
 
 
 def encode(records, *, magic=2, codec="none", base_offset=None, partition_leader_epoch=-1, producer_id=-1,

@@ -1,8 +1,9 @@
 """Types of kafkaproto.records._batches (_batches.pyx), the compiled record-batch
 codec, and of its twin _batches_py (same names).
 
-A v2 batch's ``records`` is a lazy read-only sequence (``RecordList``, built
-as it is read) in both the compiled module and the twin: a ``Sequence[Record]``.
+A v2 batch's ``records`` (and a compressed legacy message's) is a lazy
+read-only sequence (``RecordList``, built as it is read) in both the
+compiled module and the twin: a ``Sequence[Record]``.
 kafkaproto.records wraps these two functions with keyword arguments.
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from _typeshed import ReadableBuffer
 
-from kafkaproto.records._common import Codec, RecordBatch, TruncatedBatch
+from kafkaproto.records._common import CallBudget, Codec, RecordBatch, TruncatedBatch
 from kafkaproto.records._common import Record as Record
 
 COMPILED: bool
@@ -24,6 +25,10 @@ def decode_record_batches(
     max_records_per_batch: int | None = 1000000,
     max_headers_per_record: int | None = 10000,
     max_headers_per_batch: int | None = 1000000,
+    max_records_per_call: int | None = 1000000,
+    max_headers_per_call: int | None = 1000000,
+    max_decompressed_per_call: int | None = 67108864,
+    budget: CallBudget | None = None,
 ) -> Iterator[RecordBatch | TruncatedBatch]:
     """Iterate the batches of a records blob; a partial batch at the end is a TruncatedBatch."""
 

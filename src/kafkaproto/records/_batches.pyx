@@ -25,7 +25,9 @@ from kafkaproto._wire cimport (
     _zig64, _uvsize, _wadd, Cur, Step, cur_init, cur_fail, cur_step, VARINT_TRUNCATED, P_INDEX, F_PYTHON, MAX_PATH,
 )
 from kafkaproto._codec cimport Writer, as_int, crc32_of
-from kafkaproto._objects cimport kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, use_slots_dealloc
+from kafkaproto._objects cimport (
+    drop_items, kp_new_object, kp_new_ref, kp_slot_get, kp_slot_put, slot_offset, take_items, use_slots_dealloc,
+)
 
 import time as _time
 from operator import index as _index
@@ -36,6 +38,7 @@ from kafkaproto.errors import EncodeError
 from kafkaproto.records import _compression
 from kafkaproto.records._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED,
+    CallBudget as _CallBudget,
     Record as _RecordCls,
     RecordBatch as _RecordBatch,
     TruncatedBatch as _TruncatedBatch,
@@ -47,6 +50,7 @@ from kafkaproto.records._common import (
     crc_error as _crc_error,
     header_pair as _header_pair,
     legacy_failure as _legacy_failure,
+    legacy_records_error as _legacy_records_error,
     record_failure as _record_failure,
     unpack_record as _unpack_record,
     wrap64 as _wrap64,
@@ -56,6 +60,10 @@ from kafkaproto._limits import (
     DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
     DEFAULT_MAX_RECORDS_PER_BATCH as _DEFAULT_MAX_RECORDS,
+    DEFAULT_MAX_DECOMPRESSED_PER_CALL as _DEFAULT_MAX_CALL_DECOMPRESSED,
+    DEFAULT_MAX_HEADERS_PER_CALL as _DEFAULT_MAX_CALL_HEADERS,
+    DEFAULT_MAX_RECORDS_PER_CALL as _DEFAULT_MAX_CALL_RECORDS,
+    call_caps as _call_caps,
     record_caps as _record_caps,
 )
 
@@ -268,10 +276,12 @@ cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
 
 
 cdef class LSink:
-    """The legacy sink: the Records of one top-level message."""
+    """The legacy sink: the Record of one uncompressed top-level message, or
+    the buffer of a compressed one's inner messages (built when read)."""
     cdef list records
     cdef bint copy
     cdef object views
+    cdef object data
     cdef const uint8_t* base
 
     def __cinit__(self):
@@ -279,6 +289,7 @@ cdef class LSink:
 
 
 cdef int ls_buffer(LSink s, object buf, const uint8_t* base) except -1:
+    s.data = buf
     if not s.copy:
         s.views = buf if isinstance(buf, memoryview) else memoryview(buf)
         s.base = base
@@ -312,29 +323,78 @@ include "_walk.pxi"
 
 
 cdef object _decode_legacy(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                           bint copy, int32_t max_records):
-    """One top-level legacy message → a RecordBatch (as Kafka's classes present it)."""
+                           bint copy, int32_t max_records, object budget):
+    """One top-level legacy message → a RecordBatch (as Kafka's classes present it);
+    a compressed one's inner messages are checked now and built when read."""
     cdef LSink s = LSink()
     cdef LMsg w
+    cdef int64_t shift = 0
+    cdef int count
     s.copy = copy
     ls_buffer(s, mv, b)
-    _legacy_walk(mv, b, n, v, check_crc, limit, s, &w, max_records)
-    records = s.records
+    count = _legacy_walk(mv, b, n, v, check_crc, limit, s, &w, max_records, budget, False, &shift)
     if not (w.attrs & 0x07):
-        return _RecordBatch(v.at, w.offset, w.size, -1, w.magic, w.crc, w.attrs, 0, w.ts, w.ts, -1, -1, -1, 1, records)
-    base_offset = records[0].offset
+        return _RecordBatch(v.at, w.offset, w.size, -1, w.magic, w.crc, w.attrs, 0, w.ts, w.ts, -1, -1, -1, 1,
+                            s.records)
+    cdef RecordList rl = RecordList.__new__(RecordList)
+    rl.data = s.data
+    _hold(rl.data, &rl.view, &rl.b, &rl.end)
+    rl.has_view = True
+    rl.start = 0
+    rl.count = count
+    rl.views = None if copy else s.views
+    rl.legacy = True
+    rl.shift = shift
+    rl.ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
+    # log-append time (magic 1): every inner message has the wrapper's
+    rl.wrapper_ts = w.magic == 1 and rl.ts_type == 1
+    rl.max_ts = w.ts
+    rl.index = NULL
+    base_offset = _wadd(<int64_t>kp_ld64(rl.b), shift)
     return _RecordBatch(v.at, base_offset, w.size, -1, w.magic, w.crc, w.attrs, _wrap64(w.offset - base_offset), w.ts,
-                        w.ts, -1, -1, -1, len(records), records)
+                        w.ts, -1, -1, -1, count, rl)
 
 
 cdef int _reraise() except -1:
     return -1  # a sink left a Python exception set
 
 
-cdef object _failure(Cur* c, object base, Py_ssize_t batch_at):
+cdef int _hold(object obj, Py_buffer* view, const unsigned char** start, Py_ssize_t* size) except -1:
+    """Hold a buffer of ``obj``'s bytes for as long as the holder lives → their
+    start and size.  A memoryview's bytes are held through the object it views:
+    the collector clears a memoryview found in garbage even while it has
+    exports (CPython's memory_clear drops its managed buffer), and releasing
+    such an export afterwards crashes.  Decompressed records are memoryviews of
+    a NumPy array, and a caller may hand in one of anything."""
+    cdef Py_buffer own
+    cdef const unsigned char* p
+    cdef Py_ssize_t n
+    owner = obj.obj if type(obj) is memoryview else None
+    if owner is not None and type(owner) is not memoryview:
+        PyObject_GetBuffer(obj, &own, PyBUF_SIMPLE)
+        p = <const unsigned char*>own.buf
+        n = own.len
+        PyBuffer_Release(&own)
+        try:
+            PyObject_GetBuffer(owner, view, PyBUF_SIMPLE)
+        except (BufferError, TypeError, ValueError):
+            pass  # (an owner not contiguous as a whole: hold the view itself)
+        else:
+            if p >= <const unsigned char*>view.buf and p + n <= <const unsigned char*>view.buf + view.len:
+                start[0] = p
+                size[0] = n
+                return 0
+            PyBuffer_Release(view)
+    PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+    start[0] = <const unsigned char*>view.buf
+    size[0] = view.len
+    return 0
+
+
+cdef object _failure(Cur* c, object base, Py_ssize_t batch_at, object budget, int64_t batch_cap):
     """The error for the record walker's failure record."""
     path = [c.path[k].value for k in range(c.depth - 1, -1, -1)]
-    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at)
+    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget, batch_cap)
 
 
 cdef void _sink_init(kp_rsink* s) noexcept:
@@ -361,6 +421,7 @@ cdef inline void memset_sink(kp_rsink* s) noexcept:
 # ---------------------------------------------------------------------------
 # RecordList: the records of a v2 batch, checked, built when read
 
+@cython.no_gc_clear  # __dealloc__ releases the buffer of `data` before `data` goes (a cycle's clear would not)
 cdef class RecordList:
     """The records of a v2 batch, made when read.
 
@@ -385,6 +446,10 @@ cdef class RecordList:
     cdef object views         # memoryview over b when copy=False, else None
     cdef list controls        # ControlRecord per record of a control batch, else None
     cdef Py_ssize_t* index    # record start positions, built on first indexing
+    # the inner messages of a compressed legacy message (magic 0/1) instead of v2 records
+    cdef bint legacy
+    cdef int64_t shift        # added to each inner offset
+    cdef bint wrapper_ts      # log-append time: every record has the wrapper's (max_ts)
 
     def __dealloc__(self):
         free(self.index)
@@ -412,9 +477,28 @@ cdef class RecordList:
         s.max_ts = self.max_ts
         s.ts_type = self.ts_type
 
+    cdef object _blob(self, Py_ssize_t pos, int32_t n):
+        if n < 0:
+            return None
+        if self.views is None:
+            return PyBytes_FromStringAndSize(<const char*>(self.b + pos), n)
+        return self.views[pos:pos + n]
+
+    cdef object _build_legacy(self, Py_ssize_t* ppos):
+        # the inner message at ppos[0] (checked when the wrapper was read), and move past it
+        cdef Cur c
+        cdef LMsg m
+        cur_init(&c, self.b, 0, self.end)
+        _legacy_msg(&c, ppos[0], False, &m)
+        ppos[0] += 12 + m.size
+        return _RecordCls(self._blob(m.kpos, m.klen), self._blob(m.vpos, m.vlen), [],
+                          self.max_ts if self.wrapper_ts else m.ts, _wadd(m.offset, self.shift), self.ts_type, m.attrs)
+
     cdef object _build(self, kp_rsink* s, Py_ssize_t* ppos, int32_t i):
         # the record at ppos[0] (checked when the batch was read), and move past it
         cdef Cur c
+        if self.legacy:
+            return self._build_legacy(ppos)
         cur_init(&c, self.b, ppos[0], self.end)
         cdef object control = None if self.controls is None else self.controls[i]
         cdef int64_t seen = 0
@@ -449,6 +533,9 @@ cdef class RecordList:
             pos = self.start
             for k in range(self.count):
                 self.index[k] = pos
+                if self.legacy:
+                    pos += 12 + <int32_t>kp_ld32(self.b + pos + 8)
+                    continue
                 _uv32(self.b, &pos, self.end, &u)
                 pos += _unzig32(u)
         pos = self.index[i]
@@ -512,14 +599,15 @@ cdef class _RecordIter:
 # batches
 
 cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, object limit, bint copy,
-                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers):
+                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers, object budget):
     cdef RecordList rl = RecordList.__new__(RecordList)
-    region, start, end = _v2_records(v, mv, check_crc, limit, max_records)
+    cdef int64_t headers = 0
+    region, start, end = _v2_records(v, mv, check_crc, limit, max_records, budget)
     # the records hold on to the buffer they live in: the blob, or the decompressed records
     rl.data = data if region is None else region
-    PyObject_GetBuffer(rl.data, &rl.view, PyBUF_SIMPLE)
+    cdef Py_ssize_t held
+    _hold(rl.data, &rl.view, &rl.b, &held)
     rl.has_view = True
-    rl.b = <const unsigned char*>rl.view.buf
     rl.start = start
     rl.end = end
     rl.views = None if copy else (mv if region is None else memoryview(region))
@@ -537,11 +625,12 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
         s.batch_at = v.at  # (the walker checked what control_record checks: it cannot fail here)
     cur_init(&c, rl.b, rl.start, rl.end)
     c.path = steps
-    if _walk_records(&c, v.count, control, &s, max_headers, max_batch_headers):
+    if _walk_records(&c, v.count, control, &s, max_headers, budget.headers_left(max_batch_headers), &headers):
         kp_rsink_clear(&s)
         if c.fail == F_PYTHON:
             _reraise()
-        raise _failure(&c, base, v.at)
+        raise _failure(&c, base, v.at, budget, max_batch_headers)
+    budget.headers += headers
     rl.count = v.count
     rl.base_offset = v.base_offset
     rl.base_ts = v.base_ts
@@ -552,12 +641,15 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
                         v.pepoch, v.bseq, v.count, rl)
 
 
+@cython.no_gc_clear  # as RecordList: the buffer of `data` is released before `data` goes
 cdef class _Batches:
     """Iterator over the batches of a records blob (see decode_record_batches)."""
 
     cdef object data
     cdef Py_buffer view
     cdef bint has_view
+    cdef const unsigned char* b   # the blob's bytes (held through ``view``)
+    cdef Py_ssize_t n
     cdef object mv
     cdef Py_ssize_t pos
     cdef bint check_crc
@@ -567,6 +659,7 @@ cdef class _Batches:
     cdef int32_t max_records
     cdef int32_t max_headers
     cdef int64_t max_batch_headers
+    cdef object budget
 
     def __dealloc__(self):
         if self.has_view:
@@ -581,7 +674,7 @@ cdef class _Batches:
         if self.done:
             raise StopIteration
         self.done = True  # until the batch decoded cleanly
-        st = _batch_at(<const uint8_t*>self.view.buf, self.pos, self.view.len, &v)
+        st = _batch_at(self.b, self.pos, self.n, &v)
         if st == BATCH_END:
             raise StopIteration
         if st == BATCH_TRUNCATED:
@@ -590,10 +683,10 @@ cdef class _Batches:
             return _TruncatedBatch(v.at, v.available, <int64_t>v.size + 12, v.base_offset)
         if v.magic == 2:
             batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy, self.max_records,
-                               self.max_headers, self.max_batch_headers)
+                               self.max_headers, self.max_batch_headers, self.budget)
         else:
-            batch = _decode_legacy(self.mv, <const uint8_t*>self.view.buf, self.view.len, &v, self.check_crc,
-                                   self.limit, self.copy, self.max_records)
+            batch = _decode_legacy(self.mv, self.b, self.n, &v, self.check_crc,
+                                   self.limit, self.copy, self.max_records, self.budget)
         self.done = False
         self.pos = v.end
         return batch
@@ -601,27 +694,35 @@ cdef class _Batches:
 
 def decode_record_batches(blob, check_crc=True, max_decompressed_size=_DEFAULT_MAX_DECOMPRESSED, copy=True,
                           max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
-                          max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS):
+                          max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS,
+                          max_records_per_call=_DEFAULT_MAX_CALL_RECORDS,
+                          max_headers_per_call=_DEFAULT_MAX_CALL_HEADERS,
+                          max_decompressed_per_call=_DEFAULT_MAX_CALL_DECOMPRESSED, budget=None):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
     subclass with its byte offset; a batch past ``max_records_per_batch`` or
-    ``max_headers_per_batch``, or a record past ``max_headers_per_record``,
-    raises RecordLimitError.  ``copy=False`` makes keys and values memoryviews
-    over the blob (uncompressed) or over the decompressed buffer.
+    ``max_headers_per_batch``, a record past ``max_headers_per_record``, or
+    the batches together past a ``max_*_per_call`` cap, raise
+    RecordLimitError.  ``copy=False`` makes keys and values memoryviews over
+    the blob (uncompressed) or over the decompressed buffer.  ``budget``: a
+    CallBudget shared with other blobs (the per-call caps are then its own).
     """
     max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
                                                                max_headers_per_batch)
+    if budget is None:
+        budget = _CallBudget(*_call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     cdef _Batches it = _Batches.__new__(_Batches)
+    it.budget = budget
     it.max_records = max_records
     it.max_headers = max_headers
     it.max_batch_headers = max_batch_headers
     if copy and type(blob) is not bytes:
         # Records are built when read: snapshot a buffer the caller may reuse.
         blob = bytes(blob)
-    PyObject_GetBuffer(blob, &it.view, PyBUF_SIMPLE)
+    _hold(blob, &it.view, &it.b, &it.n)
     it.has_view = True
     it.data = blob
     mv = memoryview(blob)
@@ -749,7 +850,8 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     cdef int64_t max_given = 0
     if max_timestamp is not None:
         max_given = as_int(max_timestamp, "max timestamp", I64_MIN, I64_MAX)
-    items = records if isinstance(records, (list, tuple)) else list(records)
+    # one snapshot: the count written is of the records written (another thread may change a list)
+    cdef tuple items = tuple(records)
     cdef Py_ssize_t n = len(items)
     if n == 0:
         raise EncodeError("no records to encode", "records")
@@ -772,91 +874,103 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     cdef Py_ssize_t klen, vlen
     cdef unsigned char* p
     cdef object item, key, value, headers, ts_obj, off_obj
-    for i in range(n):
-        item = items[i]
-        if type(item) is tuple:
-            nt = len(<tuple>item)
-            if nt < 2 or nt > 4:
-                raise EncodeError(f"a record tuple is (key, value[, headers[, timestamp]]), got {nt} items",
-                                  f"records[{i}]")
-            key = (<tuple>item)[0]
-            value = (<tuple>item)[1]
-            headers = (<tuple>item)[2] if nt > 2 else None
-            ts_obj = (<tuple>item)[3] if nt > 3 else None
-            off_obj = None
-        elif type(item) is _RecordCls and _SLOTS:
-            key = _slot(item, "key", _R_KEY)
-            value = _slot(item, "value", _R_VALUE)
-            headers = _slot(item, "headers", _R_HEADERS)
-            ts_obj = _slot(item, "timestamp", _R_TIMESTAMP)
-            off_obj = _slot(item, "offset", _R_OFFSET)
-        else:
-            off_obj, ts_obj, key, value, headers = _unpack_record(item, i)
-        ts = now_ms if ts_obj is None else as_int(ts_obj, "timestamp", I64_MIN, I64_MAX)
-        if i == 0:
-            base_ts = max_ts = ts
-        elif ts > max_ts:
-            max_ts = ts
-        if off_obj is None:
-            delta += 1
-        else:
-            off = as_int(off_obj, "offset", I64_MIN, I64_MAX)
-            if (off >= 0 and base < 0 and off > I64_MAX + base) or (off < 0 and base > 0 and off < I64_MIN + base) \
-                    or off - base < I32_MIN or off - base > I32_MAX:
-                raise EncodeError(f"value {(<object>off) - (<object>base)} out of range [{I32_MIN}, {I32_MAX}]",
-                                  "offset delta")
-            delta = off - base
-        if (ts >= 0 and base_ts < 0 and ts > I64_MAX + base_ts) or (ts < 0 and base_ts > 0 and ts < I64_MIN + base_ts):
-            raise EncodeError(f"value {(<object>ts) - (<object>base_ts)} out of range [{I64_MIN}, {I64_MAX}]",
-                              "timestamp delta")
-        tdelta = ts - base_ts
-        if keep:
-            keep.clear()
-        _blob_ptr(key, i, 0, 0, keep, &kptr, &klen)
-        _blob_ptr(value, i, 1, 0, keep, &vptr, &vlen)
-        body = 1 + _uvsize(_zig64(tdelta)) + _uvsize(_zig32(<int32_t>delta)) + _blob_size(klen) + _blob_size(vlen)
-        if headers is None:
-            nh = 0
-        else:
-            if type(headers) is not list and type(headers) is not tuple:
-                headers = list(headers)
-                keep.append(headers)
-            nh = len(headers)
-            hs.reserve(2 * nh)
-            for j in range(nh):
-                pair = headers[j]
-                fast = False
-                if type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is str \
-                        and (type((<tuple>pair)[1]) is bytes or (<tuple>pair)[1] is None):
-                    hk_obj = (<tuple>pair)[0]
-                    hv_obj = (<tuple>pair)[1]
-                    try:
-                        hs.ptr[2 * j] = PyUnicode_AsUTF8AndSize(hk_obj, &hs.size[2 * j])
-                        fast = True
-                    except UnicodeEncodeError:
-                        pass
-                if not fast:
-                    hk_obj, hv_obj = _header_pair(pair, f"records[{i}].headers[{j}]")
-                    keep.append(hk_obj)
-                    keep.append(hv_obj)
-                    hs.ptr[2 * j] = PyBytes_AS_STRING(hk_obj)
-                    hs.size[2 * j] = PyBytes_GET_SIZE(hk_obj)
-                _blob_ptr(hv_obj, i, 2, j, keep, &hs.ptr[2 * j + 1], &hs.size[2 * j + 1])
-                body += _blob_size(hs.size[2 * j]) + _blob_size(hs.size[2 * j + 1])
-        body += _uvsize(_zig32(<int32_t>nh))
-        if body > 0x7FFFFFFF:
-            raise EncodeError(f"record of {body} bytes: its length does not fit in an int32", f"records[{i}]")
-        total = _uvsize(_zig32(<int32_t>body)) + body
-        p = w._reserve(total)
-        p = _wv(p, _zig32(<int32_t>body))
-        p[0] = 0
-        p = _wv(p + 1, _zig64(tdelta))
-        p = _wv(p, _zig32(<int32_t>delta))
-        p = _wblob(p, kptr, klen)
-        p = _wblob(p, vptr, vlen)
-        p = _wv(p, _zig32(<int32_t>nh))
-        for j in range(2 * nh):
-            p = _wblob(p, hs.ptr[j], hs.size[j])
+    cdef PyObject* hsmall[16]
+    cdef PyObject** hrefs = hsmall
+    cdef Py_ssize_t held = 0
+    try:
+        for i in range(n):
+            item = items[i]
+            if type(item) is tuple:
+                nt = len(<tuple>item)
+                if nt < 2 or nt > 4:
+                    raise EncodeError(f"a record tuple is (key, value[, headers[, timestamp]]), got {nt} items",
+                                      f"records[{i}]")
+                key = (<tuple>item)[0]
+                value = (<tuple>item)[1]
+                headers = (<tuple>item)[2] if nt > 2 else None
+                ts_obj = (<tuple>item)[3] if nt > 3 else None
+                off_obj = None
+            elif type(item) is _RecordCls and _SLOTS:
+                key = _slot(item, "key", _R_KEY)
+                value = _slot(item, "value", _R_VALUE)
+                headers = _slot(item, "headers", _R_HEADERS)
+                ts_obj = _slot(item, "timestamp", _R_TIMESTAMP)
+                off_obj = _slot(item, "offset", _R_OFFSET)
+            else:
+                off_obj, ts_obj, key, value, headers = _unpack_record(item, i)
+            ts = now_ms if ts_obj is None else as_int(ts_obj, "timestamp", I64_MIN, I64_MAX)
+            if i == 0:
+                base_ts = max_ts = ts
+            elif ts > max_ts:
+                max_ts = ts
+            if off_obj is None:
+                delta += 1
+            else:
+                off = as_int(off_obj, "offset", I64_MIN, I64_MAX)
+                if (off >= 0 and base < 0 and off > I64_MAX + base) or (off < 0 and base > 0 and off < I64_MIN + base) \
+                        or off - base < I32_MIN or off - base > I32_MAX:
+                    raise EncodeError(f"value {(<object>off) - (<object>base)} out of range [{I32_MIN}, {I32_MAX}]",
+                                      "offset delta")
+                delta = off - base
+            if (ts >= 0 and base_ts < 0 and ts > I64_MAX + base_ts) or (ts < 0 and base_ts > 0 and ts < I64_MIN + base_ts):
+                raise EncodeError(f"value {(<object>ts) - (<object>base_ts)} out of range [{I64_MIN}, {I64_MAX}]",
+                                  "timestamp delta")
+            tdelta = ts - base_ts
+            if keep:
+                keep.clear()
+            _blob_ptr(key, i, 0, 0, keep, &kptr, &klen)
+            _blob_ptr(value, i, 1, 0, keep, &vptr, &vlen)
+            body = 1 + _uvsize(_zig64(tdelta)) + _uvsize(_zig32(<int32_t>delta)) + _blob_size(klen) + _blob_size(vlen)
+            if headers is None:
+                nh = 0
+            else:
+                if type(headers) is not list and type(headers) is not tuple:
+                    headers = list(headers)
+                    keep.append(headers)
+                # one snapshot of the pairs, held while their bytes are pointed at
+                # (another thread, or Python code run below, may change the list)
+                nh = held = take_items(headers, hsmall, 16, &hrefs)
+                hs.reserve(2 * nh)
+                for j in range(nh):
+                    pair = <object>hrefs[j]
+                    fast = False
+                    if type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is str \
+                            and (type((<tuple>pair)[1]) is bytes or (<tuple>pair)[1] is None):
+                        hk_obj = (<tuple>pair)[0]
+                        hv_obj = (<tuple>pair)[1]
+                        try:
+                            hs.ptr[2 * j] = PyUnicode_AsUTF8AndSize(hk_obj, &hs.size[2 * j])
+                            fast = True
+                        except UnicodeEncodeError:
+                            pass
+                    if not fast:
+                        hk_obj, hv_obj = _header_pair(pair, f"records[{i}].headers[{j}]")
+                        keep.append(hk_obj)
+                        keep.append(hv_obj)
+                        hs.ptr[2 * j] = PyBytes_AS_STRING(hk_obj)
+                        hs.size[2 * j] = PyBytes_GET_SIZE(hk_obj)
+                    _blob_ptr(hv_obj, i, 2, j, keep, &hs.ptr[2 * j + 1], &hs.size[2 * j + 1])
+                    body += _blob_size(hs.size[2 * j]) + _blob_size(hs.size[2 * j + 1])
+            body += _uvsize(_zig32(<int32_t>nh))
+            if body > 0x7FFFFFFF:
+                raise EncodeError(f"record of {body} bytes: its length does not fit in an int32", f"records[{i}]")
+            total = _uvsize(_zig32(<int32_t>body)) + body
+            p = w._reserve(total)
+            p = _wv(p, _zig32(<int32_t>body))
+            p[0] = 0
+            p = _wv(p + 1, _zig64(tdelta))
+            p = _wv(p, _zig32(<int32_t>delta))
+            p = _wblob(p, kptr, klen)
+            p = _wblob(p, vptr, vlen)
+            p = _wv(p, _zig32(<int32_t>nh))
+            for j in range(2 * nh):
+                p = _wblob(p, hs.ptr[j], hs.size[j])
+            if held:
+                drop_items(hrefs, held, hsmall)
+                held = 0
+    finally:
+        if held:
+            drop_items(hrefs, held, hsmall)
     if max_timestamp is not None:
         max_ts = max_given
     cdef int attrs = c | (0x08 if timestamp_type else 0) | (0x10 if transactional else 0) | (0x20 if control else 0) \

@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 import struct
 import time
-from operator import index as _index
 
 import crc32c as _crc32c
 
 from .._codec_py import _check_int, uvarint_status
-from .._limits import record_caps
+from .._limits import (
+    DEFAULT_MAX_DECOMPRESSED_PER_CALL,
+    DEFAULT_MAX_HEADERS_PER_CALL,
+    DEFAULT_MAX_RECORDS_PER_CALL,
+    call_caps,
+    record_caps,
+)
 from ..errors import EncodeError
 from . import _compression
 from ._common import (
@@ -38,11 +43,14 @@ from ._common import (
     V2_HEADER_STRUCT,
     V2_MIN_SIZE,
     VARINT_PROBLEMS,
+    CallBudget,
+    LazyRecords,
     Record,
     RecordBatch,
     TruncatedBatch,
     as_blob,
     batch_error,
+    batch_headers_error,
     batch_limit_error,
     codec_number,
     control_record,
@@ -69,28 +77,35 @@ _crc_at = struct.Struct(">I")
 def decode_record_batches(blob, check_crc=True, max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, copy=True,
                           max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
                           max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
-                          max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH):
+                          max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH,
+                          max_records_per_call=DEFAULT_MAX_RECORDS_PER_CALL,
+                          max_headers_per_call=DEFAULT_MAX_HEADERS_PER_CALL,
+                          max_decompressed_per_call=DEFAULT_MAX_DECOMPRESSED_PER_CALL, budget=None):
     """Iterate the batches of a records blob (a Produce/Fetch ``records`` field, a log segment).
 
     Yields :class:`RecordBatch` objects; a partial batch at the end is yielded
     as a :class:`TruncatedBatch` (Kafka allows it in Fetch responses).  Any
     other malformation raises a :class:`~kafkaproto.errors.KafkaProtocolError`
     subclass with its byte offset; a batch past ``max_records_per_batch`` or
-    ``max_headers_per_batch``, or a record past ``max_headers_per_record``,
-    raises RecordLimitError.  ``copy=False`` makes keys and values memoryviews
-    over the blob (uncompressed) or over the decompressed buffer.
+    ``max_headers_per_batch``, a record past ``max_headers_per_record``, or
+    the batches together past a ``max_*_per_call`` cap, raise
+    RecordLimitError.  ``copy=False`` makes keys and values memoryviews over
+    the blob (uncompressed) or over the decompressed buffer.  ``budget``: a
+    CallBudget shared with other blobs (the per-call caps are then its own).
     """
     caps = record_caps(max_records_per_batch, max_headers_per_record, max_headers_per_batch)
+    if budget is None:
+        budget = CallBudget(*call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     if copy and type(blob) is not bytes:
         # Batches are read as the caller iterates: snapshot a buffer it may reuse.
         blob = bytes(blob)
     mv = memoryview(blob)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
-    return _batches(mv, check_crc, max_decompressed_size, copy, *caps)
+    return _batches(mv, check_crc, max_decompressed_size, copy, *caps, budget)
 
 
-def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers, max_batch_headers):
+def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_headers, max_batch_headers, budget):
     n = len(mv)
     pos = 0
     while pos < n:
@@ -108,15 +123,16 @@ def _batches(mv, check_crc, max_decompressed_size, copy, max_records, max_header
         magic = mv[pos + MAGIC_AT]
         if magic == 2:
             yield _decode_v2(mv, pos, size, check_crc, max_decompressed_size, copy, max_records, max_headers,
-                             max_batch_headers)
+                             max_batch_headers, budget)
         elif magic < 2:
-            yield decode_legacy(mv, pos, size, magic, check_crc, max_decompressed_size, copy, Record, max_records)
+            yield decode_legacy(mv, pos, size, magic, check_crc, max_decompressed_size, copy, Record, max_records,
+                                budget)
         else:
             raise batch_error(f"unknown magic {magic if magic < 128 else magic - 256}", pos + MAGIC_AT)
         pos += size + LOG_OVERHEAD
 
 
-def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers, max_batch_headers):
+def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers, max_batch_headers, budget):
     if size < V2_MIN_SIZE:
         raise batch_error(f"size {size} below the v2 minimum of {V2_MIN_SIZE}", pos + 8)
     end = pos + LOG_OVERHEAD + size
@@ -134,16 +150,18 @@ def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers, 
     if count > max_records:
         # before decompressing: the declared count bounds what the batch may become
         raise batch_limit_error(count, max_records, pos + 57)
+    budget.take_records(count, pos + 57)
     if codec == 0:
         buf, rpos, rend, base = mv, pos + V2_HEADER, end, 0
     else:
-        buf = _compression.decompress(codec, mv[pos + V2_HEADER : end], 2, limit, pos + V2_HEADER)
+        buf = budget.decompress(codec, mv[pos + V2_HEADER : end], 2, limit, pos + V2_HEADER)
         rpos, rend, base = 0, len(buf), None
     if count > rend - rpos:
         raise batch_error(f"record count {count} larger than the {rend - rpos} bytes of records", pos + 57)
     walk = (buf, rpos, rend, base_offset, base_ts, max_ts, attrs, base, pos, copy)
     # check every record now (building nothing), so that decode() raises every error
-    for _ in _walk_v2(*walk, count, (max_headers, max_batch_headers), False):
+    caps = (max_headers, budget.headers_left(max_batch_headers), max_batch_headers, budget)
+    for _ in _walk_v2(*walk, count, caps, False):
         pass
     return RecordBatch(pos, base_offset, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
                        count, RecordList(walk, count))
@@ -153,10 +171,12 @@ def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at,
              first=0):
     """The twin's one walker of v2 records (the checks of records/_walk.pxi, in its
     order): records ``first`` .. ``first + count - 1`` from ``pos``, under ``caps``
-    (max headers per record, per batch).  Yields each Record (``build``), or
-    None once the record is checked (nothing is built but a control record's
-    marker, to check it)."""
-    max_headers, max_batch_headers = caps
+    (max headers per record; per batch: the lesser of max_headers_per_batch
+    and what the call has left; max_headers_per_batch; the call's CallBudget,
+    which the batch's headers are added to once they are all checked, or None).
+    Yields each Record (``build``), or None once the record is checked
+    (nothing is built but a control record's marker, to check it)."""
+    max_headers, max_batch_headers, batch_cap, budget = caps
     batch_headers = 0  # of the records walked so far
     ts_type = 1 if attrs & ATTR_TIMESTAMP_TYPE else 0
     control = attrs & ATTR_CONTROL
@@ -205,8 +225,7 @@ def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at,
             raise header_limit_error(i, hcount, max_headers, at, base, batch_at)
         if hcount > max_batch_headers - batch_headers:
             # the per-record cap times the records of a batch is still ~30 M headers
-            raise header_limit_error(i, batch_headers + hcount, max_batch_headers, at, base, batch_at,
-                                     "max_headers_per_batch")
+            raise batch_headers_error(i, batch_headers + hcount, at, base, batch_at, batch_cap, budget)
         batch_headers += hcount
         headers = [] if build else None
         # A batch may hold up to max_headers_per_batch of them: this loop reads a
@@ -268,65 +287,39 @@ def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at,
         yield rec
     if pos != end:
         raise record_error(None, None, f"{end - pos} bytes after the last of {count} records", pos, base, batch_at)
+    if budget is not None:
+        budget.headers += batch_headers
 
 
-class RecordList:
+class RecordList(LazyRecords):
     """The records of a v2 batch, made when read (as the compiled core's RecordList).
 
     Decoding checks every record but builds none: iterating (or indexing)
     builds each :class:`Record` then, so a consumer that drops each record
-    before taking the next one holds one at a time.  A read-only sequence
-    (``len``, indexing, slicing, iteration, equality with a list);
-    ``list(batch.records)`` gives a plain list.
+    before taking the next one holds one at a time.
     """
 
-    __slots__ = ("_walk", "_count", "_starts")
+    __slots__ = ("_walk",)
 
     def __init__(self, walk, count):
+        super().__init__(count)
         self._walk = walk  # _walk_v2's arguments before the count
-        self._count = count
-        self._starts = None  # record start positions, made on first indexing
-
-    def __len__(self):
-        return self._count
 
     def __iter__(self):
         return _walk_v2(*self._walk, self._count, _UNCAPPED, True)
 
-    def __length_hint__(self):
-        return self._count
+    def _starts(self):
+        buf, pos, end = self._walk[:3]
+        starts = []
+        for _ in range(self._count):
+            starts.append(pos)
+            _, u, pos = uvarint_status(buf, pos, end, 5, 32)
+            pos += (u >> 1) ^ -(u & 1)
+        return starts
 
-    def __getitem__(self, item):
-        if isinstance(item, slice):
-            return [self[k] for k in range(*item.indices(self._count))]
-        i = _index(item)
-        if i < 0:
-            i += self._count
-        if i < 0 or i >= self._count:
-            raise IndexError("record index out of range")
-        if self._starts is None:
-            buf, pos, end = self._walk[:3]
-            starts = []
-            for _ in range(self._count):
-                starts.append(pos)
-                _, u, pos = uvarint_status(buf, pos, end, 5, 32)
-                pos += (u >> 1) ^ -(u & 1)
-            self._starts = starts
-        walk = (self._walk[0], self._starts[i], *self._walk[2:])
+    def _one(self, i, start):
+        walk = (self._walk[0], start, *self._walk[2:])
         return next(_walk_v2(*walk, 1, _UNCAPPED, True, i))
-
-    def __eq__(self, other):
-        if isinstance(other, (RecordList, list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self):
-        return f"<RecordList of {self._count} records>"
-
-    def __reduce__(self):
-        return (list, (list(self),))
 
 
 # A run of 2-byte headers (empty key; empty or null value), taken in steps of at
@@ -334,7 +327,7 @@ class RecordList:
 # (~25 bytes a step: an unbounded one held 78 MB for 1 M headers) and runs on
 # Python 3.10, which has no possessive quantifiers.
 _EMPTY_HEADERS = re.compile(rb"(?:\x00[\x00\x01]){1,1024}")
-_UNCAPPED = (0x7FFFFFFF, 0x7FFFFFFFFFFFFFFF)  # records already checked against the caps
+_UNCAPPED = (0x7FFFFFFF, 0x7FFFFFFFFFFFFFFF, 0x7FFFFFFFFFFFFFFF, None)  # records already checked against the caps
 
 
 # ---------------------------------------------------------------------------
@@ -388,7 +381,7 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
     bseq = _int(base_sequence, "base sequence", *_I32)
     if max_timestamp is not None:
         max_timestamp = _int(max_timestamp, "max timestamp", *_I64)
-    items = records if isinstance(records, (list, tuple)) else list(records)
+    items = tuple(records)  # one snapshot: the count written is of the records written
     if not items:
         raise EncodeError("no records to encode", "records")
     now = time.time_ns() // 1_000_000 if now is None else _int(now, "now", *_I64)
@@ -417,7 +410,7 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
         _put_varint(rec, delta)
         _put_blob(rec, as_blob(key, where + ".key"))
         _put_blob(rec, as_blob(value, where + ".value"))
-        headers = () if headers is None else headers if isinstance(headers, (list, tuple)) else list(headers)
+        headers = () if headers is None else tuple(headers)
         _put_varint(rec, len(headers))
         for j, pair in enumerate(headers):
             hk, hv = header_pair(pair, f"{where}.headers[{j}]")

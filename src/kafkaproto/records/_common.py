@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import enum
 import struct
+from operator import index as _index
 from typing import NamedTuple
 
 from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
 from ..errors import CorruptRecordError, EncodeError, RecordLimitError
 from ._compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
+from ._compression import decompress as _decompress
 
 __all__ = [
     "Codec",
@@ -267,6 +269,52 @@ class TruncatedBatch:
                 f"base_offset={self.base_offset})")
 
 
+class LazyRecords:
+    """A batch's records, checked when it was decoded and built when read: a
+    read-only sequence (``len``, indexing, slicing, iteration, equality with a
+    list; ``list(batch.records)`` gives a plain list).  The twin's v2
+    RecordList and legacy LegacyRecords share it: each gives ``__iter__``,
+    ``_starts()`` (every record's position, made on first indexing) and
+    ``_one(i, start)``."""
+
+    __slots__ = ("_count", "_positions")
+
+    def __init__(self, count):
+        self._count = count
+        self._positions = None
+
+    def __len__(self):
+        return self._count
+
+    def __length_hint__(self):
+        return self._count
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self[k] for k in range(*item.indices(self._count))]
+        i = _index(item)
+        if i < 0:
+            i += self._count
+        if i < 0 or i >= self._count:
+            raise IndexError("record index out of range")
+        if self._positions is None:
+            self._positions = self._starts()
+        return self._one(i, self._positions[i])
+
+    def __eq__(self, other):
+        if isinstance(other, (LazyRecords, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"<RecordList of {self._count} records>"
+
+    def __reduce__(self):
+        return (list, (list(self),))
+
+
 # -- control records ----------------------------------------------------------
 
 _i16x2 = struct.Struct(">hh")
@@ -327,19 +375,23 @@ RF_BATCH_LIMIT = 12
 RW_CONTROL = 10
 
 
-def record_failure(code, field, at, x, y, path, base, batch_at):
+def record_failure(code, field, at, x, y, path, base, batch_at, call=None, batch_cap=None):
     """The error for a failure the compiled record walker recorded.
 
     ``path``: the record's number and, for a header field, the header's (innermost
     last); ``at``: position in the records buffer (``base``: its blob offset, None
-    when decompressed).
+    when decompressed).  ``call``, ``batch_cap``: the call's CallBudget and
+    ``max_headers_per_batch``, when the walker was given the lesser of it and
+    what the call had left.
     """
     if code == RF_AFTER_LAST:
         return record_error(None, None, f"{x} bytes after the last of {y} records", at, base, batch_at)
     if code == RF_LIMIT:
         return header_limit_error(path[0], x, y, at, base, batch_at)
     if code == RF_BATCH_LIMIT:
-        return header_limit_error(path[0], x, y, at, base, batch_at, "max_headers_per_batch")
+        if call is None:
+            return header_limit_error(path[0], x, y, at, base, batch_at, "max_headers_per_batch")
+        return batch_headers_error(path[0], x, at, base, batch_at, batch_cap, call)
     if field == RW_CONTROL:
         what = "control record key of {x} bytes (need 4)" if code == RF_CONTROL_KEY else \
             "transaction marker value of {x} bytes (need 6)"
@@ -418,17 +470,98 @@ def batch_limit_error(count, cap, at, what="record batch"):
 def header_limit_error(index, count, cap, pos, base, batch_at, limit="max_headers_per_record"):
     """Record ``index`` declaring more headers than ``max_headers_per_record``, or
     (``limit`` "max_headers_per_batch") bringing the headers of the batch's records
-    0 .. ``index`` to ``count``, more than ``max_headers_per_batch`` (where as in
+    0 .. ``index`` to ``count``, more than ``max_headers_per_batch``, or
+    ("max_headers_per_call") those of the call so far to ``count`` (where as in
     record_error: at the record's header count)."""
     if limit == "max_headers_per_record":
         detail = f"header count {count} above max_headers_per_record={cap}"
-    else:
+    elif limit == "max_headers_per_batch":
         detail = f"{count} headers in records 0-{index} above max_headers_per_batch={cap}"
+    else:
+        detail = f"{count} headers in this call up to records[{index}] of this batch, above max_headers_per_call={cap}"
     path = [f"records[{index}]", "header count"]
     if base is None:
         detail += f" (byte {pos} of the decompressed records)"
         pos, base = batch_at, 0
     return RecordLimitError(detail, "records", base + pos, path, limit=limit, value=cap, count=count)
+
+
+def batch_headers_error(index, batch_count, pos, base, batch_at, batch_cap, call):
+    """Record ``index`` bringing its batch's headers to ``batch_count``, past what the
+    walker was given: ``max_headers_per_batch`` (``batch_cap``) or what the call
+    had left of ``max_headers_per_call`` (``call``: its CallBudget), whichever
+    was passed (the batch's, when both were)."""
+    if batch_count > batch_cap:
+        return header_limit_error(index, batch_count, batch_cap, pos, base, batch_at, "max_headers_per_batch")
+    return header_limit_error(index, call.headers + batch_count, call.max_headers, pos, base, batch_at,
+                              "max_headers_per_call")
+
+
+class CallBudget:
+    """What one decode call (``records.decode`` with every batch it yields,
+    ``arrow.records`` with every row) has taken of its per-call caps, and what
+    each batch may still take; shared by both implementations (the compiled
+    walkers read ``headers_left()`` once per batch)."""
+
+    __slots__ = ("records", "headers", "decompressed", "max_records", "max_headers", "max_decompressed")
+
+    def __init__(self, max_records: int, max_headers: int, max_decompressed: int):
+        self.records = self.headers = self.decompressed = 0
+        self.max_records = max_records
+        self.max_headers = max_headers
+        self.max_decompressed = max_decompressed
+
+    def mark(self) -> tuple:
+        return self.records, self.headers, self.decompressed
+
+    def reset(self, mark: tuple) -> None:
+        """Give back what was taken since ``mark`` (an Arrow row that failed)."""
+        self.records, self.headers, self.decompressed = mark
+
+    def take_records(self, count: int, at: int, what: str = "record batch") -> None:
+        """A batch's ``count`` records (v2: declared, ``at`` its count field; legacy:
+        a message's) → counted, or RecordLimitError past the call's cap."""
+        if count > self.max_records - self.records:
+            total = self.records + count
+            raise RecordLimitError(f"{count} records bring this call to {total}, above "
+                                   f"max_records_per_call={self.max_records}", what, at,
+                                   limit="max_records_per_call", value=self.max_records, count=total)
+        self.records += count
+
+    def records_left(self, batch_cap: int) -> int:
+        return min(batch_cap, self.max_records - self.records)
+
+    def headers_left(self, batch_cap: int) -> int:
+        return min(batch_cap, self.max_headers - self.headers)
+
+    def decompress(self, codec: int, data, magic: int, limit: int, at):
+        """Decompress a batch's records (or a legacy wrapper's value) within its
+        own cap and what the call has left → the buffer, counted."""
+        left = self.max_decompressed - self.decompressed
+        if left >= limit:
+            out = _decompress(codec, data, magic, limit, at)
+        else:
+            try:
+                out = _decompress(codec, data, magic, left, at)
+            except RecordLimitError as exc:
+                if exc.limit != "max_decompressed_size":
+                    raise
+                raise RecordLimitError(
+                    f"decompressed size above the {left} bytes left of max_decompressed_per_call="
+                    f"{self.max_decompressed}", exc.what, exc.offset, limit="max_decompressed_per_call",
+                    value=self.max_decompressed, count=self.max_decompressed + 1) from None
+        self.decompressed += len(out)
+        return out
+
+
+def legacy_records_error(limit_given: int, batch_cap: int, call: CallBudget, at):
+    """A compressed legacy message holding more than ``limit_given`` inner messages
+    (``records_left(batch_cap)``): the batch's cap, or the call's."""
+    if limit_given >= batch_cap:
+        return batch_limit_error(None, batch_cap, at, "message")
+    return RecordLimitError(f"more inner messages than the {limit_given} records left of "
+                            f"max_records_per_call={call.max_records}", "message", at,
+                            limit="max_records_per_call", value=call.max_records, count=call.max_records + 1)
 
 
 def batch_error(detail, at, what="record batch"):

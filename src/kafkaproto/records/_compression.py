@@ -13,9 +13,9 @@ framing, which cramjam does not know about, so the framing is done here:
   (KAFKA-3160): written that way for magic 0, and not checked on read.
 
 Decompression is bounded: a batch whose decompressed size would pass
-``limit`` raises :class:`CorruptRecordError` without allocating more than
-about the limit.  Every decompressed result is a ``memoryview`` of unsigned
-bytes.
+``limit`` raises :class:`RecordLimitError` (a :class:`CorruptRecordError`)
+without allocating more than about the limit.  Every decompressed result is
+a ``memoryview`` of unsigned bytes.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ try:  # one reusable decompression context per thread (cramjam makes one per cal
 except ImportError:  # pragma: no cover - a dependency; cramjam takes over without it
     zstandard = None
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, RecordLimitError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -128,7 +128,8 @@ def _corrupt(detail: str, codec: int, at) -> CorruptRecordError:
 
 
 def _limit_error(codec: int, limit: int, at) -> CorruptRecordError:
-    return _corrupt(f"decompressed size above the limit of {limit} bytes", codec, at)
+    return RecordLimitError(f"decompressed size above the limit of {limit} bytes", f"{CODEC_NAMES[codec]} records",
+                            at, limit="max_decompressed_size", value=limit, count=limit + 1)
 
 
 def _too_small(exc: Exception) -> bool:

@@ -23,13 +23,17 @@ from . import _compression
 from ._common import (
     ATTR_CODEC,
     ATTR_TIMESTAMP_TYPE,
+    INT64_MAX,
     LEGACY_MIN_SIZE,
     LEGACY_STRUCT,
     LOG_OVERHEAD,
+    CallBudget,
+    LazyRecords,
     RecordBatch,
+    as_blob,
     batch_error,
-    batch_limit_error,
     crc_error,
+    legacy_records_error,
     record_error,
     unpack_record,
     wrap64,
@@ -88,14 +92,20 @@ def _message(buf, pos, end, base, batch_at, index, check_crc, copy):
     return offset, size, crc, magic, attrs, ts, fields[0], fields[1]
 
 
-def decode_legacy(mv, pos, size, magic, check_crc, limit, copy, record_cls, max_records=DEFAULT_MAX_RECORDS_PER_BATCH):
+def decode_legacy(mv, pos, size, magic, check_crc, limit, copy, record_cls, max_records=DEFAULT_MAX_RECORDS_PER_BATCH,
+                  budget=None):
     """One top-level legacy message → a RecordBatch (the blob offset is ``pos``); a
-    compressed one holding more than ``max_records`` inner messages raises
-    RecordLimitError before any record is built."""
+    compressed one holding more than ``max_records`` inner messages (or more than
+    the call's ``budget`` has left) raises RecordLimitError before any record is
+    built.  A compressed message's inner messages are all checked here and
+    built when read (:class:`LegacyRecords`), as a v2 batch's records are."""
     offset, size, crc, magic, attrs, ts, key, value = _message(mv, pos, len(mv), 0, pos, None, check_crc, copy)
     codec = attrs & ATTR_CODEC
     ts_type = -1 if magic == 0 else (1 if attrs & ATTR_TIMESTAMP_TYPE else 0)
+    if budget is None:
+        budget = CallBudget(INT64_MAX, INT64_MAX, INT64_MAX)
     if codec == 0:
+        budget.take_records(1, pos, "message")
         rec = record_cls(key, value, [], ts, offset, ts_type, attrs)
         return RecordBatch(pos, offset, size, -1, magic, crc, attrs, 0, ts, ts, -1, -1, -1, 1, [rec])
     if codec > 3:
@@ -104,43 +114,85 @@ def decode_legacy(mv, pos, size, magic, check_crc, limit, copy, record_cls, max_
     if value is None:
         raise batch_error("compressed message with a null value", pos + 12 + size - 4, "message")
     value_at = pos + LOG_OVERHEAD + size - len(value)
-    inner = _compression.decompress(codec, value, magic, limit, value_at)
+    inner = budget.decompress(codec, value, magic, limit, value_at)
+    cap = budget.records_left(max_records)
     n = len(inner)
-    p = 0
-    parsed = []
+    p = count = 0
+    last = None
     while p < n:
-        i = len(parsed)
-        if i >= max_records:
-            raise batch_limit_error(None, max_records, pos, "message")
+        if count >= cap:
+            raise legacy_records_error(cap, max_records, budget, pos)
         if n - p < LOG_OVERHEAD:
-            raise record_error(i, "size", f"inner message cut short: {n - p} bytes", p, None, pos)
+            raise record_error(count, "size", f"inner message cut short: {n - p} bytes", p, None, pos)
         isize = _head.unpack_from(inner, p)[1]
         if isize < LEGACY_MIN_SIZE[0] or isize > n - p - LOG_OVERHEAD:
-            raise record_error(i, "size", f"inner message size {isize} invalid with {n - p - LOG_OVERHEAD} bytes left",
-                               p + 8, None, pos)
-        m = _message(inner, p, n, None, pos, i, check_crc, copy)
-        if m[3] != magic:
-            raise record_error(i, "magic", f"inner magic {m[3]} differs from the wrapper's {magic}", p + 16, None, pos)
-        if m[4] & ATTR_CODEC:
-            raise record_error(i, "attributes", "compressed message inside a compressed message", p + 17, None, pos)
-        parsed.append(m)
-        p += LOG_OVERHEAD + m[1]
-    if not parsed:
+            raise record_error(count, "size",
+                               f"inner message size {isize} invalid with {n - p - LOG_OVERHEAD} bytes left", p + 8,
+                               None, pos)
+        # checked, nothing kept: the records are built when read
+        ioff, _, _, imagic, iattrs = _message(inner, p, n, None, pos, count, check_crc, False)[:5]
+        if imagic != magic:
+            raise record_error(count, "magic", f"inner magic {imagic} differs from the wrapper's {magic}", p + 16,
+                               None, pos)
+        if iattrs & ATTR_CODEC:
+            raise record_error(count, "attributes", "compressed message inside a compressed message", p + 17, None,
+                               pos)
+        last = ioff
+        count += 1
+        p += LOG_OVERHEAD + isize
+    if not count:
         raise batch_error("compressed message with no inner messages", pos, "message")
     shift = 0
     if magic == 1 and offset != 0:  # 0: produce data from some librdkafka versions (relative as is)
-        last = parsed[-1][0]
         if offset < last:
             raise batch_error(f"wrapper offset {offset} below the last inner offset {last}", pos, "message")
         shift = offset - last
-    records = []
-    for ioff, _, _, _, iattrs, its, ikey, ivalue in parsed:
-            if magic == 1 and ts_type == 1:
-                its = ts
-            records.append(record_cls(ikey, ivalue, [], its, wrap64(ioff + shift), ts_type, iattrs))
-    base_offset = records[0].offset
+    budget.records += count
+    records = LegacyRecords(inner, count, shift, ts if magic == 1 and ts_type == 1 else None, ts_type, copy,
+                            record_cls, pos)
+    base_offset = wrap64(_head.unpack_from(inner, 0)[0] + shift)  # (records[0] would index them all)
     return RecordBatch(pos, base_offset, size, -1, magic, crc, attrs, wrap64(offset - base_offset), ts, ts, -1, -1,
-                       -1, len(records), records)
+                       -1, count, records)
+
+
+class LegacyRecords(LazyRecords):
+    """The inner messages of a compressed legacy message, checked, made when read
+    (as a v2 batch's :class:`RecordList`)."""
+
+    __slots__ = ("_inner", "_shift", "_ts", "_ts_type", "_copy", "_cls", "_at")
+
+    def __init__(self, inner, count, shift, ts, ts_type, copy, record_cls, at):
+        super().__init__(count)
+        self._inner = inner
+        self._shift = shift
+        self._ts = ts  # the wrapper's, for log-append time (magic 1); None: each message's own
+        self._ts_type = ts_type
+        self._copy = copy
+        self._cls = record_cls
+        self._at = at
+
+    def _build(self, p, i):
+        ioff, size, _, _, iattrs, its, key, value = _message(self._inner, p, len(self._inner), None, self._at, i,
+                                                              False, self._copy)
+        rec = self._cls(key, value, [], its if self._ts is None else self._ts, wrap64(ioff + self._shift),
+                        self._ts_type, iattrs)
+        return rec, p + LOG_OVERHEAD + size
+
+    def _starts(self):
+        p, out = 0, []
+        for _ in range(self._count):
+            out.append(p)
+            p += LOG_OVERHEAD + _head.unpack_from(self._inner, p)[1]
+        return out
+
+    def __iter__(self):
+        p = 0
+        for i in range(self._count):
+            rec, p = self._build(p, i)
+            yield rec
+
+    def _one(self, i, start):
+        return self._build(start, i)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -151,13 +203,8 @@ def _bytes_field(out, v, what):
     if v is None:
         out += b"\xff\xff\xff\xff"
         return
-    if isinstance(v, str):
-        raise EncodeError("expected bytes, got str", what)
-    try:
-        mv = memoryview(v).cast("B")
-    except TypeError:
-        raise EncodeError(f"expected bytes, got {type(v).__name__}", what) from None
-    out += _i32.pack(len(mv))
+    mv = memoryview(as_blob(v, what))  # (any buffer: its bytes in C order, as in magic 2)
+    out += _i32.pack(mv.nbytes)
     out += mv
 
 

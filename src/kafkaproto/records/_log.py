@@ -18,7 +18,9 @@ from typing import NamedTuple
 
 import crc32c as _crc32c
 
-from ..errors import CorruptRecordError
+from .._codec_py import _check_int
+from ..errors import CorruptRecordError, EncodeError
+from ._common import INT64_MAX, INT64_MIN
 
 __all__ = ["AppendedBatch", "assign_offsets"]
 
@@ -62,18 +64,21 @@ def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None
     """
     from . import decode, encode
 
+    nxt = _check_int("base offset", base_offset, INT64_MIN, INT64_MAX)
+    if log_append_time is not None:
+        log_append_time = _check_int("log append time", log_append_time, INT64_MIN, INT64_MAX)
     if blob is None:
-        return (None, int(base_offset), []) if batches else (None, int(base_offset))
+        return (None, nxt, []) if batches else (None, nxt)
 
     out = bytearray(blob)
     mv = memoryview(out)
-    nxt = int(base_offset)
     pieces = []  # (start, end, replacement) for rebuilt magic-0 wrappers
     for batch in decode(out, check_crc=check_crc):
         if batch.truncated:
             raise CorruptRecordError(f"the blob ends inside a batch ({batch.available} of its bytes are there)",
                                      "record batch", batch.offset)
         at = batch.offset
+        _fits(nxt, (_i32.unpack_from(out, at + 23)[0] + 1 if batch.magic == 2 else len(batch.records)), at)
         if batch.magic == 2:
             _i64.pack_into(out, at, nxt)
             nxt += _i32.unpack_from(out, at + 23)[0] + 1  # lastOffsetDelta
@@ -114,6 +119,15 @@ def assign_offsets(blob, base_offset: int, *, log_append_time: int | None = None
                            b.base_sequence)
              for b in decode(result, check_crc=False)]
     return result, nxt, infos
+
+
+def _fits(first: int, count: int, at: int) -> None:
+    """The offsets from ``first`` a batch of ``count`` records (v2: its last offset
+    delta + 1) would take must be int64s, as Kafka's are."""
+    last = first + max(count, 1) - 1
+    if last > INT64_MAX:
+        raise EncodeError(f"its records would take offsets {first} to {last}, past the int64 range", "record batch",
+                          at)
 
 
 def _legacy_max_ts(batch) -> int:

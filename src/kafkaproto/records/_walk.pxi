@@ -199,13 +199,18 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t m
 
 
 cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max_headers,
-                       int64_t max_batch_headers) noexcept nogil:
-    """Every record of a batch (the cursor spans exactly its records)."""
+                       int64_t max_batch_headers, int64_t* batch_headers) noexcept nogil:
+    """Every record of a batch (the cursor spans exactly its records).
+    ``max_batch_headers``: the lesser of max_headers_per_batch and what the
+    call has left of max_headers_per_call (the error tells which passed);
+    ``batch_headers``: set to the batch's headers."""
     cdef int32_t i
-    cdef int64_t batch_headers = 0
+    cdef int64_t seen = 0  # (a local: the hot loop keeps it in a register)
     for i in range(count):
-        if _walk_record(c, i, control, s, max_headers, &batch_headers, max_batch_headers):
+        if _walk_record(c, i, control, s, max_headers, &seen, max_batch_headers):
+            batch_headers[0] = seen
             return -1
+    batch_headers[0] = seen
     if c.pos != c.end:
         return _rfail(c, RF_AFTER_LAST, RW_NONE, c.pos, c.end - c.pos, count)
     return 0
@@ -282,10 +287,11 @@ cdef int _batch_at(const uint8_t* b, Py_ssize_t pos, Py_ssize_t n, BatchView* v)
     return BATCH_WHOLE
 
 
-cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, int32_t max_records):
+cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, int32_t max_records, object budget):
     """The records region of a whole v2 batch → (None, start, end) when stored as is,
     or (decompressed bytes, 0, their length); after the CRC, codec and count checks
-    (the count against ``max_records`` before anything is decompressed)."""
+    (the count against ``max_records`` and what the call's ``budget`` has left,
+    before anything is decompressed; the decompressed bytes against both too)."""
     cdef Py_ssize_t pos = v.at
     cdef uint32_t computed
     cdef int codec = v.attrs & 0x07
@@ -299,10 +305,11 @@ cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, i
         raise _batch_error(f"invalid record count {v.count}", pos + 57)
     if v.count > max_records:
         raise _batch_limit_error(v.count, max_records, pos + 57)
+    budget.take_records(v.count, pos + 57)
     if codec == 0:
         data, start, end = None, pos + 61, v.end
     else:
-        data = _decompress(codec, mv[pos + 61:v.end], 2, limit, pos + 61)
+        data = budget.decompress(codec, mv[pos + 61:v.end], 2, limit, pos + 61)
         start, end = 0, len(data)
     if v.count > end - start:
         raise _batch_error(f"record count {v.count} larger than the {end - start} bytes of records", pos + 57)
@@ -411,14 +418,17 @@ cdef object _legacy_error(Cur* c, object index, Py_ssize_t batch_at):
 
 
 cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                      LSink s, LMsg* w, int32_t max_records) except -1:
+                      LSink s, LMsg* w, int32_t max_records, object budget, bint emit, int64_t* pshift) except -1:
     """The top-level legacy message of ``v`` (whole) into the sink: its one record,
     or its inner messages' (``w``: the wrapper, read here; more than ``max_records``
-    of them raise before the sink gets any)."""
+    of them, or than the call's ``budget`` has left, raise before the sink gets
+    any) → how many.  ``emit`` False: a compressed message's inner messages are
+    checked, and only its buffer goes to the sink (``ls_buffer``), with their
+    offsets' shift in ``pshift``."""
     cdef Cur c
     cdef LMsg m
     cdef Py_ssize_t q, vat
-    cdef int32_t isize
+    cdef int32_t isize, cap
     cdef int codec, ts_type, i
     cdef int64_t last = 0, shift = 0, ts
     cdef Py_buffer view
@@ -428,6 +438,7 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
     codec = w.attrs & 0x07
     ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
     if codec == 0:
+        budget.take_records(1, v.at, "message")
         ls_begin(s, 1, w.size)
         ls_record(s, b, w, w.offset, w.ts, ts_type)
         ls_end(s, False)
@@ -439,7 +450,8 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
         cur_fail(&c, LF_NULL_VALUE, LW_NONE, v.at + 12 + w.size - 4, 0, 0)
         raise _legacy_error(&c, None, v.at)
     vat = w.vpos
-    data = _decompress(codec, mv[vat:vat + w.vlen], w.magic, limit, vat)
+    data = budget.decompress(codec, mv[vat:vat + w.vlen], w.magic, limit, vat)
+    cap = budget.records_left(max_records)
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         ls_buffer(s, data, <const uint8_t*>view.buf)
@@ -448,8 +460,8 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
         q = 0
         i = 0
         while q < c.end:
-            if i >= max_records:
-                raise _batch_limit_error(None, max_records, v.at, "message")
+            if i >= cap:
+                raise _legacy_records_error(cap, max_records, budget, v.at)
             if c.end - q < 12:
                 cur_fail(&c, LF_CUT, LW_SIZE, q, c.end - q, 0)
                 raise _legacy_error(&c, i, v.at)
@@ -476,6 +488,10 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
                 cur_fail(&c, LF_OFFSET, LW_NONE, v.at, w.offset, last)
                 raise _legacy_error(&c, None, v.at)
             shift = <int64_t>(<uint64_t>w.offset - <uint64_t>last)
+        budget.records += i
+        pshift[0] = shift
+        if not emit:
+            return i
         ls_begin(s, i, view.len)
         q = 0
         while q < c.end:
