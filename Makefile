@@ -8,8 +8,9 @@ DOCS_STAMP := $(VENV)/.kafkaproto-docs-installed
 PYTEST_ARGS ?=
 # A marker expression (pyproject.toml) narrowing both passes; empty: everything.
 TEST_MARKERS ?=
-# What `make quick` leaves out: Spark, real peers, clusters, fuzz campaigns, wheel builds.
-QUICK_MARKERS := not spark and not peers and not cluster and not fuzz and not wheel
+# What `make quick` leaves out: Spark, real peers, clusters, fuzz campaigns, wheel builds,
+# the documentation site in Chromium (its pages' code still runs).
+QUICK_MARKERS := not spark and not peers and not cluster and not fuzz and not wheel and not docs
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 

@@ -20,6 +20,8 @@ that use it put it there themselves: ``fuzz/run.py`` (which
   decoded, a recording proxy's settled connections;
 - :mod:`.spark_session`: the one local Spark session of a test run (the
   ``spark`` fixture);
+- :mod:`.spark_cluster`: a standalone cluster and a Spark Connect server on
+  127.0.0.1 for the cluster tests, kafkaproto's wheel for their executors;
 - :mod:`.report_helpers`: the report tests' damaged captures, headless
   Chromium;
 - :mod:`.outcomes`: what a call gave (value, or error class, message and
