@@ -164,7 +164,7 @@ def standalone_session(folder: Path, archive: Path, app: str):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
                     return sum(w["state"] == "ALIVE" for w in json.load(r)["workers"]) == 2
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or a page while it starts
                 return False
 
         procs.wait("two workers", two_workers, "worker-1")
