@@ -100,8 +100,13 @@ def _hist_into(into: dict, cols: dict[str, pa.Array], keys: list[str]) -> None:
         got["max"] = max(got["max"], r["lat_max"])
 
 
+_SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True)
+_KEEP_NULLS = pc.ScalarAggregateOptions(skip_nulls=False)
+
+
 def _group(cols: dict[str, pa.Array], keys: list[str], aggs) -> list[dict]:
-    """``GROUP BY keys`` over a few columns, as plain rows."""
+    """``GROUP BY keys`` over a few columns, as plain rows (groups in the
+    order of their first row; ``first`` is the first in row order)."""
     t = pa.table(cols)
     return t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist()
 
@@ -184,21 +189,28 @@ class TaskAggregates:
             c[kind] += r["conn_count"]
             c["bytes_to_broker" if request else "bytes_from_broker"] += r["size_sum"] or 0
             c["undecodable"] += r["undecodable_sum"] or 0
-        # first address seen, every client id, the first software name a request gave
-        capture = col("capture").to_pylist()
-        conn = col("conn").to_pylist()
-        client, server, client_id = col("client").to_pylist(), col("server").to_pylist(), col("client_id").to_pylist()
-        sw_name = col("software_name").to_pylist() if request else None
-        sw_version = col("software_version").to_pylist() if request else None
-        for i, key in enumerate(zip(capture, conn)):
-            c = self.conns[key]
-            if c["client"] is None and client[i] is not None:
-                c["client"] = client[i]
-            if c["server"] is None and server[i] is not None:
-                c["server"] = server[i]
-            c["client_ids"].add(client_id[i])
-            if request and sw_name[i] is not None and c["software_name"] is None:
-                c["software_name"], c["software_version"] = sw_name[i], sw_version[i]
+        # first address seen, every client id, the first software name a request gave (by groups: a
+        # batch has few connections and client ids for its many frames)
+        for r in _group({"capture": col("capture"), "conn": col("conn"), "client": col("client"),
+                         "server": col("server")}, ["capture", "conn"], [("client", "first", _SKIP_NULLS),
+                                                                         ("server", "first", _SKIP_NULLS)]):
+            c = self.conns[(r["capture"], r["conn"])]
+            if c["client"] is None:
+                c["client"] = r["client_first"]
+            if c["server"] is None:
+                c["server"] = r["server_first"]
+        for r in _group({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id")},
+                        ["capture", "conn", "client_id"], []):
+            self.conns[(r["capture"], r["conn"])]["client_ids"].add(r["client_id"])
+        if request:
+            named = col("software_name").is_valid()
+            if pc.any(named).as_py():
+                cols = {k: col(k).filter(named) for k in ("capture", "conn", "software_name", "software_version")}
+                for r in _group(cols, ["capture", "conn"], [("software_name", "first", _KEEP_NULLS),
+                                                             ("software_version", "first", _KEEP_NULLS)]):
+                    c = self.conns[(r["capture"], r["conn"])]
+                    if c["software_name"] is None:
+                        c["software_name"], c["software_version"] = r["software_name_first"], r["software_version_first"]
         extra = col("trailing_bytes")
         if pc.sum(extra).as_py():
             has = pc.greater(extra, 0).fill_null(False)
