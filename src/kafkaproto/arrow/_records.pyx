@@ -230,6 +230,21 @@ cdef int _flush(RecCols* rc) noexcept nogil:
     return 0
 
 
+cdef inline void _v2_header(int64_t* r, BatchView* v) noexcept nogil:
+    """A v2 batch row's fields from its header (all but its base offset)."""
+    r[B_CODEC] = v.attrs & 0x07
+    r[B_LAST_OFFSET] = _wadd(v.base_offset, v.lod)
+    r[B_COUNT] = v.count
+    r[B_LEADER_EPOCH] = v.ple
+    r[B_CRC] = v.crc
+    r[B_ATTRIBUTES] = v.attrs
+    r[B_BASE_TS] = v.base_ts
+    r[B_MAX_TS] = v.max_ts
+    r[B_PID] = v.pid
+    r[B_PEPOCH] = v.pepoch
+    r[B_BSEQ] = v.bseq
+
+
 cdef inline int _stage(RecCols* rc, const uint8_t* key, int32_t klen, const uint8_t* value, int32_t vlen,
                        int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
     cdef Stage* st = rc.stage
@@ -419,20 +434,10 @@ cdef class _BatchRows:
     cdef void v2(self, int64_t row, BatchView* v, int64_t records, RecCols* rc):
         cdef int64_t* r = self.add(row, v.at)
         r[B_MAGIC] = 2
-        r[B_CODEC] = v.attrs & 0x07
         r[B_BYTES] = 12 + <int64_t>v.size
         r[B_RECORDS] = records
         r[B_BASE_OFFSET] = v.base_offset
-        r[B_LAST_OFFSET] = _wadd(v.base_offset, v.lod)
-        r[B_COUNT] = v.count
-        r[B_LEADER_EPOCH] = v.ple
-        r[B_CRC] = v.crc
-        r[B_ATTRIBUTES] = v.attrs
-        r[B_BASE_TS] = v.base_ts
-        r[B_MAX_TS] = v.max_ts
-        r[B_PID] = v.pid
-        r[B_PEPOCH] = v.pepoch
-        r[B_BSEQ] = v.bseq
+        _v2_header(r, v)
         r[B_CTL_TYPE] = rc.ctl_type
         r[B_CTL_EPOCH] = rc.ctl_epoch
 
@@ -475,17 +480,7 @@ cdef class _BatchRows:
         if n - pos >= 17:
             r[B_MAGIC] = <int8_t>p[pos + 16]
         if whole and v.magic == 2:
-            r[B_CODEC] = v.attrs & 0x07
-            r[B_LAST_OFFSET] = _wadd(v.base_offset, v.lod)
-            r[B_COUNT] = v.count
-            r[B_LEADER_EPOCH] = v.ple
-            r[B_CRC] = v.crc
-            r[B_ATTRIBUTES] = v.attrs
-            r[B_BASE_TS] = v.base_ts
-            r[B_MAX_TS] = v.max_ts
-            r[B_PID] = v.pid
-            r[B_PEPOCH] = v.pepoch
-            r[B_BSEQ] = v.bseq
+            _v2_header(r, v)
 
     cdef void blob_failed(self, int64_t first):
         # the blob's records were rolled back: its batches gave none
