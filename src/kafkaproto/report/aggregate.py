@@ -210,7 +210,8 @@ class TaskAggregates:
                                                              ("software_version", "first", _KEEP_NULLS)]):
                     c = self.conns[(r["capture"], r["conn"])]
                     if c["software_name"] is None:
-                        c["software_name"], c["software_version"] = r["software_name_first"], r["software_version_first"]
+                        c["software_name"] = r["software_name_first"]
+                        c["software_version"] = r["software_version_first"]
         extra = col("trailing_bytes")
         if pc.sum(extra).as_py():
             has = pc.greater(extra, 0).fill_null(False)
