@@ -17,7 +17,7 @@ from support.spark_cluster import connect_session
 from support.spark_session import stop_shared_session
 from support.synthetic import write_capture
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.engine_independent]
 
 
 @pytest.fixture(scope="module")

@@ -50,6 +50,7 @@ def test_the_runner_knows_every_target():
         assert os.listdir(corpus(target)), f"no seeds for {target}: run fuzz/make_corpus.py"
 
 
+@pytest.mark.engine_independent  # every target compares both implementations itself
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_target_runs_clean_under_atheris(campaign, target):
     returncode, executions, log = campaign[target]

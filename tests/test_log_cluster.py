@@ -14,7 +14,7 @@ from support.kafka_log import simple_partition
 from support.spark_cluster import connect_session, standalone_session, wheel_archive
 from support.spark_session import stop_shared_session
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.wheel, pytest.mark.engine_independent]
 
 ORDER = ["topic", "partition", "offset"]
 

@@ -21,7 +21,10 @@ SPLIT = {"whole_file_max": 2 * MB, "range_bytes": MB}  # the 3 MB single file go
 
 # A cluster of processes, a SparkContext of its own (after every test on the
 # run's shared session: conftest orders cluster tests last), a wheel built.
-pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.wheel]
+# What these add to the local Spark tests (which run in both passes) is the
+# deployment -- the wheel on executors without kafkaproto, Spark Connect --
+# the same for either engine: the compiled pass runs them.
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.wheel, pytest.mark.engine_independent]
 
 
 # ---------------------------------------------------------------------------

@@ -13,6 +13,8 @@ import zipfile
 import numpy
 import pytest
 
+from support.dist import built_dist
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 pytestmark = [pytest.mark.wheel, pytest.mark.engine_independent]
@@ -28,13 +30,9 @@ def run(*cmd, **kw):
 
 
 def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
-    dist = tmp_path / "dist"
     # sdist first, then the wheel from the sdist: checks MANIFEST.in too
-    run(sys.executable, "-m", "build", "--outdir", dist, ROOT, env={**os.environ, "KAFKAPROTO_REQUIRE_EXTENSION": "1"})
-    wheels = list(dist.glob("kafkaproto-*.whl"))
-    sdists = list(dist.glob("kafkaproto-*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1
-    names = zipfile.ZipFile(wheels[0]).namelist()
+    wheel, _sdist = built_dist(tmp_path / "dist")
+    names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("kafkaproto/_codec") and n.endswith((".so", ".pyd")) for n in names)
     assert "kafkaproto/messages/_gen/metadata.py" in names
     # type information: the marker, the compiled modules' stubs, the generated messages' stubs
@@ -45,7 +43,7 @@ def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
     py = venv / "bin" / "python"
-    run(py, "-m", "pip", "install", "-q", wheels[0])
+    run(py, "-m", "pip", "install", "-q", wheel)
     out = run(py, "-c", "import kafkaproto, sys;"
                         "from kafkaproto.messages import ApiVersionsRequest as A;"
                         "print(kafkaproto.COMPILED, A(client_software_name='x').encode(3).hex())",

@@ -12,7 +12,6 @@ A process has one SparkContext: a test calls
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -24,7 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from .dist import built_dist
+
 START_TIMEOUT = 120
 
 
@@ -90,32 +90,14 @@ class Procs:
                 p.wait(timeout=10)
 
 
-def _source_state() -> str:
-    """A digest of the package as built here (sources and compiled modules)."""
-    h = hashlib.blake2b(digest_size=12)
-    for p in sorted((ROOT / "src" / "kafkaproto").rglob("*")):
-        if p.is_file() and p.suffix in (".py", ".so", ".pyx", ".pxd", ".pxi"):
-            st = p.stat()
-            h.update(f"{p.relative_to(ROOT)}|{st.st_size}|{st.st_mtime_ns}".encode())
-    return h.hexdigest()
-
-
 def wheel_archive(scratch: Path) -> Path:
-    """kafkaproto's wheel (a zip), named so that spark.archives unpacks it; built
-    once per state of the sources (kept under build/test-wheel/, shared by
-    both passes of ``make test`` and by every cluster test)."""
-    folder = ROOT / "build" / "test-wheel" / _source_state()
-    archive = folder / "kafkaproto.zip"
+    """kafkaproto's wheel (:func:`.dist.built_dist`) as a zip that
+    spark.archives unpacks."""
+    wheel, _ = built_dist(scratch)
+    archive = wheel.parent / "kafkaproto.zip"
     if not archive.exists():
-        env = {**os.environ, "KAFKAPROTO_REQUIRE_EXTENSION": "1"}
-        p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                            str(scratch), str(ROOT)], capture_output=True, text=True, env=env)
-        assert p.returncode == 0, p.stderr[-3000:]
-        wheel = next(scratch.glob("kafkaproto-*.whl"))
-        shutil.rmtree(folder.parent, ignore_errors=True)  # older states
-        folder.mkdir(parents=True)
-        shutil.copy(wheel, folder / "kafkaproto.zip.part")
-        os.replace(folder / "kafkaproto.zip.part", archive)
+        shutil.copy(wheel, wheel.parent / "kafkaproto.zip.part")
+        os.replace(wheel.parent / "kafkaproto.zip.part", archive)
     return archive
 
 
