@@ -90,6 +90,20 @@ def spark(_spark_run):
     return shared_session()
 
 
+@pytest.fixture(scope="session")
+def connect_remote(tmp_path_factory):
+    """One Spark Connect server (local[2]) for the run's Connect tests, started
+    on first use (they run last: tests/support/spark_cluster.py); its
+    ``sc://`` address."""
+    from support.spark_cluster import Procs, connect_server
+
+    procs = Procs(tmp_path_factory.mktemp("connect-server"))
+    try:
+        yield connect_server(procs)
+    finally:
+        procs.stop()
+
+
 # Real peers, started by the tests themselves (see tools/peers/).
 from oracle.conftest_oracle import java_oracle, java_oracle_for, java_oracle_legacy  # noqa: E402,F401
 from peers.conftest_peers import (  # noqa: E402,F401

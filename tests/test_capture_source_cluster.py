@@ -42,12 +42,12 @@ def _p99_by_client(df):
                   .agg(F.count("*"), F.expr(P99)).collect())
 
 
-def test_spark_connect_server(captures, tmp_path):
+def test_spark_connect_server(captures, tmp_path, connect_remote):
     import pyarrow.parquet as pq
 
     report = run_report(captures, tmp_path / "report", progress=False)
     stop_shared_session()
-    with connect_session(tmp_path) as spark:
+    with connect_session(connect_remote) as spark:
         sources.register(spark)
         for split in ("128m", "256k"):
             for table in ("requests", "responses", "records"):

@@ -163,7 +163,9 @@ def test_every_page_renders(site, browser):
     assert expected <= set(names), expected - set(names)
     for name in names:
         page, problems = _page(browser)
-        page.goto(f"{site}/{name}", wait_until="networkidle")
+        # "load": the page and everything it names have come (the search test
+        # below waits for the network to go quiet, as its index loads after)
+        page.goto(f"{site}/{name}", wait_until="load")
         assert page.locator("article h1").count() >= 1, name
         assert page.locator("nav.md-nav").count() >= 1, name
         # every API entry the reference renders has its heading and signature

@@ -52,8 +52,8 @@ def test_standalone_cluster(logdir, tmp_path_factory, tmp_path):
     assert sum(r["error"] is not None for r in got) == 1
 
 
-def test_spark_connect_server(logdir, tmp_path):
+def test_spark_connect_server(logdir, connect_remote):
     stop_shared_session()
-    with connect_session(tmp_path) as spark:
+    with connect_session(connect_remote) as spark:
         got = _got(spark, logdir)
     assert got == _want(logdir)

@@ -82,8 +82,8 @@ def test_standalone_cluster_with_two_workers(local_run, captures, tmp_path_facto
     _same(local_run, result)
 
 
-def test_spark_connect_server(local_run, captures, tmp_path):
-    with connect_session(tmp_path) as spark:
+def test_spark_connect_server(local_run, captures, tmp_path, connect_remote):
+    with connect_session(connect_remote) as spark:
         result = run_report(captures, tmp_path / "out", spark=spark, progress=False, **SPLIT)
     assert result.data.cores == 2
     _same(local_run, result)

@@ -191,16 +191,15 @@ def connect_server(procs: Procs) -> str:
 
 
 @contextlib.contextmanager
-def connect_session(folder: Path):
-    """A Spark Connect session on a server started under ``folder``; the
-    server stopped and the process's environment made classic again (pyspark
-    marks the whole process as Spark Connect once a remote session was made)
-    when the block ends."""
+def connect_session(remote: str):
+    """A Spark Connect session on the server at ``remote`` (``sc://``; one
+    server serves the run: the ``connect_remote`` fixture), stopped and the
+    process's environment made classic again (pyspark marks the whole
+    process as Spark Connect once a remote session was made) when the block
+    ends."""
     names = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
     saved = {k: os.environ.get(k) for k in names}
-    procs = Procs(folder)
     try:
-        remote = connect_server(procs)
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
@@ -210,7 +209,6 @@ def connect_session(folder: Path):
         finally:
             spark.stop()
     finally:
-        procs.stop()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
