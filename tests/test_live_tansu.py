@@ -400,7 +400,14 @@ def test_recorded_traffic_decodes_and_reencodes(recorded, java_oracle_for):
         for c in conns:
             exchanges, leftovers = decode_recorded(c)
             assert leftovers == [], (client, leftovers)
-            for ex in exchanges:
+            # A client may close its connection with requests in flight (librdkafka's
+            # periodic Metadata refresh, while the consumer closes): those go unanswered.
+            # Answers come in request order, so unanswered requests can only be the tail.
+            answered = [ex.response_frame is not None for ex in exchanges]
+            tail = len(answered) - answered[::-1].index(True) if True in answered else 0
+            assert all(answered[:tail]), (client, "a request unanswered before an answered one")
+            assert all(ex.api_key != 0 for ex in exchanges[tail:]), (client, "a Produce unanswered")
+            for i, ex in enumerate(exchanges):
                 name = f"{api_name(ex.api_key)} v{ex.version}"
                 apis[name] += 1
                 frames += 1
@@ -410,7 +417,8 @@ def test_recorded_traffic_decodes_and_reencodes(recorded, java_oracle_for):
                 again = encode_request(ex.request, ex.version, h.correlation_id, h.client_id,
                                        header_tagged_fields=h.unknown_tagged_fields)
                 assert again[4:] == ex.request_frame, (client, name)
-                assert ex.response_frame is not None, (client, name, "no answer recorded")
+                if i >= tail:
+                    continue
                 frames += 1
                 assert ex.response_end == len(ex.response_frame), (client, name)
                 rh = ex.response_header
