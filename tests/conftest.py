@@ -13,7 +13,7 @@ _compiled = compiled_impl()
 PEER_FIXTURES = frozenset({"java_oracle", "java_oracle_for", "java_oracle_legacy", "kafka_broker",
                            "kafka_broker_factory", "kafka_cluster", "kafka_conformance", "mock_cluster",
                            "recording_proxy", "tansu", "tansu_behind_proxy"})
-CLUSTER_FIXTURES = frozenset({"kafka_cluster"})
+CLUSTER_FIXTURES = frozenset({"kafka_cluster", "standalone_spark", "connect_remote"})
 
 
 def pytest_configure(config):
@@ -43,7 +43,9 @@ def pytest_collection_modifyitems(config, items):
     # session lives only while they run; last of all those on a cluster or
     # Spark Connect, which need the process's one SparkContext and stop the
     # shared session (those that still use it first, so that it is not
-    # started again).  Modules stay whole: their fixtures are made once.
+    # started again).  Modules stay whole, their fixtures made once, except
+    # that the run's tests on Spark Connect come after all of those on the
+    # standalone cluster (which a Connect session stops): one cluster a run.
     kinds: dict = {}
     for item in items:
         spark = item.get_closest_marker("spark") is not None
@@ -55,7 +57,7 @@ def pytest_collection_modifyitems(config, items):
 
     def order(item):
         spark, own, shared = kinds[getattr(item, "module", None)]
-        return spark, own, own and not shared
+        return spark, own, own and not shared, own and "connect_remote" in item.fixturenames
 
     items.sort(key=order)
     if _compiled is None or os.environ.get("KAFKAPROTO_PURE"):
@@ -88,6 +90,26 @@ def spark(_spark_run):
     """The run's one local[2] Spark session (tests/support/spark_session.py),
     started on first use; tests that use it are marked ``spark``."""
     return shared_session()
+
+
+@pytest.fixture(scope="session")
+def _standalone_run(tmp_path_factory):
+    from support.spark_cluster import stop_standalone, wheel_archive
+
+    folder = tmp_path_factory.mktemp("standalone")
+    yield folder, wheel_archive(folder)
+    stop_standalone()
+
+
+@pytest.fixture
+def standalone_spark(_standalone_run):
+    """The run's one session on a standalone cluster (a master and two
+    one-core workers on 127.0.0.1 whose Python lacks kafkaproto: its wheel
+    reaches them through ``spark.archives``), started on first use
+    (tests/support/spark_cluster.py)."""
+    from support.spark_cluster import shared_standalone
+
+    return shared_standalone(*_standalone_run)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from kafkaproto import sources
 from kafkaproto.report import run_report
 from support.report_helpers import SAMPLE
 from support.spark_cluster import connect_session
-from support.spark_session import stop_shared_session
 from support.synthetic import write_capture
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.engine_independent]
@@ -46,7 +45,6 @@ def test_spark_connect_server(captures, tmp_path, connect_remote):
     import pyarrow.parquet as pq
 
     report = run_report(captures, tmp_path / "report", progress=False)
-    stop_shared_session()
     with connect_session(connect_remote) as spark:
         sources.register(spark)
         for split in ("128m", "256k"):

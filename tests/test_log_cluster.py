@@ -1,5 +1,5 @@
 """``spark.read.format("kafkaproto.log")`` on real clusters started here on
-127.0.0.1 (tests/support/spark_cluster.py): a standalone master
+127.0.0.1 (tests/support/spark_cluster.py; one of each a run): a standalone master
 with two workers whose Python lacks kafkaproto (the wheel reaches them
 through ``spark.archives``), and a Spark Connect server.  Both read the
 same rows as the library."""
@@ -11,8 +11,7 @@ import pytest
 from kafkaproto import log
 from kafkaproto.log import spark as klog
 from support.kafka_log import simple_partition
-from support.spark_cluster import connect_session, standalone_session, wheel_archive
-from support.spark_session import stop_shared_session
+from support.spark_cluster import connect_session
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.wheel, pytest.mark.engine_independent]
 
@@ -43,17 +42,13 @@ def _got(spark, logdir):
     return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["offset"] if r["offset"] is not None else -1))
 
 
-def test_standalone_cluster(logdir, tmp_path_factory, tmp_path):
-    stop_shared_session()  # one SparkContext per process
-    archive = wheel_archive(tmp_path_factory.mktemp("wheel"))
-    with standalone_session(tmp_path, archive, "kafkaproto-log-cluster-test") as spark:
-        got = _got(spark, logdir)
+def test_standalone_cluster(logdir, standalone_spark):
+    got = _got(standalone_spark, logdir)
     assert got == _want(logdir)
     assert sum(r["error"] is not None for r in got) == 1
 
 
 def test_spark_connect_server(logdir, connect_remote):
-    stop_shared_session()
     with connect_session(connect_remote) as spark:
         got = _got(spark, logdir)
     assert got == _want(logdir)

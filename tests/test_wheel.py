@@ -13,7 +13,7 @@ import zipfile
 import numpy
 import pytest
 
-from support.dist import built_dist
+from support.dist import built_dist, source_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -32,6 +32,8 @@ def run(*cmd, **kw):
 def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
     # sdist first, then the wheel from the sdist: checks MANIFEST.in too
     wheel, _sdist = built_dist(tmp_path / "dist")
+    # a build leaves the sources' state as it was: the run's later users take this wheel
+    assert wheel.parent.name == source_state()
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("kafkaproto/_codec") and n.endswith((".so", ".pyd")) for n in names)
     assert "kafkaproto/messages/_gen/metadata.py" in names

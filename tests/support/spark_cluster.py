@@ -4,9 +4,12 @@ two one-core workers whose Python lacks kafkaproto (kafkaproto's wheel
 reaches them through ``spark.archives``, as the docs say), and a Spark
 Connect server.
 
-A process has one SparkContext: a test calls
-:func:`~.spark_session.stop_shared_session` before it starts one of these
-(tests/conftest.py runs the cluster tests last).
+A process has one SparkContext: the standalone session stops the run's
+shared local session (:func:`~.spark_session.stop_shared_session`), and a
+Spark Connect session stops both first.  The standalone cluster is started
+once for the run's tests on it (the ``standalone_spark`` fixture);
+tests/conftest.py runs the cluster tests last, those on the standalone
+cluster before those on Spark Connect.
 """
 
 from __future__ import annotations
@@ -174,6 +177,33 @@ def standalone_session(folder: Path, archive: Path, app: str):
         procs.stop()
 
 
+_standalone = None  # (contextlib.ExitStack, session) of the run's standalone cluster
+
+
+def shared_standalone(folder: Path, archive: Path):
+    """The run's session on a standalone cluster (:func:`standalone_session`
+    under ``folder``), started on first use or after :func:`stop_standalone`.
+    Tests that use it put its state back, as on the shared local session."""
+    global _standalone
+    if _standalone is None:
+        from .spark_session import stop_shared_session
+
+        stop_shared_session()  # one SparkContext per process
+        with contextlib.ExitStack() as stack:
+            spark = stack.enter_context(standalone_session(folder, archive, "kafkaproto-cluster-tests"))
+            _standalone = (stack.pop_all(), spark)
+    return _standalone[1]
+
+
+def stop_standalone() -> None:
+    """Stop the run's standalone cluster and its session, if started."""
+    global _standalone
+    if _standalone is not None:
+        stack, _ = _standalone
+        _standalone = None
+        stack.close()
+
+
 def connect_server(procs: Procs) -> str:
     """A Spark Connect server (local[2], this Python for its workers) started
     under ``procs``; its ``sc://`` address once it listens."""
@@ -197,6 +227,10 @@ def connect_session(remote: str):
     process's environment made classic again (pyspark marks the whole
     process as Spark Connect once a remote session was made) when the block
     ends."""
+    from .spark_session import stop_shared_session
+
+    stop_standalone()  # pyspark makes no remote session beside a live SparkContext
+    stop_shared_session()
     names = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
     saved = {k: os.environ.get(k) for k in names}
     try:
