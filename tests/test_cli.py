@@ -38,6 +38,20 @@ def test_main_entry(capsys):
     assert "7 frames" in capsys.readouterr().out
 
 
+def test_the_inspect_process_runs_without_pandas(capsys):
+    """``python -m kafkaproto inspect`` (the script's entry too) never imports
+    pandas (pyarrow would on its first conversion); same output as in process."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys; atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr)); "
+            f"sys.argv = ['kafkaproto', 'inspect', '--json', {str(SAMPLE)!r}]; from kafkaproto.__main__ import run; run()")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stderr.splitlines()[-1] == "False", p.stderr[-2000:]
+    assert main(["inspect", "--json", str(SAMPLE)]) == 0
+    assert p.stdout == capsys.readouterr().out
+
+
 # --------------------------------------------------------------------------
 # damaged tap output: read as far as it is whole, the rest named and counted
 # --------------------------------------------------------------------------

@@ -54,6 +54,7 @@ import threading
 import time
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
+from .._tap_args import DEFAULT_MAX_LISTENERS, DEFAULT_MEMORY_BUDGET, add_tap_arguments
 from ..errors import KafkaProtocolError
 from ..net import write_parts
 from ..proxy import (
@@ -76,10 +77,6 @@ __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 
 REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
 _READ = 1 << 16
-DEFAULT_MEMORY_BUDGET = 256 << 20
-#: listeners the tap opens at most, the bootstrap's included (each takes a
-#: file descriptor; a process has 1,024 by default, and each connection takes two)
-DEFAULT_MAX_LISTENERS = 256
 
 
 class _Responses:
@@ -484,32 +481,6 @@ class Tap:
 # --------------------------------------------------------------------------
 # command line
 # --------------------------------------------------------------------------
-
-
-def _hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def add_tap_arguments(p) -> None:
-    p.add_argument("--listen", required=True, type=_hostport, help="HOST:PORT for clients (PORT 0: any)")
-    p.add_argument("--upstream", required=True, type=_hostport, help="the bootstrap broker, HOST:PORT")
-    p.add_argument("--out", required=True, help="folder for the recorded frames")
-    p.add_argument("--format", choices=("arrow", "parquet"), default="arrow",
-                   help="Arrow IPC stream files (default) or Parquet")
-    p.add_argument("--roll-mb", type=float, default=64.0, help="start a new file past this size (MB)")
-    p.add_argument("--advertise-host", default=None, help="host written into rewritten broker addresses")
-    p.add_argument("--no-rewrite", action="store_true", help="forward Metadata/FindCoordinator/DescribeCluster "
-                   "responses unchanged (single broker advertising the tap itself)")
-    p.add_argument("--memory-mb", type=float, default=DEFAULT_MEMORY_BUDGET / (1 << 20),
-                   help="memory the frames of all connections may hold (MB, default 256); a frame over a quarter "
-                        "of it, or arriving when it is used up, is forwarded in pieces and recorded by its head")
-    p.add_argument("--max-listeners", type=int, default=DEFAULT_MAX_LISTENERS,
-                   help="listeners opened at most, the bootstrap's included (default 256); a broker named past them "
-                        "keeps its own address in the responses forwarded")
-    p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
 
 
 def run_tap_cli(args) -> int:
