@@ -45,7 +45,8 @@ def test_the_inspect_process_runs_without_pandas(capsys):
     import sys
 
     code = ("import atexit, sys; atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr)); "
-            f"sys.argv = ['kafkaproto', 'inspect', '--json', {str(SAMPLE)!r}]; from kafkaproto.__main__ import run; run()")
+            f"sys.argv = ['kafkaproto', 'inspect', '--json', {str(SAMPLE)!r}]; "
+            "from kafkaproto.__main__ import run; run()")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr.splitlines()[-1] == "False", p.stderr[-2000:]
     assert main(["inspect", "--json", str(SAMPLE)]) == 0
