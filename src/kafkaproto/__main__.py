@@ -272,7 +272,7 @@ class _WithoutPandas:
 
     def find_spec(self, name, path=None, target=None):
         if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"kafkaproto {sys.argv[1]} runs without pandas", name=name)
+            raise ModuleNotFoundError("this kafkaproto command runs without pandas", name=name)
         return None
 
 
