@@ -7,6 +7,7 @@ from kafkaproto import encode_request, frame
 from kafkaproto.__main__ import inspect, main
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import MetadataRequest
+from support.cli import run_cli
 
 SAMPLE = pathlib.Path(__file__).resolve().parent.parent / "samples" / "requests.bin"
 
@@ -38,19 +39,14 @@ def test_main_entry(capsys):
     assert "7 frames" in capsys.readouterr().out
 
 
-def test_the_inspect_process_runs_without_pandas(capsys):
+def test_the_inspect_process_runs_without_pandas(capsys, tmp_path):
     """``python -m kafkaproto inspect`` (the script's entry too) never imports
     pandas (pyarrow would on its first conversion); same output as in process."""
-    import subprocess
-    import sys
-
-    code = ("import atexit, sys; atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr)); "
-            f"sys.argv = ['kafkaproto', 'inspect', '--json', {str(SAMPLE)!r}]; "
-            "from kafkaproto.__main__ import run; run()")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stderr.splitlines()[-1] == "False", p.stderr[-2000:]
+    proc, modules = run_cli(["inspect", "--json", SAMPLE], tmp_path / "modules.json")
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert "pandas" not in modules
     assert main(["inspect", "--json", str(SAMPLE)]) == 0
-    assert p.stdout == capsys.readouterr().out
+    assert proc.stdout.decode() == capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------

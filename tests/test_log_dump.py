@@ -18,6 +18,7 @@ from kafkaproto import log
 from kafkaproto import records as R
 from kafkaproto.__main__ import main
 from kafkaproto.log import dump as kdump
+from support.cli import run_cli
 from support.kafka_log import T0, PartitionWriter, simple_partition
 
 
@@ -249,27 +250,18 @@ def test_command_line(tmp_path, capsys):
     assert main(["dump-log", str(seg)]) == 1
 
 
-# what a process of the command line has imported when it ends
-_MODULES_AT_EXIT = "import atexit, sys; atexit.register(lambda: print(sorted(sys.modules), file=sys.stderr))"
-
-
 @pytest.mark.parametrize("fmt", ["text", "json", "parquet"])
 def test_the_process_runs_without_pandas(tmp_path, capsys, fmt):
     """``python -m kafkaproto dump-log`` (the script's entry too) never imports
     pandas, which pyarrow would load on its first conversion (a third of a run);
     its output is what :func:`main` writes in this process (which has pandas)."""
-    import subprocess
-    import sys
-
     w = simple_partition(tmp_path, 40, segment_bytes=1 << 20)
     seg = w.segment_file(0)
     args = ["dump-log", "--print-data-log", "--format", fmt, str(seg)]
     if fmt == "parquet":
         args += ["--out", str(tmp_path / "p.parquet")]
-    code = f"{_MODULES_AT_EXIT}; sys.argv = ['kafkaproto', *{args!r}]; from kafkaproto.__main__ import run; run()"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    p, modules = run_cli(args, tmp_path / "modules.json")
     assert p.returncode == 0, p.stderr.decode()[-2000:]
-    modules = eval(p.stderr.decode().splitlines()[-1])
     assert "pandas" not in modules and "pyarrow" in modules
     if fmt == "parquet":
         theirs = pq.read_table(tmp_path / "p.parquet")

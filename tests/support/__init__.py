@@ -22,6 +22,8 @@ that use it put it there themselves: ``fuzz/run.py`` (which
   ``spark`` fixture);
 - :mod:`.spark_cluster`: a standalone cluster and a Spark Connect server on
   127.0.0.1 for the cluster tests, kafkaproto's wheel for their executors;
+- :mod:`.cli`: the command line as its own process, with the modules it
+  imported;
 - :mod:`.dist`: kafkaproto's sdist and wheel, built once per state of the
   sources for the packaging and cluster tests;
 - :mod:`.report_helpers`: the report tests' damaged captures, headless
