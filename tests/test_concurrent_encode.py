@@ -51,7 +51,9 @@ def _mutating(target, seconds):
 
 
 def test_a_message_changed_while_it_is_encoded_is_a_consistent_snapshot(switchy):
-    meta = MetadataRequest(topics=[T(name=f"t{i}") for i in range(40)])
+    # the tail past 30 topics names its state ("x0-…" the first), so that a
+    # frame encoded before the thread's first change is one state too
+    meta = MetadataRequest(topics=[T(name=f"t{i}") for i in range(30)] + [T(name=f"x0-{k}") for k in range(10)])
     prod = P(acks=-1, timeout_ms=1, topic_data=[P.TopicProduceData(name="t", partition_data=[
         P.PartitionProduceData(index=i, records=[BATCH] * (i % 3)) for i in range(20)])])
 
