@@ -90,25 +90,36 @@ def percentile(hist: dict[int, int], q: float, maximum: int) -> float:
     return float(maximum)
 
 
-def _hist_into(into: dict, cols: dict[str, pa.Array], keys: list[str]) -> None:
-    """Latency histograms and maxima by ``keys`` (``cols``: keys, bucket, lat)."""
-    one = len(keys) == 1
-    for r in _group(cols, keys + ["bucket"], [("bucket", "count"), ("lat", "max")]):
-        k = r[keys[0]] if one else tuple(r[x] for x in keys)
-        got = into.setdefault(k, {"max": 0, "hist": Counter()})
-        got["hist"][r["bucket"]] += r["bucket_count"]
-        got["max"] = max(got["max"], r["lat_max"])
+def _hist_into(into: dict, groups: pa.Table, keys: list[str], count: str = "bucket_count",
+               most: str = "lat_max") -> None:
+    """Latency histograms and maxima by ``keys``, from ``groups``: one row per
+    ``keys`` and ``bucket`` with its ``count`` and maximum (``most``).  Read
+    column by column (a batch of responses has about as many groups as rows)."""
+    cols = [groups.column(k).to_pylist() for k in keys]
+    ks = cols[0] if len(keys) == 1 else zip(*cols)
+    for k, b, n, m in zip(ks, groups.column("bucket").to_pylist(), groups.column(count).to_pylist(),
+                          groups.column(most).to_pylist()):
+        got = into.get(k)
+        if got is None:
+            got = into[k] = {"max": 0, "hist": Counter()}
+        got["hist"][b] += n
+        if m > got["max"]:
+            got["max"] = m
 
 
 _SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True)
 _KEEP_NULLS = pc.ScalarAggregateOptions(skip_nulls=False)
 
 
+def _grouped(cols: dict[str, pa.Array], keys: list[str], aggs) -> pa.Table:
+    """``GROUP BY keys`` over a few columns (groups in the order of their
+    first row; ``first`` is the first in row order)."""
+    return pa.table(cols).group_by(keys, use_threads=False).aggregate(aggs)
+
+
 def _group(cols: dict[str, pa.Array], keys: list[str], aggs) -> list[dict]:
-    """``GROUP BY keys`` over a few columns, as plain rows (groups in the
-    order of their first row; ``first`` is the first in row order)."""
-    t = pa.table(cols)
-    return t.group_by(keys, use_threads=False).aggregate(aggs).to_pylist()
+    """:func:`_grouped` as plain rows."""
+    return _grouped(cols, keys, aggs).to_pylist()
 
 
 class TaskAggregates:
@@ -243,10 +254,13 @@ class TaskAggregates:
                 apis = col("api").filter(ok)
                 vals = lat.filter(ok).to_numpy(zero_copy_only=False)
                 buckets = pa.array(latency_bucket(vals))
-                _hist_into(self.latency, {"api": apis, "bucket": buckets, "lat": pa.array(vals)}, ["api"])
-                _hist_into(self.latency_by, {"capture": col("capture").filter(ok), "server": col("server").filter(ok),
-                                             "api": apis, "bucket": buckets, "lat": pa.array(vals)},
-                           ["capture", "server", "api"])
+                by = _grouped({"capture": col("capture").filter(ok), "server": col("server").filter(ok),
+                               "api": apis, "bucket": buckets, "lat": pa.array(vals)},
+                              ["capture", "server", "api", "bucket"], [("bucket", "count"), ("lat", "max")])
+                _hist_into(self.latency_by, by, ["capture", "server", "api"])
+                # by api alone: the same groups folded (fewer rows than the batch)
+                _hist_into(self.latency, by.group_by(["api", "bucket"], use_threads=False).aggregate(
+                    [("bucket_count", "sum"), ("lat_max", "max")]), ["api"], "bucket_count_sum", "lat_max_max")
                 wait = col("wait_ms").filter(ok)
                 if wait.null_count < len(wait):
                     has = wait.is_valid()
@@ -262,12 +276,15 @@ class TaskAggregates:
                     early = ~waited
                     if early.any():
                         eb = pa.array(latency_bucket(w_lat[early]))
-                        for r in _group({"api": w_api.filter(pa.array(early)), "bucket": eb,
-                                         "lat": pa.array(w_lat[early])}, ["api", "bucket"],
-                                        [("bucket", "count"), ("lat", "max")]):
-                            got = self.waits[r["api"]]["early"].setdefault("all", {"max": 0, "hist": Counter()})
-                            got["hist"][r["bucket"]] += r["bucket_count"]
-                            got["max"] = max(got["max"], r["lat_max"])
+                        groups = _grouped({"api": w_api.filter(pa.array(early)), "bucket": eb,
+                                           "lat": pa.array(w_lat[early])}, ["api", "bucket"],
+                                          [("bucket", "count"), ("lat", "max")])
+                        by_api: dict = {}
+                        _hist_into(by_api, groups, ["api"])
+                        for api, h in by_api.items():
+                            got = self.waits[api]["early"].setdefault("all", {"max": 0, "hist": Counter()})
+                            got["hist"].update(h["hist"])
+                            got["max"] = max(got["max"], h["max"])
         self._errors(batch, kind)
 
     def _errors(self, batch, kind: str) -> None:
