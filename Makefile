@@ -53,12 +53,13 @@ demo: build
 	@head -n 1 $(DEMO_OUT)-spark.txt
 	$(PY) -m kafkaproto.report.compare $(DEMO_OUT) $(DEMO_OUT)-spark
 
-# The suite runs twice: against the compiled core (which must load), then
-# against the pure-Python twin (without the tests marked engine_independent
-# or compiled_only, which the first pass ran).  tests/test_docs.py builds the
+# The suite runs twice, side by side: against the compiled core (which must
+# load) and against the pure-Python twin (without the tests marked
+# engine_independent or compiled_only, which the first pass runs); each
+# pass's output is shown when it ends.  tests/test_docs.py builds the
 # documentation site and opens it in Chromium (from make peers).
 test: build peers $(DOCS_STAMP)
-	$(MAKE) --no-print-directory test-compiled test-pure
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-compiled test-pure
 
 # The inner loop: both passes without the slow kinds of test (no peers
 # needed), side by side (two cores; each pass's output shown when it ends).
