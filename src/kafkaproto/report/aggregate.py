@@ -143,8 +143,9 @@ class TaskAggregates:
         # breakdowns: (capture, broker, api, code) -> count; (capture, broker, api) -> {"max", "hist"}
         self.errors_by: Counter = Counter()
         self.latency_by: dict[tuple[str, str, str], dict] = {}
-        # long polls: api -> {"waits": Counter(wait ms), "waited": n at >= 90 % of their wait, "early": hist}
+        # long polls: api -> {"waits": Counter(wait ms), "waited": n at >= 90 % of their wait}
         self.waits: dict[str, dict] = {}
+        self.early: dict[str, dict] = {}  # long polls answered before 90 % of their wait: api -> {"max", "hist"}
         self.unanswered: Counter = Counter()  # (capture, api, client_id) -> requests
         # the earliest few: ts, capture, api, version, client_id, conn, client, server
         self.unanswered_rows: list[list] = []
@@ -270,21 +271,15 @@ class TaskAggregates:
                     waited = w_lat >= w_ms * 900  # at 90 % of its wait or later (µs): the broker waited it out
                     for r in _group({"api": w_api, "wait": pa.array(w_ms), "waited": pa.array(waited.astype(np.int64))},
                                     ["api", "wait"], [("waited", "sum"), ("wait", "count")]):
-                        got = self.waits.setdefault(r["api"], {"waits": Counter(), "waited": 0, "early": {}})
+                        got = self.waits.setdefault(r["api"], {"waits": Counter(), "waited": 0})
                         got["waits"][r["wait"]] += r["wait_count"]
                         got["waited"] += r["waited_sum"]
                     early = ~waited
                     if early.any():
                         eb = pa.array(latency_bucket(w_lat[early]))
-                        groups = _grouped({"api": w_api.filter(pa.array(early)), "bucket": eb,
-                                           "lat": pa.array(w_lat[early])}, ["api", "bucket"],
-                                          [("bucket", "count"), ("lat", "max")])
-                        by_api: dict = {}
-                        _hist_into(by_api, groups, ["api"])
-                        for api, h in by_api.items():
-                            got = self.waits[api]["early"].setdefault("all", {"max": 0, "hist": Counter()})
-                            got["hist"].update(h["hist"])
-                            got["max"] = max(got["max"], h["max"])
+                        _hist_into(self.early, _grouped({"api": w_api.filter(pa.array(early)), "bucket": eb,
+                                                         "lat": pa.array(w_lat[early])}, ["api", "bucket"],
+                                                        [("bucket", "count"), ("lat", "max")]), ["api"])
         self._errors(batch, kind)
 
     def _errors(self, batch, kind: str) -> None:
@@ -370,7 +365,7 @@ class TaskAggregates:
             "errors_by": [list(k) + [n] for k, n in self.errors_by.items()],
             "latency_by": [list(k) + [v["max"], sorted(v["hist"].items())] for k, v in self.latency_by.items()],
             "waits": [[api, sorted(v["waits"].items()), v["waited"],
-                       [v["early"]["all"]["max"], sorted(v["early"]["all"]["hist"].items())] if v["early"] else None]
+                       [e["max"], sorted(e["hist"].items())] if (e := self.early.get(api)) else None]
                       for api, v in self.waits.items()],
             "unanswered": [list(k) + [n] for k, n in self.unanswered.items()],
             "unanswered_rows": self.unanswered_rows,
