@@ -31,13 +31,24 @@ from kafkaproto._wire cimport (
 import uuid as _uuid
 from operator import index as _index
 
-import numpy as np
-
 from kafkaproto._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
 from kafkaproto.errors import EncodeError, FrameSizeError, InvalidValueError, KafkaProtocolError, failure
 from kafkaproto.errors import frame_size_error as _frame_size_error
 
 COMPILED = True
+
+# numpy is imported by the few functions that return arrays, when first
+# called: ``import kafkaproto`` (frames, headers, messages, records) loads
+# neither numpy nor pyarrow.
+cdef object _np = None
+
+
+cdef object _numpy():
+    global _np
+    if _np is None:
+        import numpy
+        _np = numpy
+    return _np
 
 
 cdef object _UUID = _uuid.UUID
@@ -780,7 +791,7 @@ cdef Py_ssize_t _many_loop(int kind, const unsigned char* buf, Py_ssize_t pos, P
     return pos
 
 
-_MANY_DTYPE = (np.uint32, np.int32, np.int64)
+_MANY_DTYPE = ("uint32", "int32", "int64")
 _MANY_WHAT = ("unsigned varint", "varint", "varlong")
 
 
@@ -790,6 +801,7 @@ cdef _decode_many(int kind, buf, Py_ssize_t count, Py_ssize_t offset):
     if count >= 0 and count > left:
         raise failure(F_COUNT, _MANY_WHAT[kind], offset, count, left)
     cdef Py_ssize_t cap = count if count >= 0 else left
+    np = _numpy()
     arr = np.empty(cap, dtype=_MANY_DTYPE[kind])
     cdef Py_buffer view
     PyObject_GetBuffer(arr, &view, PyBUF_SIMPLE)
@@ -836,6 +848,7 @@ cdef bytes _encode_many(int kind, values):
     cdef int64_t[::1] arr
     cdef Py_ssize_t i, n
     cdef int64_t v
+    np = _numpy()
     try:
         arr = np.ascontiguousarray(values, dtype=np.int64)
     except (OverflowError, TypeError, ValueError):
@@ -994,6 +1007,7 @@ def frame_offsets(buf, int64_t max_frame_size=DEFAULT_MAX_FRAME_SIZE, Py_ssize_t
         pos = _frames_loop(b, offset, n, max_frame_size, starts, sizes, &bad)
     if bad >= 0:
         raise frame_size_error(<int32_t>kp_ld32(b + bad), max_frame_size, bad)
+    np = _numpy()
     return np.frombuffer(starts, dtype=np.int64), np.frombuffer(sizes, dtype=np.int32), pos
 
 

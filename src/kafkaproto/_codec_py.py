@@ -12,8 +12,6 @@ import uuid as _uuid
 import zlib
 from operator import index as _index
 
-import numpy as np
-
 from ._limits import DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LENGTH
 from .errors import (
     F_COUNT,
@@ -743,10 +741,12 @@ def _decode_many(kind, buf, count, offset):
             raise failure(F_COUNT, _MANY_WHAT[kind], offset, count, r.remaining)
         read = {"u": r.read_uvarint, "i": r.read_varint, "l": r.read_varlong}[kind]
         out = [read() for _ in range(count)]
+    import numpy as np  # when first used: a bare ``import kafkaproto`` loads no numpy
+
     return np.array(out, dtype=_MANY_DTYPE[kind]), r.offset
 
 
-_MANY_DTYPE = {"u": np.uint32, "i": np.int32, "l": np.int64}
+_MANY_DTYPE = {"u": "uint32", "i": "int32", "l": "int64"}
 _MANY_WHAT = {"u": "unsigned varint", "i": "varint", "l": "varlong"}
 
 
@@ -832,6 +832,8 @@ def frame_offsets(buf, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, offset: int
         starts.append(pos + 4)
         sizes.append(size)
         pos += 4 + size
+    import numpy as np
+
     return np.array(starts, dtype=np.int64), np.array(sizes, dtype=np.int32), pos
 
 

@@ -25,7 +25,6 @@ import threading
 import zlib
 
 import cramjam
-import numpy as np
 
 try:  # one reusable decompression context per thread (cramjam makes one per call)
     import zstandard
@@ -33,6 +32,14 @@ except ImportError:  # pragma: no cover - a dependency; cramjam takes over witho
     zstandard = None
 
 from ..errors import CorruptRecordError, RecordLimitError
+
+
+def _empty(size: int):
+    """An uninitialised uint8 array (numpy, imported when first needed: a bare
+    ``import kafkaproto`` loads no numpy)."""
+    import numpy
+
+    return numpy.empty(size, numpy.uint8)
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -282,7 +289,7 @@ def _bounded(fn, data, limit: int, hint: int, codec: int, at) -> memoryview:
     size = max(min(hint, _MAX_RATIO[codec] * n), 64 * 1024, 4 * n) + 1
     while True:
         size = min(size, limit + 1)
-        out = np.empty(size, np.uint8)
+        out = _empty(size)
         try:
             n = fn(data, out)
         except cramjam.DecompressionError as exc:
@@ -344,7 +351,7 @@ def _snappy_decompress(data, limit: int, at) -> memoryview:
         total = _snappy_len(mv, at)
         if total > limit:
             raise _limit_error(SNAPPY, limit, at)
-    out = np.empty(total, np.uint8)
+    out = _empty(total)
     omv = memoryview(out)
     pos = 0
     for chunk in chunks:
@@ -410,7 +417,7 @@ def _lz4_decompress(data, magic: int, limit: int, at) -> memoryview:
         bound += most
         pos += size
     cap = min(bound, limit)
-    out = np.empty(cap, np.uint8)
+    out = _empty(cap)
     omv = memoryview(out)
     scratch = None
     pos = 0
@@ -425,7 +432,7 @@ def _lz4_decompress(data, magic: int, limit: int, at) -> memoryview:
         spill = room < most
         if spill:
             if scratch is None or len(scratch) < most:
-                scratch = memoryview(np.empty(most, np.uint8))
+                scratch = memoryview(_empty(most))
             target = scratch[:most]
         else:
             target = omv[pos : pos + most]
