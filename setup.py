@@ -52,7 +52,10 @@ def extensions():
         "kafkaproto.arrow._headers": "src/kafkaproto/arrow/_headers.pyx",
         "kafkaproto.arrow._frames": "src/kafkaproto/arrow/_frames.pyx",
         "kafkaproto.arrow._records": "src/kafkaproto/arrow/_records.pyx",
-        "kafkaproto.capture._scan": "src/kafkaproto/capture/_scan.pyx",
+        "kafkaproto.capture.walker._sink": "src/kafkaproto/capture/walker/_sink.pyx",
+        "kafkaproto.capture.walker._judge": "src/kafkaproto/capture/walker/_judge.pyx",
+        "kafkaproto.capture.walker._index": "src/kafkaproto/capture/walker/_index.pyx",
+        "kafkaproto.capture.walker._scan": "src/kafkaproto/capture/walker/_scan.pyx",
         "kafkaproto.log._text": "src/kafkaproto/log/_text.pyx",
     }
     exts = [Extension(name, [path], extra_compile_args=compile_args, extra_link_args=link_args,

@@ -17,8 +17,8 @@ import os
 import pytest
 
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture.pcap import ACK, LINKTYPE_ETHERNET, PSH, SYN
-from kafkaproto.capture.writer import PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.formats.writer import PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.walker.packets import ACK, LINKTYPE_ETHERNET, PSH, SYN
 
 MB = 1_000_000
 SIZE = 50 * MB

@@ -36,8 +36,8 @@ from kafkaproto import (  # noqa: E402
     split_frames,
 )
 from kafkaproto.capture import REQUEST, read_frames  # noqa: E402
-from kafkaproto.capture import pcap as P  # noqa: E402
-from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation  # noqa: E402
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation  # noqa: E402
+from kafkaproto.capture.walker import packets as P  # noqa: E402
 from kafkaproto.frames import DEFAULT_MAX_FRAME_SIZE  # noqa: E402
 from kafkaproto.messages import APIS, get, request_class, response_class  # noqa: E402
 from support.fuzz_targets import API_KEYS, DATA_CLASSES, FRAME_LIMITS, RECORD_LIMITS  # noqa: E402

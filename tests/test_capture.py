@@ -1,5 +1,5 @@
 """pcap/pcapng reading, TCP reassembly, Kafka framing, pairing and accounting
-on synthetic captures written with kafkaproto.capture.writer."""
+on synthetic captures written with kafkaproto.capture.formats.writer."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
-from kafkaproto.capture.dissect import dissect, format_line
-from kafkaproto.capture.pcap import (
+from kafkaproto.capture.formats.pcap import CaptureFile
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.tools.dissect import dissect, format_line
+from kafkaproto.capture.walker.packets import (
     ACK,
     LINKTYPE_ETHERNET,
     LINKTYPE_LINUX_SLL,
@@ -21,10 +23,8 @@ from kafkaproto.capture.pcap import (
     LINKTYPE_NULL,
     LINKTYPE_RAW,
     PSH,
-    CaptureFile,
     decode_tcp,
 )
-from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
 from kafkaproto.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -187,7 +187,7 @@ def test_out_of_order_retransmitted_and_overlapping_segments(tmp_path):
 
 
 def test_data_on_the_syn(tmp_path):
-    from kafkaproto.capture.pcap import SYN
+    from kafkaproto.capture.walker.packets import SYN
 
     pairs = exchange(0)
     c = TcpConversation(CLIENT4, SERVER4)
@@ -351,7 +351,7 @@ def test_pcapng_damage(tmp_path):
 def test_pcapng_time_stamps_out_of_range_are_marked_not_fatal(tmp_path, case):
     """A time stamp outside 1970..2262 (int64 ns) is read as no time and
     counted; one that only looks odd (a very fine resolution) is kept."""
-    from kafkaproto.capture.segments import read_frames_ranged
+    from kafkaproto.capture.formats.ranges import read_frames_ranged
 
     packets = conversation_packets(exchange(2))
     n = len(packets)
@@ -427,14 +427,14 @@ def test_resync_skips_bytes_that_cannot_start_a_frame(tmp_path):
 def test_find_frame_start_twin_agrees():
     import os as _os
 
-    from kafkaproto.capture import _scan_py
-    from kafkaproto.capture.streams import _version_table
+    from kafkaproto.capture.walker import _judge_py
+    from kafkaproto.capture.walker.streams import _version_table
 
-    impls = [_scan_py]
+    impls = [_judge_py]
     try:
-        from kafkaproto.capture import _scan
+        from kafkaproto.capture.walker import _judge
 
-        impls.append(_scan)
+        impls.append(_judge)
     except ImportError:
         pass
     req = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 7, "app")
@@ -461,7 +461,7 @@ def test_find_frame_start_twin_agrees():
 
 
 def _syn(i: int, seq: int = 100):
-    from kafkaproto.capture.pcap import SYN, TcpSegment
+    from kafkaproto.capture.walker.packets import SYN, TcpSegment
 
     return TcpSegment(f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2", 9092,
                       seq, 0, SYN, b"", 0)
@@ -473,7 +473,7 @@ def test_open_connections_are_bounded_at_constant_cost():
     books balance.  (The per-packet cost at 1k and 200k open connections is
     in bench/bench_capture.py.)"""
     import kafkaproto
-    from kafkaproto.capture.streams import MAX_OPEN_CONNECTIONS, Extractor
+    from kafkaproto.capture.walker.streams import MAX_OPEN_CONNECTIONS, Extractor
 
     assert Extractor().max_open_connections == MAX_OPEN_CONNECTIONS
     n, bound = (200_000, 20_000) if kafkaproto.COMPILED else (40_000, 5_000)

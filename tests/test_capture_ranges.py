@@ -15,9 +15,9 @@ import pytest
 
 from kafkaproto import records
 from kafkaproto.capture import Accounting, read_frame_batches, read_frames
-from kafkaproto.capture.pcap import ACK, LINKTYPE_ETHERNET, PSH
-from kafkaproto.capture.segments import check_chains, plan_ranges, read_frames_ranged, read_range
-from kafkaproto.capture.writer import PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.formats.ranges import check_chains, plan_ranges, read_frames_ranged, read_range
+from kafkaproto.capture.formats.writer import PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.walker.packets import ACK, LINKTYPE_ETHERNET, PSH
 from kafkaproto.messages import get
 from kafkaproto.protocol import encode_request
 from kafkaproto.report import run_report

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from kafkaproto.capture import Accounting, capture_kind, read_frames
-from kafkaproto.capture.dissect import dissect
+from kafkaproto.capture.tools.dissect import dissect
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "capture"
 MANIFEST = json.loads((SAMPLE / "produced.json").read_text())

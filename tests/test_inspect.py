@@ -25,11 +25,13 @@ import pytest
 from kafkaproto import encode_request, encode_response
 from kafkaproto.__main__ import inspect, main
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture import inspect as inspect_mod
-from kafkaproto.capture.dissect import dissect, error_codes
-from kafkaproto.capture.pcap import LINKTYPE_ETHERNET, CaptureFile
-from kafkaproto.capture.streams import CapturedFrame, Connection
-from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation
+from kafkaproto.capture.formats.pcap import CaptureFile
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
+from kafkaproto.capture.objects import CapturedFrame
+from kafkaproto.capture.tools import inspect as inspect_mod
+from kafkaproto.capture.tools.dissect import dissect, error_codes
+from kafkaproto.capture.walker.packets import LINKTYPE_ETHERNET
+from kafkaproto.capture.walker.streams import Connection
 from kafkaproto.messages import get, request_class, response_class
 from kafkaproto.protocol import request_header_version, response_header_version
 from support.synthetic import write_capture
@@ -208,7 +210,7 @@ def _tap_writer(f):
     """Frames written as the tap writes them: one Arrow IPC stream, a batch at a time."""
     import pyarrow as pa
 
-    from kafkaproto.capture.table import frame_schema, frames_to_table
+    from kafkaproto.capture.formats.tapfiles import frame_schema, frames_to_table
 
     w = pa.ipc.new_stream(f, frame_schema())
     conn = Connection(1, "10.1.0.1:40001", "10.1.0.2:9092")

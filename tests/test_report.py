@@ -18,7 +18,7 @@ import pytest
 from kafkaproto import arrow as karrow
 from kafkaproto import records as krecords
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture.dissect import dissect, format_line
+from kafkaproto.capture.tools.dissect import dissect, format_line
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.report import run_report
 from kafkaproto.report.decode import TABLE_COLUMNS

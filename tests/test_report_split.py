@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
-from kafkaproto.capture.segments import plan_ranges, read_frames_ranged, read_range
-from kafkaproto.capture.writer import PcapWriter, TcpConversation
+from kafkaproto.capture.formats.ranges import plan_ranges, read_frames_ranged, read_range
+from kafkaproto.capture.formats.writer import PcapWriter, TcpConversation
+from kafkaproto.capture.walker.packets import LINKTYPE_ETHERNET
 from kafkaproto.report import run_report
 from support.report_helpers import (
     SAMPLE,
@@ -200,8 +200,8 @@ def test_no_capture_fails_the_report(spark, tmp_path, how):
 
 def test_syn_only_connections_are_counted_apart(spark, tmp_path):
     path = tmp_path / "scan.pcap"
-    from kafkaproto.capture.pcap import ACK, RST, SYN
-    from kafkaproto.capture.writer import tcp_packet
+    from kafkaproto.capture.formats.writer import tcp_packet
+    from kafkaproto.capture.walker.packets import ACK, RST, SYN
 
     with open(path, "wb") as fh:
         w = PcapWriter(fh, LINKTYPE_ETHERNET)
@@ -231,7 +231,7 @@ def test_one_task_keeps_each_captures_range_statistics_apart(tmp_path):
     errors and unread bytes never show up under the clean one)."""
     import pyarrow as pa
 
-    from kafkaproto.capture.segments import Files, segment_schema
+    from kafkaproto.capture.formats.ranges import Files, segment_schema
     from kafkaproto.report.decode import decode_segments
 
     _, paths = damaged_captures(tmp_path / "in")

@@ -17,10 +17,11 @@ import pytest
 
 from kafkaproto import FrameReader, decode_response, encode_request, encode_response, split_frames
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture.dissect import dissect
-from kafkaproto.capture.streams import CapturedFrame, Connection
-from kafkaproto.capture.table import FrameTableWriter, iter_table_frames, table_files
-from kafkaproto.capture.tap import Tap
+from kafkaproto.capture.formats.tapfiles import FrameTableWriter, iter_table_frames, table_files
+from kafkaproto.capture.objects import CapturedFrame
+from kafkaproto.capture.tools.dissect import dissect
+from kafkaproto.capture.tools.tap import Tap
+from kafkaproto.capture.walker.streams import Connection
 from kafkaproto.messages import (
     ApiVersionsRequest,
     DescribeClusterRequest,
@@ -551,7 +552,7 @@ def test_tap_rows_that_are_no_frame_are_counted_and_skipped(tmp_path):
     skipped; the other rows are read, and the report runs on the table."""
     import pyarrow as pa
 
-    from kafkaproto.capture.table import frame_schema
+    from kafkaproto.capture.formats.tapfiles import frame_schema
     from kafkaproto.report import run_report
 
     req = encode_request(MetadataRequest(topics=[]), 9, 1, "c")[4:]

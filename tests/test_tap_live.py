@@ -23,7 +23,7 @@ import textwrap
 import time
 
 from kafkaproto import decode_response, encode_request, encode_response, split_frames
-from kafkaproto.capture.tap import Tap
+from kafkaproto.capture.tools.tap import Tap
 from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from test_tap import LoopbackUpstream, ScriptedBroker, _recv, recorded
 
@@ -78,7 +78,7 @@ _FD_LIMIT = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
     from test_tap import ScriptedBroker, recorded
     from test_tap_live import many_brokers, metadata_through
-    from kafkaproto.capture.tap import Tap
+    from kafkaproto.capture.tools.tap import Tap
 
     upstream = ScriptedBroker(many_brokers(2000))
     out = tempfile.mkdtemp()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kafkaproto.capture import Accounting, read_frames
-from kafkaproto.capture.dissect import dissect
+from kafkaproto.capture.tools.dissect import dissect
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "capture"
 

@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "src"))
 
-from kafkaproto.capture.tap import Tap  # noqa: E402
+from kafkaproto.capture.tools.tap import Tap  # noqa: E402
 from peers import clients  # noqa: E402
 from peers.brokers import MockCluster, Tansu  # noqa: E402
 

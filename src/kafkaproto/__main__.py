@@ -30,7 +30,7 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None, *, err=No
             verbose: bool = False) -> int:
     """``kafkaproto inspect``: one line per frame (or a field dump, or one
     JSON object), then the summary and the accounting (see
-    :func:`kafkaproto.capture.inspect.inspect`).
+    :func:`kafkaproto.capture.tools.inspect.inspect`).
 
     Damaged tap output (an empty file, one cut in its schema header or inside
     a batch, a file that is not a frame table) is read as far as it is whole
@@ -38,8 +38,8 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None, *, err=No
     stays 0 when anything was read, and is 2 when nothing of it was readable.
     Input that is no capture at all gives status 2 and says why on ``err``.
     """
-    from .capture.inspect import FrameFilter
-    from .capture.inspect import inspect as run
+    from .capture.tools.inspect import FrameFilter
+    from .capture.tools.inspect import inspect as run
 
     flt = FrameFilter(apis, clients, connections, since, until)
     return run(path, out, err=err, ports=ports, limit=limit, flt=flt, errors_only=errors, json_out=json,
@@ -128,7 +128,7 @@ def _ports(text: str) -> set:
 
 
 def _apis(text: str) -> set:
-    from .capture.inspect import parse_apis
+    from .capture.tools.inspect import parse_apis
 
     try:
         return parse_apis(text)
@@ -137,7 +137,7 @@ def _apis(text: str) -> set:
 
 
 def _time(text: str):
-    from .capture.inspect import parse_time
+    from .capture.tools.inspect import parse_time
 
     try:
         return parse_time(text)
@@ -255,7 +255,7 @@ def _run(args) -> int:
                        clients=args.client, connections=args.connection, since=args.since, until=args.until,
                        errors=args.errors, json=args.json, verbose=args.verbose)
     if args.command == "tap":
-        from .capture.tap import run_tap_cli
+        from .capture.tools.tap import run_tap_cli
 
         return run_tap_cli(args)
     return 2  # pragma: no cover

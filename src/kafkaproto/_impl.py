@@ -2,7 +2,7 @@
 their pure-Python twins.
 
 Every compiled module (``kafkaproto._codec``, ``messages._engine``,
-``records._batches``, the ``arrow`` loops, ``capture._scan``) has a twin
+``records._batches``, the ``arrow`` loops, ``capture.walker._scan``) has a twin
 beside it named ``<module>_py`` with the same names, values and errors.
 Either all compiled modules are used or all twins: ``KAFKAPROTO_PURE=1``
 forces the twins, and so does an install without the compiled core.  The

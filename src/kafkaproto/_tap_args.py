@@ -1,5 +1,5 @@
 """The tap's command-line arguments and defaults, apart from the tap itself
-(kafkaproto.capture.tap) so that the command line starts without importing
+(kafkaproto.capture.tools.tap) so that the command line starts without importing
 it (asyncio, the proxy, the frame tables) for the other commands."""
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ class _Reader(DataSourceReader):
         """One capture's partitions: its files indexed here, its connections
         (those the filters leave) dealt into partitions of about ``split``
         bytes of payload."""
-        from .capture.segments import file_order, read_range, segment_schema
+        from .capture.formats.ranges import file_order, read_range, segment_schema
         from .report.job import partition_connections
 
         files = file_order(cap["paths"])
@@ -313,8 +313,8 @@ class _Reader(DataSourceReader):
             self._corrupt(name, acc.errors)
 
     def _segment_batches(self, partition: _Segments, rows: _Rows) -> Iterator[pa.RecordBatch]:
-        from .capture.segments import Files, connection_frames
-        from .capture.streams import Extractor
+        from .capture.formats.ranges import Files, connection_frames
+        from .capture.walker.streams import Extractor
 
         acc = Accounting()
         dec = CaptureDecoder(partition.name, acc, rows.record_columns)

@@ -56,7 +56,7 @@ def java_oracle_for() -> Callable[[int, int], JavaOracle]:
     """``java_oracle_for(api_key, version)``: the oracle on 3.9.1 for a version
     Kafka 4.0 removed (the registry's ``removed_in_kafka4``), on 4.4.0 otherwise;
     each started on first use."""
-    from kafkaproto.capture.dissect import removed_in_kafka4
+    from kafkaproto.capture.tools.dissect import removed_in_kafka4
 
     def pick(api_key: int, version: int) -> JavaOracle:
         return get_oracle(LEGACY_KAFKA if removed_in_kafka4(api_key, version) else KAFKA)

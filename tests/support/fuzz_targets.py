@@ -30,12 +30,12 @@ import pyarrow as pa
 
 import kafkaproto
 import kafkaproto.capture as _capture
-import kafkaproto.capture._scan_py as _scan_twin
+import kafkaproto.capture.walker._scan_py as _scan_twin
 from kafkaproto import arrow, frames, headers, records
 from kafkaproto._limits import call_caps
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
-from kafkaproto.capture.dissect import dissect
-from kafkaproto.capture.table import is_table_file
+from kafkaproto.capture.formats.tapfiles import is_table_file
+from kafkaproto.capture.tools.dissect import dissect
 from kafkaproto.error_codes import ErrorCode
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import RequestHeader, ResponseHeader
@@ -630,14 +630,14 @@ def check_capture(data: bytes) -> None:
         f.write(data)
     try:
         rows, acc = _capture_outcome(_CAPTURE_FILE)
-        if _capture.streams._scan.COMPILED:
+        if _capture.walker.streams._scan.COMPILED:
             # the twin's scanner over the same compiled layers: every packet through the Python loop
-            fast = _capture.streams._scan
-            _capture.streams._scan = _scan_twin
+            fast = _capture.walker.streams._scan
+            _capture.walker.streams._scan = _scan_twin
             try:
                 slow_rows, slow_acc = _capture_outcome(_CAPTURE_FILE)
             finally:
-                _capture.streams._scan = fast
+                _capture.walker.streams._scan = fast
             same((rows, acc.to_dict()), (slow_rows, slow_acc.to_dict()), "capture: fast path vs Python loop")
     finally:
         os.unlink(_CAPTURE_FILE)

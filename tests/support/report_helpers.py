@@ -11,8 +11,9 @@ import struct
 import subprocess
 from pathlib import Path
 
-from kafkaproto.capture.pcap import LINKTYPE_ETHERNET, CaptureFile
-from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation
+from kafkaproto.capture.formats.pcap import CaptureFile
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
+from kafkaproto.capture.walker.packets import LINKTYPE_ETHERNET
 
 # comparing two report outputs: the package's own comparison, under the names the tests use
 from kafkaproto.report.compare import TABLE_NAMES  # noqa: F401
@@ -110,8 +111,9 @@ def hostile_tap(folder: Path) -> Path:
     before 1970), with a paired request and response and a request left
     unanswered."""
     from kafkaproto import encode_request, encode_response
-    from kafkaproto.capture.streams import CapturedFrame, Connection
-    from kafkaproto.capture.table import FrameTableWriter
+    from kafkaproto.capture.formats.tapfiles import FrameTableWriter
+    from kafkaproto.capture.objects import CapturedFrame
+    from kafkaproto.capture.walker.streams import Connection
     from kafkaproto.messages import MetadataRequest, MetadataResponse
 
     conn = Connection(1, "127.0.0.1:1", "127.0.0.1:9092")

@@ -4,7 +4,7 @@ report benchmark (test support: not part of the installed package).
 Every frame is built with the project's own encoder (message classes,
 :func:`kafkaproto.encode_request` / :func:`~kafkaproto.encode_response`) and
 every record batch with :func:`kafkaproto.records.encode`; packets with
-:mod:`kafkaproto.capture.writer`.  The traffic is a small cast of clients
+:mod:`kafkaproto.capture.formats.writer`.  The traffic is a small cast of clients
 that a platform team would recognise:
 
 - ``orders-producer``: a Java producer (ApiVersions v3 names its software),
@@ -59,8 +59,8 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 from kafkaproto import records as _records
-from kafkaproto.capture.pcap import LINKTYPE_ETHERNET
-from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.walker.packets import LINKTYPE_ETHERNET
 from kafkaproto.error_codes import ErrorCode
 from kafkaproto.messages import get
 from kafkaproto.protocol import encode_request, encode_response

@@ -7,7 +7,7 @@ same values, or the same errors (class, message, offset), from both.
 - ``test_records.py``: ``records._batches`` (decoding and encoding);
 - ``test_arrow.py``: the ``arrow`` loops (messages, headers, frame splitting,
   record batches, legacy message sets), buffers included;
-- ``test_capture.py``: ``capture._scan``, the capture fast path, against the
+- ``test_capture.py``: ``capture.walker._scan``, the capture fast path, against the
   Python loop and the twin.
 
 The helpers they share with other tests are in ``tests/support``.

@@ -23,11 +23,13 @@ from pathlib import Path
 import pytest
 
 import kafkaproto.capture as capture
-import kafkaproto.capture._scan_py as _scan_twin
+import kafkaproto.capture.walker._scan_py as _scan_twin
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
-from kafkaproto.capture.dissect import dissect
-from kafkaproto.capture.pcap import (
+from kafkaproto.capture.formats.pcap import sniff_format
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
+from kafkaproto.capture.tools.dissect import dissect
+from kafkaproto.capture.walker.packets import (
     ACK,
     LINKTYPE_ETHERNET,
     LINKTYPE_LINUX_SLL2,
@@ -35,9 +37,7 @@ from kafkaproto.capture.pcap import (
     LINKTYPE_RAW,
     PSH,
     decode_tcp,
-    sniff_format,
 )
-from kafkaproto.capture.writer import PcapngWriter, PcapWriter, TcpConversation, tcp_packet
 from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, ProduceRequest, ProduceResponse
 
 pytestmark = pytest.mark.compiled_only
@@ -88,11 +88,11 @@ def pure_outcomes(jobs, tmp_path):
 
 
 def check(jobs, tmp_path, monkeypatch):
-    assert capture.streams._scan.COMPILED
+    assert capture.walker.streams._scan.COMPILED
     fast = outcomes(jobs)
     with monkeypatch.context() as m:
         # the twin's scanner over the compiled layers: every packet through the Python loop
-        m.setattr(capture.streams, "_scan", _scan_twin)
+        m.setattr(capture.walker.streams, "_scan", _scan_twin)
         slow = outcomes(jobs)
     pure = pure_outcomes(jobs, tmp_path)
     for job, a, b, c in zip(jobs, fast, slow, pure):
@@ -273,7 +273,7 @@ def _by_connection(f):
 
 def _ranged(files, range_bytes):
     """What the byte-range path gives: frames by connection, and the ledgers."""
-    from kafkaproto.capture.segments import read_frames_ranged
+    from kafkaproto.capture.formats.ranges import read_frames_ranged
 
     acc = Accounting()
     rows = sorted(_by_connection(f) for f in read_frames_ranged(files, range_bytes, acc=acc))
@@ -287,12 +287,12 @@ def test_segments_fast_path_agrees_with_the_python_loop_and_the_whole_file(tmp_p
     segment through Extractor.tcp, and both against reading the file whole."""
     files = [p for p in synthetic(tmp_path) if sniff_format(p.read_bytes()[:4])] + \
         [ROOT / "samples" / "capture" / "kafka.pcap"]
-    assert capture.streams._scan.COMPILED
+    assert capture.walker.streams._scan.COMPILED
     for path in files:
         for rb in (path.stat().st_size + 1, max(path.stat().st_size // 5, 1 << 12)):
             fast = _ranged([str(path)], rb)
             with monkeypatch.context() as m:
-                m.setattr(capture.streams, "_scan", _scan_twin)
+                m.setattr(capture.walker.streams, "_scan", _scan_twin)
                 slow = _ranged([str(path)], rb)
             assert fast == slow, (path, rb)
             acc = Accounting()

@@ -7,23 +7,35 @@ frame streams, turned into paired, accounted Kafka frames.
 ...     print(f.conn.client, f.direction, f.api_key, f.api_version, f.correlation_id, f.latency_ns)
 >>> acc.check()                                               # doctest: +SKIP
 
-Layers: :mod:`.pcap` (file formats, link/IP/TCP), :mod:`.tcp` (reassembly),
-:mod:`.streams` (framing, resynchronization, Kafka detection, pairing),
-:mod:`.accounting`, :mod:`.dissect` (decoding and one-line summaries),
-:mod:`.table` (Arrow/Parquet frame tables), :mod:`.tap` (recording proxy),
-:mod:`.writer` (writing pcap/pcapng).
+The room, by what each part is:
+
+- :mod:`.formats` -- the readers (and writers) of capture files: pcap and
+  pcapng (:mod:`.formats.pcap`), the tap's frame tables
+  (:mod:`.formats.tapfiles`), raw request streams (:mod:`.formats.raw`), byte
+  ranges of large files as TCP segment positions (:mod:`.formats.ranges`),
+  pcap/pcapng writers (:mod:`.formats.writer`);
+- :mod:`.walker` -- packets to frames: link/IP/TCP headers
+  (:mod:`.walker.packets`), reassembly, detection of Kafka connections,
+  resynchronization, framing, pairing; compiled units, each beside its twin;
+- :mod:`.frames` -- frames as columns (:class:`FrameBatch`), :mod:`.objects`
+  -- frames and connections as objects, :mod:`.accounting` -- where every
+  byte went;
+- :mod:`.tools` -- the tap (a recording proxy), ``inspect`` and the frame
+  dissector behind it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
-from .frames import FrameBatch, read_frame_batches
-from .pcap import CaptureFile, CaptureFormatError, TcpSegment, decode_tcp, sniff_format
-from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor
+from .formats.pcap import CaptureFile, CaptureFormatError, sniff_format
+from .frames import FrameBatch
+from .objects import REQUEST, RESPONSE, CapturedFrame, Connection
+from .read import capture_kind, read_frame_batches
+from .walker.packets import TcpSegment, decode_tcp
+from .walker.streams import Extractor
 
 __all__ = [
     "Accounting",
@@ -40,23 +52,8 @@ __all__ = [
     "decode_tcp",
     "read_frame_batches",
     "read_frames",
+    "sniff_format",
 ]
-
-
-def capture_kind(path) -> str:
-    """``"pcap"``, ``"pcapng"``, ``"table"`` (tap output: Arrow IPC or Parquet,
-    a file or a folder of them; or a folder of rolled pcap/pcapng files) or
-    ``"raw"`` (size-prefixed request frames)."""
-    if os.path.isdir(path):
-        return "table"
-    with open(path, "rb") as f:
-        head = f.read(8)
-    fmt = sniff_format(head)
-    if fmt:
-        return fmt
-    from .table import is_table_file
-
-    return "table" if is_table_file(head) else "raw"
 
 
 def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
@@ -76,10 +73,10 @@ def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | N
     ``unanswered``: a list that receives ``(connection, correlation id,
     RequestInfo)`` for each request (of a pcap/pcapng capture) whose
     response never came.  ``limits``: the state a pcap/pcapng reader keeps
-    (:class:`~kafkaproto.capture.streams.Extractor`'s
+    (:class:`~kafkaproto.capture.walker.streams.Extractor`'s
     ``max_open_connections``, ``max_pending_bytes``, ``max_pending_total``).
     """
-    from .streams import RequestInfo
+    from .objects import RequestInfo
 
     for batch in read_frame_batches(path, ports=ports, acc=acc, max_frame_size=max_frame_size, **limits):
         yield from batch.frames()

@@ -1,6 +1,6 @@
 """Frames as columns: what the capture walker gives, batch by batch.
 
-A :class:`FrameBatch` holds the frames the walker (capture._scan) gathered:
+A :class:`FrameBatch` holds the frames the walker (capture.walker._scan) gathered:
 one fixed-size row per frame (its time, connection, direction, stream
 offset, api key and version, correlation id, client id, number in its
 connection, the request a response answers, header size, flags) and the
@@ -18,25 +18,22 @@ rolled files, tap tables, raw request streams) into frame batches.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .._limits import DEFAULT_MAX_FRAME_SIZE
-from . import streams
-from .accounting import Accounting
-from .pcap import CaptureFile, sniff_format
-from .streams import REQUEST, RESPONSE, CapturedFrame, Connection, Extractor, KafkaHalf, RequestInfo
+from .._impl import load as _load
+from .objects import REQUEST, RESPONSE, CapturedFrame, Connection, RequestInfo
 
-__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "read_frame_batches", "take_batch"]
+_sink = _load("capture.walker._sink")
+
+__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "take_batch"]
 
 #: frame flags (the ``flags`` column): bit -> name
-FLAGS = dict(streams._scan.FLAGS)
+FLAGS = dict(_sink.FLAGS)
 _FL_HEADER = FLAGS["header"]
-_STATUS = streams._scan.STATUS
-_NO_TS = streams._scan.NO_TS
+_STATUS = _sink.STATUS
+_NO_TS = _sink.NO_TS
 #: rows per batch, bytes per batch (whichever comes first)
 BATCH_ROWS = 65536
 BATCH_BYTES = 32 << 20
@@ -74,7 +71,7 @@ def frame_schema():
 class FrameBatch:
     """Frames gathered by the walker (see the module's text).
 
-    ``rows``: a numpy array of ``capture._scan.ROW_DTYPE``; ``data``: the
+    ``rows``: a numpy array of ``capture.walker._sink.ROW_DTYPE``; ``data``: the
     frames' bytes (row i's are ``data[starts[i]:rows["end"][i]]``);
     ``conns``: the reader's Connection objects, by the rows' ``conn`` index;
     ``clients``: client ids, by the rows' ``client`` index; ``unanswered``:
@@ -291,137 +288,8 @@ def _views(buffer, starts: np.ndarray, ends: np.ndarray):
     return pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), buffer])
 
 
-# ---------------------------------------------------------------------------
-# reading
-
-
-def read_frame_batches(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
-                       max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, batch_rows: int = BATCH_ROWS,
-                       batch_bytes: int = BATCH_BYTES, **limits: int) -> Iterator[FrameBatch]:
-    """Every Kafka frame of a capture, in capture order, paired and numbered,
-    as :class:`FrameBatch` objects of about ``batch_rows`` frames or
-    ``batch_bytes`` bytes.
-
-    ``path``: a pcap or pcapng file, a list of them (one capture rolled into
-    files, in the order written), a folder (of rolled pcap/pcapng files, or
-    of tap tables), a tap table file, or a raw stream of size-prefixed
-    request frames.  ``ports``, ``acc``, ``limits``: as
-    :func:`kafkaproto.capture.read_frames`.  The accounting is complete once
-    the iterator is exhausted.
-    """
-    from . import capture_kind
-
-    acc = acc if acc is not None else Accounting()
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        yield from _packet_batches([os.fspath(p) for p in path], ports, acc, max_frame_size, batch_rows, batch_bytes,
-                                   limits)
-        return
-    kind = capture_kind(path)
-    if kind == "table":
-        if os.path.isdir(path):
-            from .segments import packet_files
-
-            rolled = packet_files(path)
-            if rolled:
-                yield from _packet_batches(rolled, ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
-                return
-        from .table import table_frame_batches
-
-        yield from table_frame_batches(path, acc, max_frame_size=max_frame_size, batch_rows=batch_rows)
-        return
-    if kind == "raw":
-        yield from _raw_batches(path, acc, max_frame_size, batch_rows, batch_bytes)
-        return
-    yield from _packet_batches([os.fspath(path)], ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
-
-
 def take_batch(sink) -> FrameBatch:
     """What a FrameSink gathered (and the requests it saw left unanswered), as a FrameBatch; the sink starts afresh."""
     rows, data = sink.take()
     unanswered, sink.unanswered = sink.unanswered, []
     return FrameBatch(rows, data, sink.conns, sink.clients, unanswered)
-
-
-def _packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, batch_rows: int,
-                    batch_bytes: int, limits, cut=None) -> Iterator[FrameBatch]:
-    """The files of one capture, in order, through one extractor (a connection
-    runs on from one file into the next).
-
-    A path may also be an open binary stream (a pipe: read record by record,
-    named by its ``name``).  ``cut``: called after each packet that left
-    frames in the sink; True hands them out as a batch at once (a live view
-    asks whenever its input has nothing more waiting)."""
-    ext = Extractor(ports, acc, max_frame_size, batch_rows=batch_rows, batch_bytes=batch_bytes, **(limits or {}))
-    sink = ext.sink
-    scan = ext.scanner()
-    try:
-        for path in paths:
-            stream = hasattr(path, "read")
-            with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
-                if not stream:
-                    acc.file_bytes += os.fstat(fh.fileno()).st_size
-                cap = CaptureFile(fh)
-                try:
-                    if cap.open() == "pcap" and cut is None:
-                        # classic pcap: the scanner reads the records itself, in large blocks
-                        order, ticks, linktype = cap.pcap_header()
-                        scan.read_pcap(fh, order == ">", ticks, linktype)
-                        while scan.run():
-                            yield take_batch(sink)
-                    else:
-                        for ts, linktype, data, _orig in cap.iter_records():
-                            scan.packet(ts, linktype, data)
-                            if sink.full() or (cut is not None and sink.size and cut()):
-                                scan.flush()
-                                yield take_batch(sink)
-                finally:
-                    scan.flush()
-                    if stream:
-                        acc.file_bytes += cap.bytes_read
-                    error = cap.error or scan.error
-                    if error:
-                        acc.errors.append(f"{path.name if stream else os.fspath(path)}: {error}")
-                    acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
-                    acc.bad_timestamps += cap.bad_timestamps
-                    scan.error, scan.unread_bytes = None, 0
-    finally:
-        ext.finish()
-        scan.flush()
-    if sink.size or sink.unanswered:
-        yield take_batch(sink)
-
-
-def _raw_batches(path, acc: Accounting, max_frame_size: int, batch_rows: int,
-                 batch_bytes: int, cut=None) -> Iterator[FrameBatch]:
-    """A file of size-prefixed request frames, as one connection.  ``path``
-    may be an open binary stream (read as its bytes come); ``cut`` as in
-    :func:`_packet_batches`."""
-    from ..protocol import header_table
-    from .streams import MAX_OUTSTANDING
-
-    sink = streams._scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows,
-                                   batch_bytes)
-    stream = hasattr(path, "read")
-    conn = Connection(1, "client", path.name if stream else os.path.basename(os.fspath(path)))
-    acc.connections += 1
-    pairing = sink.connection(conn)
-    half = KafkaHalf(conn, pairing, sink, True, acc, synced=True, max_frame_size=max_frame_size)
-    with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
-        read = fh.read1 if stream else fh.read
-        while chunk := read(1 << 20):
-            acc.file_bytes += len(chunk)
-            acc.payload_bytes_total += len(chunk)
-            half.data(None, chunk)
-            if sink.full() or (cut is not None and sink.size and cut()):
-                yield take_batch(sink)
-    half.end()
-    pairing.take_waiting()  # a stream of requests alone: nothing is expected to answer them
-    sink.flush()
-    if sink.size:
-        yield take_batch(sink)
-
-
-def capture_format(path) -> str | None:
-    """``"pcap"``/``"pcapng"`` from a file's first bytes, else None."""
-    with open(path, "rb") as fh:
-        return sniff_format(fh.read(4))

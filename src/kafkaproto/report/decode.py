@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 from .. import arrow as karrow
 from ..capture import Accounting, read_frame_batches
 from ..capture.accounting import MARKS
-from ..capture.dissect import removed_in_kafka4
 from ..capture.frames import BATCH_BYTES, BATCH_ROWS
+from ..capture.tools.dissect import removed_in_kafka4
 from ..errors import KafkaProtocolError
 from ..messages import APIS, api_name
 from ..records._compression import CODEC_NAMES
@@ -830,14 +830,14 @@ def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: d
                     ) -> Iterator[tuple[str, pa.RecordBatch]]:
     """The rows of the connections whose TCP segment positions are in
     ``batches`` (record batches of
-    :func:`kafkaproto.capture.segments.segment_schema`, sorted by capture,
+    :func:`kafkaproto.capture.formats.ranges.segment_schema`, sorted by capture,
     connection key and order: what one task gets), their payloads read from
-    ``files`` (a :class:`~kafkaproto.capture.segments.Files`).  ``names``:
+    ``files`` (a :class:`~kafkaproto.capture.formats.ranges.Files`).  ``names``:
     capture number -> name.  Each capture's accounting is left in
     ``accs[name]`` (statistics rows of its ranges included); no accounting
     rows are yielded."""
-    from ..capture.segments import connection_frames, range_accounting
-    from ..capture.streams import Extractor
+    from ..capture.formats.ranges import connection_frames, range_accounting
+    from ..capture.walker.streams import Extractor
 
     accs = accs if accs is not None else {}
     decoders: dict[int, CaptureDecoder] = {}

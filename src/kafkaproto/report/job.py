@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..capture import Accounting
-from ..capture.segments import packet_files
+from ..capture.formats.ranges import packet_files
 from .aggregate import merge
 from .decode import TASK_TABLES, accounting_batch, accounting_from_dict
 
@@ -365,7 +365,7 @@ def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_fi
     capture is marked with the way it takes (``path``: ``whole``/``segments``).
     Ranges are at most ``range_bytes``, and as many as it takes to fill
     whole rounds of ``cores`` tasks."""
-    from ..capture.segments import file_order, plan_ranges
+    from ..capture.formats.ranges import file_order, plan_ranges
 
     whole, split = [], []
     for k, c in enumerate(caps):
@@ -394,7 +394,7 @@ def group_captures(caps: list[dict[str, object]], size: int, most: int = 64) -> 
     captures, largest first: ``[[(name, paths)]]``, the files of a rolled
     capture in the order written.  Many small files do not each pay a task's
     fixed cost."""
-    from ..capture.segments import file_order
+    from ..capture.formats.ranges import file_order
 
     groups: list[list[tuple[str, list[str]]]] = []
     used = 0
@@ -444,7 +444,7 @@ def partition_connections(table, n: int) -> list:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..capture.segments import STATS_KEY
+    from ..capture.formats.ranges import STATS_KEY
 
     is_stats = pc.equal(table["key"], STATS_KEY).to_numpy(zero_copy_only=False)
     order = pc.sort_indices(table, [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
@@ -553,7 +553,7 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
 
 
 def _file_order(paths):
-    from ..capture.segments import file_order
+    from ..capture.formats.ranges import file_order
 
     return file_order(paths)
 
@@ -564,7 +564,7 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
     in this process, for one task)."""
     import pyarrow as pa
 
-    from ..capture.segments import read_ranges_checked, redo_range, segment_schema
+    from ..capture.formats.ranges import read_ranges_checked, redo_range, segment_schema
     from .tasks import index_task, segment_task, whole_task
 
     manifest: list[dict] = []
@@ -672,7 +672,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
     through the shuffle."""
     from pyspark.sql import functions as F
 
-    from ..capture.segments import range_stats, ranges_to_redo
+    from ..capture.formats.ranges import range_stats, ranges_to_redo
 
     connect = _is_connect(spark)
     frames = []
@@ -722,7 +722,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
 
 
 def _redo_batches(s: dict, first):
-    from ..capture.segments import redo_range
+    from ..capture.formats.ranges import redo_range
 
     return [_for_spark(b) for b in redo_range(s, first, s["capture"])]
 
@@ -750,7 +750,7 @@ def write_text(out, name: str, text: str) -> str:
     return f"{base}/{name}" if "://" not in os.fspath(out) else f"{os.fspath(out).rstrip('/')}/{name}"
 
 
-# capture.segments.segment_schema() in Spark's words
+# capture.formats.ranges.segment_schema() in Spark's words
 _SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, family tinyint, src binary, sport int, "
                 "dst binary, dport int, seq bigint, ack bigint, flags smallint, length bigint, at bigint, caplen int, "
                 "info string")

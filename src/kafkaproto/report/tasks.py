@@ -4,7 +4,7 @@ runs it (the embedded pool of worker processes, or Spark's executors).
 - :func:`whole_task`: captures read whole (one or several small ones per
   task) → their tables;
 - :func:`index_task`: byte ranges of pcap/pcapng files → TCP segment
-  positions (:func:`kafkaproto.capture.segments.read_range`);
+  positions (:func:`kafkaproto.capture.formats.ranges.read_range`);
 - :func:`segment_task`: the positions of some connections, sorted by
   capture, connection and capture order → their tables, the payloads read
   again from the files mapped in memory.
@@ -63,7 +63,7 @@ def index_task(items: Iterable[tuple]) -> list:
     start, end, first)]`` (``first``: where the range's first record is known
     to start, else None).  Returns, for each range, its record batches; the
     last is its statistics row."""
-    from ..capture.segments import read_range
+    from ..capture.formats.ranges import read_range
 
     return [list(read_range(path, start, end, capture=cap, rank=rank, first=first))
             for cap, rank, path, start, end, first in items]
@@ -74,7 +74,7 @@ def segment_task(batches, names: Sequence[str], files: dict[tuple[int, int], str
     """Segment positions of some connections (sorted by capture, key and
     order; statistics rows of ranges anywhere among them) → their tables.
     ``names``: capture number → name; ``files``: (capture, file rank) → path."""
-    from ..capture.segments import Files
+    from ..capture.formats.ranges import Files
 
     fs, base = _filesystem(out)
     agg = TaskAggregates()

@@ -1,6 +1,6 @@
 """Kafka frames out of reassembled TCP streams: framing, resynchronization
 after a gap, detection of Kafka connections; pairing and numbering happen
-where every frame lands, in the walker's sink (capture._scan.FrameSink).
+where every frame lands, in the walker's sink (capture.walker._sink.FrameSink).
 
 :class:`Extractor` takes packets (or TCP segments) in capture order and
 hands every frame to its sink as a row, keeping an :class:`Accounting` of
@@ -13,10 +13,10 @@ direction is out of sync; it resynchronizes at the next plausible frame:
 
 - requests: a size prefix, a known api key with a version this library
   knows, a client id of printable characters inside the frame
-  (capture._scan.find_frame_start, in constant time per byte), and the
+  (walker._judge.find_frame_start, in constant time per byte), and the
   frame reading as that request -- walked whole up to :data:`CHECK_BYTES`;
   a larger one as far as its first CHECK_BYTES, followed by another
-  plausible header (capture._scan.BodyCheck, in C: a bounded amount of work
+  plausible header (walker._judge.BodyCheck, in C: a bounded amount of work
   per position, whatever size the frame claims);
 - responses: a size prefix and a correlation id of a request still waiting
   for its response on this connection, and the first bytes decoding as the
@@ -29,29 +29,28 @@ from there on: it resynchronizes the same way, counting ``not_kafka``.
 
 from __future__ import annotations
 
-import hashlib
-import struct
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from .._impl import load as _load
-from .._limits import DEFAULT_MAX_FRAME_SIZE
-from ..errors import KafkaProtocolError
-from ..messages import APIS, request_class, response_class
-from ..protocol import header_table
-from .accounting import Accounting
-from .pcap import ACK, FIN, RST, SYN, TcpSegment, _addr4, _addr6, decode_tcp
+from ..._impl import load as _load
+from ..._limits import DEFAULT_MAX_FRAME_SIZE
+from ...errors import KafkaProtocolError
+from ...messages import APIS, request_class, response_class
+from ...protocol import header_table
+from ..accounting import Accounting
+from ..objects import Connection
+from .packets import ACK, FIN, RST, SYN, TcpSegment, addr4, addr6, decode_tcp
 from .tcp import HalfStream, PendingPool
 
-# the walker's state classes, sink and scanner: compiled (capture._scan
-# frames in-order data in C) or the twin's.  Everything of the capture layer
-# takes them from here (tests swap in the twin to compare the two).
-_scan = _load("capture._scan")
+# the walker's units: compiled (the scanner frames in-order data in C) or the
+# twins.  Everything of the capture layer takes them from here (tests swap in
+# the twins to compare the two).
+_sink = _load("capture.walker._sink")
+_judge = _load("capture.walker._judge")
+_scan = _load("capture.walker._scan")
 
-__all__ = ["CapturedFrame", "Connection", "Extractor", "KafkaHalf", "RequestInfo", "request_versions"]
+__all__ = ["Extractor", "KafkaHalf", "request_versions"]
 
-REQUEST, RESPONSE = "request", "response"
-_i32 = struct.Struct(">i")
 MAX_OUTSTANDING = 1 << 16  # per connection; older requests count as unanswered
 DETECT_BYTES = 64 * 1024  # bytes per direction looked at to tell whether a connection is Kafka
 #: connections open at once, at most: past it the one opened first is closed
@@ -78,125 +77,12 @@ def request_versions() -> dict[int, tuple[int, int]]:
     return _versions
 
 
-class Connection:
-    """One TCP connection (or one tap connection): who is the client, who the broker."""
-
-    __slots__ = ("id", "client", "server", "first_ts", "_uid", "__weakref__")
-
-    def __init__(self, id: int, client: str, server: str, first_ts: int | None = None) -> None:
-        self.id = id
-        self.client = client
-        self.server = server
-        self.first_ts = first_ts
-        self._uid: int | None = None
-
-    @property
-    def uid(self) -> int:
-        """A 63-bit id that depends only on the connection itself (client,
-        server, time of its first packet), not on what else the capture
-        holds or the order it is read in: the same connection gets the same
-        uid whether its capture is read whole, in byte ranges or rolled into
-        many files.  (``id`` numbers connections in the order one reader met
-        them.)  Without a first time stamp (tap tables, pcapng simple
-        packets) the reader's ``id`` takes its place."""
-        if self._uid is None:
-            first = self.first_ts if self.first_ts is not None else f"#{self.id}"
-            text = f"{self.client}|{self.server}|{first}"
-            self._uid = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
-        return self._uid
-
-    def __repr__(self) -> str:
-        return f"Connection({self.id}, {self.client} -> {self.server})"
-
-
-class RequestInfo:
-    """The request a response answers, as :class:`CapturedFrame` objects show it."""
-
-    __slots__ = ("api_key", "api_version", "ts", "client_id", "seq")
-
-    def __init__(self, api_key, api_version, ts, client_id=None, seq=None) -> None:
-        self.api_key = api_key
-        self.api_version = api_version
-        self.ts = ts
-        self.client_id = client_id
-        #: the request frame's number in its connection
-        self.seq: int | None = seq
-
-    def __repr__(self) -> str:
-        return f"RequestInfo(api={self.api_key} v{self.api_version}, client_id={self.client_id!r}, seq={self.seq})"
-
-
-class CapturedFrame:
-    """One Kafka frame (size prefix removed) with where and when it was seen:
-    a row of a frame table as an object (:meth:`FrameBatch.frames
-    <kafkaproto.capture.frames.FrameBatch.frames>`), or a frame the tap records.
-
-    A response carries its request's :class:`RequestInfo` (``request``), hence
-    ``api_key``, ``api_version`` (None when unpaired), ``request_ts`` and the
-    request's ``client_id``; a request carries its own.  ``seq`` numbers the
-    frames of a connection in the order they come.  Times are nanoseconds
-    since the epoch; ``status`` is ``framed`` or ``unpaired``.
-    """
-
-    __slots__ = ("ts", "conn", "direction", "offset", "frame", "api_key", "api_version", "correlation_id",
-                 "request_ts", "status", "client_id", "request", "seq", "flags")
-
-    def __init__(self, ts, conn, direction, offset, frame, api_key=None, api_version=None,
-                 correlation_id=None, request_ts=None, status="framed", client_id=None, request=None,
-                 seq=None, flags=0) -> None:
-        self.ts = ts
-        self.conn = conn
-        self.direction = direction
-        self.offset = offset
-        self.frame = frame
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.request_ts = request_ts
-        self.status = status
-        self.client_id = client_id
-        self.request = request
-        self.seq: int | None = seq
-        self.flags = flags
-
-    @property
-    def wire_size(self) -> int:
-        return len(self.frame) + 4
-
-    @property
-    def latency_ns(self) -> int | None:
-        if self.request_ts is None or self.ts is None:
-            return None
-        return self.ts - self.request_ts
-
-    def __repr__(self) -> str:
-        return (f"CapturedFrame(conn={self.conn.id}, {self.direction}, api={self.api_key} "
-                f"v{self.api_version}, cid={self.correlation_id}, {len(self.frame)} bytes, {self.status})")
-
-
-def paired_request(conn: Connection, ts, offset: int, frame, info: RequestInfo | None) -> CapturedFrame:
-    """The CapturedFrame of a request whose pairing is done (``info`` None: no header to pair by)."""
-    if info is None:
-        return CapturedFrame(ts, conn, REQUEST, offset, frame)
-    corr = _i32.unpack_from(frame, 4)[0]
-    return CapturedFrame(ts, conn, REQUEST, offset, frame, info.api_key, info.api_version, corr, None, "framed",
-                         info.client_id, info)
-
-
-def paired_response(conn: Connection, ts, offset: int, frame, corr, info: RequestInfo | None) -> CapturedFrame:
-    """The CapturedFrame of a response whose pairing is done (``info`` None: ``unpaired``)."""
-    if info is None:
-        return CapturedFrame(ts, conn, RESPONSE, offset, frame, None, None, corr, None, "unpaired")
-    return CapturedFrame(ts, conn, RESPONSE, offset, frame, info.api_key, info.api_version, corr, info.ts, "framed",
-                         info.client_id, info)
-
-
 def _find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check=None, pairing=None):
-    """Where a frame could start (capture._scan.find_frame_start, compiled or
+    """Where a frame could start (walker._judge.find_frame_start, compiled or
     the twin's): its header judged in constant time per byte and, with
     ``check``, its frame by a bounded walk.  Detection and resynchronization
     both ask it, and nothing else judges a frame's start."""
-    return _scan.find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check, pairing)
+    return _judge.find_frame_start(buf, pos, is_request, max_frame_size, versions, pending, check, pairing)
 
 
 _VERSIONS: list[bytes] = []
@@ -242,16 +128,16 @@ def _plan_of(is_request: bool, key: int, version: int):
 
 
 def body_check():
-    """The judge of candidate frames (capture._scan.BodyCheck): one per process."""
-    if not _CHECKS or type(_CHECKS[0]) is not _scan.BodyCheck:
-        _CHECKS[:] = [_scan.BodyCheck(_plan_of, header_table(True), header_table(False), CHECK_BYTES)]
+    """The judge of candidate frames (walker._judge.BodyCheck): one per process."""
+    if not _CHECKS or type(_CHECKS[0]) is not _judge.BodyCheck:
+        _CHECKS[:] = [_judge.BodyCheck(_plan_of, header_table(True), header_table(False), CHECK_BYTES)]
     return _CHECKS[0]
 
 
 class KafkaHalf:
     """Frames one direction of a Kafka connection (a TCP stream consumer).
 
-    The framing state is ``state`` (a KafkaState of capture._scan: conn,
+    The framing state is ``state`` (a KafkaState of capture.walker._scan: conn,
     pairing, sink, is_request, synced, buf, pos, base, ts, max_frame_size),
     which the compiled fast path also reads and advances: it frames in-order
     data of a synced direction itself and leaves the rest (resyncing
@@ -261,7 +147,7 @@ class KafkaHalf:
 
     def __init__(self, conn: Connection, pairing, sink, is_request: bool, acc: Accounting, synced: bool = True,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self.state = _scan.KafkaState(conn, pairing, sink, is_request, synced, max_frame_size)
+        self.state = _sink.KafkaState(conn, pairing, sink, is_request, synced, max_frame_size)
         self.acc = acc
         self.skip_reason = "gap"
 
@@ -325,7 +211,7 @@ class KafkaHalf:
         if verdict is None:  # wait for more bytes before judging this position
             return False
         st.synced = True
-        st.flags |= _scan.FLAGS["resync"]
+        st.flags |= _sink.FLAGS["resync"]
         return True
 
     def _skip(self, p: int) -> None:
@@ -524,7 +410,7 @@ def _scan_requests(held: _Held, max_frame_size: int) -> bool | None:
 
 
 class Extractor:
-    """Packets in, frames out: into :attr:`sink` (a FrameSink of capture._scan,
+    """Packets in, frames out: into :attr:`sink` (a FrameSink of capture.walker._scan,
     drained by the caller with ``sink.take()``).
 
     ``ports``: the brokers' ports; a connection is Kafka when either end uses
@@ -563,7 +449,7 @@ class Extractor:
         self.held_bytes = 0
         #: where every frame lands (rows and bytes), and the requests left
         #: unanswered when their connection ends (``sink.unanswered``)
-        self.sink = _scan.FrameSink(self.acc, header_table(True), header_table(False), MAX_OUTSTANDING,
+        self.sink = _sink.FrameSink(self.acc, header_table(True), header_table(False), MAX_OUTSTANDING,
                                     batch_rows, batch_bytes)
         self._next_id = 0
 
@@ -623,7 +509,7 @@ class Extractor:
                 flow.close()
 
     def scanner(self):
-        """A ``CaptureScanner`` (capture._scan, or its twin) that feeds this
+        """A ``CaptureScanner`` (capture.walker._scan, or its twin) that feeds this
         extractor: its packets come here, its frames land in :attr:`sink` and
         its counts in :attr:`acc`."""
         return _scan.CaptureScanner(self.packet, self.settled, self.acc, self.sink)
@@ -634,7 +520,7 @@ class Extractor:
         compiled fast path takes it: ``(half, other_half, kafka)`` -- the two
         HalfStream states and the sending side's KafkaHalf state (None: not
         Kafka); None while every packet must come through :meth:`packet`."""
-        conv = _addr4 if family == 4 else _addr6
+        conv = addr4 if family == 4 else addr6
         a, b = (conv(src), sport), (conv(dst), dport)
         flow = self.flows.get((a, b) if a < b else (b, a))
         if flow is None or flow.closed or flow.state == "undecided":

@@ -15,9 +15,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .accounting import Accounting
+from ..accounting import Accounting
+from ..frames import take_batch
+from ..objects import CapturedFrame, Connection
 from .pcap import TS_MAX
-from .streams import CapturedFrame, Connection
 
 __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
            "table_frame_batches", "table_files"]
@@ -347,12 +348,11 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
     record batch that left frames in the sink, True hands them out at once."""
     import numpy as np
 
-    from ..protocol import header_table
-    from . import streams
-    from .frames import take_batch
-    from .streams import MAX_OUTSTANDING
+    from ...protocol import header_table
+    from ..walker import streams
+    from ..walker.streams import MAX_OUTSTANDING
 
-    scan = streams._scan
+    scan = streams._sink
     pa = _pa()
     import pyarrow.compute as pc
 

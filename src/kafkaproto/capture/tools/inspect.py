@@ -4,7 +4,7 @@ The frames come from the capture walker as columns
 (:func:`~kafkaproto.capture.read_frame_batches`); the filters on api key,
 client id, connection and time are masks over those columns, so a frame
 they leave out is never decoded.  Each frame they keep is decoded as
-objects (:func:`~kafkaproto.capture.dissect.decode_frame`, over a view of
+objects (:func:`~kafkaproto.capture.tools.dissect.decode_frame`, over a view of
 the batch's bytes) and printed as one line (:func:`~kafkaproto.capture.
 dissect.frame_line`), an indented field dump (``verbose``) or one JSON
 object (``json``: :func:`frame_json`).
@@ -33,23 +33,25 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-from .. import COMPILED
-from .._limits import DEFAULT_MAX_FRAME_SIZE
-from ..error_codes import ErrorCode
-from ..errors import KafkaProtocolError
-from ..messages import APIS, api_name, request_class, response_class
-from ..protocol import request_header_version, response_header_version, trailing_bytes
-from . import streams
-from .accounting import Accounting
+from ... import COMPILED
+from ..._limits import DEFAULT_MAX_FRAME_SIZE
+from ...error_codes import ErrorCode
+from ...errors import KafkaProtocolError
+from ...messages import APIS, api_name, request_class, response_class
+from ...protocol import request_header_version, response_header_version, trailing_bytes
+from ..accounting import Accounting
+from ..formats.pcap import CaptureFormatError, packet_batches, sniff_format
+from ..formats.raw import raw_batches
+from ..frames import BATCH_BYTES, BATCH_ROWS, FLAGS, FrameBatch
+from ..read import read_frame_batches
+from ..walker import streams
 from .dissect import UNPAIRED, decode_frame, error_codes, frame_line, removed_in_kafka4
-from .frames import BATCH_BYTES, BATCH_ROWS, FLAGS, FrameBatch, _packet_batches, _raw_batches, read_frame_batches
-from .pcap import CaptureFormatError, sniff_format
 
 __all__ = ["FrameFilter", "InputError", "StreamInput", "frame_json", "inspect", "open_capture", "parse_apis",
            "parse_time"]
 
 _FL_HEADER = FLAGS["header"]
-_NO_TS = streams._scan.NO_TS
+_NO_TS = streams._sink.NO_TS
 
 
 class InputError(Exception):
@@ -189,7 +191,7 @@ def open_capture(path: str, *, ports=None, acc: Accounting, max_frame_size: int 
     if path == "-" and got is None:
         path = "/dev/stdin"  # a file given as standard input: read as that file
     if got is None:
-        from . import capture_kind
+        from ..read import capture_kind
 
         kind = capture_kind(path)
         if kind == "raw":
@@ -200,7 +202,7 @@ def open_capture(path: str, *, ports=None, acc: Accounting, max_frame_size: int 
             if not _request_start(lambda n: head[:n], max_frame_size):
                 raise _not_a_capture(path, head)
         if kind == "table" and os.path.isdir(path):
-            from .segments import packet_files
+            from ..formats.ranges import packet_files
 
             if packet_files(path):
                 kind = "pcap"
@@ -222,9 +224,9 @@ def _stream_batches(src: StreamInput, ports, acc: Accounting, max_frame_size: in
         raise InputError(f"{src.name}: no bytes came: no capture to read")
     fmt = sniff_format(head)
     if fmt:
-        return fmt, _packet_batches([src], ports, acc, max_frame_size, BATCH_ROWS, BATCH_BYTES, {}, cut)
+        return fmt, packet_batches([src], ports, acc, max_frame_size, BATCH_ROWS, BATCH_BYTES, {}, cut)
     if head[:4] == b"\xff\xff\xff\xff":  # an Arrow IPC stream: the tap's .arrows files
-        from .table import table_frame_batches
+        from ..formats.tapfiles import table_frame_batches
 
         return "table", table_frame_batches(src, acc, max_frame_size=max_frame_size, cut=cut)
     if head[:4] == b"PAR1" or head[:6] == b"ARROW1":
@@ -232,7 +234,7 @@ def _stream_batches(src: StreamInput, ports, acc: Accounting, max_frame_size: in
                          "give its path, not a pipe")
     if not _request_start(src.peek, max_frame_size):
         raise _not_a_capture(src.name, head)
-    return "raw", _raw_batches(src, acc, max_frame_size, BATCH_ROWS, BATCH_BYTES, cut)
+    return "raw", raw_batches(src, acc, max_frame_size, BATCH_ROWS, BATCH_BYTES, cut)
 
 
 def _closing(batches: Iterator[FrameBatch], src: StreamInput) -> Iterator[FrameBatch]:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 
-from .. import _kinds as K
-from ..error_codes import error_name
-from ..errors import KafkaProtocolError
-from ..messages import api_name, request_class
-from ..messages._runtime import MAX_MASK_VERSION, versions_mask
-from ..protocol import decode_request, decode_response, trailing_bytes
-from .accounting import Accounting
-from .streams import REQUEST, CapturedFrame
+from ... import _kinds as K
+from ...error_codes import error_name
+from ...errors import KafkaProtocolError
+from ...messages import api_name, request_class
+from ...messages._runtime import MAX_MASK_VERSION, versions_mask
+from ...protocol import decode_request, decode_response, trailing_bytes
+from ..accounting import Accounting
+from ..objects import REQUEST, CapturedFrame
 
 __all__ = ["UNPAIRED", "Dissected", "decode_frame", "dissect", "error_codes", "format_line", "frame_line",
            "removed_in_kafka4", "summary"]

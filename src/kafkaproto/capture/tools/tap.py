@@ -53,11 +53,11 @@ import sys
 import threading
 import time
 
-from .._limits import DEFAULT_MAX_FRAME_SIZE
-from .._tap_args import DEFAULT_MAX_LISTENERS, DEFAULT_MEMORY_BUDGET, add_tap_arguments
-from ..errors import KafkaProtocolError
-from ..net import write_parts
-from ..proxy import (
+from ..._limits import DEFAULT_MAX_FRAME_SIZE
+from ..._tap_args import DEFAULT_MAX_LISTENERS, DEFAULT_MEMORY_BUDGET, add_tap_arguments
+from ...errors import KafkaProtocolError
+from ...net import write_parts
+from ...proxy import (
     DESCRIBE_CLUSTER,
     FIND_COORDINATOR,
     METADATA,
@@ -70,8 +70,8 @@ from ..proxy import (
     Unframed,
     rewrite_addresses,
 )
-from .streams import CapturedFrame, Connection, RequestInfo, paired_request, paired_response
-from .table import FrameTableWriter
+from ..formats.tapfiles import FrameTableWriter
+from ..objects import CapturedFrame, Connection, RequestInfo, paired_request, paired_response
 
 __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 

@@ -1,4 +1,4 @@
-"""Streaming readers for pcap and pcapng files, and the link/IP/TCP layers.
+"""Streaming readers for pcap and pcapng files.
 
 Only the standard library is used: a capture is read record by record from
 a binary file object, so memory stays constant whatever the file's size.
@@ -7,9 +7,8 @@ a binary file object, so memory stays constant whatever the file's size.
   packet of a pcap (micro- or nanosecond, either byte order) or pcapng file
   (several sections and interfaces, ``if_tsresol``/``if_tsoffset``,
   enhanced, simple and obsolete packet blocks).
-- :func:`decode_tcp` takes one packet to a :class:`TcpSegment` (Ethernet with
-  VLAN tags, Linux cooked SLL and SLL2, BSD/OpenBSD loopback, raw IP; IPv4
-  and IPv6) or to the reason it is not one.
+- :func:`kafkaproto.capture.walker.packets.decode_tcp` takes one packet to
+  a TCP segment (the link, IP and TCP layers).
 
 A damaged file never raises out of the iterator: it stops and says why in
 :attr:`CaptureFile.error`, with the bytes it could not read in
@@ -21,18 +20,22 @@ huge or negative ``if_tsoffset``) is read as None (no time) and counted in
 
 from __future__ import annotations
 
-import ipaddress
+import contextlib
+import os
 import struct
 from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
+
+from ..accounting import Accounting
+from ..frames import FrameBatch, take_batch
+from ..walker.streams import Extractor
 
 __all__ = [
+    "packet_batches",
     "CaptureFile",
     "CaptureFormatError",
     "PCAP_MAGICS",
     "PCAPNG_MAGIC",
-    "TcpSegment",
-    "decode_tcp",
     "sniff_format",
 ]
 
@@ -45,24 +48,6 @@ PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
 }
 
-# link-layer header types (tcpdump.org LINKTYPE_* values)
-LINKTYPE_NULL = 0
-LINKTYPE_ETHERNET = 1
-LINKTYPE_RAW = 101
-LINKTYPE_LOOP = 108
-LINKTYPE_LINUX_SLL = 113
-LINKTYPE_IPV4 = 228
-LINKTYPE_IPV6 = 229
-LINKTYPE_LINUX_SLL2 = 276
-_RAW_LINKTYPES = {LINKTYPE_RAW, 12, 14, LINKTYPE_IPV4, LINKTYPE_IPV6}
-
-ETHERTYPE_IPV4 = 0x0800
-ETHERTYPE_IPV6 = 0x86DD
-_VLAN_TAGS = {0x8100, 0x88A8, 0x9100}
-# BSD address families for IPv6 differ between systems (24 NetBSD/OpenBSD,
-# 28 FreeBSD, 30 macOS); IPv4 is 2 everywhere.
-_AF_INET6 = {24, 28, 30}
-
 _MAX_RECORD = 256 * 1024 * 1024  # larger captured lengths mean a damaged file
 #: the time stamps a packet may carry: nanoseconds since the epoch that fit in
 #: an int64 (1970 to 2262); every later difference (latency) fits too
@@ -72,26 +57,6 @@ _READ_STEP = 1 << 20
 
 class CaptureFormatError(ValueError):
     """The file is not a pcap or pcapng capture, or its header is damaged."""
-
-
-class TcpSegment(NamedTuple):
-    """One TCP segment; ``payload`` is what was captured, ``length`` what the
-    IP header says was sent (longer when the snap length cut the packet);
-    ``at``: where the payload starts in the packet's bytes."""
-
-    src: str
-    sport: int
-    dst: str
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    payload: bytes
-    length: int
-    at: int = 0
-
-
-FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
 def sniff_format(head: bytes) -> str | None:
@@ -325,130 +290,50 @@ def _idb_options(opts: bytes, order: str) -> tuple[int, int]:
     return ticks or 1_000_000, offset
 
 
-# --------------------------------------------------------------------------
-# link, network and transport layers
-# --------------------------------------------------------------------------
+def packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, batch_rows: int,
+                    batch_bytes: int, limits, cut=None) -> Iterator[FrameBatch]:
+    """The files of one capture, in order, through one extractor (a connection
+    runs on from one file into the next).
 
-_ip_cache: dict = {}
-
-
-def _addr4(b: bytes) -> str:
-    s = _ip_cache.get(b)
-    if s is None:
-        s = f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
-        if len(_ip_cache) < 65536:
-            _ip_cache[b] = s
-    return s
-
-
-def _addr6(b: bytes) -> str:
-    s = _ip_cache.get(b)
-    if s is None:
-        s = str(ipaddress.IPv6Address(b))
-        if len(_ip_cache) < 65536:
-            _ip_cache[b] = s
-    return s
-
-
-_tcp = struct.Struct(">HHIIBB")
-# Linux cooked captures: header length, offset of the protocol (ethertype) field
-_COOKED = {LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
-
-
-def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
-    """A :class:`TcpSegment`, or one of the reasons ``"unsupported_link"``,
-    ``"not_ip"``, ``"not_tcp"``, ``"ip_fragment"``, ``"malformed"``."""
-    pos = 0
-    if linktype == LINKTYPE_ETHERNET:
-        if len(data) < 14:
-            return "malformed"
-        etype = (data[12] << 8) | data[13]
-        pos = 14
-        while etype in _VLAN_TAGS:
-            if len(data) < pos + 4:
-                return "malformed"
-            etype = (data[pos + 2] << 8) | data[pos + 3]
-            pos += 4
-    elif linktype in _COOKED:
-        pos, at = _COOKED[linktype]
-        if len(data) < pos:
-            return "malformed"
-        etype = (data[at] << 8) | data[at + 1]
-    elif linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
-        if len(data) < 4:
-            return "malformed"
-        # DLT_NULL is in the capturing host's byte order; accept either.
-        le = struct.unpack_from("<I", data, 0)[0]
-        be = struct.unpack_from(">I", data, 0)[0]
-        fam = be if linktype == LINKTYPE_LOOP else (le if le < 256 else be)
-        etype = ETHERTYPE_IPV4 if fam == 2 else ETHERTYPE_IPV6 if fam in _AF_INET6 else -1
-        pos = 4
-    elif linktype in _RAW_LINKTYPES:
-        if not data:
-            return "malformed"
-        v = data[0] >> 4
-        etype = ETHERTYPE_IPV4 if v == 4 else ETHERTYPE_IPV6 if v == 6 else -1
-    else:
-        return "unsupported_link"
-
-    if etype == ETHERTYPE_IPV4:
-        if len(data) < pos + 20:
-            return "malformed"
-        vihl = data[pos]
-        ihl = (vihl & 0x0F) * 4
-        if vihl >> 4 != 4 or ihl < 20 or len(data) < pos + ihl:
-            return "malformed"
-        total = (data[pos + 2] << 8) | data[pos + 3]
-        frag = ((data[pos + 6] << 8) | data[pos + 7]) & 0x3FFF  # MF flag + offset
-        proto = data[pos + 9]
-        src = _addr4(data[pos + 12:pos + 16])
-        dst = _addr4(data[pos + 16:pos + 20])
-        if total < ihl:
-            # TCP segmentation offload captures show total length 0
-            total = len(data) - pos if total == 0 else -1
-            if total < 0:
-                return "malformed"
-        l4 = pos + ihl
-        l4_len = total - ihl
-        if proto != 6:
-            return "not_tcp"
-        if frag:
-            return "ip_fragment"
-    elif etype == ETHERTYPE_IPV6:
-        if len(data) < pos + 40:
-            return "malformed"
-        if data[pos] >> 4 != 6:
-            return "malformed"
-        plen = (data[pos + 4] << 8) | data[pos + 5]
-        nxt = data[pos + 6]
-        src = _addr6(data[pos + 8:pos + 24])
-        dst = _addr6(data[pos + 24:pos + 40])
-        l4 = pos + 40
-        l4_len = plen if plen else len(data) - l4  # jumbogram / offload: use what is there
-        for _ in range(8):  # extension headers, bounded
-            if nxt == 44:
-                return "ip_fragment"
-            if nxt not in (0, 43, 60, 51):
-                break
-            if len(data) < l4 + 2:
-                return "malformed"
-            # the authentication header counts 4-byte units less 2, the others 8-byte units less 1
-            ext = (data[l4 + 1] + 2) * 4 if nxt == 51 else (data[l4 + 1] + 1) * 8
-            nxt = data[l4]
-            l4 += ext
-            l4_len -= ext
-        if nxt != 6:
-            return "not_tcp"
-    else:
-        return "not_ip"
-
-    if l4_len < 20 or len(data) < l4 + 20:
-        return "malformed"
-    sport, dport, seq, ack, off, flags = _tcp.unpack_from(data, l4)
-    doff = (off >> 4) * 4
-    if doff < 20 or doff > l4_len or len(data) < l4 + doff:
-        return "malformed"
-    start = l4 + doff
-    length = l4_len - doff
-    payload = data[start:start + length]
-    return TcpSegment(src, sport, dst, dport, seq, ack, flags, payload, length, start)
+    A path may also be an open binary stream (a pipe: read record by record,
+    named by its ``name``).  ``cut``: called after each packet that left
+    frames in the sink; True hands them out as a batch at once (a live view
+    asks whenever its input has nothing more waiting)."""
+    ext = Extractor(ports, acc, max_frame_size, batch_rows=batch_rows, batch_bytes=batch_bytes, **(limits or {}))
+    sink = ext.sink
+    scan = ext.scanner()
+    try:
+        for path in paths:
+            stream = hasattr(path, "read")
+            with contextlib.nullcontext(path) if stream else open(path, "rb") as fh:
+                if not stream:
+                    acc.file_bytes += os.fstat(fh.fileno()).st_size
+                cap = CaptureFile(fh)
+                try:
+                    if cap.open() == "pcap" and cut is None:
+                        # classic pcap: the scanner reads the records itself, in large blocks
+                        order, ticks, linktype = cap.pcap_header()
+                        scan.read_pcap(fh, order == ">", ticks, linktype)
+                        while scan.run():
+                            yield take_batch(sink)
+                    else:
+                        for ts, linktype, data, _orig in cap.iter_records():
+                            scan.packet(ts, linktype, data)
+                            if sink.full() or (cut is not None and sink.size and cut()):
+                                scan.flush()
+                                yield take_batch(sink)
+                finally:
+                    scan.flush()
+                    if stream:
+                        acc.file_bytes += cap.bytes_read
+                    error = cap.error or scan.error
+                    if error:
+                        acc.errors.append(f"{path.name if stream else os.fspath(path)}: {error}")
+                    acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
+                    acc.bad_timestamps += cap.bad_timestamps
+                    scan.error, scan.unread_bytes = None, 0
+    finally:
+        ext.finish()
+        scan.flush()
+    if sink.size or sink.unanswered:
+        yield take_batch(sink)

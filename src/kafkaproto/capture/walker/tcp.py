@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import heapq
 
-from .._impl import load as _load
+from ..._impl import load as _load
 
 __all__ = ["HalfStream", "PendingPool"]
 
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
-# HalfState: compiled (a cdef class of capture._scan, read and advanced by the
+# HalfState: compiled (a cdef class of capture.walker._scan, read and advanced by the
 # capture fast path in C) or the twin's plain class.
-_HalfState = _load("capture._scan").HalfState
+_HalfState = _load("capture.walker._scan").HalfState
 
 
 class PendingPool:
@@ -60,7 +60,7 @@ class PendingPool:
 class HalfStream:
     """One direction of a TCP connection; its reassembly state is ``state``
     (base, next, pending, heap, ended), which the compiled fast path of
-    capture._scan also reads and advances for in-order segments."""
+    capture.walker._scan also reads and advances for in-order segments."""
 
     __slots__ = ("state", "consumer", "acc", "pending_bytes", "max_pending_bytes", "from_start", "pool")
 

@@ -12,11 +12,11 @@ ranges that are read in two stages:
   flags, and where its payload lies in the file -- not the payload), plus
   one statistics row (what was not TCP, where reading started and stopped,
   errors).  The compiled walker reads pcap records in C
-  (capture._scan.index_pcap); what crosses to the second stage is about 70
+  (capture.walker._scan.index_pcap); what crosses to the second stage is about 70
   bytes a packet, whatever the packet's size.
 - **frames** (:func:`feed`): the rows of each connection, put in capture
   order (``order``: the file's rank and the record's byte offset, as if the
-  files were one), go to an :class:`~kafkaproto.capture.streams.Extractor`
+  files were one), go to an :class:`~kafkaproto.capture.walker.streams.Extractor`
   with the payloads read again from the files mapped in memory
   (:class:`Files`): the same reassembly, detection, framing and pairing as a
   whole-file read.
@@ -58,9 +58,13 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from . import streams
-from .accounting import Accounting
-from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, _addr4, _addr6, decode_tcp, sniff_format
+from ..._impl import load as _load
+from ..accounting import Accounting
+from ..walker.packets import TcpSegment, addr4, addr6, decode_tcp
+from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, sniff_format
+
+_index = _load("capture.walker._index")
+_NO_TS = -(1 << 63)  # a row without a time (the sink's NO_TS)
 
 __all__ = ["CONFIRM", "RELEASE_BYTES", "STATS_KEY", "Files", "Positions", "check_chains", "connection_frames", "feed",
            "file_order", "packet_files", "plan_ranges", "range_accounting", "range_stats", "ranges_to_redo",
@@ -253,14 +257,14 @@ class _Rows:
         fam = 6 if ":" in seg.src else 4
         af = socket.AF_INET6 if fam == 6 else socket.AF_INET
         src, dst = socket.inet_pton(af, seg.src), socket.inet_pton(af, seg.dst)
-        key = streams._scan.connection_key(fam, src, seg.sport, dst, seg.dport)
-        self.items.append((order, streams._scan.NO_TS if ts is None else ts, key, seg.seq, seg.ack, seg.length,
+        key = _index.connection_key(fam, src, seg.sport, dst, seg.dport)
+        self.items.append((order, _NO_TS if ts is None else ts, key, seg.seq, seg.ack, seg.length,
                            data_at + seg.at, len(seg.payload), seg.sport, seg.dport, seg.flags, fam, 0,
                            src.ljust(16, b"\0"), dst.ljust(16, b"\0"), b"\0" * 4))
 
     def array(self) -> np.ndarray:
-        return np.array(self.items, dtype=streams._scan.POS_DTYPE) if self.items else \
-            np.zeros(0, dtype=streams._scan.POS_DTYPE)
+        return np.array(self.items, dtype=_index.POS_DTYPE) if self.items else \
+            np.zeros(0, dtype=_index.POS_DTYPE)
 
 
 def _positions(rows: np.ndarray, capture: int):
@@ -274,7 +278,7 @@ def _positions(rows: np.ndarray, capture: int):
         if not n:
             return
         ts = part["ts"]
-        ok = ts != streams._scan.NO_TS
+        ok = ts != _NO_TS
         cols = {
             "capture": pa.array(np.full(n, capture, dtype=np.int32)),
             "key": pa.array(part["key"]),
@@ -321,7 +325,7 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
     stats = {"file": os.fspath(path), "rank": rank, "start": start, "end": end, "size": size, "first": None,
              "stop": None, "records": 0, "packets": {}, "error": None, "bad_timestamps": 0, "searched": first is None}
     base = rank << _OFFSET_BITS
-    rows = np.zeros(0, dtype=streams._scan.POS_DTYPE)
+    rows = np.zeros(0, dtype=_index.POS_DTYPE)
     with open(path, "rb") as fh:
         head = fh.read(24)
         fmt = sniff_format(head)
@@ -337,7 +341,7 @@ def read_range(path: str, start: int, end: int, *, capture: int = 0, rank: int =
 
 def _read_pcap_range(path: str, head: bytes, start: int, end: int, first: int | None, base: int,
                      stats: dict) -> np.ndarray:
-    scan = streams._scan
+    scan = _index
     size = stats["size"]
     if len(head) < 24:
         if start == 0:
@@ -403,7 +407,7 @@ def _read_pcapng_range(fh, start: int, end: int, first: int | None, base: int, s
         stats["first"] = first
         if first is None or first >= end:
             stats["first"] = None
-            return np.zeros(0, dtype=streams._scan.POS_DTYPE)
+            return np.zeros(0, dtype=_index.POS_DTYPE)
         fh.seek(first)
         cap = CaptureFile(fh, base=first, read_rest=False)
         cap.order, cap.interfaces = probe.order, list(probe.interfaces)
@@ -522,7 +526,7 @@ def read_ranges_checked(got: dict, reread) -> tuple[list, list[dict], int]:
 
 
 def _text(b: bytes, family: int) -> str:
-    return _addr4(b[:4]) if family == 4 else _addr6(b)
+    return addr4(b[:4]) if family == 4 else addr6(b)
 
 
 class Positions:
@@ -557,9 +561,8 @@ def feed(ext, pos: Positions, a: int, b: int, scan, files: Files) -> None:
     statistics rows) to ``ext`` through ``scan`` (``ext.scanner()``: the
     compiled fast path takes in-order segments of settled connections, as it
     does packets; the others go through
-    :meth:`~kafkaproto.capture.streams.Extractor.tcp`), their payloads read
+    :meth:`~kafkaproto.capture.walker.streams.Extractor.tcp`), their payloads read
     from ``files``."""
-    from .pcap import TcpSegment
 
     cap = int(pos.capture[a])
     rank = pos.rank
@@ -628,14 +631,14 @@ def connection_frames(batches, files: Files, extractor, *, stats: dict | None = 
     """The one loop over segment positions: ``batches`` (record batches of
     :func:`segment_schema`, sorted by capture, connection key and order) are
     fed connection by connection, each closed after its last segment, to
-    ``extractor(capture)`` (an :class:`~kafkaproto.capture.streams.Extractor`
+    ``extractor(capture)`` (an :class:`~kafkaproto.capture.walker.streams.Extractor`
     per capture, made by the caller), the payloads read from ``files``.
     Yields ``(capture, FrameBatch)`` whenever a capture's sink is full, and
     what each holds at the end.  Statistics rows (key :data:`STATS_KEY`) go
     to ``stats[capture]`` (a list per capture) when ``stats`` is given.
     The pages of the files read are let go every ``release_bytes``: a
     reader's memory is what it holds, not what it has read."""
-    from .frames import take_batch
+    from ..frames import take_batch
 
     seen: dict[int, tuple] = {}  # capture -> (extractor, scanner)
     current = None  # (capture, key) being fed
@@ -693,7 +696,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     into one (grouped by connection)."""
     import pyarrow as pa
 
-    from .streams import Extractor
+    from ..walker.streams import Extractor
 
     acc = acc if acc is not None else Accounting()
     ordered = file_order(list(paths))

@@ -13,7 +13,7 @@ import ipaddress
 import struct
 from typing import BinaryIO
 
-from .pcap import (
+from ..walker.packets import (
     ACK,
     FIN,
     LINKTYPE_ETHERNET,

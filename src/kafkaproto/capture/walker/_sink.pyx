@@ -1,0 +1,457 @@
+# cython: language_level=3
+# The walker's sink: where every frame lands, as a fixed-size row and its
+# bytes, and the pairing of each response with its request (Pairing, one per
+# connection).  One rule for every frame, whichever reader made it: the
+# compiled scanner (_scan), the pure-Python capture layer, the tap's tables
+# and raw request streams all hand their frames to FrameSink.add/emit.
+#
+# Rows and their bytes become an Arrow record batch in the capture layer
+# above (kafkaproto.capture.frames) without a Python object per frame.  This
+# module imports nothing from that layer: the connection objects, the
+# accounting object and the header-version tables are handed to it.
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.object cimport PyObject
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, INT64_MIN
+from libc.string cimport memcmp, memcpy
+
+from kafkaproto._wire cimport (
+    kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_skip_tags, cur_request_head, _frame_at, FRAME_COMPLETE,
+    FRAME_BAD_SIZE,
+)
+
+import numpy as np
+
+COMPILED = True
+
+FLAGS = {"header": FL_HEADER, "resync": FL_RESYNC, "reused_correlation_id": FL_REUSED,
+         "evicted_oldest": FL_EVICTED}
+STATUS = ("framed", "unpaired")
+
+#: the fields of a row, in order, as (name, numpy type): FrameSink.take's array has this dtype
+ROW_FIELDS = (("ts", "<i8"), ("offset", "<i8"), ("seq", "<i8"), ("request_seq", "<i8"), ("request_ts", "<i8"),
+              ("end", "<i8"), ("conn", "<i4"), ("correlation_id", "<i4"), ("client", "<i4"),
+              ("header_size", "<i4"), ("api_key", "<i2"), ("api_version", "<i2"), ("direction", "u1"),
+              ("status", "u1"), ("flags", "u1"), ("pad", "u1"))
+ROW_DTYPE = np.dtype(list(ROW_FIELDS))
+assert ROW_DTYPE.itemsize == sizeof(Row)
+NO_TS = INT64_MIN
+
+
+# ---------------------------------------------------------------------------
+# Pairing: the requests waiting on one connection
+
+cdef class Pairing:
+    """The requests waiting for their responses on one connection, and its
+    frame count.  A response pairs with the oldest waiting request of its
+    correlation id (Kafka answers a connection's requests in order, so a
+    correlation id a client reuses is paired in order too).
+
+    ``pending`` maps a correlation id to the slot of its oldest waiting
+    request, in the order the ids were first sent; ``waiting`` counts the
+    requests waiting; ``frames`` the connection's frames so far."""
+
+    def __cinit__(self):
+        self.slots = NULL
+        self.cap = self.used = 0
+        self.free = -1
+
+    def __init__(self, conn, int32_t index):
+        self.conn = conn
+        self.index = index
+        self.frames = 0
+        self.waiting = 0
+        self.pending = {}
+
+    def __dealloc__(self):
+        PyMem_Free(self.slots)
+
+    cdef int32_t _alloc(self) except -2:
+        cdef int32_t s
+        cdef Pend* p
+        if self.free >= 0:
+            s = self.free
+            self.free = self.slots[s].next
+            return s
+        if self.used == self.cap:
+            p = <Pend*>PyMem_Realloc(self.slots, (self.cap * 2 + 8) * sizeof(Pend))
+            if p == NULL:
+                raise MemoryError()
+            self.slots = p
+            self.cap = self.cap * 2 + 8
+        s = self.used
+        self.used += 1
+        return s
+
+    cdef int push(self, const Pend* req) except -1:
+        """Note a request as waiting: 1 if its correlation id was already waiting, else 0."""
+        cdef int32_t s = self._alloc(), t
+        cdef PyObject* hit
+        self.slots[s] = req[0]
+        self.slots[s].next = -1
+        self.slots[s].last = s
+        self.waiting += 1
+        key = req.correlation_id
+        hit = PyDict_GetItem(self.pending, key)
+        if hit == NULL:
+            self.pending[key] = s
+            return 0
+        t = <object>hit
+        self.slots[self.slots[t].last].next = s
+        self.slots[t].last = s
+        return 1
+
+    cdef int pop(self, int32_t corr, Pend* out) except -1:
+        """The oldest request waiting with ``corr``, taken: 1, or 0 when none waits."""
+        cdef PyObject* hit = PyDict_GetItem(self.pending, corr)
+        cdef int32_t s
+        if hit == NULL:
+            return 0
+        s = <object>hit
+        out[0] = self.slots[s]
+        if out.next >= 0:
+            self.slots[out.next].last = out.last
+            self.pending[corr] = out.next
+        else:
+            del self.pending[corr]
+        self.slots[s].next = self.free
+        self.free = s
+        self.waiting -= 1
+        return 1
+
+    cdef int drop_oldest(self) except -1:
+        """Give up the request waiting longest (of the id sent first)."""
+        cdef Py_ssize_t it = 0
+        cdef PyObject* k
+        cdef PyObject* v
+        cdef Pend gone
+        if PyDict_Next(self.pending, &it, &k, &v):
+            self.pop(<object>k, &gone)
+        return 0
+
+    def request_of(self, int32_t corr):
+        """``(api_key, api_version)`` of the oldest request waiting with ``corr``, or None."""
+        cdef PyObject* hit = PyDict_GetItem(self.pending, corr)
+        cdef int32_t s
+        if hit == NULL:
+            return None
+        s = <object>hit
+        return self.slots[s].api_key, self.slots[s].api_version
+
+    def take_waiting(self):
+        """Every request still waiting, oldest id first: ``[(correlation id,
+        api key, api version, ts or None, frame number, client index)]``; none wait after."""
+        cdef int32_t s
+        cdef Pend* p
+        out = []
+        for corr, first in self.pending.items():
+            s = first
+            while s >= 0:
+                p = &self.slots[s]
+                out.append((p.correlation_id, p.api_key, p.api_version, None if p.ts == INT64_MIN else p.ts,
+                            p.seq, p.client))
+                s = p.next
+        self.pending.clear()
+        self.free = -1
+        self.used = 0
+        self.waiting = 0
+        return out
+
+
+# ---------------------------------------------------------------------------
+# The sink: where every frame lands, as a row and its bytes
+
+cdef class FrameSink:
+    """Frames as columns: a row per frame (:data:`ROW_DTYPE`) and the frames'
+    bytes (size prefix removed) back to back.  :meth:`take` hands out what
+    was gathered and starts afresh; the capture layer turns it into an Arrow
+    record batch.
+
+    ``acc`` (an Accounting) gets the frame counts (:meth:`flush`) and the
+    connections that gave a frame (``kafka_connections``);
+    ``header_tables``: the request and response header versions
+    (kafkaproto.protocol.header_table(True/False): int8[api keys, 64]), which
+    say where a request's client id is and how long each header is;
+    ``max_outstanding``: requests a connection may have waiting before the
+    oldest counts as unanswered.  :meth:`full` says when ``batch_rows`` rows
+    or ``batch_bytes`` bytes are gathered."""
+
+    def __init__(self, acc, request_headers, response_headers, Py_ssize_t max_outstanding,
+                 Py_ssize_t batch_rows=65536, Py_ssize_t batch_bytes=32 << 20):
+        cdef const int8_t[:, ::1] q = request_headers
+        cdef const int8_t[:, ::1] r = response_headers
+        self.hq, self.hr = request_headers, response_headers
+        self.hvq, self.hvr = &q[0, 0], &r[0, 0]
+        self.nq, self.nr = q.shape[0], r.shape[0]
+        self.acc = acc
+        self.max_outstanding = max_outstanding
+        self.batch_rows, self.batch_bytes = batch_rows, batch_bytes
+        self.conns = []
+        self.clients = []
+        self.client_index = {}
+        self.unanswered = []
+        self._fresh()
+
+    cdef _fresh(self):
+        self.rows = bytearray(0)
+        self.nrows = self.rows_cap = 0
+        self.data = bytearray(0)
+        self.dlen = self.dcap = 0
+
+    # -- connections -----------------------------------------------------------
+    def connection(self, conn):
+        """A new connection's Pairing (its frames are numbered from 0)."""
+        p = Pairing(conn, len(self.conns))
+        self.conns.append(conn)
+        return p
+
+    def close(self, Pairing p):
+        """The connection is over: its waiting requests become unanswered rows."""
+        waiting = p.take_waiting()
+        if waiting:
+            self.acc.unanswered_requests += len(waiting)
+            for corr, key, version, ts, seq, client in waiting:
+                self.unanswered.append((p.index, corr, key, version, ts, seq, client))
+
+    # -- rows ------------------------------------------------------------------
+    @property
+    def size(self):
+        """Frames gathered (since the last take)."""
+        return self.nrows
+
+    @property
+    def nbytes(self):
+        return self.dlen
+
+    cpdef bint full(self):
+        return self.nrows >= self.batch_rows or self.dlen >= self.batch_bytes
+
+    cdef Row* _row(self) except NULL:
+        cdef Py_ssize_t cap
+        if self.nrows == self.rows_cap:
+            cap = self.rows_cap * 2 if self.rows_cap else 1024
+            PyByteArray_Resize(self.rows, cap * sizeof(Row))
+            self.rows_cap = cap
+        self.nrows += 1
+        return (<Row*>PyByteArray_AS_STRING(self.rows)) + self.nrows - 1
+
+    cdef int _bytes(self, const unsigned char* f, Py_ssize_t n) except -1:
+        cdef Py_ssize_t cap
+        if self.dlen + n > self.dcap:
+            cap = self.dcap * 2 if self.dcap else 1 << 16
+            while cap < self.dlen + n:
+                cap *= 2
+            PyByteArray_Resize(self.data, cap)
+            self.dcap = cap
+        if n:
+            memcpy(PyByteArray_AS_STRING(self.data) + self.dlen, f, n)
+        self.dlen += n
+        return 0
+
+    cdef int32_t _client(self, KafkaState kh, const unsigned char* f, Py_ssize_t at, Py_ssize_t n) except -2:
+        """The index of a client id (its bytes ``f[at:at + n]``, checked UTF-8)."""
+        cdef PyObject* hit
+        cdef int32_t ix
+        raw = kh.client_raw
+        if raw is not None and PyBytes_GET_SIZE(raw) == n and memcmp(PyBytes_AS_STRING(raw), f + at, n) == 0:
+            return kh.client
+        raw = PyBytes_FromStringAndSize(<const char*>(f + at), n)
+        hit = PyDict_GetItem(self.client_index, raw)
+        if hit == NULL:
+            ix = len(self.clients)
+            self.clients.append(raw.decode("utf-8"))
+            self.client_index[raw] = ix
+        else:
+            ix = <object>hit
+        kh.client_raw = raw
+        kh.client = ix
+        return ix
+
+    cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset,
+                 int64_t request_ts=INT64_MIN) except -1:
+        """One frame ``f[:n]`` (size prefix removed) of ``kh``'s direction, whose
+        prefix is at stream ``offset``: paired, numbered, counted, stored.  The
+        one rule for every frame, from the fast path and the Python code alike.
+        ``request_ts``: a paired response's request time when the reader knows
+        it better than the request's row does (the tap's own clock)."""
+        cdef Pairing pr = kh.pairing
+        cdef Row* row
+        cdef Cur c
+        cdef RequestHead h
+        cdef Pend req
+        cdef int hv
+        cdef int64_t ts = INT64_MIN if kh.ts is None else <int64_t>kh.ts
+        if pr.frames == 0:
+            self.n_kafka += 1
+        row = self._row()
+        row.ts = ts
+        row.offset = offset
+        row.seq = pr.frames
+        row.request_seq = -1
+        row.request_ts = INT64_MIN
+        row.conn = pr.index
+        row.correlation_id = 0
+        row.client = -1
+        row.header_size = -1
+        row.api_key = 0
+        row.api_version = 0
+        row.status = ST_FRAMED
+        row.flags = kh.flags
+        row.pad = 0
+        kh.flags = 0
+        pr.frames += 1
+        if kh.is_request:
+            row.direction = 0
+            if n >= 8:
+                row.flags |= FL_HEADER
+                row.api_key = <int16_t>kp_ld16(f)
+                row.api_version = <int16_t>kp_ld16(f + 2)
+                row.correlation_id = <int32_t>kp_ld32(f + 4)
+                hv = -1
+                if 0 <= row.api_key < self.nq and 0 <= row.api_version < 64:
+                    hv = self.hvq[64 * row.api_key + row.api_version]
+                if hv >= 0:
+                    cur_init(&c, f, 0, n)
+                    if not cur_request_head(&c, hv, &h):
+                        if h.client_id_len >= 0:
+                            row.client = self._client(kh, f, h.client_id_at, h.client_id_len)
+                            # the row may have moved: _client only touches dicts and lists, not the rows
+                        if hv < 2 or not cur_skip_tags(&c):
+                            row.header_size = <int32_t>c.pos
+                req.ts = ts
+                req.seq = row.seq
+                req.client = row.client
+                req.correlation_id = row.correlation_id
+                req.api_key = row.api_key
+                req.api_version = row.api_version
+                if pr.push(&req):
+                    row.flags |= FL_REUSED
+                if pr.waiting > self.max_outstanding:
+                    pr.drop_oldest()
+                    row.flags |= FL_EVICTED
+                    self.n_evicted += 1
+            self.n_framed += 1
+            self.b_framed += n + 4
+        else:
+            row.direction = 1
+            row.correlation_id = <int32_t>kp_ld32(f)
+            if pr.pop(row.correlation_id, &req):
+                row.flags |= FL_HEADER
+                row.api_key = req.api_key
+                row.api_version = req.api_version
+                row.client = req.client
+                row.request_seq = req.seq
+                row.request_ts = req.ts if request_ts == INT64_MIN else request_ts
+                hv = -1
+                if 0 <= row.api_key < self.nr and 0 <= row.api_version < 64:
+                    hv = self.hvr[64 * row.api_key + row.api_version]
+                if hv == 0:
+                    row.header_size = 4
+                elif hv == 1:
+                    cur_init(&c, f, 4, n)
+                    if not cur_skip_tags(&c):
+                        row.header_size = <int32_t>c.pos
+                self.n_framed += 1
+                self.b_framed += n + 4
+            else:
+                row.status = ST_UNPAIRED
+                self.n_unpaired += 1
+                self.b_unpaired += n + 4
+        self._bytes(f, n)
+        row = (<Row*>PyByteArray_AS_STRING(self.rows)) + self.nrows - 1
+        row.end = self.dlen
+        return 0
+
+    def emit(self, KafkaState kh, frame, int64_t offset, request_ts=None):
+        """A frame the Python code made (any contiguous buffer of its bytes, size prefix removed)."""
+        cdef Py_buffer view
+        PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE)
+        try:
+            self.add(kh, <const unsigned char*>view.buf, view.len, offset,
+                     INT64_MIN if request_ts is None else <int64_t>request_ts)
+        finally:
+            PyBuffer_Release(&view)
+
+    def flush(self):
+        """Add the frame counts to the Accounting."""
+        acc = self.acc
+        if self.n_framed:
+            acc.frames["framed"] += self.n_framed
+            acc.bytes["framed"] += self.b_framed
+            self.n_framed = self.b_framed = 0
+        if self.n_unpaired:
+            acc.frames["unpaired"] += self.n_unpaired
+            acc.bytes["unpaired"] += self.b_unpaired
+            self.n_unpaired = self.b_unpaired = 0
+        if self.n_kafka:
+            acc.kafka_connections += self.n_kafka
+            self.n_kafka = 0
+        if self.n_evicted:
+            acc.unanswered_requests += self.n_evicted
+            self.n_evicted = 0
+
+    def take(self):
+        """``(rows, data)``: the rows gathered (a numpy array of :data:`ROW_DTYPE`)
+        and their bytes (a bytearray; row i's are ``data[rows.end[i-1]:rows.end[i]]``);
+        the sink starts afresh.  Counts are flushed first."""
+        self.flush()
+        PyByteArray_Resize(self.rows, self.nrows * sizeof(Row))
+        PyByteArray_Resize(self.data, self.dlen)
+        rows = np.frombuffer(self.rows, dtype=ROW_DTYPE) if self.nrows else np.zeros(0, dtype=ROW_DTYPE)
+        data = self.data
+        self._fresh()
+        return rows, data
+
+
+cdef class KafkaState:
+    """Framing state of one direction of a Kafka connection (held by
+    streams.KafkaHalf as ``state``).
+
+    ``buf[pos:]`` holds the bytes not framed yet, ``base`` is the stream
+    offset of ``buf[0]``, ``ts`` the time of the latest bytes; ``pairing`` is
+    the connection's (shared by its two directions); ``sink`` takes each
+    frame; ``flags`` are given to the next frame (FL_RESYNC after a resync)."""
+
+    def __init__(self, conn, Pairing pairing, FrameSink sink, bint is_request, bint synced, int64_t max_frame_size):
+        self.conn = conn
+        self.pairing = pairing
+        self.sink = sink
+        self.is_request = is_request
+        self.synced = synced
+        self.max_frame_size = max_frame_size
+        self.buf = bytearray()
+        self.pos = 0
+        self.base = 0
+        self.ts = None
+        self.flags = 0
+        self.client = -1
+
+    cpdef int drain(self) except -1:
+        """Frame the bytes buffered from ``pos`` on (a synced direction): each
+        whole frame goes to the sink.  1: a size prefix that makes no sense
+        stopped it (``pos`` is there); 0: the rest is a partial frame."""
+        cdef int32_t size
+        cdef int st
+        cdef int64_t minimum = 8 if self.is_request else 4
+        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self.buf)
+        while True:
+            st = _frame_at(<const unsigned char*>PyByteArray_AS_STRING(self.buf), self.pos, end, minimum,
+                           self.max_frame_size, &size)
+            if st == FRAME_BAD_SIZE:
+                return 1
+            if st != FRAME_COMPLETE:
+                return 0
+            self.sink.add(self, <const unsigned char*>PyByteArray_AS_STRING(self.buf) + self.pos + 4, size,
+                          self.base + self.pos)
+            self.pos += 4 + size
+
+    cpdef compact(self):
+        """Drop the framed bytes from the buffer once they are many, or all of it."""
+        if self.pos > 65536 or self.pos == PyByteArray_GET_SIZE(self.buf):
+            del self.buf[:self.pos]
+            self.base += self.pos
+            self.pos = 0
