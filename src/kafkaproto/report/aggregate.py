@@ -1,14 +1,20 @@
-"""The report's figures as partial aggregates: computed by each Spark task
-over the rows it writes, merged on the driver.
+"""The report's figures as partial aggregates: computed by each task over
+the rows it writes, merged on the driver, with Arrow group-bys.
 
 Every figure of the report is a sum, a count, a set or a percentile over the
 rows of one or more captures, and every connection is decoded by exactly one
-task.  So a task keeps small per-key totals while it writes its tables
-(:class:`TaskAggregates`, fed with the same Arrow batches), writes its
-``connections`` rows itself, and returns the totals as JSON;
-:func:`merge` folds the tasks' totals into the report's numbers.  The job
-needs no second pass over its tables, and nothing large crosses into the
-JVM.
+task.  So a task keeps, of each batch it writes, the few columns each figure
+needs (:class:`TaskAggregates`, fed with the same Arrow batches), folded by
+an Arrow ``GROUP BY`` whenever they grow (:class:`Groups`: memory follows
+the number of groups, not of rows).  At its end one more group-by per
+figure gives its ``connections`` rows and the figures' partial tables
+(:data:`PARTS`), which go to the driver as Arrow (in one IPC buffer with
+the task's manifest, :mod:`kafkaproto.report.tasks`); :func:`merge`
+concatenates the tasks' parts and folds them with the same group-bys into
+the report's numbers.  Python loops over small results only (an api, an
+error code, a client id, a histogram bucket), never over the connections or
+the frames.  The job needs no second pass over its tables, and nothing large
+crosses into the JVM.
 
 Latency percentiles come from a mergeable histogram (:func:`latency_bucket`):
 values below 256 µs are kept exactly, larger ones in buckets 1/128 of their
@@ -19,7 +25,7 @@ the maximum is exact.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +33,7 @@ import pyarrow.compute as pc
 
 from ..error_codes import error_name
 
-__all__ = ["CONNECTIONS_SCHEMA", "TaskAggregates", "latency_bucket", "merge", "percentile"]
+__all__ = ["CONNECTIONS_SCHEMA", "PARTS", "Groups", "TaskAggregates", "latency_bucket", "merge", "percentile"]
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -90,73 +96,204 @@ def percentile(hist: dict[int, int], q: float, maximum: int) -> float:
     return float(maximum)
 
 
-def _hist_into(into: dict, groups: pa.Table, keys: list[str], count: str = "bucket_count",
-               most: str = "lat_max") -> None:
-    """Latency histograms and maxima by ``keys``, from ``groups``: one row per
-    ``keys`` and ``bucket`` with its ``count`` and maximum (``most``).  Read
-    column by column (a batch of responses has about as many groups as rows)."""
-    cols = [groups.column(k).to_pylist() for k in keys]
-    ks = cols[0] if len(keys) == 1 else zip(*cols)
-    for k, b, n, m in zip(ks, groups.column("bucket").to_pylist(), groups.column(count).to_pylist(),
-                          groups.column(most).to_pylist()):
-        got = into.get(k)
-        if got is None:
-            got = into[k] = {"max": 0, "hist": Counter()}
-        got["hist"][b] += n
-        if m > got["max"]:
-            got["max"] = m
+# ---------------------------------------------------------------------------
+# group-bys over a stream of batches
 
-
-_SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True)
+_ALL = pc.CountOptions(mode="all")  # every row, nulls too
 _KEEP_NULLS = pc.ScalarAggregateOptions(skip_nulls=False)
+#: how the partial results of an aggregate function fold into one
+_FOLD = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "first": "first", "last": "last"}
+#: rows a :class:`Groups` keeps before it groups them
+ROWS = 1 << 16
 
 
-def _grouped(cols: dict[str, pa.Array], keys: list[str], aggs) -> pa.Table:
-    """``GROUP BY keys`` over a few columns (groups in the order of their
-    first row; ``first`` is the first in row order)."""
-    return pa.table(cols).group_by(keys, use_threads=False).aggregate(aggs)
+def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa.Table:
+    """``GROUP BY keys`` with ``aggs`` ``[(output, column, function, options)]``;
+    ``fold``: the table holds earlier results of the same aggregates (named by
+    their outputs), to be folded into one.  ``first``/``last`` follow the row
+    order; the order of the groups is Arrow's (sort where it matters)."""
+    spec = []
+    for out, column, fn, opts in aggs:
+        if fold:
+            column, fn, opts = out, _FOLD[fn], None if fn == "count" else opts
+        spec.append((column, fn) if opts is None else (column, fn, opts))
+    g = table.group_by(keys, use_threads=False).aggregate(spec)
+    # the keys, then the aggregates (in pyarrow before 14, the other way round)
+    cols = g.columns if g.column_names[:len(keys)] == keys else g.columns[len(spec):] + g.columns[:len(spec)]
+    return pa.Table.from_arrays(cols, names=keys + [a[0] for a in aggs])
 
 
-def _group(cols: dict[str, pa.Array], keys: list[str], aggs) -> list[dict]:
-    """:func:`_grouped` as plain rows."""
-    return _grouped(cols, keys, aggs).to_pylist()
+class Groups:
+    """``GROUP BY keys`` over a stream of columns (:meth:`add`), with
+    ``aggs`` ``[(output, column, function, options)]`` (``count``, ``sum``,
+    ``min``, ``max``, ``first``, ``last``; no aggregate: the distinct keys).
+
+    The rows are kept as they come and grouped once they pass ``rows``; the
+    groups so far are grouped again when they have doubled since the last
+    time.  So memory follows the number of groups, a row is grouped a few
+    times at most, and ``first``/``last`` keep the order of the rows."""
+
+    def __init__(self, keys: list[str], aggs=(), rows: int | None = None) -> None:
+        self.keys = list(keys)
+        self.aggs = [(*a, None)[:4] for a in aggs]
+        self.rows = rows or ROWS
+        self._raw: list[pa.Table] = []
+        self._raw_rows = 0
+        self._done: list[pa.Table] = []
+        self._done_rows = 0
+        self._floor = self.rows
+
+    def add(self, cols: Mapping[str, pa.Array]) -> None:
+        t = pa.table(dict(cols))
+        if not t.num_rows:
+            return
+        self._raw.append(t)
+        self._raw_rows += t.num_rows
+        if self._raw_rows >= self.rows:
+            self._group()
+
+    def _group(self, final: bool = False) -> None:
+        if self._raw:
+            g = _aggregate(_concat(self._raw), self.keys, self.aggs)
+            self._raw, self._raw_rows = [], 0
+            self._done.append(g)
+            self._done_rows += g.num_rows
+        if len(self._done) > 1 and (final or self._done_rows >= self._floor):
+            g = _aggregate(_concat(self._done), self.keys, self.aggs, fold=True)
+            self._done, self._done_rows = [g], g.num_rows
+            self._floor = max(self.rows, 2 * g.num_rows)
+
+    def table(self, schema: pa.Schema | None = None) -> pa.Table | None:
+        """The groups (keys, then the outputs), cast to ``schema`` if given;
+        None (or an empty ``schema`` table) when no row came."""
+        self._group(final=True)
+        if not self._done:
+            return None if schema is None else schema.empty_table()
+        t = self._done[0]
+        return t if schema is None else t.select(schema.names).cast(schema)
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def _counts(n: int, value: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, pa.int64()), n)
+
+
+# ---------------------------------------------------------------------------
+# the parts a task hands the driver
+
+_S, _L, _I64, _I16 = pa.string(), pa.large_string(), pa.int64(), pa.int16()
+
+
+def _part(keys, values) -> tuple[pa.Schema, list[str], list[tuple]]:
+    """A part's schema, keys and how its values fold (``(name, type, function[, options])``)."""
+    schema = pa.schema(list(keys) + [(n, t) for n, t, *_ in values])
+    return schema, [k for k, _ in keys], [(n, n, fn, o[0] if o else None) for n, _, fn, *o in values]
+
+
+#: The figures' partial tables: name -> (schema, keys, how the values fold).
+#: A task's tables are grouped by their keys; the driver concatenates every
+#: task's and groups them again the same way (:func:`merge`).
+PARTS: dict[str, tuple[pa.Schema, list[str], list[tuple]]] = {
+    # requests by client id, the software its connection named, api and version
+    "api_use": _part([("client_id", _S), ("software", _S), ("api_key", _I16), ("api", _S), ("api_version", _I16),
+                      ("removed", pa.bool_())], [("requests", _I64, "sum")]),
+    # connections by client id, software and client host (each connection counts once per client id)
+    "clients": _part([("client_id", _S), ("software", _S), ("host", _S)], [("connections", _I64, "sum")]),
+    "errors_by": _part([("capture", _S), ("server", _S), ("api", _S), ("code", _I16)], [("count", _I64, "sum")]),
+    # latency histograms: responses by capture, broker, api and latency bucket
+    "latency_by": _part([("capture", _S), ("server", _S), ("api", _S), ("bucket", _I64)],
+                        [("count", _I64, "sum"), ("max", _I64, "max")]),
+    # long polls by the wait asked (ms), and how many were answered at 90 % of it or later
+    "waits": _part([("api", _S), ("wait", _I64)], [("count", _I64, "sum"), ("waited", _I64, "sum")]),
+    # long polls answered early: a latency histogram by api
+    "early": _part([("api", _S), ("bucket", _I64)], [("count", _I64, "sum"), ("max", _I64, "max")]),
+    "topics": _part([("source", _S), ("topic", _L)], [("sets", _I64, "sum"), ("batches", _I64, "sum"),
+                                                      ("records", _I64, "sum"), ("bytes", _I64, "sum")]),
+    "codecs": _part([("source", _S), ("codec", _S)], [("batches", _I64, "sum"), ("records", _I64, "sum"),
+                                                      ("bytes", _I64, "sum"), ("sets", _I64, "sum")]),
+    "decode_errors": _part([("table", _S), ("api", _S), ("status", _S), ("error", _L)], [("count", _I64, "sum")]),
+    "unanswered": _part([("capture", _S), ("api", _S), ("client_id", _S)], [("requests", _I64, "sum")]),
+    # topic ids and the names the captures' Metadata responses gave them, in the order first seen
+    "topic_ids": _part([("capture", _S), ("topic_id", _S)], [("topic", _L, "last", _KEEP_NULLS)]),
+    "trailing": _part([("kind", _S), ("api", _S), ("client_id", _S)], [("frames", _I64, "sum"),
+                                                                       ("bytes", _I64, "sum")]),
+    "connections": _part([], [("connections", _I64, "sum")]),
+}
+#: the earliest requests without a response (not a group-by: rows, by time)
+UNANSWERED_ROWS_SCHEMA = pa.schema([("ts", TS), ("capture", _S), ("api", _S), ("api_version", _I16),
+                                    ("client_id", _S), ("conn", _I64), ("client", _S), ("server", _S)])
+_UNANSWERED_ROWS = 200
+
+
+def _grouped(table: pa.Table, name: str) -> pa.Table:
+    """``table`` (rows of the part ``name``, from one task or many) grouped by its keys."""
+    schema, keys, aggs = PARTS[name]
+    return _aggregate(table, keys, aggs, fold=True).select(schema.names).cast(schema)
+
+
+def _earliest(rows: pa.Table) -> pa.Table:
+    """The first :data:`_UNANSWERED_ROWS` rows by time (no time last; a stable sort)."""
+    return rows.sort_by([("ts", "ascending")]).slice(0, _UNANSWERED_ROWS)
 
 
 class TaskAggregates:
     """The figures' totals over the rows of one task (one or more captures).
 
     Feed it every batch written (:meth:`add`, with the table's name), then
-    :meth:`connections` gives the ``connections`` rows and :meth:`to_dict`
-    the totals for :func:`merge`.
+    :meth:`connections` gives the ``connections`` rows and :meth:`parts` the
+    partial tables for :func:`merge`.  ``rows``: how many rows a group-by
+    keeps before it groups them (:class:`Groups`).
     """
 
-    def __init__(self) -> None:
-        # (capture, conn) -> connection totals
-        self.conns: dict[tuple[str, int], dict] = {}
-        # (capture, conn, client_id, api_key, api, api_version, removed) -> requests
-        self.use: Counter = Counter()
-        self.errors: Counter = Counter()  # (api, code) -> count
-        self.latency: dict[str, dict] = {}  # api -> {"max", "hist": Counter}
-        self.topics: dict[tuple[str, str], list[int]] = {}  # (source, topic) -> sets, batches, records, bytes
-        self.codecs: dict[tuple[str, str], list[int]] = {}  # (source, codec) -> batches, records, bytes, sets
-        self.decode_errors: Counter = Counter()  # (table, api, status, error) -> count
-        # breakdowns: (capture, broker, api, code) -> count; (capture, broker, api) -> {"max", "hist"}
-        self.errors_by: Counter = Counter()
-        self.latency_by: dict[tuple[str, str, str], dict] = {}
-        # long polls: api -> {"waits": Counter(wait ms), "waited": n at >= 90 % of their wait}
-        self.waits: dict[str, dict] = {}
-        self.early: dict[str, dict] = {}  # long polls answered before 90 % of their wait: api -> {"max", "hist"}
-        self.unanswered: Counter = Counter()  # (capture, api, client_id) -> requests
-        # the earliest few: ts, capture, api, version, client_id, conn, client, server
-        self.unanswered_rows: list[list] = []
-        self.topic_ids: dict[tuple[str, str], str] = {}  # (capture, topic id) -> name
-        # frames with bytes after their message body: (kind, api, client_id) -> [frames, bytes]
-        self.trailing: dict[tuple, list[int]] = {}
+    def __init__(self, rows: int | None = None) -> None:
+        def groups(keys, *aggs):
+            return Groups(keys, aggs, rows)
+
+        conn = ["capture", "conn"]
+        # per connection: times, frames and bytes each way, the first addresses seen
+        self.frames = groups(conn, ("first_ts", "ts", "min"), ("last_ts", "ts", "max"),
+                             ("requests", "request", "sum"), ("responses", "response", "sum"),
+                             ("bytes_to_broker", "to_broker", "sum"), ("bytes_from_broker", "from_broker", "sum"),
+                             ("undecodable", "undecodable", "sum"), ("client", "client", "first"),
+                             ("server", "server", "first"))
+        self.client_ids = groups([*conn, "client_id"])
+        # the first software name a request gave, with its version
+        self.software = groups(conn, ("software_name", "software_name", "first", _KEEP_NULLS),
+                               ("software_version", "software_version", "first", _KEEP_NULLS))
+        # (keyed by numbers where the groups are many, 3x faster than by strings: an api's name and
+        # removed flag follow from its key and version, and are kept apart, in few groups)
+        self.use = groups([*conn, "client_id", "api_key", "api_version"], ("requests", "conn", "count", _ALL))
+        self.apis = groups(["api_key", "api_version", "api", "removed"])
+        self.errors_by = groups(["capture", "server", "api", "code"], ("count", "code", "count", _ALL))
+        self.latency_by = groups(["capture", "server", "api_key", "bucket"], ("count", "bucket", "count", _ALL),
+                                 ("max", "lat", "max"))
+        self.waits = groups(["api", "wait"], ("count", "wait", "count", _ALL), ("waited", "waited", "sum"))
+        self.early = groups(["api", "bucket"], ("count", "bucket", "count", _ALL), ("max", "lat", "max"))
+        sums = (("batches", "batches", "sum"), ("records", "records", "sum"), ("bytes", "bytes", "sum"),
+                ("sets", "source", "count", _ALL))
+        self.topics = groups(["source", "topic"], *sums)
+        self.codecs = groups(["source", "codec"], *sums)
+        self.decode_errors = {kind: groups(["api", "status", "error"], ("count", "error", "count", _ALL))
+                              for kind in ("requests", "responses", "record_sets")}
+        self.unanswered = groups(["capture", "api", "client_id"], ("requests", "api", "count", _ALL))
+        self.unanswered_rows = UNANSWERED_ROWS_SCHEMA.empty_table()
+        self.topic_ids = groups(["capture", "topic_id"], ("topic", "topic", "last", _KEEP_NULLS),
+                                ("seen", "seen", "min"))
+        self._topic_rows = 0
+        # frames with bytes after their message body, by kind
+        self.trailing = {kind: groups(["api", "client_id"], ("frames", "bytes", "count", _ALL),
+                                      ("bytes", "bytes", "sum"))
+                         for kind in ("requests", "responses")}
+        self._connections: pa.Table | None = None
 
     # -- feeding ---------------------------------------------------------------
     def add(self, table: str, batch: pa.RecordBatch) -> None:
         if not batch.num_rows:
             return
+        self._connections = None
         if table == "requests":
             self._frames(batch, True)
         elif table == "responses":
@@ -166,121 +303,77 @@ class TaskAggregates:
         elif table == "unanswered":
             self._unanswered(batch)
         elif table == "topic_ids":
-            for r in batch.to_pylist():
-                self.topic_ids[(r["capture"], r["topic_id"])] = r["topic"]
-
-    _UNANSWERED_ROWS = 200
+            col = batch.column
+            n = batch.num_rows
+            seen = pa.array(np.arange(self._topic_rows, self._topic_rows + n, dtype=np.int64))
+            self._topic_rows += n
+            self.topic_ids.add({"capture": col("capture"), "topic_id": col("topic_id"), "topic": col("topic"),
+                                "seen": seen})
 
     def _unanswered(self, batch) -> None:
         col = batch.column
-        cols = {"capture": col("capture"), "api": col("api"), "client_id": col("client_id")}
-        for r in _group(cols, list(cols), [("api", "count")]):
-            self.unanswered[(r["capture"], r["api"], r["client_id"])] += r["api_count"]
-        rows = pa.table({k: col(k) for k in ("ts", "capture", "api", "api_version", "client_id", "conn", "client",
-                                             "server")})
-        rows = rows.sort_by([("ts", "ascending")]).slice(0, self._UNANSWERED_ROWS)
-        for r in rows.to_pylist():
-            ts = r["ts"]
-            self.unanswered_rows.append([None if ts is None else ts.isoformat(), r["capture"], r["api"],
-                                         r["api_version"], r["client_id"], r["conn"], r["client"], r["server"]])
-        self.unanswered_rows.sort(key=lambda x: (x[0] is None, str(x[0])))
-        del self.unanswered_rows[self._UNANSWERED_ROWS:]
+        self.unanswered.add({"capture": col("capture"), "api": col("api"), "client_id": col("client_id")})
+        rows = pa.table({k: col(k) for k in UNANSWERED_ROWS_SCHEMA.names}).cast(UNANSWERED_ROWS_SCHEMA)
+        self.unanswered_rows = _earliest(pa.concat_tables([self.unanswered_rows, rows]))
 
     def _frames(self, batch, request: bool) -> None:
         col = batch.column
+        n = batch.num_rows
         kind = "requests" if request else "responses"
-        undecodable = pc.equal(col("status"), "undecodable").fill_null(False).cast(pa.int64())
-        cols = {"capture": col("capture"), "conn": col("conn"), "ts": col("ts").cast(pa.int64()),
-                "size": col("size"), "undecodable": undecodable}
-        for r in _group(cols, ["capture", "conn"], [("ts", "min"), ("ts", "max"), ("size", "sum"),
-                                                     ("conn", "count"), ("undecodable", "sum")]):
-            c = self._conn(r["capture"], r["conn"])
-            # a frame without a time (pcapng simple packets, time stamps out of range) has a null ts
-            c["first_ts"] = min((t for t in (c["first_ts"], r["ts_min"]) if t is not None), default=None)
-            c["last_ts"] = max((t for t in (c["last_ts"], r["ts_max"]) if t is not None), default=None)
-            c[kind] += r["conn_count"]
-            c["bytes_to_broker" if request else "bytes_from_broker"] += r["size_sum"] or 0
-            c["undecodable"] += r["undecodable_sum"] or 0
-        # first address seen, every client id, the first software name a request gave (by groups: a
-        # batch has few connections and client ids for its many frames)
-        for r in _group({"capture": col("capture"), "conn": col("conn"), "client": col("client"),
-                         "server": col("server")}, ["capture", "conn"], [("client", "first", _SKIP_NULLS),
-                                                                         ("server", "first", _SKIP_NULLS)]):
-            c = self.conns[(r["capture"], r["conn"])]
-            if c["client"] is None:
-                c["client"] = r["client_first"]
-            if c["server"] is None:
-                c["server"] = r["server_first"]
-        for r in _group({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id")},
-                        ["capture", "conn", "client_id"], []):
-            self.conns[(r["capture"], r["conn"])]["client_ids"].add(r["client_id"])
+        size, zero, one = col("size"), _counts(n, 0), _counts(n, 1)
+        self.frames.add({"capture": col("capture"), "conn": col("conn"), "ts": col("ts").cast(pa.int64()),
+                         "request": one if request else zero, "response": zero if request else one,
+                         "to_broker": size if request else zero, "from_broker": zero if request else size,
+                         "undecodable": pc.equal(col("status"), "undecodable").fill_null(False).cast(pa.int64()),
+                         "client": col("client"), "server": col("server")})
+        self.client_ids.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id")})
         if request:
             named = col("software_name").is_valid()
             if pc.any(named).as_py():
-                cols = {k: col(k).filter(named) for k in ("capture", "conn", "software_name", "software_version")}
-                for r in _group(cols, ["capture", "conn"], [("software_name", "first", _KEEP_NULLS),
-                                                             ("software_version", "first", _KEEP_NULLS)]):
-                    c = self.conns[(r["capture"], r["conn"])]
-                    if c["software_name"] is None:
-                        c["software_name"] = r["software_name_first"]
-                        c["software_version"] = r["software_version_first"]
+                self.software.add({k: col(k).filter(named)
+                                   for k in ("capture", "conn", "software_name", "software_version")})
+            self.use.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id"),
+                          "api_key": col("api_key"), "api_version": col("api_version")})
+        self.apis.add({"api_key": col("api_key"), "api_version": col("api_version"), "api": col("api"),
+                       "removed": col("removed_in_kafka4").fill_null(False)})
         extra = col("trailing_bytes")
         if pc.sum(extra).as_py():
             has = pc.greater(extra, 0).fill_null(False)
-            cols = {"api": col("api").filter(has), "client_id": col("client_id").filter(has),
-                    "bytes": extra.filter(has).cast(pa.int64())}
-            for r in _group(cols, ["api", "client_id"], [("bytes", "count"), ("bytes", "sum")]):
-                got = self.trailing.setdefault((kind, r["api"], r["client_id"]), [0, 0])
-                got[0] += r["bytes_count"]
-                got[1] += r["bytes_sum"]
-        if request:
-            cols = {"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id"),
-                    "api_key": col("api_key"), "api": col("api"), "api_version": col("api_version"),
-                    "removed": col("removed_in_kafka4")}
-            for r in _group(cols, list(cols), [("conn", "count")]):
-                self.use[(r["capture"], r["conn"], r["client_id"], r["api_key"], r["api"], r["api_version"],
-                          bool(r["removed"]))] += r["conn_count"]
-        else:
-            codes = col("error_codes")
-            if pc.sum(pc.list_value_length(codes).fill_null(0)).as_py():
-                rows = pc.list_parent_indices(codes)
-                cols = {"capture": col("capture").take(rows), "server": col("server").take(rows),
-                        "api": col("api").take(rows), "code": pc.list_flatten(codes)}
-                for r in _group(cols, list(cols), [("code", "count")]):
-                    self.errors[(r["api"], r["code"])] += r["code_count"]
-                    self.errors_by[(r["capture"], r["server"], r["api"], r["code"])] += r["code_count"]
-            lat = col("latency_us")
-            if lat.null_count < len(lat):
-                ok = lat.is_valid()
-                apis = col("api").filter(ok)
-                vals = lat.filter(ok).to_numpy(zero_copy_only=False)
-                buckets = pa.array(latency_bucket(vals))
-                by = _grouped({"capture": col("capture").filter(ok), "server": col("server").filter(ok),
-                               "api": apis, "bucket": buckets, "lat": pa.array(vals)},
-                              ["capture", "server", "api", "bucket"], [("bucket", "count"), ("lat", "max")])
-                _hist_into(self.latency_by, by, ["capture", "server", "api"])
-                # by api alone: the same groups folded (fewer rows than the batch)
-                _hist_into(self.latency, by.group_by(["api", "bucket"], use_threads=False).aggregate(
-                    [("bucket_count", "sum"), ("lat_max", "max")]), ["api"], "bucket_count_sum", "lat_max_max")
-                wait = col("wait_ms").filter(ok)
-                if wait.null_count < len(wait):
-                    has = wait.is_valid()
-                    w_ms = wait.filter(has).to_numpy(zero_copy_only=False).astype(np.int64)
-                    w_lat = vals[has.to_numpy(zero_copy_only=False)]
-                    w_api = apis.filter(has)
-                    waited = w_lat >= w_ms * 900  # at 90 % of its wait or later (µs): the broker waited it out
-                    for r in _group({"api": w_api, "wait": pa.array(w_ms), "waited": pa.array(waited.astype(np.int64))},
-                                    ["api", "wait"], [("waited", "sum"), ("wait", "count")]):
-                        got = self.waits.setdefault(r["api"], {"waits": Counter(), "waited": 0})
-                        got["waits"][r["wait"]] += r["wait_count"]
-                        got["waited"] += r["waited_sum"]
-                    early = ~waited
-                    if early.any():
-                        eb = pa.array(latency_bucket(w_lat[early]))
-                        _hist_into(self.early, _grouped({"api": w_api.filter(pa.array(early)), "bucket": eb,
-                                                         "lat": pa.array(w_lat[early])}, ["api", "bucket"],
-                                                        [("bucket", "count"), ("lat", "max")]), ["api"])
+            self.trailing[kind].add({"api": col("api").filter(has), "client_id": col("client_id").filter(has),
+                                     "bytes": extra.filter(has).cast(pa.int64())})
+        if not request:
+            self._responses(batch)
         self._errors(batch, kind)
+
+    def _responses(self, batch) -> None:
+        col = batch.column
+        codes = col("error_codes")
+        if pc.sum(pc.list_value_length(codes).fill_null(0)).as_py():
+            rows = pc.list_parent_indices(codes)
+            self.errors_by.add({"capture": col("capture").take(rows), "server": col("server").take(rows),
+                                "api": col("api").take(rows), "code": pc.list_flatten(codes)})
+        lat = col("latency_us")
+        if lat.null_count == len(lat):
+            return
+        ok = lat.is_valid()
+        apis = col("api").filter(ok)
+        vals = lat.filter(ok).to_numpy(zero_copy_only=False)
+        self.latency_by.add({"capture": col("capture").filter(ok), "server": col("server").filter(ok),
+                             "api_key": col("api_key").filter(ok), "bucket": pa.array(latency_bucket(vals)),
+                             "lat": pa.array(vals)})
+        wait = col("wait_ms").filter(ok)
+        if wait.null_count == len(wait):
+            return
+        has = wait.is_valid()
+        w_ms = wait.filter(has).to_numpy(zero_copy_only=False).astype(np.int64)
+        w_lat = vals[has.to_numpy(zero_copy_only=False)]
+        w_api = apis.filter(has)
+        waited = w_lat >= w_ms * 900  # at 90 % of its wait or later (µs): the broker waited it out
+        self.waits.add({"api": w_api, "wait": pa.array(w_ms), "waited": pa.array(waited.astype(np.int64))})
+        early = ~waited
+        if early.any():
+            self.early.add({"api": w_api.filter(pa.array(early)), "bucket": pa.array(latency_bucket(w_lat[early])),
+                            "lat": pa.array(w_lat[early])})
 
     def _errors(self, batch, kind: str) -> None:
         err = batch.column("error")
@@ -288,189 +381,235 @@ class TaskAggregates:
             return
         ok = err.is_valid()
         if kind == "record_sets":
-            n = pc.sum(ok.cast(pa.int64())).as_py()
-            api = pa.nulls(n, pa.string())
-            status = pa.nulls(n, pa.string())
+            n = len(err) - err.null_count
+            api = status = pa.nulls(n, pa.string())
         else:
             api = batch.column("api").filter(ok)
             status = batch.column("status").filter(ok)
-        cols = {"api": api, "status": status, "error": err.filter(ok)}
-        for r in _group(cols, ["api", "status", "error"], [("error", "count")]):
-            self.decode_errors[(kind, r["api"], r["status"], r["error"])] += r["error_count"]
+        self.decode_errors[kind].add({"api": api, "status": status, "error": err.filter(ok)})
 
     def _record_sets(self, batch) -> None:
         col = batch.column
         cols = {"source": col("source"), "topic": col("topic"), "codec": col("codec"),
                 "batches": col("batches").cast(pa.int64()), "records": col("records"), "bytes": col("bytes")}
-        sums = [("batches", "sum"), ("records", "sum"), ("bytes", "sum"), ("source", "count")]
-        for r in _group(cols, ["source", "topic"], sums):
-            got = self.topics.setdefault((r["source"], r["topic"]), [0, 0, 0, 0])
-            for k, v in enumerate((r["source_count"], r["batches_sum"], r["records_sum"], r["bytes_sum"])):
-                got[k] += v or 0
-        for r in _group(cols, ["source", "codec"], sums):
-            got = self.codecs.setdefault((r["source"], r["codec"]), [0, 0, 0, 0])
-            for k, v in enumerate((r["batches_sum"], r["records_sum"], r["bytes_sum"], r["source_count"])):
-                got[k] += v or 0
+        self.topics.add({k: cols[k] for k in ("source", "topic", "batches", "records", "bytes")})
+        self.codecs.add({k: cols[k] for k in ("source", "codec", "batches", "records", "bytes")})
         self._errors(batch, "record_sets")
-
-    def _conn(self, capture: str, conn: int) -> dict:
-        c = self.conns.get((capture, conn))
-        if c is None:
-            c = self.conns[(capture, conn)] = {
-                "capture": capture, "conn": conn, "client": None, "server": None, "first_ts": None, "last_ts": None,
-                "requests": 0, "responses": 0, "bytes_to_broker": 0, "bytes_from_broker": 0,
-                "client_ids": set(), "undecodable": 0, "software_name": None, "software_version": None}
-        return c
 
     # -- results ---------------------------------------------------------------
     def connections(self) -> pa.Table:
         """The ``connections`` rows (:data:`CONNECTIONS_SCHEMA`), by capture and connection."""
-        rows = []
-        for key in sorted(self.conns):
-            c = dict(self.conns[key])
-            c["client_ids"] = sorted(x for x in c["client_ids"] if x is not None)
-            rows.append(c)
-        return pa.Table.from_pylist(rows, schema=CONNECTIONS_SCHEMA)
+        if self._connections is not None:
+            return self._connections
+        by_conn = [("capture", "ascending"), ("conn", "ascending")]
+        frames = self.frames.table()
+        if frames is None:
+            self._connections = CONNECTIONS_SCHEMA.empty_table()
+            return self._connections
+        sw = self.software.table(pa.schema([("capture", _S), ("conn", _I64), ("software_name", _S),
+                                            ("software_version", _S)]))
+        # the connections that named their software are a few columns to join to all
+        t = frames.join(sw, ["capture", "conn"], join_type="left outer", use_threads=False).sort_by(by_conn)
+        # every connection's client ids (its frames' keys are those of the frames' groups), sorted, nulls aside
+        ids = self.client_ids.table().sort_by(by_conn + [("client_id", "ascending")])
+        ids = ids.group_by(["capture", "conn"], use_threads=False).aggregate(
+            [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]).sort_by(by_conn)
+        assert ids.num_rows == t.num_rows
+        cols = {name: t.column(name) for name in CONNECTIONS_SCHEMA.names if name != "client_ids"}
+        cols["client_ids"] = _sort_lists(ids.column("client_id_distinct"))
+        for name in ("first_ts", "last_ts"):
+            cols[name] = cols[name].cast(TS)
+        for name in ("requests", "responses", "bytes_to_broker", "bytes_from_broker", "undecodable"):
+            cols[name] = cols[name].fill_null(0)
+        self._connections = pa.table(cols).select(CONNECTIONS_SCHEMA.names).cast(CONNECTIONS_SCHEMA)
+        return self._connections
 
-    def to_dict(self) -> dict:
-        """The totals as JSON-able lists, for :func:`merge`."""
+    def parts(self) -> dict[str, pa.Table]:
+        """The partial tables for :func:`merge` (:data:`PARTS`, and the earliest unanswered requests)."""
+        conns = self.connections()
         # the software a connection named in ApiVersions: "name version"
-        software = {k: None if c["software_name"] is None else
-                    " ".join(x for x in (c["software_name"], c["software_version"]) if x is not None)
-                    for k, c in self.conns.items()}
-        use: Counter = Counter()
-        for (capture, conn, client_id, key, api, version, removed), n in self.use.items():
-            use[(client_id, software.get((capture, conn)), key, api, version, removed)] += n
-        clients: dict[str | None, dict] = {}
-        for (capture, conn), c in self.conns.items():
-            sw = software[(capture, conn)]
-            ids = sorted(x for x in c["client_ids"] if x is not None) or [None]
-            for cid in ids:
-                got = clients.setdefault(cid, {"connections": [], "software": set(), "addresses": set()})
-                got["connections"].append([capture, conn])
-                if sw is not None:
-                    got["software"].add(sw)
-                if c["client"] is not None:
-                    got["addresses"].add(c["client"])
-        return {
-            "connections": len(self.conns),
-            "api_use": [list(k) + [n] for k, n in use.items()],
-            "clients": [[cid, v["connections"], sorted(v["software"]), sorted(v["addresses"])]
-                        for cid, v in clients.items()],
-            "errors": [[api, code, n] for (api, code), n in self.errors.items()],
-            "latency": [[api, v["max"], sorted(v["hist"].items())] for api, v in self.latency.items()],
-            "topics": [list(k) + v for k, v in self.topics.items()],
-            "codecs": [list(k) + v for k, v in self.codecs.items()],
-            "decode_errors": [list(k) + [n] for k, n in self.decode_errors.items()],
-            "errors_by": [list(k) + [n] for k, n in self.errors_by.items()],
-            "latency_by": [list(k) + [v["max"], sorted(v["hist"].items())] for k, v in self.latency_by.items()],
-            "waits": [[api, sorted(v["waits"].items()), v["waited"],
-                       [e["max"], sorted(e["hist"].items())] if (e := self.early.get(api)) else None]
-                      for api, v in self.waits.items()],
-            "unanswered": [list(k) + [n] for k, n in self.unanswered.items()],
-            "unanswered_rows": self.unanswered_rows,
-            "topic_ids": [list(k) + [v] for k, v in self.topic_ids.items()],
-            "trailing": [list(k) + v for k, v in self.trailing.items()],
-        }
+        # (not null_handling="skip": pyarrow 26 then drops the rows where both are null)
+        name, version = conns.column("software_name"), conns.column("software_version")
+        software = pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, " "), name)
+        apis = self.apis.table(_APIS)
+        out = {"api_use": self._api_use(conns, software, apis), "clients": _clients(conns, software)}
+        for name in ("errors_by", "waits", "early", "topics", "codecs", "unanswered"):
+            out[name] = getattr(self, name).table(PARTS[name][0])
+        for name in ("topics", "codecs"):  # a set's batches, records and bytes may be null: none
+            t = out[name]
+            for k in ("sets", "batches", "records", "bytes"):
+                t = t.set_column(t.schema.get_field_index(k), k, t.column(k).fill_null(0))
+            out[name] = t
+        lat = self.latency_by.table(pa.schema([("capture", _S), ("server", _S), ("api_key", _I16), ("bucket", _I64),
+                                               ("count", _I64), ("max", _I64)]))
+        lat = lat.append_column("api", _lookup(_code(lat["api_key"]), _code(apis["api_key"]), apis["api"]))
+        out["latency_by"] = lat.select(PARTS["latency_by"][0].names).cast(PARTS["latency_by"][0])
+        out["decode_errors"] = _with_key("table", {k: g.table() for k, g in self.decode_errors.items()},
+                                         "decode_errors")
+        out["trailing"] = _with_key("kind", {k: g.table() for k, g in self.trailing.items()}, "trailing")
+        ids = self.topic_ids.table()
+        out["topic_ids"] = PARTS["topic_ids"][0].empty_table() if ids is None else \
+            ids.sort_by("seen").select(PARTS["topic_ids"][0].names).cast(PARTS["topic_ids"][0])
+        out["connections"] = pa.table({"connections": pa.array([conns.num_rows], _I64)})
+        out["unanswered_rows"] = self.unanswered_rows
+        return out
+
+    def _api_use(self, conns: pa.Table, software, apis: pa.Table) -> pa.Table:
+        """Requests by client id, the software their connection named, api and version."""
+        named = pa.table({"capture": conns.column("capture"), "conn": conns.column("conn"), "software": software})
+        use = self.use.table(pa.schema([("capture", _S), ("conn", _I64), ("client_id", _S), ("api_key", _I16),
+                                        ("api_version", _I16), ("requests", _I64)]))
+        use = use.join(named, ["capture", "conn"], join_type="left outer", use_threads=False)
+        use = _aggregate(use, ["client_id", "software", "api_key", "api_version"],
+                         [("requests", "requests", "sum", None)])
+        use = use.append_column("api", _lookup(_code(use["api_key"]), _code(apis["api_key"]), apis["api"]))
+        use = use.append_column("removed", _lookup(_code(use["api_key"], use["api_version"]),
+                                                   _code(apis["api_key"], apis["api_version"]), apis["removed"]))
+        return use.select(PARTS["api_use"][0].names).cast(PARTS["api_use"][0])
 
 
-def merge(parts: Iterable[dict], data) -> None:
-    """Fold the tasks' :meth:`TaskAggregates.to_dict` into ``data`` (a
-    :class:`~kafkaproto.report.job.ReportData`): its api use, clients,
-    errors, latency, topics, codecs and decode errors."""
-    use: Counter = Counter()
-    clients: dict[str | None, dict] = {}
-    errors: Counter = Counter()
-    latency: dict[str, dict] = {}
-    topics: dict[tuple[str, str], list[int]] = {}
-    codecs: dict[tuple[str, str], list[int]] = {}
-    bad: Counter = Counter()
-    errors_by: Counter = Counter()
-    latency_by: dict[tuple, dict] = {}
-    waits: dict[str, dict] = {}
-    unanswered: Counter = Counter()
-    unanswered_rows: list[list] = []
-    topic_ids: dict[tuple[str, str], str] = {}
-    trailing: dict[tuple, list[int]] = {}
-    connections = 0
-    for p in parts:
-        connections += p["connections"]
-        for *k, n in p.get("errors_by", ()):
-            errors_by[tuple(k)] += n
-        for capture, server, api, mx, hist in p.get("latency_by", ()):
-            got = latency_by.setdefault((capture, server, api), {"max": 0, "hist": Counter()})
-            got["max"] = max(got["max"], mx)
-            for b, c in hist:
-                got["hist"][b] += c
-        for api, wv, waited, early in p.get("waits", ()):
-            got = waits.setdefault(api, {"waits": Counter(), "waited": 0, "early": {"max": 0, "hist": Counter()}})
-            for w, c in wv:
-                got["waits"][w] += c
-            got["waited"] += waited
-            if early:
-                got["early"]["max"] = max(got["early"]["max"], early[0])
-                for b, c in early[1]:
-                    got["early"]["hist"][b] += c
-        for *k, n in p.get("unanswered", ()):
-            unanswered[tuple(k)] += n
-        unanswered_rows += p.get("unanswered_rows", ())
-        for capture, tid, name in p.get("topic_ids", ()):
-            topic_ids[(capture, tid)] = name
-        for kind, api, cid, frames, nbytes in p.get("trailing", ()):
-            got = trailing.setdefault((kind, api, cid), [0, 0])
-            got[0] += frames
-            got[1] += nbytes
-        for *k, n in p["api_use"]:
-            use[tuple(k)] += n
-        for cid, conns, sw, addrs in p["clients"]:
-            got = clients.setdefault(cid, {"connections": set(), "software": set(), "addresses": set()})
-            got["connections"].update(tuple(c) for c in conns)
-            got["software"].update(sw)
-            got["addresses"].update(addrs)
-        for api, code, n in p["errors"]:
-            errors[(api, code)] += n
-        for api, mx, hist in p["latency"]:
-            got = latency.setdefault(api, {"max": 0, "hist": Counter()})
-            got["max"] = max(got["max"], mx)
-            for b, c in hist:
-                got["hist"][b] += c
-        for table, into in ((p["topics"], topics), (p["codecs"], codecs)):
-            for a, b, *v in table:
-                got = into.setdefault((a, b), [0] * len(v))
-                for k, x in enumerate(v):
-                    got[k] += x
-        for *k, n in p["decode_errors"]:
-            bad[tuple(k)] += n
-    data.totals["connections"] = connections
+#: an api's name and removed-in-Kafka-4.0 flag by key and version
+_APIS = pa.schema([("api_key", _I16), ("api_version", _I16), ("api", _S), ("removed", pa.bool_())])
+
+
+def _clients(conns: pa.Table, software) -> pa.Table:
+    """Connections by client id, software and client host: each connection
+    once per client id it used (none: a null client id)."""
+    ids = conns.column("client_ids").combine_chunks()
+    empty = np.flatnonzero(pc.list_value_length(ids).to_numpy(zero_copy_only=False) == 0)
+    rows = pa.chunked_array([pc.list_parent_indices(ids).cast(_I64), pa.array(empty, _I64)]).combine_chunks()
+    host = pc.replace_substring_regex(conns.column("client"), pattern=":[^:]*$", replacement="")
+    return _grouped(pa.table({"client_id": pa.chunked_array([pc.list_flatten(ids), pa.nulls(len(empty), _S)]),
+                              "software": software.take(rows), "host": host.take(rows),
+                              "connections": _counts(len(rows), 1)}), "clients")
+
+
+def _code(key, version=None) -> np.ndarray:
+    """An api key, or (api key, version), as one number (null too), to look up."""
+    k = pc.cast(key, _I64).fill_null(-(1 << 20)).to_numpy()
+    if version is None:
+        return k
+    return k * (1 << 22) + pc.cast(version, _I64).fill_null(-(1 << 20)).to_numpy()
+
+
+def _lookup(codes: np.ndarray, known: np.ndarray, values) -> pa.Array:
+    """``values`` at the first of ``known`` equal to each of ``codes``."""
+    return values.take(pc.index_in(pa.array(codes), value_set=pa.array(known)))
+
+
+def _sort_lists(lists) -> pa.Array:
+    """Each list's values in ascending order (the offsets kept)."""
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    values = pc.list_flatten(lists)
+    order = pc.sort_indices(pa.table({"p": pc.list_parent_indices(lists), "v": values}),
+                            [("p", "ascending"), ("v", "ascending")])
+    offsets = pc.subtract(lists.offsets, lists.offsets[0])
+    return pa.ListArray.from_arrays(offsets, values.take(order))
+
+
+def _with_key(key: str, tables: dict[str, pa.Table | None], name: str) -> pa.Table:
+    """Tables of one part by a key's value (the value as the ``key`` column)."""
+    schema = PARTS[name][0]
+    got = [t.append_column(key, pa.repeat(pa.scalar(k, _S), t.num_rows)) for k, t in tables.items() if t is not None]
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in got]) if got else schema.empty_table()
+
+
+# ---------------------------------------------------------------------------
+# the driver's fold
+
+
+def _bit_length(v: np.ndarray) -> np.ndarray:
+    return np.frexp(v.astype(np.float64))[1].astype(np.int64)  # exact below 2**53
+
+
+def _percentiles(table: pa.Table, keys: list[str]) -> list[dict]:
+    """One row per group of ``keys`` of a latency part (a row per key and
+    bucket): its keys, ``count``, ``p50``, ``p90``, ``p99`` and ``max`` in
+    ms, as :func:`percentile` gives them from the group's histogram (the
+    maximum never below 0: a negative latency counts in the first bucket)."""
+    if not table.num_rows:
+        return []
+    t = table.sort_by([(k, "ascending") for k in keys] + [("bucket", "ascending")])
+    n = t.num_rows
+    first = np.zeros(n, dtype=bool)
+    first[0] = True
+    for k in keys:  # a group starts where any key differs from the row before (nulls equal)
+        col = t.column(k).combine_chunks()
+        a, b = col.slice(1), col.slice(0, n - 1)
+        same = pc.or_kleene(pc.equal(a, b), pc.and_(a.is_null(), b.is_null())).fill_null(False)
+        first[1:] |= ~same.to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(first)
+    counts, buckets = t.column("count").to_numpy(), t.column("bucket").to_numpy()
+    total = np.add.reduceat(counts, starts)
+    top = np.maximum(np.maximum.reduceat(t.column("max").to_numpy(), starts), 0)
+    seen = np.cumsum(counts)
+    before = seen[starts] - counts[starts]
+    got = {"count": total.tolist()}
+    for q in (0.5, 0.9, 0.99):
+        rank = np.maximum(1, np.ceil(q * total).astype(np.int64))
+        low = buckets[np.searchsorted(seen, before + rank)]  # the first bucket where the rank is reached
+        width = np.left_shift(1, np.maximum(_bit_length(low) - (_BITS + 1), 0))
+        got[f"p{int(q * 100)}"] = (np.minimum(low + (width - 1) / 2, top) / 1000).tolist()
+    got["max"] = (top / 1000).tolist()
+    rows = t.take(pa.array(starts)).select(keys).to_pylist()
+    for name, values in got.items():
+        for r, v in zip(rows, values):
+            r[name] = v
+    return rows
+
+
+def merge(parts: Mapping[str, pa.Table], data) -> None:
+    """Fold the tasks' :meth:`TaskAggregates.parts` (each part's tables of
+    every task concatenated, in the tasks' order) into ``data`` (a
+    :class:`~kafkaproto.report.job.ReportData`): its connections, api use,
+    clients, errors, latency, waits, topics, codecs, decode errors, requests
+    without a response, topic ids and frames with trailing bytes."""
+    # one task's parts are grouped already
+    fold = parts["connections"].num_rows > 1
+    g = {name: _grouped(parts[name], name) if fold else parts[name] for name in PARTS
+         if name not in ("topic_ids", "connections")}
+    data.totals["connections"] = pc.sum(parts["connections"].column("connections")).as_py() or 0
 
     def num(x):
         return -1 if x is None else x
 
-    data.api_use = sorted(({"client_id": k[0], "software": k[1], "api_key": k[2], "api": k[3], "api_version": k[4],
-                            "requests": n, "removed": bool(k[5])} for k, n in use.items()),
+    data.api_use = sorted(({"client_id": r["client_id"], "software": r["software"], "api_key": r["api_key"],
+                            "api": r["api"], "api_version": r["api_version"], "requests": r["requests"],
+                            "removed": bool(r["removed"])} for r in g["api_use"].to_pylist()),
                           key=lambda d: (str(d["client_id"]), str(d["software"]), num(d["api_key"]),
                                          num(d["api_version"])))
-    data.clients = sorted(({"client_id": cid, "connections": len(v["connections"]), "software": sorted(v["software"]),
-                            "hosts": sorted({a.rsplit(":", 1)[0] for a in v["addresses"]})}
-                           for cid, v in clients.items()), key=lambda d: str(d["client_id"]))
-    data.errors = sorted(({"api": api, "code": code, "error": error_name(code), "count": n}
-                          for (api, code), n in errors.items()), key=lambda d: (-d["count"], str(d["api"]), d["code"]))
-    data.latency = sorted(({"api": api, "count": sum(v["hist"].values()),
-                            **{f"p{int(q * 100)}": percentile(v["hist"], q, v["max"]) / 1000 for q in (0.5, 0.9, 0.99)},
-                            "max": v["max"] / 1000} for api, v in latency.items()),
-                          key=lambda d: (-d["count"], str(d["api"])))
-    data.topics = sorted(({"source": s, "topic": t, "sets": v[0], "batches": v[1], "records": v[2], "bytes": v[3]}
-                          for (s, t), v in topics.items()), key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
-    data.codecs = sorted(({"source": s, "codec": c, "batches": v[0], "records": v[1], "bytes": v[2], "sets": v[3]}
-                          for (s, c), v in codecs.items()), key=lambda d: (d["source"], -d["bytes"], str(d["codec"])))
-    data.errors_by = sorted(({"capture": k[0], "broker": k[1], "api": k[2], "code": k[3], "error": error_name(k[3]),
-                              "count": n} for k, n in errors_by.items()),
+    clients: dict[str | None, dict] = {}
+    for r in g["clients"].to_pylist():  # a row per client id, software and host
+        got = clients.setdefault(r["client_id"], {"connections": 0, "software": set(), "hosts": set()})
+        got["connections"] += r["connections"]
+        if r["software"] is not None:
+            got["software"].add(r["software"])
+        if r["host"] is not None:
+            got["hosts"].add(r["host"])
+    data.clients = sorted(({"client_id": cid, "connections": v["connections"], "software": sorted(v["software"]),
+                            "hosts": sorted(v["hosts"])} for cid, v in clients.items()),
+                          key=lambda d: str(d["client_id"]))
+    errors = _aggregate(g["errors_by"], ["api", "code"], [("count", "count", "sum", None)])
+    data.errors = sorted(({"api": r["api"], "code": r["code"], "error": error_name(r["code"]), "count": r["count"]}
+                          for r in errors.to_pylist()), key=lambda d: (-d["count"], str(d["api"]), d["code"]))
+    data.errors_by = sorted(({"capture": r["capture"], "broker": r["server"], "api": r["api"], "code": r["code"],
+                              "error": error_name(r["code"]), "count": r["count"]}
+                             for r in g["errors_by"].to_pylist()),
                             key=lambda d: (-d["count"], str(d["capture"]), str(d["broker"]), str(d["api"]), d["code"]))
-    data.latency_by = sorted(({"capture": k[0], "broker": k[1], "api": k[2], "count": sum(v["hist"].values()),
-                               **{f"p{int(q * 100)}": percentile(v["hist"], q, v["max"]) / 1000
-                                  for q in (0.5, 0.9, 0.99)}, "max": v["max"] / 1000}
-                              for k, v in latency_by.items()),
+    by_api = _aggregate(g["latency_by"], ["api", "bucket"], [("count", "count", "sum", None),
+                                                             ("max", "max", "max", None)])
+    data.latency = sorted(_percentiles(by_api, ["api"]), key=lambda d: (-d["count"], str(d["api"])))
+    data.latency_by = sorted(({"capture": r["capture"], "broker": r["server"], **r} for r in
+                              _percentiles(g["latency_by"], ["capture", "server", "api"])),
                              key=lambda d: (str(d["api"]), str(d["capture"]), str(d["broker"])))
+    for r in data.latency_by:
+        del r["server"]
+    waits: dict[str, dict] = {}
+    for r in g["waits"].to_pylist():  # a row per api and wait asked
+        got = waits.setdefault(r["api"], {"waits": Counter(), "waited": 0})
+        got["waits"][r["wait"]] += r["count"]
+        got["waited"] += r["waited"]
+    early = {r["api"]: r for r in _percentiles(g["early"], ["api"])}
     for row in data.latency:
         w = waits.get(row["api"])
         if w is None:
@@ -479,31 +618,44 @@ def merge(parts: Iterable[dict], data) -> None:
         row["wait_ms"] = max(w["waits"].items(), key=lambda kv: (kv[1], kv[0]))[0]  # the wait most requests asked
         row["waits"] = sorted(w["waits"])[:5]
         row["waited_out"] = w["waited"] / n if n else 0.0
-        e = w["early"]
-        row["early_count"] = sum(e["hist"].values())
-        row["early_p50"] = percentile(e["hist"], 0.5, e["max"]) / 1000
-        row["early_p99"] = percentile(e["hist"], 0.99, e["max"]) / 1000
-    data.trailing = sorted(({"kind": k[0], "api": k[1], "client_id": k[2], "frames": v[0], "bytes": v[1]}
-                            for k, v in trailing.items()), key=lambda d: (-d["frames"], d["kind"], str(d["api"])))
-    data.unanswered = sorted(({"capture": k[0], "api": k[1], "client_id": k[2], "requests": n}
-                              for k, n in unanswered.items()),
+        e = early.get(row["api"], {"count": 0, "p50": 0.0, "p99": 0.0})
+        row["early_count"] = e["count"]
+        row["early_p50"] = e["p50"]
+        row["early_p99"] = e["p99"]
+    data.trailing = sorted(g["trailing"].to_pylist(), key=lambda d: (-d["frames"], d["kind"], str(d["api"])))
+    data.unanswered = sorted(g["unanswered"].to_pylist(),
                              key=lambda d: (-d["requests"], str(d["capture"]), str(d["api"]), str(d["client_id"])))
-    unanswered_rows.sort(key=lambda x: (x[0] is None, str(x[0]), str(x[1]), x[5] or 0))
-    data.unanswered_rows = [dict(zip(("ts", "capture", "api", "api_version", "client_id", "conn", "client", "server"),
-                                     r)) for r in unanswered_rows[:TaskAggregates._UNANSWERED_ROWS]]
-    data.topic_ids = {f"{c}|{t}": n for (c, t), n in sorted(topic_ids.items())}
-    # topics named by id in the tables: named here, from the capture's Metadata responses
-    names = {t: n for (_c, t), n in topic_ids.items()}
-    if names:
-        merged: dict[tuple[str, str], dict] = {}
-        for r in data.topics:
-            r["topic"] = names.get(r["topic"], r["topic"])
-            got = merged.get((r["source"], r["topic"]))
-            if got is None:
-                merged[(r["source"], r["topic"])] = r
-            else:
-                for k in ("sets", "batches", "records", "bytes"):
-                    got[k] += r[k]
-        data.topics = sorted(merged.values(), key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
-    data.decode_errors = [{"table": k[0], "api": k[1], "status": k[2], "error": k[3], "count": n}
-                          for k, n in sorted(bad.items(), key=lambda kv: (-kv[1], tuple(str(x) for x in kv[0])))[:50]]
+    rows = parts["unanswered_rows"]
+    rows = rows.append_column("at", rows.column("conn").fill_null(0)).sort_by(
+        [("ts", "ascending"), ("capture", "ascending"), ("at", "ascending")]).slice(0, _UNANSWERED_ROWS)
+    data.unanswered_rows = rows.select(UNANSWERED_ROWS_SCHEMA.names).to_pylist()
+    for r in data.unanswered_rows:
+        r["ts"] = None if r["ts"] is None else r["ts"].isoformat()
+    # topic ids: the last name given, in the order first seen over the tasks in order
+    ids = parts["topic_ids"]
+    if fold:
+        ids = _aggregate(ids.append_column("seen", pa.array(np.arange(ids.num_rows, dtype=np.int64))),
+                         ["capture", "topic_id"], [("topic", "topic", "last", _KEEP_NULLS),
+                                                   ("seen", "seen", "min", None)])
+        ids = ids.sort_by("seen")
+    ids = ids.to_pylist()
+    data.topic_ids = {f"{r['capture']}|{r['topic_id']}": r["topic"]
+                      for r in sorted(ids, key=lambda r: (r["capture"], r["topic_id"]))}
+    names = {r["topic_id"]: r["topic"] for r in ids}
+    topics = g["topics"]
+    if names:  # topics named by id in the tables: named here, from the capture's Metadata responses
+        at = pc.index_in(topics.column("topic").cast(_S), value_set=pa.array(list(names), _S))
+        named = pc.coalesce(pa.array(list(names.values()), _L).take(at), topics.column("topic"))
+        topics = _grouped(topics.set_column(topics.schema.get_field_index("topic"), "topic", named), "topics")
+    data.topics = sorted(topics.to_pylist(), key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
+    data.codecs = sorted(({"source": r["source"], "codec": r["codec"], "batches": r["batches"], "records": r["records"],
+                           "bytes": r["bytes"], "sets": r["sets"]} for r in g["codecs"].to_pylist()),
+                         key=lambda d: (d["source"], -d["bytes"], str(d["codec"])))
+    bad = g["decode_errors"]
+    if bad.num_rows > 50:  # the 50 most frequent (and every row tied with the 50th), then in Python's order
+        counts = bad.column("count").to_numpy()
+        bad = bad.filter(pa.array(counts >= np.partition(counts, -50)[-50]))
+    data.decode_errors = sorted(({"table": r["table"], "api": r["api"], "status": r["status"], "error": r["error"],
+                                  "count": r["count"]} for r in bad.to_pylist()),
+                                key=lambda d: (-d["count"], str(d["table"]), str(d["api"]), str(d["status"]),
+                                               str(d["error"])))[:50]

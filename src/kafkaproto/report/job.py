@@ -29,10 +29,12 @@ of pcap/pcapng files (``tcpdump -C``/``-G`` rolls one capture into many), or
 
 Both ways give the same rows for the same capture (tests check it), on both
 engines.  The tasks return only a manifest (files written, each capture's
-accounting, the figures' partial totals,
-:mod:`kafkaproto.report.aggregate`); the driver keeps the files of the
-attempts that succeeded, merges the totals and writes the ``accounting``
-and ``topic_ids`` tables.
+accounting, the figures' partial tables,
+:mod:`kafkaproto.report.aggregate`), as one Arrow IPC buffer: the embedded
+engine's workers hand it back as bytes, a Spark stage as one binary value
+of its Arrow output, collected as Arrow.  The driver keeps the files of the
+attempts that succeeded, folds the figures' parts with Arrow group-bys and
+writes the ``accounting`` and ``topic_ids`` tables.
 
 The workers must be able to read the capture paths and write ``out`` (a
 shared file system, or any URI pyarrow reaches for ``out``), and, on a
@@ -75,8 +77,6 @@ SPLIT_MIN_CORES = 6
 #: the embedded engine reads a capture whole up to this size at least (past
 #: it, when it is more than a core's share of the run)
 EMBEDDED_WHOLE_MIN = 64 << 20
-_MANIFEST_FIELDS = (("kind", "string"), ("capture", "string"), ("table", "string"), ("file", "string"),
-                    ("rows", "int64"), ("json", "string"))
 
 
 @dataclass
@@ -285,17 +285,11 @@ def _keep_only(fs, base: str, files) -> None:
 # Spark's side of the tasks (module-level functions: what Spark pickles is small)
 
 
-def _manifest_schema():
+def _manifest(manifest: bytes):
+    """A task's manifest (Arrow IPC) as a row of the stage's output: one binary value."""
     import pyarrow as pa
 
-    return pa.schema([(n, getattr(pa, t)()) for n, t in _MANIFEST_FIELDS])
-
-
-def _manifest(rows: list[dict]):
-    import pyarrow as pa
-
-    schema = _manifest_schema()
-    return pa.RecordBatch.from_pylist([{k: r.get(k) for k, _ in _MANIFEST_FIELDS} for r in rows], schema=schema)
+    return pa.RecordBatch.from_arrays([pa.array([manifest], pa.binary())], names=["manifest"])
 
 
 def _part(prefix: str) -> str:
@@ -559,15 +553,15 @@ def _file_order(paths):
 
 
 def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, files, uri: str, ports, nparts: int,
-                  progress: bool, log) -> list[dict]:
+                  progress: bool, log) -> list[bytes]:
     """The embedded engine: the same tasks in a pool of worker processes (or
-    in this process, for one task)."""
+    in this process, for one task); their manifests (Arrow IPC buffers)."""
     import pyarrow as pa
 
     from ..capture.formats.ranges import read_ranges_checked, redo_range, segment_schema
     from .tasks import index_task, segment_task, whole_task
 
-    manifest: list[dict] = []
+    manifest: list[bytes] = []
     with _Pool(cores, len(groups) + len(index_tasks), progress, log) as pool:
         whole = [pool.submit(whole_task, g, uri, f"w{i:05d}", ports) for i, g in enumerate(groups)]
         index = [pool.submit(index_task, t) for t in index_tasks]
@@ -586,10 +580,8 @@ def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, file
             data.tasks["segment partitions"] = len(parts)
             segs = [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
                     for i, part in enumerate(parts)]
-            for fut in segs:
-                manifest += fut.result()
-        for fut in whole:
-            manifest += fut.result()
+            manifest += [fut.result() for fut in segs]
+        manifest += [fut.result() for fut in whole]
     return manifest
 
 
@@ -667,9 +659,9 @@ class _Pool:
 
 
 def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files, uri: str, ports, nparts: int,
-               progress: bool) -> list[dict]:
+               progress: bool) -> list[bytes]:
     """The Spark engine: the same tasks as ``mapInArrow`` stages; positions
-    through the shuffle."""
+    through the shuffle; the tasks' manifests, Arrow in a binary column, collected as Arrow."""
     from pyspark.sql import functions as F
 
     from ..capture.formats.ranges import range_stats, ranges_to_redo
@@ -715,7 +707,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
     try:
         if ctx:
             ctx.__enter__()
-        return [r.asDict() for r in manifest_df.collect()]
+        return manifest_df.toArrow().column("manifest").to_pylist()
     finally:
         if ctx:
             ctx.__exit__(None, None, None)
@@ -754,33 +746,35 @@ def write_text(out, name: str, text: str) -> str:
 _SEGMENT_DDL = ("capture int, key bigint, `order` bigint, ts bigint, family tinyint, src binary, sport int, "
                 "dst binary, dport int, seq bigint, ack bigint, flags smallint, length bigint, at bigint, caplen int, "
                 "info string")
-_MANIFEST_DDL = ", ".join(f"{n} {'bigint' if t == 'int64' else t}" for n, t in _MANIFEST_FIELDS)
+_MANIFEST_DDL = "manifest binary"
 
 
-def _finish(data: ReportData, manifest: list[dict], fs, base: str, caps) -> None:
+def _finish(data: ReportData, manifests: list[bytes], fs, base: str, caps) -> None:
     """Fold the tasks' manifests: keep their files, merge accounting and
-    totals, write the driver's tables."""
+    the figures' parts, write the driver's tables."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    files = [r for r in manifest if r["kind"] == "file"]
-    _keep_only(fs, base, {os.path.basename(r["file"]) for r in files} | {"part-driver.parquet"})
+    from .tasks import read_manifests
+
+    got = read_manifests(manifests)
+    files = got["files"].to_pydict()
+    _keep_only(fs, base, {os.path.basename(f) for f in files["file"]} | {"part-driver.parquet"})
     for c in caps:
         data.accounting_by_capture[c["name"]] = Accounting()
-    for r in manifest:
-        if r["kind"] == "accounting":
-            data.accounting_by_capture.setdefault(r["capture"], Accounting()).merge(
-                accounting_from_dict(json.loads(r["json"])))
+    accs = got["accounting"].to_pydict()
+    for capture, text in zip(accs["capture"], accs["json"]):
+        data.accounting_by_capture.setdefault(capture, Accounting()).merge(accounting_from_dict(json.loads(text)))
     data.accounting = Accounting()
     for acc in data.accounting_by_capture.values():
         data.accounting.merge(acc)
     counts: dict[str, int] = {}
-    for r in files:
-        counts[r["table"]] = counts.get(r["table"], 0) + r["rows"]
+    for table, rows in zip(files["table"], files["rows"]):
+        counts[table] = counts.get(table, 0) + rows
     data.totals = {"requests": counts.get("requests", 0), "responses": counts.get("responses", 0),
                    "records": counts.get("records", 0), "record_sets": counts.get("record_sets", 0),
                    "unanswered": counts.get("unanswered", 0)}
-    merge((json.loads(r["json"]) for r in manifest if r["kind"] == "aggregates"), data)
+    merge(got, data)
     # the driver's tables: accounting (per capture, merged) and topic ids
     from .decode import table_schema
 
