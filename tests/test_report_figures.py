@@ -1,0 +1,314 @@
+"""The report's figures and ``connections`` table, computed by the tasks'
+Arrow group-bys and folded on the driver (report/aggregate.py), against the
+same figures computed row by row in Python over the written tables: every
+committed capture, read whole and in byte ranges, and a capture of many
+connections with the group-bys folding every few rows; the streaming
+group-by and the tasks' manifests on their own.  No JVM: the embedded
+engine, in this process."""
+
+from __future__ import annotations
+
+import collections
+import random
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kafkaproto.error_codes import error_name
+from kafkaproto.report import aggregate, run_report
+from kafkaproto.report.aggregate import CONNECTIONS_SCHEMA, Groups, latency_bucket, percentile
+from support.report_helpers import SAMPLE
+from support.synthetic import write_capture
+
+#: every committed capture: pcap files, and tap output folders
+CAPTURES = sorted(p for p in SAMPLE.iterdir() if p.suffix in (".pcap", ".pcapng") or p.is_dir())
+
+
+def _rows(out, table: str) -> list[dict]:
+    return pq.read_table(Path(out) / table).to_pylist()
+
+
+def _latency(values: list[int]) -> dict:
+    """count, p50, p90, p99, max (ms) of latencies (µs), through the mergeable histogram."""
+    hist = collections.Counter(latency_bucket(np.array(values, dtype=np.int64)).tolist())
+    most = max([0, *values])
+    return {"count": len(values), **{f"p{int(q * 100)}": percentile(hist, q, most) / 1000 for q in (0.5, 0.9, 0.99)},
+            "max": most / 1000}
+
+
+def by_rows(out) -> dict:
+    """Every figure of the report and the ``connections`` rows, computed row
+    by row from the tables written under ``out`` (the oracle)."""
+    req, resp = _rows(out, "requests"), _rows(out, "responses")
+    conns: dict[tuple, dict] = {}
+    for kind, rows in (("requests", req), ("responses", resp)):
+        for r in rows:
+            c = conns.setdefault((r["capture"], r["conn"]), {
+                "capture": r["capture"], "conn": r["conn"], "clients": set(), "servers": set(), "ts": [],
+                "requests": 0, "responses": 0, "bytes_to_broker": 0, "bytes_from_broker": 0, "client_ids": set(),
+                "undecodable": 0, "software": None})
+            c["clients"].add(r["client"])
+            c["servers"].add(r["server"])
+            if r["ts"] is not None:
+                c["ts"].append(r["ts"])
+            c[kind] += 1
+            c["bytes_to_broker" if kind == "requests" else "bytes_from_broker"] += r["size"] or 0
+            c["client_ids"].add(r["client_id"])
+            c["undecodable"] += r["status"] == "undecodable"
+            if kind == "requests" and c["software"] is None and r["software_name"] is not None:
+                c["software"] = (r["software_name"], r["software_version"])
+    table = []
+    for key in sorted(conns):
+        c = conns[key]
+        clients, servers = c["clients"] - {None}, c["servers"] - {None}
+        assert len(clients) <= 1 and len(servers) <= 1, key  # a connection's two ends do not change
+        sw = c["software"] or (None, None)
+        table.append({"capture": c["capture"], "conn": c["conn"], "client": min(clients, default=None),
+                      "server": min(servers, default=None), "first_ts": min(c["ts"], default=None),
+                      "last_ts": max(c["ts"], default=None), "requests": c["requests"],
+                      "responses": c["responses"], "bytes_to_broker": c["bytes_to_broker"],
+                      "bytes_from_broker": c["bytes_from_broker"],
+                      "client_ids": sorted(c["client_ids"] - {None}), "undecodable": c["undecodable"],
+                      "software_name": sw[0], "software_version": sw[1]})
+        c["named"] = None if sw[0] is None else " ".join(x for x in sw if x is not None)
+
+    def num(x):
+        return -1 if x is None else x
+
+    use = collections.Counter((r["client_id"], conns[(r["capture"], r["conn"])]["named"], r["api_key"], r["api"],
+                               r["api_version"], bool(r["removed_in_kafka4"])) for r in req)
+    api_use = sorted(({"client_id": k[0], "software": k[1], "api_key": k[2], "api": k[3], "api_version": k[4],
+                       "requests": n, "removed": k[5]} for k, n in use.items()),
+                     key=lambda d: (str(d["client_id"]), str(d["software"]), num(d["api_key"]), num(d["api_version"])))
+    clients: dict = {}
+    for c in conns.values():
+        for cid in sorted(c["client_ids"] - {None}) or [None]:
+            got = clients.setdefault(cid, {"connections": 0, "software": set(), "hosts": set()})
+            got["connections"] += 1
+            if c["named"] is not None:
+                got["software"].add(c["named"])
+            got["hosts"].update(a.rsplit(":", 1)[0] for a in c["clients"] - {None})
+    clients = sorted(({"client_id": k, "connections": v["connections"], "software": sorted(v["software"]),
+                       "hosts": sorted(v["hosts"])} for k, v in clients.items()), key=lambda d: str(d["client_id"]))
+    codes = collections.Counter((r["capture"], r["server"], r["api"], code)
+                                for r in resp for code in r["error_codes"] or ())
+    errors = collections.Counter()
+    for (_c, _s, api, code), n in codes.items():
+        errors[(api, code)] += n
+    lat, lat_by, waits = collections.defaultdict(list), collections.defaultdict(list), {}
+    for r in resp:
+        v = r["latency_us"]
+        if v is None:
+            continue
+        lat[r["api"]].append(v)
+        lat_by[(r["capture"], r["server"], r["api"])].append(v)
+        if r["wait_ms"] is not None:
+            w = waits.setdefault(r["api"], {"waits": collections.Counter(), "waited": 0, "early": []})
+            w["waits"][r["wait_ms"]] += 1
+            if v >= r["wait_ms"] * 900:
+                w["waited"] += 1
+            else:
+                w["early"].append(v)
+    latency = sorted(({"api": api, **_latency(v)} for api, v in lat.items()),
+                     key=lambda d: (-d["count"], str(d["api"])))
+    for row in latency:
+        w = waits.get(row["api"])
+        if w:
+            n = sum(w["waits"].values())
+            e = _latency(w["early"]) if w["early"] else {"count": 0, "p50": 0.0, "p99": 0.0}
+            row.update(wait_ms=max(w["waits"].items(), key=lambda kv: (kv[1], kv[0]))[0], waits=sorted(w["waits"])[:5],
+                       waited_out=w["waited"] / n, early_count=e["count"], early_p50=e["p50"], early_p99=e["p99"])
+    latency_by = sorted(({"capture": k[0], "broker": k[1], "api": k[2], **_latency(v)} for k, v in lat_by.items()),
+                        key=lambda d: (str(d["api"]), str(d["capture"]), str(d["broker"])))
+    ids = _rows(out, "topic_ids")
+    names = {r["topic_id"]: r["topic"] for r in ids}
+    sets = _rows(out, "record_sets")
+    topics, codecs = {}, {}
+    for r in sets:
+        t = topics.setdefault((r["source"], names.get(r["topic"], r["topic"])), [0, 0, 0, 0])
+        c = codecs.setdefault((r["source"], r["codec"]), [0, 0, 0, 0])
+        for got, values in ((t, (1, r["batches"], r["records"], r["bytes"])),
+                            (c, (r["batches"], r["records"], r["bytes"], 1))):
+            for k, x in enumerate(values):
+                got[k] += x or 0
+    bad = collections.Counter()
+    for kind, rows in (("requests", req), ("responses", resp), ("record_sets", sets)):
+        for r in rows:
+            if r["error"] is not None:
+                bad[(kind, r.get("api"), r.get("status"), r["error"])] += 1
+    unanswered = _rows(out, "unanswered")
+    trailing = {}
+    for kind, rows in (("requests", req), ("responses", resp)):
+        for r in rows:
+            if r["trailing_bytes"]:
+                got = trailing.setdefault((kind, r["api"], r["client_id"]), [0, 0])
+                got[0] += 1
+                got[1] += r["trailing_bytes"]
+    first = sorted(unanswered, key=lambda r: (r["ts"] is None, r["ts"] or 0, r["capture"], r["conn"] or 0))
+    return {
+        "connections": table,
+        "totals.connections": len(table),
+        "api_use": api_use,
+        "clients": clients,
+        "errors": sorted(({"api": a, "code": c, "error": error_name(c), "count": n} for (a, c), n in errors.items()),
+                         key=lambda d: (-d["count"], str(d["api"]), d["code"])),
+        "errors_by": sorted(({"capture": k[0], "broker": k[1], "api": k[2], "code": k[3], "error": error_name(k[3]),
+                              "count": n} for k, n in codes.items()),
+                            key=lambda d: (-d["count"], str(d["capture"]), str(d["broker"]), str(d["api"]), d["code"])),
+        "latency": latency,
+        "latency_by": latency_by,
+        "topics": sorted(({"source": s, "topic": t, "sets": v[0], "batches": v[1], "records": v[2], "bytes": v[3]}
+                          for (s, t), v in topics.items()), key=lambda d: (-d["bytes"], d["source"], str(d["topic"]))),
+        "codecs": sorted(({"source": s, "codec": c, "batches": v[0], "records": v[1], "bytes": v[2], "sets": v[3]}
+                          for (s, c), v in codecs.items()), key=lambda d: (d["source"], -d["bytes"], str(d["codec"]))),
+        "decode_errors": [{"table": k[0], "api": k[1], "status": k[2], "error": k[3], "count": n} for k, n in
+                          sorted(bad.items(), key=lambda kv: (-kv[1], tuple(str(x) for x in kv[0])))][:50],
+        "unanswered": sorted(({"capture": k[0], "api": k[1], "client_id": k[2], "requests": n} for k, n in
+                              collections.Counter((r["capture"], r["api"], r["client_id"])
+                                                  for r in unanswered).items()),
+                             key=lambda d: (-d["requests"], str(d["capture"]), str(d["api"]), str(d["client_id"]))),
+        "unanswered_rows": [{"ts": None if r["ts"] is None else r["ts"].isoformat(),
+                             **{k: r[k] for k in ("capture", "api", "api_version", "client_id", "conn", "client",
+                                                  "server")}} for r in first[:200]],
+        "topic_ids": {f"{r['capture']}|{r['topic_id']}": r["topic"] for r in ids},
+        "trailing": sorted(({"kind": k[0], "api": k[1], "client_id": k[2], "frames": v[0], "bytes": v[1]}
+                            for k, v in trailing.items()), key=lambda d: (-d["frames"], d["kind"], str(d["api"]))),
+    }
+
+
+def _check(result) -> None:
+    """The report's figures and connections table equal :func:`by_rows` over its own tables."""
+    d = result.data
+    want = by_rows(d.out)
+    files = sorted((Path(d.out) / "connections").glob("*.parquet"))
+    got = pa.concat_tables([pq.read_table(f) for f in files])
+    assert got.schema == CONNECTIONS_SCHEMA
+    for f in files:  # each task's rows in order of capture and connection
+        keys = pq.read_table(f, columns=["capture", "conn"]).to_pylist()
+        assert keys == sorted(keys, key=lambda r: (r["capture"], r["conn"]))
+    assert sorted(got.to_pylist(), key=lambda r: (r["capture"], r["conn"])) == want.pop("connections")
+    assert d.totals["connections"] == want.pop("totals.connections") == got.num_rows
+    for name, value in want.items():
+        assert getattr(d, name) == value, name
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_figures_equal_the_row_by_row_oracle_on_every_committed_capture(tmp_path, capture):
+    result = run_report([str(capture)], tmp_path / "whole", progress=False, workers=1)
+    _check(result)
+    if capture.suffix in (".pcap", ".pcapng"):
+        # in byte ranges: connections dealt to several tasks, their parts folded on the driver
+        ranged = run_report([str(capture)], tmp_path / "ranges", progress=False, workers=1, whole_file_max=0,
+                            range_bytes=1 << 16, partitions=3)
+        assert ranged.data.tasks["segment partitions"] > 1
+        _check(ranged)
+
+
+def test_many_connections_with_group_bys_folding_every_few_rows(tmp_path, monkeypatch):
+    """Hundreds of connections in every batch (the chatty cast, copied), the
+    group-bys folding every 50 rows and again as they grow: the same
+    figures as the row-by-row oracle, and as the default fold."""
+    path = tmp_path / "chatty.pcap"
+    write_capture(path, size=1_500_000, seed=5, profile="small", small_scale=12)
+    default = run_report([str(path)], tmp_path / "default", progress=False, workers=1)
+    monkeypatch.setattr(aggregate, "ROWS", 50)
+    small = run_report([str(path)], tmp_path / "small", progress=False, workers=1)
+    _check(small)
+    assert small.data.totals["connections"] >= 200
+    from kafkaproto.report.compare import compare
+
+    assert all(compare(default.data.out, small.data.out).values())
+
+
+# ---------------------------------------------------------------------------
+# the streaming group-by
+
+
+def test_groups_fold_a_stream_as_one_group_by():
+    """Every function a figure uses, null keys and values included, over a
+    stream folded every 37 rows: the same groups as a plain loop, ``first``
+    and ``last`` in the stream's order."""
+    rng = random.Random(4)
+    keys = [rng.choice(["a", "b", None, "c"]) for _ in range(4000)]
+    nums = [rng.choice([None, *range(300)]) for _ in range(4000)]
+    codes = [rng.randrange(900) for _ in range(4000)]  # many groups: the folds double
+    aggs = [("n", "x", "count", aggregate._ALL), ("s", "x", "sum"), ("lo", "x", "min"), ("hi", "x", "max"),
+            ("f", "x", "first"), ("fk", "x", "first", aggregate._KEEP_NULLS), ("l", "x", "last"),
+            ("lk", "x", "last", aggregate._KEEP_NULLS)]
+    g = Groups(["k", "code"], aggs, rows=37)
+    for at in range(0, 4000, 113):
+        g.add({"k": pa.array(keys[at:at + 113], pa.string()), "code": pa.array(codes[at:at + 113], pa.int64()),
+               "x": pa.array(nums[at:at + 113], pa.int64())})
+    want: dict = {}
+    for k, c, x in zip(keys, codes, nums):
+        w = want.setdefault((k, c), {"n": 0, "v": [], "fk": x, "lk": None, "f": None})
+        w["n"] += 1
+        w["lk"] = x
+        if x is not None:
+            w["v"].append(x)
+            if w["f"] is None:
+                w["f"] = x
+    got = {(r["k"], r["code"]): r for r in g.table().to_pylist()}
+    assert got.keys() == want.keys()
+    for key, w in want.items():
+        r = got[key]
+        v = w["v"]
+        assert (r["n"], r["s"], r["lo"], r["hi"], r["f"], r["fk"], r["l"], r["lk"]) == \
+            (w["n"], sum(v) if v else None, min(v, default=None), max(v, default=None), w["f"], w["fk"],
+             v[-1] if v else None, w["lk"]), key
+    assert Groups(["k"]).table() is None
+    schema = pa.schema([("k", pa.string())])
+    assert Groups(["k"]).table(schema).equals(schema.empty_table())
+
+
+def test_percentiles_of_many_histograms_at_once_equal_one_at_a_time():
+    rng = np.random.default_rng(9)
+    rows = []
+    for g in range(40):
+        values = rng.lognormal(4 + g % 7, 2, rng.integers(1, 400)).astype(np.int64) - (g == 3) * 5000
+        buckets = latency_bucket(values)
+        for b in np.unique(buckets).tolist():
+            rows.append({"api": None if g == 7 else f"api{g % 13}", "server": f"s{g // 13}", "bucket": b,
+                         "count": int((buckets == b).sum()), "max": int(values[buckets == b].max())})
+    t = pa.Table.from_pylist(rows)
+    got = {(r["api"], r["server"]): r for r in aggregate._percentiles(t, ["api", "server"])}
+    hists: dict = {}
+    for r in rows:
+        h = hists.setdefault((r["api"], r["server"]), [collections.Counter(), 0])
+        h[0][r["bucket"]] += r["count"]
+        h[1] = max(h[1], r["max"])
+    assert got.keys() == hists.keys()
+    for key, (h, most) in hists.items():
+        assert got[key] == {"api": key[0], "server": key[1], "count": sum(h.values()),
+                            **{f"p{int(q * 100)}": percentile(h, q, most) / 1000 for q in (0.5, 0.9, 0.99)},
+                            "max": most / 1000}, key
+
+
+# ---------------------------------------------------------------------------
+# the tasks' results
+
+
+def test_a_task_returns_its_manifest_as_one_arrow_buffer(tmp_path):
+    """A task's result is bytes (an Arrow IPC stream of one row), and the
+    driver reads every task's tables back concatenated in the tasks' order."""
+    from kafkaproto.report.tasks import MANIFEST_SCHEMA, read_manifests, whole_task
+
+    got = [whole_task([(p.name, [str(p)])], (tmp_path / "out").as_uri(), f"w{i}")
+           for i, p in enumerate((SAMPLE / "kafka.pcap", SAMPLE / "kafka44.pcap"))]
+    assert all(isinstance(m, bytes) for m in got)
+    batches = [pa.ipc.open_stream(m).read_all() for m in got]
+    assert all(b.schema == MANIFEST_SCHEMA and b.num_rows == 1 for b in batches)
+    tables = read_manifests(got)
+    assert tables["accounting"].column("capture").to_pylist() == ["kafka.pcap", "kafka44.pcap"]
+    assert tables["connections"].column("connections").to_pylist() == [
+        pq.read_table(tmp_path / "out" / "connections" / f"w{i}.parquet").num_rows for i in range(2)]
+    files = tables["files"].to_pylist()
+    assert {(r["table"], Path(r["file"]).name) for r in files} >= {("requests", "w0.parquet"),
+                                                                    ("requests", "w1.parquet")}
+    for name, t in tables.items():
+        one = read_manifests(got[:1])[name]
+        assert t.slice(0, one.num_rows).equals(one), name
+    assert all(t.num_rows == 0 for t in read_manifests([]).values())
