@@ -1,7 +1,7 @@
 """The report's figures and ``connections`` table, computed by the tasks'
 Arrow group-bys and folded on the driver (report/aggregate.py), against the
 same figures computed row by row in Python over the written tables: every
-committed capture, read whole and in byte ranges, and a capture of many
+committed capture, read whole and in byte ranges, and captures of many
 connections with the group-bys folding every few rows; the streaming
 group-by and the tasks' manifests on their own.  No JVM: the embedded
 engine, in this process."""
@@ -20,6 +20,8 @@ import pytest
 from kafkaproto.error_codes import error_name
 from kafkaproto.report import aggregate, run_report
 from kafkaproto.report.aggregate import CONNECTIONS_SCHEMA, Groups, latency_bucket, percentile
+from kafkaproto.report.compare import compare
+from support.replica import replicate
 from support.report_helpers import SAMPLE
 from support.synthetic import write_capture
 
@@ -207,19 +209,22 @@ def test_figures_equal_the_row_by_row_oracle_on_every_committed_capture(tmp_path
         _check(ranged)
 
 
-def test_many_connections_with_group_bys_folding_every_few_rows(tmp_path, monkeypatch):
-    """Hundreds of connections in every batch (the chatty cast, copied), the
-    group-bys folding every 50 rows and again as they grow: the same
-    figures as the row-by-row oracle, and as the default fold."""
-    path = tmp_path / "chatty.pcap"
-    write_capture(path, size=1_500_000, seed=5, profile="small", small_scale=12)
+@pytest.mark.parametrize("traffic", ["replica", "chatty"])
+def test_many_connections_with_group_bys_folding_every_few_rows(tmp_path, monkeypatch, traffic):
+    """Hundreds of connections in every batch -- the committed sample copied
+    onto 8 x 273 distinct connections, or the synthetic chatty cast copied 12
+    times -- with the group-bys folding every 50 rows and again as they
+    grow: the same figures as the row-by-row oracle, and as the default fold."""
+    path = tmp_path / f"{traffic}.pcap"
+    if traffic == "replica":
+        replicate(SAMPLE / "kafka.pcap", path, 8)
+    else:
+        write_capture(path, size=1_500_000, seed=5, profile="small", small_scale=12)
     default = run_report([str(path)], tmp_path / "default", progress=False, workers=1)
     monkeypatch.setattr(aggregate, "ROWS", 50)
     small = run_report([str(path)], tmp_path / "small", progress=False, workers=1)
     _check(small)
     assert small.data.totals["connections"] >= 200
-    from kafkaproto.report.compare import compare
-
     assert all(compare(default.data.out, small.data.out).values())
 
 
