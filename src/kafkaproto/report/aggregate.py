@@ -100,7 +100,7 @@ def percentile(hist: dict[int, int], q: float, maximum: int) -> float:
 # group-bys over a stream of batches
 
 _ALL = pc.CountOptions(mode="all")  # every row, nulls too
-_KEEP_NULLS = pc.ScalarAggregateOptions(skip_nulls=False)
+_KEEP_NULLS = "keep nulls"  # first/last: the first (last) row's value, null or not
 #: how the partial results of an aggregate function fold into one
 _FOLD = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "first": "first", "last": "last"}
 #: rows a :class:`Groups` keeps before it groups them
@@ -111,15 +111,31 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
     """``GROUP BY keys`` with ``aggs`` ``[(output, column, function, options)]``;
     ``fold``: the table holds earlier results of the same aggregates (named by
     their outputs), to be folded into one.  ``first``/``last`` follow the row
-    order; the order of the groups is Arrow's (sort where it matters)."""
-    spec = []
+    order (skipping nulls unless ``options`` is :data:`_KEEP_NULLS`); the
+    order of the groups is Arrow's (sort where it matters)."""
+    spec, taken, rows = [], [], {}
     for out, column, fn, opts in aggs:
         if fold:
             column, fn, opts = out, _FOLD[fn], None if fn == "count" else opts
-        spec.append((column, fn) if opts is None else (column, fn, opts))
+        if fn in ("first", "last"):
+            # the first (last) row's position, then its value: a third of Arrow's first/last on strings
+            values = table.column(column)
+            at = np.arange(table.num_rows, dtype=np.int64)
+            name = f"row {len(rows)}"
+            rows[name] = pa.array(at) if opts == _KEEP_NULLS else \
+                pa.array(at, mask=~values.is_valid().to_numpy(zero_copy_only=False))
+            spec.append((name, "min" if fn == "first" else "max"))
+            taken.append(values)
+        else:
+            spec.append((column, fn) if opts is None else (column, fn, opts))
+            taken.append(None)
+    for name, at in rows.items():
+        table = table.append_column(name, at)
     g = table.group_by(keys, use_threads=False).aggregate(spec)
     # the keys, then the aggregates (in pyarrow before 14, the other way round)
     cols = g.columns if g.column_names[:len(keys)] == keys else g.columns[len(spec):] + g.columns[:len(spec)]
+    cols = cols[:len(keys)] + [c if values is None else values.take(c)
+                                for c, values in zip(cols[len(keys):], taken)]
     return pa.Table.from_arrays(cols, names=keys + [a[0] for a in aggs])
 
 
