@@ -235,35 +235,35 @@ def test_many_connections_with_group_bys_folding_every_few_rows(tmp_path, monkey
 def test_groups_fold_a_stream_as_one_group_by():
     """Every function a figure uses, null keys and values included, over a
     stream folded every 37 rows: the same groups as a plain loop, ``first``
-    and ``last`` in the stream's order."""
+    and ``last`` in the stream's order (``b``: the row of ``x``'s first value)."""
     rng = random.Random(4)
     keys = [rng.choice(["a", "b", None, "c"]) for _ in range(4000)]
     nums = [rng.choice([None, *range(300)]) for _ in range(4000)]
     codes = [rng.randrange(900) for _ in range(4000)]  # many groups: the folds double
     aggs = [("n", "x", "count", aggregate._ALL), ("s", "x", "sum"), ("lo", "x", "min"), ("hi", "x", "max"),
             ("f", "x", "first"), ("fk", "x", "first", aggregate._KEEP_NULLS), ("l", "x", "last"),
-            ("lk", "x", "last", aggregate._KEEP_NULLS)]
+            ("lk", "x", "last", aggregate._KEEP_NULLS), ("b", "y", "first", aggregate._Beside("f"))]
     g = Groups(["k", "code"], aggs, rows=37)
     for at in range(0, 4000, 113):
         g.add({"k": pa.array(keys[at:at + 113], pa.string()), "code": pa.array(codes[at:at + 113], pa.int64()),
-               "x": pa.array(nums[at:at + 113], pa.int64())})
+               "x": pa.array(nums[at:at + 113], pa.int64()), "y": pa.array(codes[at:at + 113], pa.int64())})
     want: dict = {}
     for k, c, x in zip(keys, codes, nums):
-        w = want.setdefault((k, c), {"n": 0, "v": [], "fk": x, "lk": None, "f": None})
+        w = want.setdefault((k, c), {"n": 0, "v": [], "fk": x, "lk": None, "f": None, "b": None})
         w["n"] += 1
         w["lk"] = x
         if x is not None:
             w["v"].append(x)
             if w["f"] is None:
-                w["f"] = x
+                w["f"], w["b"] = x, c
     got = {(r["k"], r["code"]): r for r in g.table().to_pylist()}
     assert got.keys() == want.keys()
     for key, w in want.items():
         r = got[key]
         v = w["v"]
-        assert (r["n"], r["s"], r["lo"], r["hi"], r["f"], r["fk"], r["l"], r["lk"]) == \
+        assert (r["n"], r["s"], r["lo"], r["hi"], r["f"], r["fk"], r["l"], r["lk"], r["b"]) == \
             (w["n"], sum(v) if v else None, min(v, default=None), max(v, default=None), w["f"], w["fk"],
-             v[-1] if v else None, w["lk"]), key
+             v[-1] if v else None, w["lk"], w["b"]), key
     assert Groups(["k"]).table() is None
     schema = pa.schema([("k", pa.string())])
     assert Groups(["k"]).table(schema).equals(schema.empty_table())

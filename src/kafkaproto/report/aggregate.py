@@ -101,6 +101,10 @@ def percentile(hist: dict[int, int], q: float, maximum: int) -> float:
 
 _ALL = pc.CountOptions(mode="all")  # every row, nulls too
 _KEEP_NULLS = "keep nulls"  # first/last: the first (last) row's value, null or not
+
+
+class _Beside(str):
+    """first/last: the value in the row of another first (last) aggregate's value (named by its output)."""
 #: how the partial results of an aggregate function fold into one
 _FOLD = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "first": "first", "last": "last"}
 #: rows a :class:`Groups` keeps before it groups them
@@ -111,9 +115,11 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
     """``GROUP BY keys`` with ``aggs`` ``[(output, column, function, options)]``;
     ``fold``: the table holds earlier results of the same aggregates (named by
     their outputs), to be folded into one.  ``first``/``last`` follow the row
-    order (skipping nulls unless ``options`` is :data:`_KEEP_NULLS`); the
-    order of the groups is Arrow's (sort where it matters)."""
+    order (skipping nulls unless ``options`` is :data:`_KEEP_NULLS`; the row
+    of another aggregate's value: :class:`_Beside`); the order of the
+    groups is Arrow's (sort where it matters)."""
     spec, taken, rows = [], [], {}
+    source = {out: out if fold else column for out, column, _, _ in aggs}
     for out, column, fn, opts in aggs:
         if fold:
             column, fn, opts = out, _FOLD[fn], None if fn == "count" else opts
@@ -122,8 +128,9 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
             values = table.column(column)
             at = np.arange(table.num_rows, dtype=np.int64)
             name = f"row {len(rows)}"
+            valid = table.column(source[opts]) if isinstance(opts, _Beside) else values
             rows[name] = pa.array(at) if opts == _KEEP_NULLS else \
-                pa.array(at, mask=~values.is_valid().to_numpy(zero_copy_only=False))
+                pa.array(at, mask=~valid.is_valid().to_numpy(zero_copy_only=False))
             spec.append((name, "min" if fn == "first" else "max"))
             taken.append(values)
         else:
@@ -269,16 +276,15 @@ class TaskAggregates:
             return Groups(keys, aggs, rows)
 
         conn = ["capture", "conn"]
-        # per connection: times, frames and bytes each way, the first addresses seen
+        # per connection: times, frames and bytes each way, the first addresses seen, the first
+        # software name a request gave with its version
         self.frames = groups(conn, ("first_ts", "ts", "min"), ("last_ts", "ts", "max"),
                              ("requests", "request", "sum"), ("responses", "response", "sum"),
                              ("bytes_to_broker", "to_broker", "sum"), ("bytes_from_broker", "from_broker", "sum"),
                              ("undecodable", "undecodable", "sum"), ("client", "client", "first"),
-                             ("server", "server", "first"))
+                             ("server", "server", "first"), ("software_name", "software_name", "first"),
+                             ("software_version", "software_version", "first", _Beside("software_name")))
         self.client_ids = groups([*conn, "client_id"])
-        # the first software name a request gave, with its version
-        self.software = groups(conn, ("software_name", "software_name", "first", _KEEP_NULLS),
-                               ("software_version", "software_version", "first", _KEEP_NULLS))
         # (keyed by numbers where the groups are many, 3x faster than by strings: an api's name and
         # removed flag follow from its key and version, and are kept apart, in few groups)
         self.use = groups([*conn, "client_id", "api_key", "api_version"], ("requests", "conn", "count", _ALL))
@@ -337,17 +343,16 @@ class TaskAggregates:
         n = batch.num_rows
         kind = "requests" if request else "responses"
         size, zero, one = col("size"), _counts(n, 0), _counts(n, 1)
+        none = None if request else pa.nulls(n, _S)
         self.frames.add({"capture": col("capture"), "conn": col("conn"), "ts": col("ts").cast(pa.int64()),
                          "request": one if request else zero, "response": zero if request else one,
                          "to_broker": size if request else zero, "from_broker": zero if request else size,
                          "undecodable": pc.equal(col("status"), "undecodable").fill_null(False).cast(pa.int64()),
-                         "client": col("client"), "server": col("server")})
+                         "client": col("client"), "server": col("server"),
+                         "software_name": col("software_name") if request else none,
+                         "software_version": col("software_version") if request else none})
         self.client_ids.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id")})
         if request:
-            named = col("software_name").is_valid()
-            if pc.any(named).as_py():
-                self.software.add({k: col(k).filter(named)
-                                   for k in ("capture", "conn", "software_name", "software_version")})
             self.use.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id"),
                           "api_key": col("api_key"), "api_version": col("api_version")})
         self.apis.add({"api_key": col("api_key"), "api_version": col("api_version"), "api": col("api"),
@@ -422,10 +427,7 @@ class TaskAggregates:
         if frames is None:
             self._connections = CONNECTIONS_SCHEMA.empty_table()
             return self._connections
-        sw = self.software.table(pa.schema([("capture", _S), ("conn", _I64), ("software_name", _S),
-                                            ("software_version", _S)]))
-        # the connections that named their software are a few columns to join to all
-        t = frames.join(sw, ["capture", "conn"], join_type="left outer", use_threads=False).sort_by(by_conn)
+        t = frames.sort_by(by_conn)
         # every connection's client ids (its frames' keys are those of the frames' groups), sorted, nulls aside
         ids = self.client_ids.table().sort_by(by_conn + [("client_id", "ascending")])
         ids = ids.group_by(["capture", "conn"], use_threads=False).aggregate(
@@ -472,16 +474,31 @@ class TaskAggregates:
 
     def _api_use(self, conns: pa.Table, software, apis: pa.Table) -> pa.Table:
         """Requests by client id, the software their connection named, api and version."""
-        named = pa.table({"capture": conns.column("capture"), "conn": conns.column("conn"), "software": software})
         use = self.use.table(pa.schema([("capture", _S), ("conn", _I64), ("client_id", _S), ("api_key", _I16),
                                         ("api_version", _I16), ("requests", _I64)]))
-        use = use.join(named, ["capture", "conn"], join_type="left outer", use_threads=False)
+        use = use.append_column("software", software.take(_rows_of(conns, use)))
         use = _aggregate(use, ["client_id", "software", "api_key", "api_version"],
                          [("requests", "requests", "sum", None)])
         use = use.append_column("api", _lookup(_code(use["api_key"]), _code(apis["api_key"]), apis["api"]))
         use = use.append_column("removed", _lookup(_code(use["api_key"], use["api_version"]),
                                                    _code(apis["api_key"], apis["api_version"]), apis["removed"]))
         return use.select(PARTS["api_use"][0].names).cast(PARTS["api_use"][0])
+
+
+def _rows_of(conns: pa.Table, t: pa.Table) -> pa.Array:
+    """The row of ``conns`` (sorted by capture and connection) of each of
+    ``t``'s (capture, conn), which ``conns`` holds: by capture (a task has
+    few), a binary search of the connection."""
+    captures = pc.unique(conns.column("capture"))
+    mine = pc.index_in(conns.column("capture"), value_set=captures).to_numpy(zero_copy_only=False)
+    theirs = pc.index_in(t.column("capture"), value_set=captures).to_numpy(zero_copy_only=False)
+    conn, want = conns.column("conn").to_numpy(), t.column("conn").to_numpy()
+    starts = np.searchsorted(mine, np.arange(len(captures) + 1))
+    rows = np.zeros(len(want), dtype=np.int64)
+    for k in range(len(captures)):
+        at = np.flatnonzero(theirs == k)
+        rows[at] = starts[k] + np.searchsorted(conn[starts[k]:starts[k + 1]], want[at])
+    return pa.array(rows)
 
 
 #: an api's name and removed-in-Kafka-4.0 flag by key and version
