@@ -174,7 +174,7 @@ def test_the_accounting_of_a_stream_adds_up(monkeypatch):
     acc = Accounting()
     stream = inspect_mod.StreamInput(r, "pipe", owned=True)
     monkeypatch.setattr(inspect_mod, "_stream_of", lambda path: stream)
-    kind, batches, live = inspect_mod.open_capture("pipe", acc=acc)
+    kind, batches, live = inspect_mod.open_input("pipe", acc=acc)
     frames = sum(len(b) for b in batches)
     writer.join()
     assert (kind, live, frames) == ("pcap", True, 2009) and stream.closed  # read to its end, and closed

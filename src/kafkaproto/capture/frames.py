@@ -27,7 +27,7 @@ from .objects import REQUEST, RESPONSE, CapturedFrame, Connection, RequestInfo
 
 _sink = _load("capture.walker._sink")
 
-__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "take_batch"]
+__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "binary_views", "frame_schema", "take_batch"]
 
 #: frame flags (the ``flags`` column): bit -> name
 FLAGS = dict(_sink.FLAGS)
@@ -147,7 +147,7 @@ class FrameBatch:
             starts, ends = starts[idx], ends[idx]
         if offset is not None:
             starts = starts + offset
-        return _views(self.buffer(), starts, ends)
+        return binary_views(self.buffer(), starts, ends)
 
     def to_arrow(self):
         """The frame table (:func:`frame_schema`) as one record batch."""
@@ -254,7 +254,7 @@ def _pick(texts: Sequence[str], idx: np.ndarray):
     return dictionary.take(take)
 
 
-def _views(buffer, starts: np.ndarray, ends: np.ndarray):
+def binary_views(buffer, starts: np.ndarray, ends: np.ndarray):
     """A ``binary_view`` column of ``buffer[starts[i]:ends[i]]`` (values up to 12
     bytes inline, longer ones by reference: the view layout of the Arrow spec)."""
     import pyarrow as pa

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..errors import UnknownApiError
+from ..errors import KafkaProtocolError, UnknownApiError
 from ._gen import APIS, CLASSES
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._gen import *  # noqa: F403
     from ._runtime import Message
 
-__all__ = ["APIS", "CLASSES", "api_name", "get", "request_class", "response_class"]
+__all__ = ["APIS", "CLASSES", "api_name", "get", "removed_in_kafka4", "request_class", "response_class"]
 
 
 _LOADED: dict[str, type] = {}
@@ -68,3 +68,25 @@ def response_class(api_key: int) -> type[Message]:
 def api_name(api_key: int) -> str:
     """``"Metadata"`` for 3; raises UnknownApiError for keys without a schema."""
     return _api(api_key)[0][: -len("Request")]
+
+
+_version_sets: dict[int, int] = {}
+
+
+def removed_in_kafka4(api_key: int | None, version: int | None) -> bool:
+    """Is this (api key, version) one Kafka 4.0 no longer speaks?  Those are the
+    versions only the older schema snapshot has (KIP-896 raised the lower
+    bounds: Produce v0-2, CreateTopics v0-1, keys 4-7...).  A version newer than
+    every schema is not counted as removed."""
+    from ._runtime import MAX_MASK_VERSION, versions_mask
+
+    if api_key is None or version is None or not 0 <= version <= MAX_MASK_VERSION:
+        return False
+    mask = _version_sets.get(api_key)
+    if mask is None:
+        try:
+            mask = versions_mask(request_class(api_key).SNAPSHOT_ONLY_VERSIONS)
+        except KafkaProtocolError:
+            mask = 0
+        _version_sets[api_key] = mask
+    return bool(mask >> version & 1)

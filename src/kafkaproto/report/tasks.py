@@ -1,10 +1,11 @@
 """The report's tasks: the work one worker does, the same whichever engine
-runs it (the embedded pool of worker processes, or Spark's executors).
+runs it (the embedded pool of worker processes, or Spark's executors).  A
+task is a capture dataset's (:mod:`kafkaproto.capture.dataset`):
 
-- :func:`whole_task`: captures read whole (one or several small ones per
-  task) → their tables;
-- :func:`index_task`: byte ranges of pcap/pcapng files → TCP segment
-  positions (:func:`kafkaproto.capture.formats.ranges.read_range`);
+- :func:`whole_task`: a :class:`~kafkaproto.capture.WholeTask` (captures
+  read whole) → their tables;
+- :func:`index_task`: a :class:`~kafkaproto.capture.RangeTask` (a byte range
+  of a pcap/pcapng file) → TCP segment positions;
 - :func:`segment_task`: the positions of some connections, sorted by
   capture, connection and capture order → their tables, the payloads read
   again from the files mapped in memory.
@@ -19,11 +20,13 @@ driver folds (:mod:`kafkaproto.report.job`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 
-from ..capture import Accounting
+from ..capture import Accounting, CaptureDataset, RangeTask, WholeTask
+from ..capture.dataset import index_range
+from ..capture.tables import TASK_TABLES
 from .aggregate import TaskAggregates
-from .decode import TableWriter, accounting_from_dict, decode_capture, decode_segments
+from .write import TableWriter
 
 __all__ = ["index_task", "segment_task", "whole_task"]
 
@@ -34,62 +37,43 @@ def _filesystem(out: str):
     return pafs.FileSystem.from_uri(out)
 
 
-def whole_task(items: Sequence[tuple[str, Sequence[str]]], out: str, part: str, ports=None) -> list[dict]:
-    """Captures read whole: ``items`` ``[(name, paths)]`` (one path, or the
-    files of one rolled capture in order), their rows written under ``out``
-    as ``<table>/<part>.parquet``.  Returns the manifest rows."""
+def _write(rows, accounts: dict[str, Accounting], out: str, part: str) -> list[dict]:
     fs, base = _filesystem(out)
     agg = TaskAggregates()
     w = TableWriter(base, part, filesystem=fs, aggregates=agg)
-    accs: list[tuple[str, Accounting]] = []
     ok = False
     try:
-        for name, paths in items:
-            info = None
-            src = paths[0] if len(paths) == 1 else list(paths)
-            for table, batch in decode_capture(src, capture=name, ports=ports):
-                if table == "accounting":
-                    info = batch.column(batch.schema.get_field_index("info"))[batch.num_rows - 1].as_py()
-                w.write(table, batch)
-            accs.append((name, accounting_from_dict(json.loads(info or "{}"))))
-        ok = True
-    finally:
-        written = w.close(ok)
-    return _manifest(written, accs, agg)
-
-
-def index_task(items: Iterable[tuple]) -> list:
-    """Byte ranges → segment positions: ``items`` ``[(capture, rank, path,
-    start, end, first)]`` (``first``: where the range's first record is known
-    to start, else None).  Returns, for each range, its record batches; the
-    last is its statistics row."""
-    from ..capture.formats.ranges import read_range
-
-    return [list(read_range(path, start, end, capture=cap, rank=rank, first=first))
-            for cap, rank, path, start, end, first in items]
-
-
-def segment_task(batches, names: Sequence[str], files: dict[tuple[int, int], str], out: str, part: str,
-                 ports=None) -> list[dict]:
-    """Segment positions of some connections (sorted by capture, key and
-    order; statistics rows of ranges anywhere among them) → their tables.
-    ``names``: capture number → name; ``files``: (capture, file rank) → path."""
-    from ..capture.formats.ranges import Files
-
-    fs, base = _filesystem(out)
-    agg = TaskAggregates()
-    w = TableWriter(base, part, filesystem=fs, aggregates=agg)
-    accs: dict[str, Accounting] = {}
-    mapped = Files(files)
-    ok = False
-    try:
-        for table, batch in decode_segments(batches, names, mapped, ports=ports, accs=accs):
+        for table, batch in rows:
             w.write(table, batch)
         ok = True
     finally:
-        mapped.close()
         written = w.close(ok)
-    return _manifest(written, list(accs.items()), agg)
+    return _manifest(written, list(accounts.items()), agg)
+
+
+def whole_task(task: WholeTask, out: str, part: str, ports=None) -> list[dict]:
+    """Captures read whole, their rows written under ``out`` as
+    ``<table>/<part>.parquet``.  Returns the manifest rows."""
+    accounts: dict[str, Accounting] = {}
+    ds = CaptureDataset([], ports=ports)
+    return _write(ds.read_task(task, TASK_TABLES, accounts=accounts, topic_ids=True), accounts, out, part)
+
+
+def index_task(task: RangeTask) -> list:
+    """A byte range → its segment positions' record batches, the last its statistics row."""
+    return index_range(task)
+
+
+def segment_task(batches: Iterable, names: Mapping[int, str], files: Mapping[tuple[int, int], str], out: str,
+                 part: str, ports=None) -> list[dict]:
+    """Segment positions of some connections (sorted by capture, key and
+    order; statistics rows of ranges anywhere among them are skipped) →
+    their tables.  ``names``: capture number → name; ``files``: (capture,
+    file rank) → path."""
+    accounts: dict[str, Accounting] = {}
+    ds = CaptureDataset([], ports=ports)
+    frames = ds.position_frames(batches, names, files, accounts=accounts)
+    return _write(ds.table_rows(frames, TASK_TABLES, accounts=accounts, topic_ids=True), accounts, out, part)
 
 
 def _manifest(written, accs: list[tuple[str, Accounting]], agg: TaskAggregates) -> list[dict]:
