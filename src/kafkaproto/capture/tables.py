@@ -524,22 +524,11 @@ class CaptureDecoder:
         status[ok_rows] = 2
         status[bad_rows] = 3
 
-        conn_idx = r["conn"].astype(np.int64)
-        clients = pa.array([c.client for c in fb.conns], pa.string())
-        servers = pa.array([c.server for c in fb.conns], pa.string())
         base = {
             "capture": repeat(self.capture, n),
-            "conn": pa.array(uids),
-            "seq": pa.array(seqs),
-            "ts": _ts(r["ts"]),
-            "client": _pick(clients, conn_idx),
-            "server": _pick(servers, conn_idx),
-            "api_key": _masked(keys, has, pa.int16()),
+            **{k: fb.column(k) for k in ("conn", "seq", "ts", "client", "server", "api_key")},
             "api": self._api(keys, has),
-            "api_version": _masked(versions, has, pa.int16()),
-            "correlation_id": _masked(r["correlation_id"], has | ~is_req, pa.int32()),
-            "client_id": _pick(pa.array(fb.clients, pa.string()), r["client"].astype(np.int64)),
-            "size": pa.array(sizes.astype(np.int64)),
+            **{k: fb.column(k) for k in ("api_version", "correlation_id", "client_id", "size")},
             "removed_in_kafka4": pa.array(self._removed_flags(keys, versions, has)),
             "status": _STATUS_NAMES.take(pa.array(status)),
             "error": _sparse_errors(n, error),

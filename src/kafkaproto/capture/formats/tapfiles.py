@@ -338,10 +338,12 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
                         batch_rows: int = 65536, cut=None):
     """Frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`) from
     frame-table files, with their accounting.  The frames go through the
-    walker's sink, so they are paired and numbered by its one rule (a
-    response with the oldest waiting request of its correlation id on its
-    connection).  Rows that are no frame (no frame bytes, no connection or
-    direction) are counted in ``acc.bad_rows`` and skipped.
+    walker's sink as columns (no Python object per row), so they are paired
+    and numbered by its one rule (a response with the oldest waiting request
+    of its correlation id on its connection).  Rows that are no frame (no
+    frame bytes, no connection or direction) are counted in ``acc.bad_rows``
+    and skipped; a time stamp or latency no nanosecond clock holds is no
+    time, counted in ``acc.bad_timestamps``.
 
     ``path`` may be an open binary stream of one Arrow IPC stream (a pipe,
     named by its ``name``, with ``tell()``); ``cut``: called after each
@@ -358,68 +360,113 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
 
     acc = acc if acc is not None else Accounting()
     sink = scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows, 32 << 20)
-    conns: dict[tuple, tuple] = {}  # (conn, client, server) -> (Connection, Pairing, request state, response state)
+    # (conn, client, server) -> its number; states[2 * number + (0 request, 1 response)]
+    conns: dict[tuple, int] = {}
+    pairings: list = []
+    states: list = []
     stream = hasattr(path, "read")
     for file in [path] if stream else table_files(path, acc):
         if not stream:
             acc.file_bytes += file.stat().st_size
         for batch in _batches(file, acc):
-            # ts as integers: a time stamp past year 9999 has no Python datetime
-            ts_col = batch.column("ts").cast(pa.int64())
             direction = batch.column("direction")
             ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
                          pc.is_in(direction, pa.array(["request", "response"])))
-            ok = ok.fill_null(False).to_numpy(zero_copy_only=False)
-            bad = int(len(ok) - ok.sum())
+            ok = ok.fill_null(False)
+            bad = batch.num_rows - pc.sum(ok.cast(pa.int64())).as_py() if batch.num_rows else 0
             if bad:
                 acc.bad_rows += bad
-            cols = {name: batch.column(name).to_pylist() for name in ("conn", "client", "server", "direction",
-                                                                        "offset", "latency_us")}
-            ts = ts_col.to_pylist()
-            frames = batch.column("frame")
-            kept = batch.column("size").to_pylist() if "size" in batch.schema.names else None
-            forwarded = batch.column("forwarded").to_pylist() if "forwarded" in batch.schema.names else None
-            for i in np.flatnonzero(ok).tolist():
-                key = (cols["conn"][i], cols["client"][i], cols["server"][i])
-                got = conns.get(key)
+                batch = batch.filter(ok)
+            if not batch.num_rows:
+                continue
+            # each row's connection: (conn, client, server), numbered once per connection
+            conn = batch.column("conn").cast(pa.int64())
+            client, server = batch.column("client"), batch.column("server")
+            key = pc.binary_join_element_wise(conn.cast(pa.string()), client.fill_null("\x00"),
+                                              server.fill_null("\x00"), "\x01").dictionary_encode()
+            number = np.empty(len(key.dictionary), dtype=np.int32)
+            for j, text in enumerate(key.dictionary.to_pylist()):
+                cid, cl, sv = text.split("\x01")
+                k = (int(cid), None if cl == "\x00" else cl, None if sv == "\x00" else sv)
+                got = conns.get(k)
                 if got is None:
-                    conn = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
-                    pairing = sink.connection(conn)
-                    got = conns[key] = (conn, pairing,
-                                        scan.KafkaState(conn, pairing, sink, True, True, max_frame_size),
-                                        scan.KafkaState(conn, pairing, sink, False, True, max_frame_size))
+                    got = conns[k] = len(pairings)
+                    c = Connection(*k)
+                    pairing = sink.connection(c)
+                    pairings.append(pairing)
+                    states += [scan.KafkaState(c, pairing, sink, True, True, max_frame_size),
+                               scan.KafkaState(c, pairing, sink, False, True, max_frame_size)]
                     acc.connections += 1
-                if kept is not None and kept[i] is not None:
-                    # forwarded in pieces, never held whole (over the tap's memory
-                    # budget): the row holds its first bytes only
-                    went = (forwarded[i] or 0) + 4
-                    acc.payload_bytes_total += went
-                    acc.frame("not_kept", went)
-                    continue
-                t = ts[i]
-                ts_ns = None if t is None else t * 1000
-                if ts_ns is not None and not 0 <= ts_ns <= TS_MAX:
-                    ts_ns = None  # the rule of the pcap readers: no time, counted
-                    acc.bad_timestamps += 1
-                kh = got[2] if cols["direction"][i] == "request" else got[3]
-                kh.ts = ts_ns
-                frame = frames[i].as_buffer()
-                acc.payload_bytes_total += len(frame) + 4
-                # the tap's own clock timed each response (its rows' times are in microseconds)
-                lat = cols["latency_us"][i]
-                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0,
-                          None if lat is None or ts_ns is None else ts_ns - lat * 1000)
+                number[j] = got
+            state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
+                pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
+            # forwarded in pieces, never held whole (over the tap's memory
+            # budget): the row holds its first bytes only
+            if "size" in batch.schema.names:
+                kept = batch.column("size").is_valid()
+                if pc.any(kept).as_py():
+                    went = batch.column("forwarded").filter(kept).fill_null(0).cast(pa.int64())
+                    nk = len(went)
+                    nbytes = pc.sum(went).as_py() + 4 * nk
+                    acc.payload_bytes_total += nbytes
+                    acc.frames["not_kept"] += nk
+                    acc.bytes["not_kept"] += nbytes
+                    keep = pc.invert(kept)
+                    batch, state = batch.filter(keep), state[keep.to_numpy(zero_copy_only=False)]
+                    if not batch.num_rows:
+                        continue
+            ts, request_ts = _times(batch, acc)
+            frames = batch.column("frame")
+            if pa.types.is_large_binary(frames.type) or pa.types.is_binary(frames.type):
+                frames = frames.cast(pa.large_binary()) if pa.types.is_binary(frames.type) else frames
+            else:
+                frames = frames.cast(pa.large_binary())
+            bufs = frames.buffers()
+            offsets = np.frombuffer(bufs[1], dtype=np.int64)[frames.offset:frames.offset + len(frames) + 1]
+            data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+            starts, ends = offsets[:-1].copy(), offsets[1:].copy()
+            acc.payload_bytes_total += int((ends - starts).sum()) + 4 * len(starts)
+            offset = batch.column("offset").fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            i = 0
+            while i < len(state):
+                i = sink.add_rows(states, np.ascontiguousarray(state, dtype=np.int32), ts, offset, request_ts,
+                                  starts, ends, data, i)
                 if sink.full():
                     yield take_batch(sink)
             if cut is not None and sink.size and cut():
                 yield take_batch(sink)
         if stream:
             acc.file_bytes += path.tell()
-    for _conn, pairing, _q, _r in conns.values():
+    for pairing in pairings:
         pairing.take_waiting()  # the tap's tables end when it stopped: a request waiting then is not counted
     sink.flush()
     if sink.size:
         yield take_batch(sink)
+
+
+def _times(batch, acc: Accounting):
+    """The rows' times in nanoseconds (``ts``, the tap's microseconds) and
+    their requests' (``ts`` less the tap's ``latency_us``): NO_TS where a
+    time is null or no int64 nanosecond clock from 1970 holds it (counted in
+    ``acc.bad_timestamps``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    no_ts = np.iinfo(np.int64).min
+    us = batch.column("ts").cast(pa.int64())
+    valid = us.is_valid().to_numpy(zero_copy_only=False)
+    t = us.fill_null(0).to_numpy(zero_copy_only=False)
+    ok = valid & (t >= 0) & (t <= TS_MAX // 1000)
+    acc.bad_timestamps += int((valid & ~ok).sum())
+    ts = np.where(ok, t * 1000, no_ts)
+    lat_col = batch.column("latency_us")
+    lat = lat_col.fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    has = ok & lat_col.is_valid().to_numpy(zero_copy_only=False)
+    # the request's time, ts - latency, within 0..TS_MAX (checked without overflow)
+    fits = has & (lat <= np.where(ok, ts, 0) // 1000) & (lat >= -((TS_MAX - np.where(ok, ts, 0)) // 1000))
+    acc.bad_timestamps += int((has & ~fits).sum())
+    request_ts = np.where(fits, np.where(ok, ts, 0) - np.where(fits, lat, 0) * 1000, no_ts)
+    return ts, request_ts
 
 
 def iter_table_frames(path, acc: Accounting | None = None):

@@ -90,6 +90,8 @@ cdef class FrameSink:
     cdef int32_t _client(self, KafkaState kh, const unsigned char* f, Py_ssize_t at, Py_ssize_t n) except -2
     cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset,
                  int64_t request_ts=*) except -1
+    cdef int add_at(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset, int64_t ts,
+                    int64_t request_ts) except -1
 
 
 cdef class KafkaState:

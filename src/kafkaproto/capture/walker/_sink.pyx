@@ -274,17 +274,23 @@ cdef class FrameSink:
     cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset,
                  int64_t request_ts=INT64_MIN) except -1:
         """One frame ``f[:n]`` (size prefix removed) of ``kh``'s direction, whose
-        prefix is at stream ``offset``: paired, numbered, counted, stored.  The
-        one rule for every frame, from the fast path and the Python code alike.
-        ``request_ts``: a paired response's request time when the reader knows
-        it better than the request's row does (the tap's own clock)."""
+        prefix is at stream ``offset``, at ``kh.ts``: see :meth:`add_at`."""
+        return self.add_at(kh, f, n, offset, INT64_MIN if kh.ts is None else <int64_t>kh.ts, request_ts)
+
+    cdef int add_at(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset, int64_t ts,
+                    int64_t request_ts) except -1:
+        """One frame ``f[:n]`` (size prefix removed) of ``kh``'s direction, whose
+        prefix is at stream ``offset``, seen at ``ts`` (INT64_MIN: no time):
+        paired, numbered, counted, stored.  The one rule for every frame, from
+        every reader alike.  ``request_ts``: a paired response's request time
+        when the reader knows it better than the request's row does (the
+        tap's own clock)."""
         cdef Pairing pr = kh.pairing
         cdef Row* row
         cdef Cur c
         cdef RequestHead h
         cdef Pend req
         cdef int hv
-        cdef int64_t ts = INT64_MIN if kh.ts is None else <int64_t>kh.ts
         if pr.frames == 0:
             self.n_kafka += 1
         row = self._row()
@@ -375,6 +381,39 @@ cdef class FrameSink:
                      INT64_MIN if request_ts is None else <int64_t>request_ts)
         finally:
             PyBuffer_Release(&view)
+
+    def add_rows(self, list states, const int32_t[::1] state, const int64_t[::1] ts, const int64_t[::1] offset,
+                 const int64_t[::1] request_ts, const int64_t[::1] starts, const int64_t[::1] ends, data,
+                 Py_ssize_t first=0):
+        """Frames given as columns (the tap's tables), from row ``first`` until
+        the sink is :meth:`full` or the rows end; returns the row it stopped
+        at.  Row ``i`` is ``data[starts[i]:ends[i]]`` (size prefix removed) of
+        the direction ``states[state[i]]`` (a KafkaState), at stream
+        ``offset[i]``, seen at ``ts[i]``; ``request_ts[i]``: its request's
+        time, when the reader knows it (NO_TS otherwise)."""
+        cdef Py_buffer view
+        cdef Py_ssize_t i = first, n = state.shape[0], size, nstates = len(states)
+        cdef const unsigned char* base
+        cdef KafkaState kh
+        if ts.shape[0] < n or offset.shape[0] < n or request_ts.shape[0] < n or starts.shape[0] < n or \
+                ends.shape[0] < n:
+            raise ValueError("columns of different lengths")
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            base = <const unsigned char*>view.buf
+            size = view.len
+            while i < n:
+                if self.nrows >= self.batch_rows or self.dlen >= self.batch_bytes:
+                    break
+                if state[i] < 0 or state[i] >= nstates or starts[i] < 0 or ends[i] < starts[i] or ends[i] > size:
+                    raise ValueError(f"row {i}: no frame at {starts[i]}:{ends[i]} of {size} bytes, "
+                                     f"direction {state[i]}")
+                kh = <KafkaState>states[state[i]]
+                self.add_at(kh, base + starts[i], ends[i] - starts[i], offset[i], ts[i], request_ts[i])
+                i += 1
+        finally:
+            PyBuffer_Release(&view)
+        return i
 
     def flush(self):
         """Add the frame counts to the Accounting."""

@@ -179,12 +179,29 @@ class FrameSink:
             pos = _skip_tags(f, pos, n)
         return client, pos
 
+    def add_rows(self, states, state, ts, offset, request_ts, starts, ends, data, first: int = 0) -> int:
+        """See the compiled module: frames given as columns, until the sink is full."""
+        mv = memoryview(data).cast("B")
+        size = len(mv)
+        n = len(state)
+        i = first
+        while i < n and not self.full():
+            s, a, b = int(state[i]), int(starts[i]), int(ends[i])
+            if s < 0 or s >= len(states) or a < 0 or b < a or b > size:
+                raise ValueError(f"row {i}: no frame at {a}:{b} of {size} bytes, direction {s}")
+            rts = int(request_ts[i])
+            self._emit(states[s], mv[a:b], int(offset[i]), int(ts[i]), None if rts == NO_TS else rts)
+            i += 1
+        return i
+
     def emit(self, kh, frame, offset: int, request_ts: int | None = None) -> None:
+        self._emit(kh, frame, offset, NO_TS if kh.ts is None else kh.ts, request_ts)
+
+    def _emit(self, kh, frame, offset: int, ts: int, request_ts: int | None) -> None:
         request_ts_given = request_ts
         f = bytes(frame)
         n = len(f)
         pr = kh.pairing
-        ts = NO_TS if kh.ts is None else kh.ts
         if pr.frames == 0:
             self._kafka += 1
         seq = pr.frames
