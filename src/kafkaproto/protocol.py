@@ -16,18 +16,14 @@ from __future__ import annotations
 import socket
 import struct
 from collections import deque
-from typing import TYPE_CHECKING
 
 from ._impl import codec
 from .error_codes import ErrorCode
 from .errors import KafkaProtocolError, TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .frames import FrameReader
 from .headers import RequestHeader, _by_tag, decode_request_header, decode_response_header
-from .messages import APIS, request_class, response_class
+from .messages import APIS, Message, request_class, response_class
 from .net import send_parts
-
-if TYPE_CHECKING:
-    from .messages._runtime import Message
 
 __all__ = [
     "Connection",

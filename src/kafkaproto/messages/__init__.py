@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import KafkaProtocolError, UnknownApiError
 from ._gen import APIS, CLASSES
+from ._gen.error_codes import _RETRIABLE as RETRIABLE_CODES
+from ._gen.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     # Type checkers see every class here (from _gen/__init__.pyi); at run time
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
     from ._gen import *  # noqa: F403
     from ._runtime import Message
 
-__all__ = ["APIS", "CLASSES", "api_name", "get", "removed_in_kafka4", "request_class", "response_class"]
+__all__ = ["APIS", "CLASSES", "RETRIABLE_CODES", "ErrorCode", "Message", "api_name", "get", "removed_in_kafka4",
+           "request_class", "response_class"]
 
 
 _LOADED: dict[str, type] = {}
@@ -39,6 +42,11 @@ def get(name: str) -> type[Message]:
 
 
 def __getattr__(name: str):
+    if name == "Message":  # the base of every message class (its module needs the engine: loaded when asked)
+        from ._runtime import Message
+
+        globals()["Message"] = Message
+        return Message
     if name in CLASSES:
         cls = get(name)
         globals()[name] = cls
