@@ -61,6 +61,7 @@ from ..errors import KafkaProtocolError
 from ..filters import normalize
 from ..messages import APIS, api_name
 from .accounting import Accounting
+from .formats.files import exists, file_size, is_folder, listing, resolve
 from .formats.ranges import (
     STATS_KEY,
     Files,
@@ -153,6 +154,8 @@ class WholeTask:
 
     items: tuple[tuple[str, tuple[str, ...]], ...]
     bytes: int = 0
+    #: the pyarrow filesystem the files are in (None: local)
+    filesystem: object = None
 
 
 @dataclass(frozen=True)
@@ -217,59 +220,74 @@ class Plan(list):
 
 
 def open_capture(where, *, ports: Iterable[int] | None = None, names: Sequence[str] | None = None,
-                 **limits: int) -> CaptureDataset:
+                 filesystem=None, **limits: int) -> CaptureDataset:
     """Open captures as a dataset.
 
     ``where``: a path (a pcap/pcapng file; a folder: the files of one rolled
     capture, or the tap's output; a glob pattern; ``NAME=path,path...``), a
-    list of them (one capture each), or ``{name: path or [paths]}``.
-    ``ports``: the brokers' ports (None: Kafka connections are found from
-    their traffic).  ``names``: the captures' names (default: each file's or
-    folder's name).  ``limits``: the state a walker keeps (``max_frame_size``,
-    ``max_open_connections``, ``max_pending_bytes``, ``max_pending_total``).
+    list of them (one capture each), or ``{name: path or [paths]}``; local
+    paths, URIs any pyarrow filesystem reads (``s3://bucket/caps?...``), or
+    paths in ``filesystem``.  ``ports``: the brokers' ports (None: Kafka
+    connections are found from their traffic).  ``names``: the captures'
+    names (default: each file's or folder's name).  ``limits``: the state a
+    walker keeps (``max_frame_size``, ``max_open_connections``,
+    ``max_pending_bytes``, ``max_pending_total``).
 
     A path that does not exist, or a glob that matches nothing, raises
     FileNotFoundError; files of other kinds than pcap/pcapng cannot make one
-    capture together (ValueError).
+    capture together (ValueError).  Captures on another filesystem than the
+    local one are read whole (byte ranges need a file mapped in memory).
     """
     if isinstance(where, (str, os.PathLike)):
         where = [where]
-    caps = capture_sources(where)
+    fs, caps = capture_sources(where, filesystem)
     if names is not None:
         if len(names) != len(caps):
             raise ValueError(f"{len(names)} names for {len(caps)} captures")
         caps = [CaptureSource(n, c.paths, c.bytes, c.packets) for n, c in zip(names, caps)]
-    return CaptureDataset(caps, ports=ports, limits=limits)
+    return CaptureDataset(caps, ports=ports, limits=limits, filesystem=fs)
 
 
-def capture_sources(captures) -> list[CaptureSource]:
-    """The captures named by ``captures`` (see :func:`open_capture`)."""
+def capture_sources(captures, filesystem=None) -> tuple[object, list[CaptureSource]]:
+    """The filesystem (None: local) and the captures named by ``captures``
+    (see :func:`open_capture`)."""
     items = list(captures.items()) if isinstance(captures, Mapping) else [(None, c) for c in captures]
     out: list[CaptureSource] = []
     seen: Counter = Counter()
+    fs = filesystem
+    kinds_of_fs: set = set()
     for name, spec in items:
-        if name is None and isinstance(spec, str) and re.match(r"^[^/=]+=", spec) and not os.path.exists(spec):
+        if name is None and isinstance(spec, str) and re.match(r"^[^/=:]+=", spec) and not os.path.exists(spec):
             name, spec = spec.split("=", 1)
             spec = spec.split(",")
         specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
         paths: list[str] = []
         for sp in specs:
-            sp = os.fspath(sp)
-            found = sorted(glob.glob(sp)) if any(ch in sp for ch in "*?[") and not os.path.exists(sp) else [sp]
-            if not found:
-                raise FileNotFoundError(f"no file matches {sp}")
+            where_fs, sp = resolve(sp, filesystem)
+            kinds_of_fs.add(None if where_fs is None else type(where_fs).__name__)
+            fs = where_fs if where_fs is not None else fs
+            if where_fs is None and any(ch in sp for ch in "*?[") and not os.path.exists(sp):
+                found = sorted(glob.glob(sp))
+                if not found:
+                    raise FileNotFoundError(f"no file matches {sp}")
+            else:
+                found = [sp]
             for p in found:
-                if not os.path.exists(p):
+                if not exists(where_fs, p):
                     raise FileNotFoundError(f"no such file or folder: {p}")
-            paths += [os.path.abspath(p) for p in found]
+            paths += [os.path.abspath(p) if where_fs is None else p for p in found]
+        if len(kinds_of_fs) > 1:
+            raise ValueError("the captures of one dataset are on one filesystem: "
+                             f"{', '.join(sorted(str(k) for k in kinds_of_fs))}")
+        where_fs = None if None in kinds_of_fs else fs
         folder = None
         packets = False
-        if len(paths) == 1 and os.path.isdir(paths[0]):
-            rolled = packet_files(paths[0])
+        if len(paths) == 1 and is_folder(where_fs, paths[0]):
+            rolled = packet_files(paths[0], where_fs)
             if rolled:
                 packets, folder, paths = True, paths[0], rolled
         if not packets:
-            kinds = {capture_kind(p) for p in paths}
+            kinds = {capture_kind(p, where_fs) for p in paths}
             packets = kinds <= {"pcap", "pcapng"}
             if not packets and len(paths) > 1:
                 raise ValueError(f"capture {name or paths[0]}: only pcap/pcapng files can make one capture "
@@ -284,10 +302,9 @@ def capture_sources(captures) -> list[CaptureSource]:
             name = f"{name}#{seen[name]}"
         size = 0
         for p in paths:
-            size += sum(os.path.getsize(os.path.join(p, f)) for f in os.listdir(p)
-                        if os.path.isfile(os.path.join(p, f))) if os.path.isdir(p) else os.path.getsize(p)
+            size += sum(n for _q, n in listing(where_fs, p)) if is_folder(where_fs, p) else file_size(where_fs, p)
         out.append(CaptureSource(name, tuple(paths), size, packets))
-    return out
+    return (None if None in kinds_of_fs else fs), out
 
 
 def group_captures(caps: Sequence[CaptureSource], size: int, most: int = GROUP_MAX) -> list[WholeTask]:
@@ -362,8 +379,10 @@ class CaptureDataset:
     """Captures as tables: see :func:`open_capture` and the module's text."""
 
     def __init__(self, captures: Sequence[CaptureSource], *, ports: Iterable[int] | None = None,
-                 limits: Mapping[str, int] | None = None) -> None:
+                 limits: Mapping[str, int] | None = None, filesystem=None) -> None:
         self.captures = list(captures)
+        #: the pyarrow filesystem the captures are in (None: the local one)
+        self.filesystem = filesystem
         self.ports = None if ports is None else sorted({int(p) for p in ports})
         self.limits = dict(limits or {})
         unknown = set(self.limits) - {"max_frame_size", "max_open_connections", "max_pending_bytes",
@@ -396,13 +415,16 @@ class CaptureDataset:
         for k, c in enumerate(self.captures):
             if keep is not None and c.name not in keep:
                 continue
-            if not c.packets or c.bytes <= whole_max:
+            if not c.packets or c.bytes <= whole_max or self.filesystem is not None:
                 whole.append(c)
                 continue
             for rank, path in enumerate(c.paths):
                 for start, end in plan_ranges(path, split_bytes):
                     ranges.append(RangeTask(k, rank, path, start, end))
-        return group_captures(whole, group_bytes or min(split_bytes, 16 << 20)), ranges
+        tasks = group_captures(whole, group_bytes or min(split_bytes, 16 << 20))
+        if self.filesystem is not None:
+            tasks = [WholeTask(t.items, t.bytes, self.filesystem) for t in tasks]
+        return tasks, ranges
 
     def index(self, ranges: Sequence[RangeTask], *, map: Callable = map) -> Index:
         """The index stage: every range read into TCP segment positions (``map``
@@ -494,7 +516,7 @@ class CaptureDataset:
                 acc = accounts.setdefault(name, Accounting())
                 src = paths[0] if len(paths) == 1 else list(paths)
                 batches = read_frame_batches(src, ports=self.ports, acc=acc, batch_rows=batch_rows,
-                                             batch_bytes=batch_bytes, **self.limits)
+                                             batch_bytes=batch_bytes, filesystem=task.filesystem, **self.limits)
                 while True:
                     try:
                         fb = next(batches)

@@ -187,23 +187,25 @@ class FrameTableWriter:
         self.close()
 
 
-def table_files(path, acc: Accounting | None = None) -> list[Path]:
-    """The frame-table files at ``path`` (a file, or a folder of them, sorted).
+def table_files(path, acc: Accounting | None = None, filesystem=None, *, sizes: bool = False) -> list:
+    """The frame-table files at ``path`` (a file, or a folder of them, sorted;
+    ``filesystem``: the pyarrow filesystem it is in, None: local); with
+    ``sizes``, ``(file, bytes)`` pairs.
 
     With ``acc``, every other file of a folder is named in ``acc.errors``
     and its bytes counted as read from the files and left unread: a tap
     folder holds nothing else, so nothing in it is passed over silently."""
-    p = Path(path)
-    if not p.is_dir():
-        return [p]
+    from .files import file_size, is_folder, listing
+
+    if not is_folder(filesystem, path):
+        p = path if filesystem is not None else Path(path)
+        return [(p, file_size(filesystem, os.fspath(path)))] if sizes else [p]
     out = []
-    for q in sorted(p.iterdir()):
-        if not q.is_file():
-            continue
-        if q.suffix in SUFFIXES:
-            out.append(q)
+    for q, size in listing(filesystem, os.fspath(path)):
+        if os.path.splitext(q)[1] in SUFFIXES:
+            item = q if filesystem is not None else Path(q)
+            out.append((item, size) if sizes else item)
         elif acc is not None:
-            size = q.stat().st_size
             acc.file_bytes += size
             acc.unread_bytes += size
             acc.errors.append(f"{q}: not a frame table ({size} bytes), not read")
@@ -233,16 +235,18 @@ def _foreign_schema(schema) -> str | None:
     return None
 
 
-def _batches(path: Path, acc: Accounting):
+def _batches(path, acc: Accounting, filesystem=None, size: int | None = None):
     """The record batches of one file, as far as it is whole: what is damaged,
     cut or foreign is named in ``acc.errors`` and its bytes in ``acc.unread_bytes``."""
+    from .files import file_size
+    from .files import head as read_head
+
     pa = _pa()
     if hasattr(path, "read"):
         yield from _ipc_stream_batches(pa, path, path.name, None, acc)
         return
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+    size = file_size(filesystem, os.fspath(path)) if size is None else size
+    head = read_head(filesystem, os.fspath(path), 8)
     if not size:
         # the tap creates a file at its first flush and writes its first batch
         # then: killed in between, it forwarded nothing recorded there
@@ -252,9 +256,9 @@ def _batches(path: Path, acc: Accounting):
         _damaged(acc, path, "not an Arrow or Parquet file", size)
         return
     if head[:4] == b"PAR1" or head[:6] == b"ARROW1":
-        yield from _whole_file_batches(pa, path, head, size, acc)
+        yield from _whole_file_batches(pa, path, head, size, acc, filesystem)
         return
-    with pa.OSFile(str(path), "rb") as src:
+    with (pa.OSFile(str(path), "rb") if filesystem is None else filesystem.open_input_file(path)) as src:
         yield from _ipc_stream_batches(pa, src, path, size, acc)
 
 
@@ -297,16 +301,17 @@ def _ipc_stream_batches(pa, src, path, size: int | None, acc: Accounting):
         _damaged(acc, path, f"{rest} bytes after the end of the stream", rest)
 
 
-def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting):
+def _whole_file_batches(pa, path, head: bytes, size: int, acc: Accounting, filesystem=None):
     # Parquet and Arrow IPC files are readable only whole (their index is at the end)
+    src = str(path) if filesystem is None else filesystem.open_input_file(path)
     try:
         if head[:4] == b"PAR1":
             import pyarrow.parquet as pq
 
-            pf = pq.ParquetFile(str(path))
+            pf = pq.ParquetFile(src)
             schema = pf.schema_arrow
         else:
-            pf = pa.ipc.open_file(str(path))
+            pf = pa.ipc.open_file(src)
             schema = pf.schema
     except (OSError, pa.ArrowInvalid) as exc:
         _damaged(acc, path, f"cut or damaged, unreadable ({exc})", size)
@@ -335,7 +340,7 @@ def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting)
 
 
 def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: int = 1 << 31,
-                        batch_rows: int = 65536, cut=None):
+                        batch_rows: int = 65536, cut=None, filesystem=None):
     """Frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`) from
     frame-table files, with their accounting.  The frames go through the
     walker's sink as columns (no Python object per row), so they are paired
@@ -347,7 +352,8 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
 
     ``path`` may be an open binary stream of one Arrow IPC stream (a pipe,
     named by its ``name``, with ``tell()``); ``cut``: called after each
-    record batch that left frames in the sink, True hands them out at once."""
+    record batch that left frames in the sink, True hands them out at once.
+    ``filesystem``: the pyarrow filesystem ``path`` is in (None: local)."""
     import numpy as np
 
     from ...protocol import header_table
@@ -365,10 +371,10 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
     pairings: list = []
     states: list = []
     stream = hasattr(path, "read")
-    for file in [path] if stream else table_files(path, acc):
+    for file, size in [(path, None)] if stream else table_files(path, acc, filesystem, sizes=True):
         if not stream:
-            acc.file_bytes += file.stat().st_size
-        for batch in _batches(file, acc):
+            acc.file_bytes += size
+        for batch in _batches(file, acc, filesystem, size):
             direction = batch.column("direction")
             ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
                          pc.is_in(direction, pa.array(["request", "response"])))

@@ -196,7 +196,7 @@ def open_input(path: str, *, ports=None, acc: Accounting, max_frame_size: int = 
     if got is None:
         ds = open_capture(path, ports=ports, max_frame_size=max_frame_size)
         cap = ds.captures[0]
-        kind = "pcap" if cap.packets else capture_kind(cap.paths[0])
+        kind = "pcap" if cap.packets else capture_kind(cap.paths[0], ds.filesystem)
         if kind == "raw":
             with open(path, "rb") as fh:
                 head = fh.read(14 + 0x7FFF)  # a request header with the longest client id
