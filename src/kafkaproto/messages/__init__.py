@@ -78,7 +78,7 @@ def api_name(api_key: int) -> str:
     return _api(api_key)[0][: -len("Request")]
 
 
-_version_sets: dict[int, int] = {}
+_removed: dict[tuple[int, int], bool] = {}
 
 
 def removed_in_kafka4(api_key: int | None, version: int | None) -> bool:
@@ -86,15 +86,21 @@ def removed_in_kafka4(api_key: int | None, version: int | None) -> bool:
     versions only the older schema snapshot has (KIP-896 raised the lower
     bounds: Produce v0-2, CreateTopics v0-1, keys 4-7...).  A version newer than
     every schema is not counted as removed."""
+    got = _removed.get((api_key, version))
+    if got is None:
+        got = _removed_now(api_key, version)
+        if len(_removed) < 1 << 16:
+            _removed[(api_key, version)] = got
+    return got
+
+
+def _removed_now(api_key, version) -> bool:
     from ._runtime import MAX_MASK_VERSION, versions_mask
 
-    if api_key is None or version is None or not 0 <= version <= MAX_MASK_VERSION:
+    if not isinstance(api_key, int) or not isinstance(version, int) or not 0 <= version <= MAX_MASK_VERSION:
         return False
-    mask = _version_sets.get(api_key)
-    if mask is None:
-        try:
-            mask = versions_mask(request_class(api_key).SNAPSHOT_ONLY_VERSIONS)
-        except KafkaProtocolError:
-            mask = 0
-        _version_sets[api_key] = mask
+    try:
+        mask = versions_mask(request_class(api_key).SNAPSHOT_ONLY_VERSIONS)
+    except KafkaProtocolError:
+        return False
     return bool(mask >> version & 1)
