@@ -407,8 +407,11 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
                 acc.payload_bytes_total += len(frame) + 4
                 # the tap's own clock timed each response (its rows' times are in microseconds)
                 lat = cols["latency_us"][i]
-                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0,
-                          None if lat is None or ts_ns is None else ts_ns - lat * 1000)
+                rts = None if lat is None or ts_ns is None else ts_ns - lat * 1000
+                if rts is not None and not 0 <= rts <= TS_MAX:
+                    rts = None  # a latency that puts its request outside 1970..2262: read without one, counted
+                    acc.bad_timestamps += 1
+                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0, rts)
                 if sink.full():
                     yield take_batch(sink)
             if cut is not None and sink.size and cut():
