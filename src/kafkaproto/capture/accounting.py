@@ -48,8 +48,7 @@ FRAME_REASONS = ("decoded", "undecodable", "unpaired", "framed", "truncated", "n
 #: counters of things read but marked or cut short to keep the reader bounded
 #: (not ledgers: what they count is also in the ledgers above) -> their wording
 MARKS = {
-    "bad_timestamps": "packets (or tap rows) with a time stamp out of range (read without a time; a tap row's "
-                      "latency too: read without one)",
+    "bad_timestamps": "packets (or tap rows) with a time stamp out of range (read without a time)",
     "evicted_connections": "connections closed early: more were open than the reader keeps",
     "gaps_forced": "holes given up on: more bytes waited behind them than the reader keeps",
     "detections_forced": "connections judged Kafka or not early: more bytes waited for detection than kept",
