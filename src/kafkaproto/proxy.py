@@ -294,7 +294,11 @@ class ProxyConnection:
                 # the frame held against the budget came out first: given back once forwarded
                 self._spent[side] += self._charged[side]
                 self._charged[side] = 0
-            out += [self._framed(side, f, make) for f in frames]
+            at = self._offsets[side]
+            for f in frames:
+                out.append(make(f, at))
+                at += 4 + len(f)
+            self._offsets[side] = at
             if not reader.more:
                 break
         size = reader.partial_size
