@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -63,16 +64,31 @@ def report(args) -> int:
         return 2
     try:
         from .report import run_report
+        from .report.job import ReportOutputError, WorkerError
     except ImportError as exc:  # pragma: no cover - the spark extra is missing
         print(f"kafkaproto report needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({exc})", file=sys.stderr)
+        return 2
+    problem = _not_captures(args.captures)
+    if problem:
+        print(f"kafkaproto report: {problem}", file=sys.stderr)
         return 2
     conf = dict(kv.split("=", 1) for kv in args.conf)
     split = {k: v for k, v in (("range_bytes", args.range_bytes), ("whole_file_max", args.whole_file_max))
              if v is not None}
     if args.workers is not None:
         split["workers"] = args.workers
-    result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
-                        progress=not args.quiet, conf=conf, **split)
+    try:
+        result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
+                            progress=not args.quiet, conf=conf, **split)
+    except (ReportOutputError, WorkerError) as exc:
+        print(f"kafkaproto report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno in _WRITE_ERRORS:  # the disk filled, or went read-only, while the tables were written
+            print(f"kafkaproto report: {args.out}: cannot write the report: {os.strerror(exc.errno)}", file=sys.stderr)
+        else:  # a capture that cannot be read (its path is in the message)
+            print(f"kafkaproto report: {exc}", file=sys.stderr)
+        return 2
     acc = result.data.accounting
     status = 0 if acc is None or not acc.problems() else 1
     try:
@@ -81,6 +97,28 @@ def report(args) -> int:
     except BrokenPipeError:  # kafkaproto report ... | head: the tables and the page are written
         _stdout_gone()
     return status
+
+
+#: errors of writing to a file system, whichever file it was: the report's output
+_WRITE_ERRORS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS") if hasattr(errno, n))
+
+
+def _not_captures(captures) -> str | None:
+    """Why ``captures`` cannot be reported on, as ``inspect`` would say it (a file
+    that is no capture: not pcap or pcapng, not a tap table, and no Kafka
+    request frame at its start; an empty file), or None."""
+    from .capture import capture_kind, open_capture
+    from .capture.tools.inspect import InputError, check_raw
+
+    try:
+        ds = open_capture(captures)
+        for c in ds.captures:
+            for path in [] if c.packets or ds.filesystem is not None else c.paths:
+                if os.path.isfile(path) and capture_kind(path) == "raw":
+                    check_raw(path)
+    except (InputError, ValueError, OSError) as exc:
+        return str(exc)
+    return None
 
 
 def dump_log(args) -> int:

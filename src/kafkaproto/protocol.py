@@ -642,12 +642,16 @@ class PendingRequests:
     (:class:`~kafkaproto.proxy.ProxyConnection` holds the client back instead).
     """
 
-    __slots__ = ("_order", "_by_id", "_next", "max_outstanding", "dropped")
+    __slots__ = ("_order", "_by_id", "_next", "_first", "max_outstanding", "dropped")
 
     def __init__(self, max_outstanding: int | None = None):
         self._order: dict = {}  # sequence number -> (correlation id, request), oldest first
         self._by_id: dict = {}  # correlation id -> its waiting sequence numbers: one (an int) or a deque
         self._next = 0
+        # no request older than this sequence number waits: where oldest() looks
+        # first (a dict's first item is found past every slot freed before it,
+        # so taking the oldest of n requests in turn that way costs n^2 / 2)
+        self._first = 0
         self.max_outstanding = max_outstanding
         self.dropped = 0
 
@@ -667,7 +671,7 @@ class PendingRequests:
         else:
             got.append(seq)
         if self.max_outstanding is not None and len(self._order) > self.max_outstanding:
-            self._take(next(iter(self._order.values()))[0])
+            self._take(self.oldest()[0])
             self.dropped += 1
 
     def _take(self, correlation_id: int):
@@ -683,9 +687,14 @@ class PendingRequests:
 
     def oldest(self):
         """(correlation id, request) of the request waiting longest, or None."""
-        for item in self._order.values():
-            return item
-        return None
+        order = self._order
+        if not order:
+            return None
+        seq = self._first
+        while seq not in order:
+            seq += 1
+        self._first = seq
+        return order[seq]
 
     def pop(self, correlation_id: int):
         """The request a response with this correlation id answers: the oldest
@@ -695,6 +704,7 @@ class PendingRequests:
     def clear(self) -> None:
         self._order.clear()
         self._by_id.clear()
+        self._first = self._next
 
 
 # ---------------------------------------------------------------------------

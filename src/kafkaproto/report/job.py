@@ -57,7 +57,8 @@ from ..capture.formats.ranges import STATS_KEY, range_accounting
 from ..capture.tables import TASK_TABLES, accounting_batch, accounting_from_dict
 from .aggregate import merge
 
-__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "run_job", "session", "shutdown"]
+__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "ReportOutputError", "WorkerError",
+           "output_folder", "run_job", "session", "shutdown"]
 
 TABLES = ("connections", *TASK_TABLES, "accounting", "topic_ids")  # every table the job writes
 #: byte ranges the segment path cuts files into
@@ -213,13 +214,200 @@ class _Progress:
 
 
 def _keep_only(fs, base: str, files) -> None:
-    """Remove table files no successful task reported (failed attempts, earlier runs)."""
+    """Remove table files no successful task reported (failed attempts, earlier
+    runs): files named as the report names its own, never another."""
     from pyarrow import fs as pafs
 
     for table in TABLES:
         for info in fs.get_file_info(pafs.FileSelector(f"{base}/{table}", allow_not_found=True)):
-            if info.type == pafs.FileType.File and info.base_name not in files:
+            if info.type == pafs.FileType.File and info.base_name not in files and _OURS.fullmatch(info.base_name):
                 fs.delete_file(info.path)
+
+
+# ---------------------------------------------------------------------------
+# the output folder
+
+
+class ReportOutputError(OSError):
+    """The output folder cannot take the report: it is not a folder, cannot be
+    made or written, another report is writing into it, or it holds files no
+    report wrote where the report would write (or delete) its own."""
+
+
+class WorkerError(RuntimeError):
+    """A worker process of the embedded engine died before its task finished
+    (killed, or out of memory): the report was not finished."""
+
+
+#: the file that marks a folder a report writes into; a report writing into
+#: the folder holds a lock on it (local folders) and names its process in it
+MARKER = ".kafkaproto-report"
+#: what a report writes at the top of its folder, beside the tables' folders
+TOP_FILES = ("report.html", "report.json", "summary.txt")
+#: the names of the table files a report writes (its tasks' parts, embedded
+#: ``w00000``, on Spark ``w00000-00003-0-12``; the driver's)
+_OURS = re.compile(r"[ws]\d*(?:-\d+)*\.parquet|part-driver\.parquet")
+_HELD: dict[str, list] = {}  # folder -> [thread, depth, lock file] of the report writing into it from here
+_HELD_LOCK = threading.Lock()
+
+
+class output_folder:  # noqa: N801 - used as a function: ``with output_folder(out):``
+    """Hold ``out`` for one report: make the folder, refuse what is no folder
+    or cannot be written, and one that another report is writing into (a
+    lock, local folders only: other file systems have none) or that holds, where the
+    report writes, files no report wrote (:class:`ReportOutputError`).  Taken
+    again by the thread holding it, it is held once (``run_report`` holds it
+    around ``run_job``)."""
+
+    def __init__(self, out) -> None:
+        self.out = os.fspath(out)
+        self.key = _uri(out)
+        self.entry = None
+
+    def __enter__(self):
+        with _HELD_LOCK:
+            held = _HELD.get(self.key)
+            if held is not None and held[0] == threading.get_ident():
+                held[1] += 1
+                self.entry = held
+                return self
+        lock = _take_folder(self.out, self.key)
+        with _HELD_LOCK:
+            if self.key in _HELD:  # another thread of this process writes a report there
+                _release(lock)
+                raise ReportOutputError(f"{self.out}: another report is writing into it now (this process)")
+            self.entry = _HELD[self.key] = [threading.get_ident(), 1, lock]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _HELD_LOCK:
+            self.entry[1] -= 1
+            if self.entry[1]:
+                return
+            del _HELD[self.key]
+        _release(self.entry[2])
+
+
+def _take_folder(out: str, uri: str):
+    """Make ``out``, check it (see :class:`output_folder`), write its marker →
+    the marker's open file, locked (None for a folder pyarrow reaches elsewhere)."""
+    from pyarrow import fs as pafs
+
+    fs, base = pafs.FileSystem.from_uri(uri)
+    local = isinstance(fs, pafs.LocalFileSystem)
+
+    def refuse(what: str, exc: OSError | None = None):
+        why = "" if exc is None else f": {os.strerror(exc.errno) if exc.errno else exc}"  # (pyarrow's text is long)
+        err = ReportOutputError(f"{out}: {what}{why}")
+        if exc is not None:
+            err.errno = exc.errno
+        return err
+
+    try:
+        if fs.get_file_info(base).type not in (pafs.FileType.Directory, pafs.FileType.NotFound):
+            raise refuse("exists and is not a folder")
+        fs.create_dir(base, recursive=True)
+    except ReportOutputError:
+        raise
+    except OSError as exc:
+        raise refuse("cannot make the folder", exc) from None
+    lock = None
+    marker = f"{base}/{MARKER}"
+    try:
+        if local:
+            import errno
+
+            try:
+                fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise refuse("cannot write into it", exc) from None
+            lock = os.fdopen(fd, "r+b")
+            try:
+                _lock(lock)
+            except OSError as exc:
+                who = lock.read(64).decode("ascii", "replace").strip()
+                _release(lock)
+                lock = None
+                if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise refuse(f"another report is writing into it now{f' (process {who})' if who else ''}") \
+                        from None
+                raise refuse("cannot lock it", exc) from None
+            # a report wrote here before when it left its process number: a
+            # marker left empty is one a refused report made (and did not remove)
+            marked = bool(lock.read(64).strip())
+        else:
+            marked = fs.get_file_info(marker).type == pafs.FileType.File
+        marked = marked or _report_json(fs, f"{base}/report.json")
+        foreign = _foreign(fs, base, marked)
+        if foreign:
+            if local and not marked:
+                os.unlink(marker)
+            raise refuse(f"holds {foreign}, which no report wrote: give a new or empty folder")
+        if lock is not None:
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"{os.getpid()}\n".encode("ascii"))
+            lock.flush()
+        elif not marked:
+            with fs.open_output_stream(marker) as f:
+                f.write(f"{os.getpid()}\n".encode("ascii"))
+    except ReportOutputError:
+        _release(lock)
+        raise
+    except OSError as exc:
+        _release(lock)
+        raise refuse("cannot write into it", exc) from None
+    return lock
+
+
+def _report_json(fs, path: str) -> bool:
+    """Is ``path`` the ``report.json`` of a report (one written before reports marked their folders)?"""
+    try:
+        with fs.open_input_stream(path) as f:
+            got = json.loads(f.read(64 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(got, dict) and {"captures", "tables", "accounting"} <= got.keys()
+
+
+def _foreign(fs, base: str, marked: bool) -> str | None:
+    """The first file a report would replace or delete under ``base`` that no
+    report wrote (None if none): in a folder no report marked, any of its
+    files or folders; in one a report marked, a table file not named as a
+    report names its own."""
+    from pyarrow import fs as pafs
+
+    for name in (*TABLES, *TOP_FILES):
+        info = fs.get_file_info(f"{base}/{name}")
+        if info.type == pafs.FileType.NotFound:
+            continue
+        if not marked:
+            return name
+        if name in TABLES:
+            if info.type != pafs.FileType.Directory:
+                return name
+            for entry in fs.get_file_info(pafs.FileSelector(f"{base}/{name}", recursive=True)):
+                if entry.type != pafs.FileType.File or not _OURS.fullmatch(entry.base_name):
+                    return entry.path[len(base) + 1:]
+        elif info.type != pafs.FileType.File:
+            return name
+    return None
+
+
+def _lock(f) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _release(lock) -> None:
+    if lock is not None:
+        lock.close()  # the lock goes with the file (and with the process, should it die)
 
 
 # ---------------------------------------------------------------------------
@@ -317,7 +505,7 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
             progress: bool = True, conf: dict[str, str] | None = None, log=sys.stderr,
             range_bytes: int = RANGE_BYTES, whole_file_max: int | None = None,
             partitions: int | None = None, workers: int | None = None) -> ReportData:
-    """Decode the captures ``paths`` (see :func:`capture_list`), write the
+    """Decode the captures ``paths`` (see :func:`kafkaproto.capture.open_capture`), write the
     tables under ``out``, and return the report's numbers.
 
     The engine: Spark when ``spark`` (an existing session, classic or Spark
@@ -328,13 +516,25 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     ``whole_file_max`` None: on Spark :data:`WHOLE_FILE_MAX` on
     :data:`SPLIT_MIN_CORES` cores or more, else no limit; embedded: a share
     of the cores' work, so every core has some); ``partitions``: tasks of the
-    ranges' second stage (default: one per core, in whole rounds)."""
+    ranges' second stage (default: one per core, in whole rounds).
+
+    ``out`` is held while the job writes into it (:class:`output_folder`):
+    a folder another report is writing into, or one that holds files no
+    report wrote where the report writes its own, is refused with
+    :class:`ReportOutputError`; a worker process that dies raises
+    :class:`WorkerError`."""
+    with output_folder(out):
+        return _run_job(paths, out, spark, master, remote, ports, progress, conf, log, range_bytes, whole_file_max,
+                        partitions, workers)
+
+
+def _run_job(paths, out, spark, master, remote, ports, progress, conf, log, range_bytes, whole_file_max, partitions,
+             workers) -> ReportData:
     from pyarrow import fs as pafs
 
     t0 = time.monotonic()
     uri = _uri(out)
     fs, base = pafs.FileSystem.from_uri(uri)
-    fs.create_dir(base, recursive=True)
     ds = open_capture(paths, ports=ports)
     caps = [{"name": c.name, "paths": list(c.paths), "bytes": c.bytes, "packets": c.packets, "files": c.files}
             for c in ds.captures]
@@ -411,6 +611,17 @@ def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files,
                   progress: bool, log) -> list[dict]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return _embedded_tasks(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log)
+    except BrokenProcessPool:
+        raise WorkerError("a worker process died before its task finished (killed, or out of memory): "
+                          "the report was not finished") from None
+
+
+def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
+                    progress: bool, log) -> list[dict]:
     import pyarrow.compute as pc
 
     from .tasks import segment_task, whole_task

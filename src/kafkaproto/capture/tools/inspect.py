@@ -48,8 +48,8 @@ from ..read import capture_kind
 from ..walker import streams
 from .dissect import UNPAIRED, decode_frame, error_codes, frame_line, removed_in_kafka4
 
-__all__ = ["FrameFilter", "InputError", "StreamInput", "frame_json", "inspect", "open_input", "parse_apis",
-           "parse_time"]
+__all__ = ["FrameFilter", "InputError", "StreamInput", "check_raw", "frame_json", "inspect", "open_input",
+           "parse_apis", "parse_time"]
 
 _FL_HEADER = FLAGS["header"]
 _NO_TS = streams._sink.NO_TS
@@ -182,6 +182,19 @@ def _not_a_capture(name: str, head: bytes) -> InputError:
                       f"Kafka request frame (first bytes: {head[:8].hex(' ') or 'none'})")
 
 
+def check_raw(path: str, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    """Raise :class:`InputError` unless the file ``path`` (neither pcap,
+    pcapng nor a tap table) starts with a Kafka request frame: the rule by
+    which ``inspect`` and ``report`` tell a raw stream of requests from a
+    file that is no capture."""
+    with open(path, "rb") as fh:
+        head = fh.read(14 + 0x7FFF)  # a request header with the longest client id
+    if not head:
+        raise InputError(f"{path}: empty: no capture to read")
+    if not _request_start(lambda n: head[:n], max_frame_size):
+        raise _not_a_capture(path, head)
+
+
 def open_input(path: str, *, ports=None, acc: Accounting, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
                ) -> tuple[str, Iterator[FrameBatch], bool]:
     """``(kind, frame batches, live)`` of ``path`` (``-``: standard input).
@@ -198,12 +211,7 @@ def open_input(path: str, *, ports=None, acc: Accounting, max_frame_size: int = 
         cap = ds.captures[0]
         kind = "pcap" if cap.packets else capture_kind(cap.paths[0], ds.filesystem)
         if kind == "raw":
-            with open(path, "rb") as fh:
-                head = fh.read(14 + 0x7FFF)  # a request header with the longest client id
-            if not head:
-                raise InputError(f"{path}: empty: no capture to read")
-            if not _request_start(lambda n: head[:n], max_frame_size):
-                raise _not_a_capture(path, head)
+            check_raw(path, max_frame_size)
         frames = ds.frame_batches(WholeTask(((cap.name, cap.paths),)), accounts={cap.name: acc}, strict=True)
         return kind, (fb for _name, fb in frames), False
     try:
