@@ -230,7 +230,7 @@ class ProxyConnection:
         # how many frames a feed may hand out (-1: any number)
         if side == 1 or self.max_outstanding is None or self._ended[0]:
             return -1
-        room = self.max_outstanding - len(self.pending._order)
+        room = self.max_outstanding - len(self.pending)
         return room if room > 0 else 0
 
     def streaming(self, side: int) -> StreamedFrame | None:

@@ -13,12 +13,12 @@
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from cpython.dict cimport PyDict_GetItem, PyDict_Next
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, INT64_MIN
 from libc.string cimport memcmp, memcpy
 
+from kafkaproto._pairing cimport Pairing as _Pairing, Pend
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_skip_tags, cur_request_head, _frame_at, FRAME_COMPLETE,
     FRAME_BAD_SIZE,
@@ -43,123 +43,17 @@ NO_TS = INT64_MIN
 
 
 # ---------------------------------------------------------------------------
-# Pairing: the requests waiting on one connection
+# Pairing: the requests waiting on one connection (kafkaproto._pairing's rule), and its frames
 
-cdef class Pairing:
-    """The requests waiting for their responses on one connection, and its
-    frame count.  A response pairs with the oldest waiting request of its
-    correlation id (Kafka answers a connection's requests in order, so a
-    correlation id a client reuses is paired in order too).
-
-    ``pending`` maps a correlation id to the slot of its oldest waiting
-    request, in the order the ids were first sent; ``waiting`` counts the
-    requests waiting; ``frames`` the connection's frames so far."""
-
-    def __cinit__(self):
-        self.slots = NULL
-        self.cap = self.used = 0
-        self.free = -1
+cdef class Pairing(_Pairing):
+    """The requests waiting for their responses on one connection (the pairing
+    rule of :mod:`kafkaproto._pairing`), its place among the sink's
+    connections (``index``) and its frame count (``frames``)."""
 
     def __init__(self, conn, int32_t index):
         self.conn = conn
         self.index = index
         self.frames = 0
-        self.waiting = 0
-        self.pending = {}
-
-    def __dealloc__(self):
-        PyMem_Free(self.slots)
-
-    cdef int32_t _alloc(self) except -2:
-        cdef int32_t s
-        cdef Pend* p
-        if self.free >= 0:
-            s = self.free
-            self.free = self.slots[s].next
-            return s
-        if self.used == self.cap:
-            p = <Pend*>PyMem_Realloc(self.slots, (self.cap * 2 + 8) * sizeof(Pend))
-            if p == NULL:
-                raise MemoryError()
-            self.slots = p
-            self.cap = self.cap * 2 + 8
-        s = self.used
-        self.used += 1
-        return s
-
-    cdef int push(self, const Pend* req) except -1:
-        """Note a request as waiting: 1 if its correlation id was already waiting, else 0."""
-        cdef int32_t s = self._alloc(), t
-        cdef PyObject* hit
-        self.slots[s] = req[0]
-        self.slots[s].next = -1
-        self.slots[s].last = s
-        self.waiting += 1
-        key = req.correlation_id
-        hit = PyDict_GetItem(self.pending, key)
-        if hit == NULL:
-            self.pending[key] = s
-            return 0
-        t = <object>hit
-        self.slots[self.slots[t].last].next = s
-        self.slots[t].last = s
-        return 1
-
-    cdef int pop(self, int32_t corr, Pend* out) except -1:
-        """The oldest request waiting with ``corr``, taken: 1, or 0 when none waits."""
-        cdef PyObject* hit = PyDict_GetItem(self.pending, corr)
-        cdef int32_t s
-        if hit == NULL:
-            return 0
-        s = <object>hit
-        out[0] = self.slots[s]
-        if out.next >= 0:
-            self.slots[out.next].last = out.last
-            self.pending[corr] = out.next
-        else:
-            del self.pending[corr]
-        self.slots[s].next = self.free
-        self.free = s
-        self.waiting -= 1
-        return 1
-
-    cdef int drop_oldest(self) except -1:
-        """Give up the request waiting longest (of the id sent first)."""
-        cdef Py_ssize_t it = 0
-        cdef PyObject* k
-        cdef PyObject* v
-        cdef Pend gone
-        if PyDict_Next(self.pending, &it, &k, &v):
-            self.pop(<object>k, &gone)
-        return 0
-
-    def request_of(self, int32_t corr):
-        """``(api_key, api_version)`` of the oldest request waiting with ``corr``, or None."""
-        cdef PyObject* hit = PyDict_GetItem(self.pending, corr)
-        cdef int32_t s
-        if hit == NULL:
-            return None
-        s = <object>hit
-        return self.slots[s].api_key, self.slots[s].api_version
-
-    def take_waiting(self):
-        """Every request still waiting, oldest id first: ``[(correlation id,
-        api key, api version, ts or None, frame number, client index)]``; none wait after."""
-        cdef int32_t s
-        cdef Pend* p
-        out = []
-        for corr, first in self.pending.items():
-            s = first
-            while s >= 0:
-                p = &self.slots[s]
-                out.append((p.correlation_id, p.api_key, p.api_version, None if p.ts == INT64_MIN else p.ts,
-                            p.seq, p.client))
-                s = p.next
-        self.pending.clear()
-        self.free = -1
-        self.used = 0
-        self.waiting = 0
-        return out
 
 
 # ---------------------------------------------------------------------------
