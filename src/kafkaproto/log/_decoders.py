@@ -60,6 +60,6 @@ def control_json(kind: int, value: bytes | None):
 
 def value_parser(decoder: str):
     """A decoder's parser: ``(offset, key, value) -> (key text or None, value text or None)``."""
-    from . import _internal
+    from ._records import dump_parser
 
-    return _internal.parser(decoder)
+    return dump_parser(decoder)

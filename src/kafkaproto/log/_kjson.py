@@ -19,7 +19,7 @@ import uuid
 
 from .. import _kinds as K
 
-__all__ = ["java_double", "json_string", "kafka_uuid", "message_json", "struct_json"]
+__all__ = ["dumps", "java_double", "json_string", "kafka_uuid", "message_json", "to_node"]
 
 _ESCAPES = {i: f"\\u{i:04X}" for i in range(0x20)}
 _ESCAPES.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"})
@@ -65,38 +65,39 @@ def java_double(d: float) -> str:
 
 def _is_default(f, v) -> bool:
     d = f.make_default()
-    if f.kind == K.FLOAT64:
-        return v == d and math.copysign(1.0, v) == math.copysign(1.0, d) if v == 0 and d == 0 else v == d
+    if f.kind == K.FLOAT64 and v == 0 and d == 0:
+        return math.copysign(1.0, v) == math.copysign(1.0, d)
     if f.kind == K.BYTES and v is not None and d is not None:
         return bytes(v) == bytes(d)
     return v == d
 
 
-def _value(f, kind: int, v, version: int) -> str:
+def _value(kind: int, v, version: int):
     if v is None:
-        return "null"
+        return None
     if kind == K.BOOL:
-        return "true" if v else "false"
+        return bool(v)
     if kind in (K.INT8, K.INT16, K.INT32, K.INT64, K.UINT16, K.UINT32):
-        return str(int(v))
+        return int(v)
     if kind == K.FLOAT64:
-        return java_double(float(v))
+        return float(v)
     if kind == K.UUID:
-        return json_string(kafka_uuid(v))
+        return kafka_uuid(v)
     if kind == K.STRING:
-        return json_string(v)
+        return v
     if kind == K.BYTES:
-        return json_string(base64.b64encode(bytes(v)).decode("ascii"))
+        return bytes(v)
     if kind == K.RECORDS:
-        return '""'
+        return b""
     if kind == K.STRUCT:
-        return struct_json(v, version)
+        return to_node(v, version)
     raise ValueError(f"no JSON for a field of kind {kind}")
 
 
-def struct_json(obj, version: int) -> str:
-    """One struct of a generated message at ``version``, as Kafka's JsonConverter writes it."""
-    parts = []
+def to_node(obj, version: int) -> dict:
+    """One struct of a generated message at ``version`` as Kafka's JsonConverter builds it: a dict in
+    field order (bytes stay bytes, floats floats: :func:`dumps` writes them as Jackson does)."""
+    node = {}
     for f in obj._FIELDS:
         if not f.versions >> version & 1:
             continue
@@ -105,13 +106,35 @@ def struct_json(obj, version: int) -> str:
             continue
         name = f.wire[:1].lower() + f.wire[1:]
         if f.kind == K.ARRAY and v is not None:
-            text = "[" + ",".join(_value(f, f.elem, x, version) for x in v) + "]"
+            node[name] = [_value(f.elem, x, version) for x in v]
         else:
-            text = _value(f, f.kind, v, version)
-        parts.append(f'"{name}":{text}')
-    return "{" + ",".join(parts) + "}"
+            node[name] = _value(f.kind, v, version)
+    return node
+
+
+def dumps(node) -> str:
+    """A node as Jackson writes it (compact; see the module's documentation)."""
+    if node is None:
+        return "null"
+    if node is True:
+        return "true"
+    if node is False:
+        return "false"
+    if isinstance(node, int):
+        return str(node)
+    if isinstance(node, float):
+        return java_double(node)
+    if isinstance(node, str):
+        return json_string(node)
+    if isinstance(node, (bytes, bytearray, memoryview)):
+        return '"' + base64.b64encode(bytes(node)).decode("ascii") + '"'
+    if isinstance(node, dict):
+        return "{" + ",".join(json_string(k) + ":" + dumps(v) for k, v in node.items()) + "}"
+    if isinstance(node, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in node) + "]"
+    raise TypeError(f"no JSON for {type(node).__name__}")
 
 
 def message_json(msg, version: int) -> str:
     """A generated message at ``version`` as Kafka's ``<Message>JsonConverter.write`` makes it."""
-    return struct_json(msg, version)
+    return dumps(to_node(msg, version))
