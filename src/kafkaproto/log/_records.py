@@ -218,6 +218,16 @@ def _epochs(entries) -> str:
 
 def remote_text(rtype: int, msg) -> str:
     """What Kafka's RemoteLogMetadataSerde's objects print (their ``toString``)."""
+    if rtype in (0, 3):
+        # what RemoteLogSegmentMetadata's (and its snapshot's) constructor refuses
+        if rtype == 0 and msg.start_offset < 0:
+            raise RecordError(f"Unexpected start offset = {msg.start_offset}. StartOffset for a remote segment "
+                              "cannot be negative")
+        if rtype == 0 and msg.end_offset < msg.start_offset:
+            raise RecordError(f"Unexpected end offset = {msg.end_offset}. EndOffset for a remote segment cannot "
+                              f"be less than startOffset = {msg.start_offset}")
+        if not msg.segment_leader_epochs:
+            raise RecordError("segmentLeaderEpochs can not be null or empty")
     if rtype == 0:
         sid = msg.remote_log_segment_id
         seg = f"RemoteLogSegmentId{{topicIdPartition={_tip(sid.topic_id_partition)}, id={kafka_uuid(sid.id)}}}"
