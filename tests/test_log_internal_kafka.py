@@ -184,3 +184,20 @@ def test_kraft_control_records_as_kafka_prints_them(tmp_path, args):
     for a, b in zip(theirs.split("\n"), ours.split("\n")):
         assert a == b
     assert ours == theirs
+
+
+def test_a_segment_that_does_not_start_at_zero(tmp_path):
+    """--deep-iteration on healthy segments whose offsets start above 0, several files at once: the
+    gaps Kafka's tool reports (from -1 to each file's first offset: every file starts again at -1),
+    on standard error in the order its HashMap gives, exactly."""
+    w = PartitionWriter(tmp_path, "later", 0, base_offset=3000, segment_bytes=400)
+    for _ in range(30):
+        w.append([(b"k", b"v" * 40, [], T0)] * 3)
+    w.close()
+    segs = sorted(w.folder.glob("*.log"))
+    assert len(segs) > 14  # past the first resize of Java's HashMap
+    theirs, theirs_err = kafka_dump_log(segs, "--deep-iteration")
+    ours, ours_err, status = our_dump_log(segs, deep_iteration=True)
+    assert (ours, status) == (theirs, 0)
+    assert ours_err.splitlines() == theirs_err.splitlines()
+    assert f"  -1 is followed by 3000" in ours_err

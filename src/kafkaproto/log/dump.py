@@ -215,17 +215,23 @@ def _java_hash(s: str) -> int:
 
 
 def java_hash_order(keys) -> list:
-    """``keys`` (strings, in insertion order) in the order a java.util.HashMap iterates them."""
-    keys = list(keys)
-    table = 16
-    while len(keys) > table * 3 // 4:
-        table *= 2
-
-    def bucket(k):
+    """``keys`` (strings, in the order Kafka's tool added them with ``computeIfAbsent``) in the order a
+    java.util.HashMap iterates them: its table (16 buckets, doubled once it holds more than three
+    quarters before an insert), each key at the head of its bucket, a resize keeping each bucket's order."""
+    table: list[list] = [[] for _ in range(16)]
+    size = 0
+    for k in dict.fromkeys(keys):
+        if size > len(table) * 3 // 4:
+            bigger: list[list] = [[] for _ in range(2 * len(table))]
+            for bucket in table:
+                for key, h in bucket:
+                    bigger[h & (len(bigger) - 1)].append((key, h))
+            table = bigger
         h = _java_hash(k)
-        return (h ^ (h >> 16)) & (table - 1)
-
-    return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys))]
+        h ^= h >> 16
+        table[h & (len(table) - 1)].insert(0, (k, h))
+        size += 1
+    return [key for bucket in table for key, _ in bucket]
 
 
 class _Reports:
