@@ -320,3 +320,20 @@ def test_a_whole_folder_with_every_kind_of_file(tmp_path, fmt):
         assert sum("records" in o for o in objs) == len(w.batches)
         assert sum("position" in o and "records" not in o for o in objs) == \
             sum(f.stat().st_size // 8 for f in files if f.suffix == ".index")
+
+
+def test_a_name_past_the_range_of_offsets_is_one_line(tmp_path):
+    w = simple_partition(tmp_path, 10, segment_bytes=1 << 20)
+    bad = w.folder / "99999999999999999999.log"
+    bad.write_bytes(w.segment_file(0).read_bytes())
+    status, out, err = _dump([bad, w.segment_file(0)])
+    assert status == 2 and err.count("\n") == 1 and "out of the range of offsets" in err
+    assert out.count("baseOffset: ") == 2  # the other file is dumped
+
+
+def test_out_into_a_missing_folder_is_one_line_and_status_2(tmp_path):
+    w = simple_partition(tmp_path, 10, segment_bytes=1 << 20)
+    p, _ = run_cli(["dump-log", "--out", str(tmp_path / "missing" / "x.txt"), str(w.segment_file(0))],
+                   tmp_path / "m.json")
+    assert p.returncode == 2 and p.stderr.decode().count("\n") == 1 and "Traceback" not in p.stderr.decode()
+    assert "cannot write" in p.stderr.decode()

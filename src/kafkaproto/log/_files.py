@@ -23,6 +23,8 @@ import pyarrow.fs as pafs
 __all__ = ["Partition", "Segment", "Snapshot", "discover", "resolve"]
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
+_I64_MAX = 2**63 - 1
+_I32_MAX = 2**31 - 1
 _SNAPSHOT = re.compile(r"^(\d{20})\.snapshot$")
 # <topic>-<partition>, then maybe .<32 hex>-delete / -future / -stray
 _PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
@@ -114,10 +116,17 @@ def _partition_from_listing(fs, path: str, infos, topic: str, part: int, state: 
         sizes[name] = info.size
         m = _SEGMENT.match(name)
         if m:
-            logs[int(m.group(1))] = info
+            base = int(m.group(1))
+            if base > _I64_MAX:
+                notes.append(("skipped", info.path, f"{name}: a base offset out of the range of offsets (above "
+                                                    f"{_I64_MAX}), not read"))
+            else:
+                logs[base] = info
             continue
         m = _SNAPSHOT.match(name)
-        if m:
+        if m and int(m.group(1)) > _I64_MAX:
+            notes.append(("skipped", info.path, f"{name}: an offset out of the range of offsets, not read"))
+        elif m:
             snaps.append(Snapshot(int(m.group(1)), info.path, info.size))
         elif name.endswith((".log.deleted", ".log.cleaned", ".log.swap")):
             notes.append(("skipped", info.path, f"{name}: a segment being deleted, cleaned or swapped in, not read"))
@@ -179,6 +188,10 @@ def discover(fs: pafs.FileSystem, where: str, *, topics=None, partitions=None, s
             raise FileNotFoundError(f"no such log folder, and no partition folders {topic}-<n> beside it: {where}")
     out = []
     for path, (topic, part, state), listing in folders:
+        if part > _I32_MAX:
+            notes.append(("skipped", path, f"a partition number out of the range of partitions (above {_I32_MAX}), "
+                                           "not read"))
+            continue
         if topics is not None and topic not in topics:
             continue
         if partitions is not None and part not in partitions:

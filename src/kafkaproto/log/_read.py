@@ -111,6 +111,12 @@ class Task:
     check_offset: int | None = None
     #: ``start`` is where the task before it (same segment) stops
     split: bool = False
+    #: ``stop`` came from the index as where the offsets from this one on begin: the batch there must bear it out
+    stop_check: int | None = None
+    #: ``start`` came from a time index entry (offset, timestamp): the batch holding the offset must bear it out
+    time_check: tuple | None = None
+    #: what planning found wrong with the segment's index files (a row of the read)
+    note: LogProblem | None = None
 
 
 def plan_partition(fs, part: Partition, bounds: Bounds, *, split_bytes: int | None = None) -> list[Task]:
@@ -128,34 +134,44 @@ def plan_partition(fs, part: Partition, bounds: Bounds, *, split_bytes: int | No
         if lo is not None and last is not None and last < lo:
             continue
         first = lo if lo is not None and lo > seg.base_offset else None
+        time_check = note = None
         if t0 is not None and seg.timeindex is not None:
             found = TimeIndex(fs, seg.timeindex, seg.timeindex_size, seg.base_offset).last_below(t0)
             if found is not None:
-                older = found[1]  # every record up to this offset is older than t0
-                if last is not None and older >= last:
+                older = found[1]  # every record up to this offset is older than t0 (if the entry tells the truth)
+                if last is not None and seg.base_offset <= older == last:
                     continue
-                first = max(first or 0, older + 1)
+                if last is None or older < last:
+                    # the scan checks that the batch holding it ends there with that largest timestamp
+                    first, time_check = max(first or 0, older + 1), found[::-1]
+                else:  # an entry past the segment's last offset cannot be true: the segment is read whole
+                    note = LogProblem("index", seg.timeindex, None, None,
+                                      f"the time index says offset {older} has the largest timestamp so far, "
+                                      f"{found[0]}, but the segment's offsets end at {last}: the segment is read "
+                                      "from its start instead", seg.topic, seg.partition, seg.base_offset)
         index = None if seg.index is None else OffsetIndex(fs, seg.index, seg.index_size, seg.base_offset)
         start, check = 0, None
         if first is not None and index is not None:
             k, off, pos = index.lookup(first)
             if k >= 0:
                 start, check = pos, off
-        stop = None
+        stop = stop_check = None
         if hi is not None and index is not None and (last is None or hi <= last):
             stop = index.position_after(hi - 1)
+            if stop is not None:
+                stop_check = hi  # the scan checks that the batch there starts at or above it
         end = seg.size if stop is None else stop
         if split_bytes and index is not None and end - start > split_bytes:
-            a, a_check, split = start, check, False
+            a, a_check, split, a_time = start, check, False, time_check
             while True:
                 nxt = index.from_position(a + split_bytes)
                 if nxt is None or nxt[2] >= end or nxt[2] <= a:
-                    tasks.append(Task(seg, a, stop, a_check, split))
+                    tasks.append(Task(seg, a, stop, a_check, split, stop_check, a_time, note))
                     break
-                tasks.append(Task(seg, a, nxt[2], a_check, split))
-                a, a_check, split = nxt[2], nxt[1], True
+                tasks.append(Task(seg, a, nxt[2], a_check, split, None, a_time, note))
+                a, a_check, split, a_time, note = nxt[2], nxt[1], True, None, None
         else:
-            tasks.append(Task(seg, start, stop, check))
+            tasks.append(Task(seg, start, stop, check, False, stop_check, time_check, note))
     return tasks
 
 
@@ -318,9 +334,13 @@ def read_task(fs, task: Task, names, bounds: Bounds, *, txn: Transactions | None
     """The tables (``names`` columns) of one task, in file order: records, and one
     row per damaged region (also appended to ``problems``)."""
     seg = task.segment
+    if task.note is not None:
+        if problems is not None:
+            problems.append(task.note)
+        yield problem_table(task.note, names)
     scan = Scan(fs, seg, start=task.start, stop=task.stop, check_offset=task.check_offset, split=task.split,
                 stop_offset=bounds.offset_to, columns=walk_columns(names), control=control, check_crc=check_crc,
-                window=window, limits=limits)
+                window=window, limits=limits, stop_check=task.stop_check, time_check=task.time_check)
     for item in scan:
         if isinstance(item, Window):
             table = records_table(item, seg, names, bounds, txn)

@@ -308,8 +308,12 @@ class SegmentWalk:
         """The time index entry (offset, timestamp) behind the start: the batch holding the offset
         must end at it with that largest timestamp → (start, emit_from, problem or None)."""
         offset, ts = self.time_check
-        at = pos
+        at, walked = pos, 0
         while at < self.size:
+            walked += 1
+            if walked > 10_000:  # not near where the offset index sends it: the time index is not believed
+                why, step = "it is not near where the offset index sends it", (0,) * 12
+                break
             step = self._one(at)
             if not step[4]:
                 break
@@ -321,7 +325,7 @@ class SegmentWalk:
             at = step[1]
         else:
             why = "no batch of the segment holds it"
-        if at < self.size and not step[4]:
+        if at < self.size and not step[4] and walked <= 10_000:
             why = "no batch of the segment holds it (the walk to it met damage)"
         problem = self.problem("index", None, None,
                                f"the time index says offset {offset} has the largest timestamp so far, {ts}, but "

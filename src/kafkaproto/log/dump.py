@@ -194,7 +194,13 @@ def _base_offset(name: str) -> int:
     if m is None:
         return 0
     value = int(m.group(1))
-    return value if value < 2**63 else 0
+    if value >= 2**63:
+        raise _NameError(f"{name}: a base offset out of the range of offsets (above {2**63 - 1})")
+    return value
+
+
+class _NameError(ValueError):
+    """A file whose name holds no offset Kafka could have written."""
 
 
 def _sibling(path: str, suffix: str) -> str:
@@ -688,6 +694,9 @@ def dump(paths, out=None, err=None, *, filesystem=None, **kw) -> int:
                 return max(status, 1)
             except BrokenPipeError:
                 raise  # the reader went away (| head): the command's caller ends quietly
+            except _NameError as exc:
+                err.write(f"kafkaproto dump-log: {exc}\n")
+                got = 2
             except OSError as exc:
                 err.write(f"kafkaproto dump-log: {shown}: {exc}\n")
                 got = 2
