@@ -673,3 +673,39 @@ def test_names_past_the_int_ranges_are_skipped_and_said(tmp_path, name):
     assert kl.read_table(["offset"]).num_rows == 50
     assert kl.segments().num_rows == 1
     assert any(p.kind == "skipped" and name in p.path and "range" in p.message for p in kl.problems)
+
+
+_NO_PANDAS = r'''
+import sys
+attempts = []
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            import traceback
+            attempts.append("".join(traceback.format_stack(limit=8)))
+            raise ModuleNotFoundError("not here", name=name)
+sys.meta_path.insert(0, Finder())
+from kafkaproto import log
+kl = log.open_log(sys.argv[1])
+kl.segments()
+kl.read_table()
+kl.read_table(["offset", "value"], offsets=(10, 60), isolation="read_committed")
+kl.read_table(["offset", "error"], timestamps=(1700000010000, None))
+for _ in kl.scan(kl.partitions[0].segments[0]):
+    pass
+print("ATTEMPTS", len(attempts))
+for a in attempts:
+    print(a)
+'''
+
+
+def test_reading_a_log_never_imports_pandas(tmp_path):
+    """pyarrow imports pandas on the first pa.array() or to_numpy() it is given when pandas is installed;
+    the reader builds its columns from buffers, so a process that reads a log loads no pandas."""
+    import subprocess
+    import sys
+
+    w = simple_partition(tmp_path, 300, segment_bytes=4 << 10)
+    p = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(w.folder)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ATTEMPTS 0" in p.stdout, p.stdout[-4000:]

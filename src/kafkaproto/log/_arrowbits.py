@@ -47,3 +47,42 @@ def strings(values, typ: pa.DataType = pa.large_string()) -> pa.Array:
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=n)
     mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(typ, n, [mask, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def to_numpy(arr) -> np.ndarray:
+    """A fixed-width array's values (or a boolean array's) as numpy, read from its buffer (nulls hold
+    whatever the buffer has: see :func:`valid`); pyarrow's own to_numpy() imports pandas first."""
+    arr = array(arr)
+    n, off = len(arr), arr.offset
+    data = arr.buffers()[1]
+    if arr.type == pa.bool_():
+        if data is None or n == 0:
+            return np.zeros(n, dtype=bool)
+        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little", count=off + n)
+        return bits[off:].astype(bool)
+    dtype = np.dtype(np.int64) if pa.types.is_timestamp(arr.type) else np.dtype(arr.type.to_pandas_dtype())
+    if data is None or n == 0:
+        return np.zeros(n, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=n, offset=off * dtype.itemsize)
+
+
+def valid(arr) -> np.ndarray:
+    """Which values of an array are not null."""
+    arr = array(arr)
+    n, bitmap = len(arr), arr.buffers()[0]
+    if bitmap is None or arr.null_count == 0:
+        return np.ones(n, dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little", count=arr.offset + n)
+    return bits[arr.offset:].astype(bool)
+
+
+def column(table: pa.Table, name: str, zero_copy_only: bool = True) -> np.ndarray:
+    """A table's column as numpy (see :func:`to_numpy`)."""
+    return to_numpy(table.column(name))
+
+
+def array(values) -> pa.Array:
+    """One array for a column (its chunks joined when there are several)."""
+    if isinstance(values, pa.ChunkedArray):
+        return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+    return values

@@ -12,6 +12,7 @@ import pyarrow.fs as pafs
 from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
 from ..errors import KafkaProtocolError
 from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from ._arrowbits import numbers, strings
 from ._files import Partition, Segment, discover, resolve
 from ._read import Bounds, NAMES, Task, plan_partition, read_task, schema_of
 from ._scan import DEFAULT_WINDOW, LogProblem, Scan
@@ -95,6 +96,12 @@ class LogReader:
         return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
 
+_SEGMENTS = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("base_offset", pa.int64()), ("next_offset", pa.int64()),
+    ("file", pa.string()), ("bytes", pa.int64()), ("index_bytes", pa.int64()), ("timeindex_bytes", pa.int64()),
+    ("txnindex_bytes", pa.int64()), ("state", pa.string())])
+
+
 class Log:
     """The partitions found under a path: see :func:`open_log`."""
 
@@ -110,14 +117,24 @@ class Log:
 
     def segments(self) -> pa.Table:
         """One row per segment: topic, partition, base offset, its file and size, its index files' sizes."""
-        rows = [{"topic": s.topic, "partition": s.partition, "base_offset": s.base_offset,
-                 "next_offset": s.next_offset, "file": s.path, "bytes": s.size, "index_bytes": s.index_size,
-                 "timeindex_bytes": s.timeindex_size, "txnindex_bytes": s.txnindex_size, "state": p.state}
-                for p in self.partitions for s in p.segments]
-        return pa.Table.from_pylist(rows, schema=pa.schema([
-            ("topic", pa.string()), ("partition", pa.int32()), ("base_offset", pa.int64()),
-            ("next_offset", pa.int64()), ("file", pa.string()), ("bytes", pa.int64()), ("index_bytes", pa.int64()),
-            ("timeindex_bytes", pa.int64()), ("txnindex_bytes", pa.int64()), ("state", pa.string())]))
+        segs = [(p, s) for p in self.partitions for s in p.segments]
+
+        def ints(get, typ):
+            return numbers([get(p, s) for p, s in segs], typ)
+
+        nexts = [s.next_offset for _, s in segs]
+        next_col = numbers([-1 if v is None else v for v in nexts], pa.int64())
+        if None in nexts:
+            import numpy as np
+
+            valid = np.packbits(np.array([v is not None for v in nexts]), bitorder="little")
+            next_col = pa.Array.from_buffers(pa.int64(), len(nexts), [pa.py_buffer(valid), next_col.buffers()[1]])
+        return pa.Table.from_arrays([
+            strings([s.topic for _, s in segs], pa.string()), ints(lambda p, s: s.partition, pa.int32()),
+            ints(lambda p, s: s.base_offset, pa.int64()), next_col, strings([s.path for _, s in segs], pa.string()),
+            ints(lambda p, s: s.size, pa.int64()), ints(lambda p, s: s.index_size, pa.int64()),
+            ints(lambda p, s: s.timeindex_size, pa.int64()), ints(lambda p, s: s.txnindex_size, pa.int64()),
+            strings([p.state for p, _ in segs], pa.string())], schema=_SEGMENTS)
 
     def transactions(self, part: Partition, *, window: int = DEFAULT_WINDOW, check_crc: bool = True) -> Transactions:
         """The aborted and open transactions of a partition (kept once found)."""

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import arrow as karrow
+from ._arrowbits import array, bools, column, constant_int, constant_string, numbers, strings, to_numpy, valid
 from ._files import Partition, Segment
 from ._index import OffsetIndex, TimeIndex
 from ._scan import WALK_COLUMNS, LogProblem, Scan, Window
@@ -42,8 +43,7 @@ LOG_SCHEMA = pa.schema([
 ])
 NAMES = tuple(LOG_SCHEMA.names)
 
-_CODECS = pa.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"],
-                   pa.large_string())
+_CODECS = strings(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"])
 _I32_MAX = 2**31 - 1
 
 
@@ -185,12 +185,6 @@ def walk_columns(names) -> tuple:
     return tuple(n for n in WALK_COLUMNS if n in want)
 
 
-def _constant_string(value: str, n: int) -> pa.Array:
-    data = value.encode("utf-8")
-    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
-    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
-
-
 class _PerRecord:
     """A batch field spread over the records it holds (the records kept: all, a slice, or a mask)."""
 
@@ -220,22 +214,22 @@ class _PerRecord:
     def strings(self, names: pa.Array, codes: np.ndarray, n: int) -> pa.Array:
         """A string per record: ``names[code of its batch]``."""
         if self.sel is None and len(codes) and (codes == codes[0]).all():
-            return _constant_string(names[int(codes[0])].as_py(), n)
-        return names.take(pa.array(self(codes)))
+            return constant_string(names[int(codes[0])].as_py(), n)
+        return names.take(numbers(self(codes), pa.int64()))
 
 
 def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transactions | None) -> pa.Table:
     """The records of a window as a table of ``names`` (LOG_SCHEMA columns), after the bounds and
     (with ``txn``) the read_committed rule."""
     recs, bats = win.records, win.batches
-    spread = _PerRecord(bats.column("records").to_numpy())
+    spread = _PerRecord(column(bats, "records"))
     keep = None
     if txn is not None:
-        gone = txn.dropped(bats.column("magic").to_numpy(), bats.column("attributes").to_numpy(),
-                           bats.column("producer_id").to_numpy(), bats.column("base_offset").to_numpy())
+        gone = txn.dropped(column(bats, "magic"), column(bats, "attributes"),
+                           column(bats, "producer_id"), column(bats, "base_offset"))
         if gone.any():
             keep = ~gone[spread.which]
-    offsets = recs.column("offset").to_numpy()
+    offsets = column(recs, "offset")
     lo, hi = bounds.offset_from, bounds.offset_to
     sliced = None
     if lo is not None or hi is not None:
@@ -252,10 +246,9 @@ def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transac
                 m &= offsets < hi
             keep = m if keep is None else keep & m
     if bounds.time_from is not None or bounds.time_to is not None:
-        col = recs.column("timestamp").combine_chunks() if isinstance(recs.column("timestamp"), pa.ChunkedArray) \
-            else recs.column("timestamp")
-        ts = col.cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
-        m = col.is_valid().to_numpy(zero_copy_only=False)
+        col = array(recs.column("timestamp"))
+        ts = to_numpy(col)
+        m = valid(col)
         if bounds.time_from is not None:
             m &= ts >= bounds.time_from
         if bounds.time_to is not None:
@@ -267,44 +260,44 @@ def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transac
             recs, offsets = recs.slice(a, b - a), offsets[a:b]
             spread.sel = (a, b)
     elif keep is not None and not keep.all():
-        recs, offsets = recs.filter(pa.array(keep)), offsets[keep]
+        recs, offsets = recs.filter(bools(keep)), offsets[keep]
         spread.sel = keep
     n = recs.num_rows
 
     def batch(name):
-        return spread(bats.column(name).to_numpy())
+        return spread(column(bats, name))
 
     cols = []
     for name in names:
         if name in WALK_COLUMNS:
             cols.append(recs.column(name))
         elif name == "topic":
-            cols.append(_constant_string(seg.topic, n))
+            cols.append(constant_string(seg.topic, n))
         elif name == "partition":
-            cols.append(pa.array(np.full(n, seg.partition, dtype=np.int32)))
+            cols.append(constant_int(seg.partition, n, pa.int32()))
         elif name == "producerId":
-            cols.append(pa.array(batch("producer_id"), pa.int64()))
+            cols.append(numbers(batch("producer_id"), pa.int64()))
         elif name == "producerEpoch":
-            cols.append(pa.array(batch("producer_epoch"), pa.int16()))
+            cols.append(numbers(batch("producer_epoch"), pa.int16()))
         elif name == "sequence":
             base = batch("base_sequence").astype(np.int64)
             seq = base + (offsets - batch("base_offset"))
             seq = np.where(seq > _I32_MAX, seq - _I32_MAX - 1, seq)  # sequences wrap past int32's top (Kafka's rule)
-            cols.append(pa.array(np.where(base < 0, -1, seq).astype(np.int32), pa.int32()))
+            cols.append(numbers(np.where(base < 0, -1, seq), pa.int32()))
         elif name in ("isTransactional", "isControl"):
             bit = ATTR_TRANSACTIONAL if name == "isTransactional" else ATTR_CONTROL
-            flags = (bats.column("magic").to_numpy() >= 2) & ((bats.column("attributes").to_numpy() & bit) != 0)
-            cols.append(pa.array(spread(flags), pa.bool_()))
+            flags = (column(bats, "magic") >= 2) & ((column(bats, "attributes") & bit) != 0)
+            cols.append(bools(spread(flags)))
         elif name == "codec":
-            cols.append(spread.strings(_CODECS, bats.column("codec").to_numpy() & 7, n))
+            cols.append(spread.strings(_CODECS, column(bats, "codec") & 7, n))
         elif name == "leaderEpoch":
-            cols.append(pa.array(batch("leader_epoch"), pa.int32()))
+            cols.append(numbers(batch("leader_epoch"), pa.int32()))
         elif name == "magic":
-            cols.append(pa.array(batch("magic"), pa.int8()))
+            cols.append(numbers(batch("magic"), pa.int8()))
         elif name == "segment":
-            cols.append(pa.array(np.full(n, seg.base_offset, dtype=np.int64)))
+            cols.append(constant_int(seg.base_offset, n, pa.int64()))
         elif name == "position":
-            cols.append(pa.array(batch("position"), pa.int64()))
+            cols.append(numbers(batch("position"), pa.int64()))
         elif name == "error":
             cols.append(karrow._all_null(pa.large_string(), n))
     return pa.Table.from_arrays(cols, schema=schema_of(names))
@@ -326,7 +319,16 @@ def problem_table(p: LogProblem, names) -> pa.Table:
     row = {"topic": p.topic, "partition": p.partition, "segment": p.segment, "position": p.position,
            "error": str(p)}
     schema = schema_of(names)
-    return pa.Table.from_pylist([{n: row.get(n) for n in names}], schema=schema)
+    cols = []
+    for f in schema:
+        v = row.get(f.name)
+        if v is None:
+            cols.append(pa.nulls(1, f.type))
+        elif f.type == pa.large_string():
+            cols.append(constant_string(v, 1))
+        else:
+            cols.append(constant_int(v, 1, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def read_task(fs, task: Task, names, bounds: Bounds, *, txn: Transactions | None = None, control: bool = False,

@@ -20,6 +20,7 @@ import pyarrow as pa
 from .. import arrow as karrow
 from .._impl import load
 from ..errors import KafkaProtocolError
+from ._arrowbits import column, numbers, valid
 from ._files import Segment
 from ._segwalk import DEFAULT_WINDOW, STOP_BAD, STOP_END, STOP_TRUNC, LogProblem, SegmentWalk
 
@@ -84,10 +85,10 @@ class Scan:
         recs, bats = karrow.records(_blob(buf, start - base, n), columns=self.columns, batches=True, partial=True,
                                     control=self.control, check_crc=self.check_crc, **self.limits)
         nb = bats.num_rows
-        rel = bats.column("position").to_numpy()
+        rel = column(bats, "position")
         errors = bats.column("error")
-        truncated = bats.column("truncated").to_numpy(zero_copy_only=False)
-        bad = errors.is_valid().to_numpy(zero_copy_only=False) | truncated
+        truncated = column(bats, "truncated", False)
+        bad = valid(errors) | truncated
         whole = int(np.argmax(bad)) if bad.any() else nb
         position = rel[:whole] + start
         kept = int(np.searchsorted(position, stop)) if stop < start + n else whole
@@ -114,15 +115,15 @@ class Scan:
         made, first, last, magic = None, (-1, -1), (-1, -1), -1
         if kept:
             b = bats.slice(0, kept)
-            base_off = b.column("base_offset").to_numpy()
-            last_off = b.column("last_offset").to_numpy()
+            base_off = column(b, "base_offset")
+            last_off = column(b, "last_offset")
             first, last = (int(base_off[0]), int(last_off[0])), (int(base_off[-1]), int(last_off[-1]))
             magic = int(b.column("magic")[kept - 1].as_py())
             lo = int(np.searchsorted(position[:kept], emit_from)) if emit_from > start else 0
             if lo < kept:
-                counts = b.column("records").to_numpy()
+                counts = column(b, "records")
                 r0, r1 = int(counts[:lo].sum()), int(counts.sum())
-                kept_b = b.slice(lo, kept - lo).set_column(1, "position", pa.array(position[lo:kept], pa.int64()))
+                kept_b = b.slice(lo, kept - lo).set_column(1, "position", numbers(position[lo:kept], pa.int64()))
                 made = Window(recs.slice(r0, r1 - r0), kept_b, start)
         return (made, end, status, need, kept, first[0], first[1], last[0], last[1], magic, -1, error)
 
