@@ -709,3 +709,23 @@ def test_reading_a_log_never_imports_pandas(tmp_path):
     p = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(w.folder)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "ATTEMPTS 0" in p.stdout, p.stdout[-4000:]
+
+
+def test_a_log_dirs_read_leaves_kafkas_own_topics_out_unless_named(tmp_path):
+    import random
+
+    from support.internal_logs import coordinator_records, write_log
+
+    write_log(tmp_path, "__consumer_offsets", coordinator_records("group", random.Random(3)))
+    simple_partition(tmp_path, 50, segment_bytes=1 << 20)
+    kl = log.open_log(tmp_path)
+    assert set(kl.read_table(["topic"]).column("topic").to_pylist()) == {"orders"}
+    assert {p.topic for p in kl.partitions} == {"orders", "__consumer_offsets"}  # still there, listed
+    named = log.open_log(tmp_path, topics=["__consumer_offsets"]).read_table(["topic"])
+    assert set(named.column("topic").to_pylist()) == {"__consumer_offsets"}
+    assert kl.read_table(["topic"], topics=["__consumer_offsets", "orders"]).num_rows == named.num_rows + 50
+    # a path that names the partition folder reads it
+    assert log.open_log(tmp_path / "__consumer_offsets-0").read_table(["offset"]).num_rows == named.num_rows
+    typed = kl.read_table(decoder="offsets")
+    assert typed.num_rows == named.num_rows and typed.column("error").null_count < typed.num_rows
+    assert set(typed.column("topic").to_pylist()) == {"__consumer_offsets"}

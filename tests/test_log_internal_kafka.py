@@ -14,112 +14,10 @@ import struct
 
 import pytest
 
-from kafkaproto import _kinds as K
-from kafkaproto.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from kafkaproto.messages._internal import LOGS
-from kafkaproto.log._records import record_class
+from support.internal_logs import coordinator_records, framed_records, remote_fix, tame_message, write_log
 from support.kafka_log import T0, PartitionWriter, kafka_dump_log, our_dump_log
-from support.message_values import random_message
 
 pytestmark = pytest.mark.peers
-
-_NICE_DOUBLES = (0.0, 1.5, -2.25, 1024.0, 1e300, 0.001, 12345678.0, 1e-7)
-
-
-def _uvarint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _tame(obj, rng):
-    """Random values the JVM prints as we do (doubles Java 17 prints in its shortest form)."""
-    for f in obj._FIELDS:
-        v = getattr(obj, f.attr, None)
-        if f.kind == K.FLOAT64:
-            setattr(obj, f.attr, rng.choice(_NICE_DOUBLES))
-        elif f.kind == K.STRUCT and v is not None:
-            _tame(v, rng)
-        elif f.kind == K.ARRAY and f.elem == K.STRUCT and v:
-            for x in v:
-                _tame(x, rng)
-    return obj
-
-
-def _message(cls, version, rng):
-    return _tame(random_message(cls, version, rng, unknown_tags=False), rng)
-
-
-def _versions(cls):
-    return [v for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1) if cls.supports(v)]
-
-
-def _framed(log: str, rng, fix=None):
-    """Every record type of a metadata log at every version, framed as Kafka's serde frames them."""
-    out = []
-    for rtype, name in sorted(LOGS[log].items()):
-        cls = record_class(name)
-        for v in _versions(cls):
-            for _ in range(2):
-                msg = _message(cls, v, rng)
-                if fix:
-                    fix(msg, rng)
-                out.append((None, _uvarint(1) + _uvarint(rtype) + _uvarint(v) + msg.encode(v)))
-    return out
-
-
-def _remote_fix(msg, rng):
-    if hasattr(msg, "remote_log_segment_state"):
-        msg.remote_log_segment_state = rng.randint(0, 3)
-    if hasattr(msg, "remote_partition_delete_state"):
-        msg.remote_partition_delete_state = rng.randint(0, 2)
-
-
-def _consumer_bytes(rng, cls) -> bytes:
-    v = rng.choice(_versions(cls))
-    return struct.pack(">h", v) + _message(cls, v, rng).encode(v)
-
-
-def _coordinator(log: str, rng):
-    out = []
-    for rtype, (kname, vname) in sorted(LOGS[log].items()):
-        if kname is None or vname is None:
-            continue
-        kcls, vcls = record_class(kname), record_class(vname)
-        for v in _versions(vcls):
-            for k in range(2):
-                key = struct.pack(">h", rtype) + _message(kcls, 0, rng).encode(0)
-                value = _message(vcls, v, rng)
-                if vname == "GroupMetadataValue":
-                    value.protocol_type = "consumer" if k == 0 else value.protocol_type
-                    for m in value.members:
-                        m.subscription = _consumer_bytes(rng, ConsumerProtocolSubscription) if rng.random() < 0.7 \
-                            else b"\x00\x07garbage"
-                        m.assignment = _consumer_bytes(rng, ConsumerProtocolAssignment)
-                if vname == "TransactionLogValue":
-                    value.transaction_status = rng.randint(0, 8)
-                out.append((key, struct.pack(">h", v) + value.encode(v)))
-            out.append((key, None))  # a tombstone
-    # what the decoder cannot read
-    out.append((struct.pack(">h", 999) + b"\x00\x01x", b"\x00\x00"))
-    some = sorted(LOGS[log].items())[-1]
-    out.append((struct.pack(">h", some[0]) + _message(record_class(some[1][0]), 0, rng).encode(0), b"\x7f\x00"))
-    return out
-
-
-def _write(root, topic: str, recs) -> list:
-    w = PartitionWriter(root, topic, 0, segment_bytes=1 << 20)
-    for i in range(0, len(recs), 7):
-        w.append([(k, v, [], T0 + i) for k, v in recs[i:i + 7]])
-    w.close()
-    return sorted(w.folder.glob("*.log"))
-
 
 def _both(files, *args):
     """Kafka's tool and ours over the same files, Kafka's options → (theirs, ours) as text (decoded from the
@@ -135,18 +33,18 @@ def _both(files, *args):
 
 
 _CASES = {
-    "cluster-metadata": ("__cluster_metadata", lambda rng: _framed("metadata", rng)),
-    "remote-log-metadata": ("__remote_log_metadata", lambda rng: _framed("remote", rng, _remote_fix)),
-    "offsets": ("__consumer_offsets", lambda rng: _coordinator("group", rng)),
-    "transaction-log": ("__transaction_state", lambda rng: _coordinator("transaction", rng)),
-    "share-group-state": ("__share_group_state", lambda rng: _coordinator("share", rng)),
+    "cluster-metadata": ("__cluster_metadata", lambda rng: framed_records("metadata", rng)),
+    "remote-log-metadata": ("__remote_log_metadata", lambda rng: framed_records("remote", rng, remote_fix)),
+    "offsets": ("__consumer_offsets", lambda rng: coordinator_records("group", rng)),
+    "transaction-log": ("__transaction_state", lambda rng: coordinator_records("transaction", rng)),
+    "share-group-state": ("__share_group_state", lambda rng: coordinator_records("share", rng)),
 }
 
 
 @pytest.mark.parametrize("decoder", sorted(_CASES))
 def test_every_record_type_as_kafka_prints_it(tmp_path, decoder):
     topic, make = _CASES[decoder]
-    files = _write(tmp_path, topic, make(random.Random(decoder)))
+    files = write_log(tmp_path, topic, make(random.Random(decoder)))
     theirs, ours = _both(files, f"--{decoder}-decoder")
     assert theirs.count("\n") > 8
     for a, b in zip(theirs.split("\n"), ours.split("\n")):
@@ -169,13 +67,13 @@ def test_kraft_control_records_as_kafka_prints_them(tmp_path, args):
     for rtype, name in names.items():
         cls = getattr(messages, name)
         for k in range(3):
-            msg = _message(cls, 0, rng)
+            msg = tame_message(cls, 0, rng)
             msg.version = k % 2 if cls.supports(1) else 0
             recs = [(struct.pack(">hh", 0, rtype), msg.encode(0), None, T0 + k)]
             w.append_blob(R.encode(recs, control=True, base_offset=w.next_offset))
     w.append_blob(R.encode([(struct.pack(">hh", 0, 9), b"\x00\x00", None, T0)], control=True,
                            base_offset=w.next_offset))
-    metadata = _framed("metadata", rng)[:5]
+    metadata = framed_records("metadata", rng)[:5]
     w.append([(k, v, [], T0) for k, v in metadata])
     w.close()
     files = sorted(w.folder.glob("*.log"))
@@ -201,3 +99,96 @@ def test_a_segment_that_does_not_start_at_zero(tmp_path):
     assert (ours, status) == (theirs, 0)
     assert ours_err.splitlines() == theirs_err.splitlines()
     assert f"  -1 is followed by 3000" in ours_err
+
+
+# ---------------------------------------------------------------------------
+# the typed tables against what Kafka's decoders print for the same records
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _kafka_form(v):
+    """One of our table's values as Kafka's JSON shows it (bytes as base64, a 16-byte UUID Kafka's way)."""
+    import base64
+
+    if isinstance(v, dict):
+        return {_camel(k): _kafka_form(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_kafka_form(x) for x in v]
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode("ascii")
+    return v
+
+
+def _agrees(kafka, ours, path="") -> None:
+    """Every field Kafka prints has our value (ours may hold more: other versions' fields at their defaults)."""
+    import base64
+
+    if isinstance(kafka, dict):
+        for k, v in kafka.items():
+            mine = ours.get(k) if isinstance(ours, dict) else None
+            if isinstance(v, dict) and k in ("subscription", "assignment"):
+                mine = ours.get("consumer" + k[:1].upper() + k[1:])
+                mine = {a: b for a, b in mine.items() if a != "version"}
+            _agrees(v, mine, f"{path}.{k}")
+    elif isinstance(kafka, list):
+        assert isinstance(ours, list) and len(ours) == len(kafka), (path, kafka, ours)
+        for k, (a, b) in enumerate(zip(kafka, ours)):
+            _agrees(a, b, f"{path}[{k}]")
+    elif isinstance(kafka, str) and isinstance(ours, str) and len(ours) == 24 and len(kafka) == 22:
+        # a UUID: Kafka's URL-safe base64 without padding; ours the 16 bytes in plain base64
+        assert base64.urlsafe_b64encode(base64.b64decode(ours)).decode().rstrip("=") == kafka, path
+    else:
+        assert kafka == ours, (path, kafka, ours)
+
+
+@pytest.mark.parametrize("decoder", ["cluster-metadata", "offsets", "transaction-log", "share-group-state"])
+def test_the_typed_tables_agree_with_kafkas_decoders(tmp_path, decoder):
+    import json
+
+    from kafkaproto import log
+    from kafkaproto.log._records import TRANSACTION_STATES
+
+    topic, make = _CASES[decoder]
+    files = write_log(tmp_path, topic, make(random.Random(decoder)))
+    theirs, _ = _both(files, f"--{decoder}-decoder")
+    printed = {}
+    for line in theirs.splitlines():
+        if line.startswith("| offset: "):
+            offset = int(line.split()[2])
+            key = line.split(" key: ", 1)[1].split(" payload: ")[0] if " key: " in line else None
+            payload = line.split(" payload: ", 1)[1] if " payload: " in line else None
+            printed[offset] = (key, payload)
+    table = log.open_log(tmp_path).read_table(decoder=decoder)
+    assert table.num_rows == len(printed)
+    checked = 0
+    for row in table.to_pylist():
+        key, payload = printed[row["offset"]]
+        if row["error"] is not None:
+            assert (key or payload).startswith(("Error at", "Unknown record type")), (row, key, payload)
+            continue
+        column = [c for c in table.column_names[10:] if row[c] is not None]
+        assert len(column) == 1
+        ours = _kafka_form(row[column[0]])
+        if decoder == "cluster-metadata":
+            got = json.loads(payload)
+            assert got["version"] == row["version"]
+            _agrees(got["data"], ours)
+        else:
+            k = json.loads(key)
+            _agrees(k["data"], ours)
+            if payload == "<DELETE>":
+                assert row["tombstone"] and row["version"] is None
+                continue
+            v = json.loads(payload)
+            assert int(v["version"]) == row["version"]
+            if "transactionStatus" in v["data"]:
+                status = ours["transactionStatus"]
+                ours["transactionStatus"] = TRANSACTION_STATES[status] if status < len(TRANSACTION_STATES) \
+                    else str(status)
+            _agrees(v["data"], ours)
+        checked += 1
+    assert checked >= 4

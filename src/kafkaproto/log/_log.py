@@ -44,13 +44,24 @@ class ReadOptions:
     window: int = DEFAULT_WINDOW
     damage: str = "rows"
     limits: tuple = ()
+    #: an internal topic's decoder (:mod:`kafkaproto.log.internal`): its typed table instead of the records
+    decoder: str | None = None
 
     @staticmethod
     def make(columns=None, *, offsets=None, timestamps=None, topics=None, partitions=None,
              isolation="read_uncommitted", control=False, check_crc=True, window=DEFAULT_WINDOW, damage="rows",
              max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
              max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
-             max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH) -> ReadOptions:
+             max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH, decoder=None) -> ReadOptions:
+        if decoder is not None:
+            from .internal import DECODERS, SOURCE_COLUMNS
+
+            if decoder not in DECODERS:
+                raise ValueError(f"no decoder {decoder!r} (decoders: {', '.join(DECODERS)})")
+            if columns is not None:
+                raise ValueError("a decoder's table has its own columns: give columns or decoder, not both")
+            columns = SOURCE_COLUMNS
+            topics = [DECODERS[decoder][1]] if topics is None else topics
         names = NAMES if columns is None else tuple(columns)
         unknown = [n for n in names if n not in NAMES]
         if unknown:
@@ -62,7 +73,7 @@ class ReadOptions:
         limits = (("max_decompressed_size", max_decompressed_size), ("max_records_per_batch", max_records_per_batch),
                   ("max_headers_per_record", max_headers_per_record), ("max_headers_per_batch", max_headers_per_batch))
         return ReadOptions(names, Bounds.of(offsets, timestamps, topics, partitions), isolation, bool(control),
-                           bool(check_crc), int(window), damage, limits)
+                           bool(check_crc), int(window), damage, limits, decoder)
 
 
 class LogReader:
@@ -73,7 +84,12 @@ class LogReader:
 
     def __init__(self, log: Log, tasks: list[Task], opts: ReadOptions, txns: dict):
         self.log, self.tasks, self.opts, self._txns = log, tasks, opts, txns
-        self.schema = schema_of(opts.names)
+        if opts.decoder is not None:
+            from .internal import internal_schema
+
+            self.schema = internal_schema(opts.decoder)
+        else:
+            self.schema = schema_of(opts.names)
         self.problems: list[LogProblem] = []
 
     def __iter__(self):
@@ -87,6 +103,10 @@ class LogReader:
                                    check_crc=o.check_crc, window=o.window, limits=limits, problems=self.problems):
                 if o.damage == "raise" and len(self.problems) > seen:
                     raise LogDamageError(self.problems[seen])
+                if o.decoder is not None:
+                    from .internal import internal_table
+
+                    table = internal_table(o.decoder, table)
                 yield from table.to_batches()
 
     def read_all(self) -> pa.Table:
@@ -110,6 +130,8 @@ class Log:
         #: what was left out when the folders were listed, and damage found since (index files, snapshots)
         self.problems = problems
         self._txns: dict = {}
+        #: the topics :func:`open_log` was asked for (Kafka's own among them are read)
+        self.named_topics: frozenset = frozenset()
 
     def __repr__(self) -> str:
         n = sum(len(p.segments) for p in self.partitions)
@@ -146,9 +168,15 @@ class Log:
         return got
 
     def plan(self, opts: ReadOptions, split_bytes: int | None = None) -> tuple[list[Task], dict]:
-        """The tasks of a read, and the transactions of their partitions (read_committed)."""
+        """The tasks of a read, and the transactions of their partitions (read_committed).  Kafka's own
+        topics found by listing a log dir are read only when named (``topics``, or a decoder)."""
+        from .internal import INTERNAL_TOPICS
+
         tasks, txns = [], {}
+        named = set(opts.bounds.topics or ()) | set(self.named_topics)
         for part in self.partitions:
+            if part.listed and part.topic in INTERNAL_TOPICS and part.topic not in named:
+                continue
             got = plan_partition(self.fs, part, opts.bounds, split_bytes=split_bytes)
             if got and opts.isolation == "read_committed":
                 txns[(part.topic, part.partition)] = self.transactions(part, window=opts.window,
@@ -174,6 +202,9 @@ class Log:
             check_crc: verify each batch's checksum (a mismatch is damage).
             window: bytes of a segment read and walked at a time.
             damage: ``"rows"`` (a row per damaged region) or ``"raise"``.
+            decoder: read an internal topic as its typed table (``"offsets"``, ``"transaction-log"``,
+                ``"share-group-state"``, ``"cluster-metadata"``, ``"remote-log-metadata"``:
+                :mod:`kafkaproto.log.internal`); its topic is read unless ``topics`` says otherwise.
             max_decompressed_size, max_records_per_batch: caps per batch, as in
                 :func:`kafkaproto.records.decode` (a batch past one is damage).
             max_headers_per_record, max_headers_per_batch: the same.
@@ -217,4 +248,6 @@ def open_log(where, *, filesystem=None, topics=None, partitions=None, deleted: b
         parts += found
         problems += [LogProblem(kind, p, None, None, text) for kind, p, text in notes]
     parts.sort(key=lambda p: (p.topic, p.partition, p.state))
-    return Log(fs, os.fspath(root) if root else "", parts, problems)
+    log = Log(fs, os.fspath(root) if root else "", parts, problems)
+    log.named_topics = frozenset(topics or ())
+    return log
