@@ -337,3 +337,31 @@ def test_out_into_a_missing_folder_is_one_line_and_status_2(tmp_path):
                    tmp_path / "m.json")
     assert p.returncode == 2 and p.stderr.decode().count("\n") == 1 and "Traceback" not in p.stderr.decode()
     assert "cannot write" in p.stderr.decode()
+
+
+def test_parquet_of_a_topic_folder_and_no_file_left_for_a_missing_input(tmp_path):
+    simple_partition(tmp_path, 120, topic="orders", partition=0, segment_bytes=4 << 10)
+    simple_partition(tmp_path, 80, topic="orders", partition=1, segment_bytes=4 << 10)
+    target = tmp_path / "t.parquet"
+    assert main(["dump-log", "--format", "parquet", "--out", str(target), str(tmp_path / "orders")]) == 0
+    t = pq.read_table(target)
+    assert t.num_rows == 200 and sorted(set(t.column("partition").to_pylist())) == [0, 1]
+    missing = tmp_path / "u.parquet"
+    assert main(["dump-log", "--format", "parquet", "--out", str(missing), str(tmp_path / "nothing")]) == 2
+    assert not missing.exists()
+
+
+def test_a_bad_crc_is_one_place_in_one_message(tmp_path):
+    w = simple_partition(tmp_path, 60, segment_bytes=1 << 20)
+    seg = w.segment_file(0)
+    data = bytearray(seg.read_bytes())
+    _, at, _, raw = w.batches[3]
+    data[at + 70] ^= 0xFF  # a byte of its records: the CRC no longer matches
+    seg.write_bytes(bytes(data))
+    status, out, _ = _dump([seg], print_data_log=True)
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("Damage: ")]
+    assert status == 1 and line == (f"Damage: {seg} at byte {at}: a bad batch of {len(raw)} bytes skipped: CRC32C "
+                                     f"mismatch: stored {line.split('stored ')[1].split(',')[0]}, computed "
+                                     f"{line.split('computed ')[1]}")
+    assert line.count("byte") == 2  # "at byte N" and "bytes skipped": one position only
+    assert out.count("baseOffset: ") == len(w.batches) - 1
