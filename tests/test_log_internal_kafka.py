@@ -192,3 +192,27 @@ def test_the_typed_tables_agree_with_kafkas_decoders(tmp_path, decoder):
             _agrees(v["data"], ours)
         checked += 1
     assert checked >= 4
+
+
+def test_max_message_size_as_kafkas_tool_takes_it(tmp_path):
+    """--max-message-size bounds the batch an index entry may point at: large enough, the same text;
+    too small, Kafka's tool stops with an exception after the entries before it, and so does ours
+    (one line, no stack trace, status 1)."""
+    import subprocess
+
+    from peers import kafka_broker as kb
+
+    w = PartitionWriter(tmp_path, "sized", 0, index_interval=200)
+    for i in range(40):
+        w.append([(b"k", b"v" * (10 + 30 * (i % 5)), [], T0)] * 3)
+    w.close()
+    index = w.segment_file(0).with_suffix(".index")
+    theirs, _ = kafka_dump_log([index], "--max-message-size", "100000")
+    ours, _, status = our_dump_log([index], max_message_size=100000)
+    assert ours == theirs and status == 0 and theirs.count(b"offset: ") > 3
+    cmd = [kb._java(), *kb.TOOL_JVM_ARGS, "-cp", kb.kafka_classpath(), kb.TOOLS["kafka-dump-log"],
+           "--max-message-size", "150", "--files", str(index)]
+    proc = subprocess.run(cmd, capture_output=True, timeout=300)
+    ours, err, status = our_dump_log([index], max_message_size=150)
+    assert proc.returncode != 0 and status == 1
+    assert ours == proc.stdout and err.count("\n") == 1 and "--max-message-size" in err
