@@ -98,7 +98,7 @@ def test_a_segment_that_does_not_start_at_zero(tmp_path):
     ours, ours_err, status = our_dump_log(segs, deep_iteration=True)
     assert (ours, status) == (theirs, 0)
     assert ours_err.splitlines() == theirs_err.splitlines()
-    assert f"  -1 is followed by 3000" in ours_err
+    assert "  -1 is followed by 3000" in ours_err
 
 
 # ---------------------------------------------------------------------------

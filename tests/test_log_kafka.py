@@ -10,7 +10,6 @@ in tests/test_log_dump.py).
 
 from __future__ import annotations
 
-import io
 import random
 import shutil
 import time

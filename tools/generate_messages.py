@@ -26,7 +26,6 @@ type.
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import keyword
 import pathlib
@@ -716,7 +715,8 @@ def generate_internal(jars: pathlib.Path, out: pathlib.Path) -> int:
             if "metadata" in kinds:
                 lines.append(f"        {key}: {kinds['metadata']!r},\n")
             else:
-                lines.append(f"        {key}: ({kinds.get('coordinator-key')!r}, {kinds.get('coordinator-value')!r}),\n")
+                pair = (kinds.get("coordinator-key"), kinds.get("coordinator-value"))
+                lines.append(f"        {key}: {pair!r},\n")
         lines.append("    },\n")
     lines.append("}\n")
     (out / "__init__.py").write_text("".join(lines))
@@ -814,7 +814,8 @@ def main(argv=None) -> int:
     if have_jars:
         m = generate_internal(jars, args.internal_out)
         where = args.internal_out
-        print(f"wrote {m} schemas of Kafka's own logs to {where.relative_to(ROOT) if where.is_relative_to(ROOT) else where}")
+        shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+        print(f"wrote {m} schemas of Kafka's own logs to {shown}")
     else:
         print(f"the internal logs' records not written: no Kafka {KAFKA_VERSION} jars in {jars} (make peers)")
     return 0

@@ -245,7 +245,8 @@ def main(argv=None) -> int:
     for flag, name, what in (("--offsets-decoder", "offsets", "__consumer_offsets"),
                              ("--transaction-log-decoder", "transaction-log", "__transaction_state"),
                              ("--share-group-state-decoder", "share-group-state", "__share_group_state"),
-                             ("--cluster-metadata-decoder", "cluster-metadata", "__cluster_metadata (and its snapshots)"),
+                             ("--cluster-metadata-decoder", "cluster-metadata",
+                              "__cluster_metadata (and its snapshots)"),
                              ("--remote-log-metadata-decoder", "remote-log-metadata", "__remote_log_metadata")):
         d.add_argument(flag, dest="decoder", action="store_const", const=name,
                        help=f"print the records as the records of {what} (as Kafka's tool does)")

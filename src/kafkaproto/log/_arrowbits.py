@@ -37,8 +37,9 @@ def constant_string(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
-def strings(values, typ: pa.DataType = pa.large_string()) -> pa.Array:
-    """A (large) string array from Python strings (None: null)."""
+def strings(values, typ: pa.DataType | None = None) -> pa.Array:
+    """A string array (large_string unless ``typ`` says string) from Python strings (None: null)."""
+    typ = pa.large_string() if typ is None else typ
     n = len(values)
     encoded = [b"" if v is None else v.encode("utf-8") for v in values]
     lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=n)

@@ -14,7 +14,7 @@ from ..errors import KafkaProtocolError
 from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from ._arrowbits import numbers, strings
 from ._files import Partition, Segment, discover, resolve
-from ._read import Bounds, NAMES, Task, plan_partition, read_task, schema_of
+from ._read import NAMES, Bounds, Task, plan_partition, read_task, schema_of
 from ._scan import DEFAULT_WINDOW, LogProblem, Scan
 from ._txn import Transactions, partition_transactions
 

@@ -247,7 +247,8 @@ def remote_text(rtype: int, msg) -> str:
         return (f"RemotePartitionDeleteMetadata{{topicPartition={_tip(msg.topic_id_partition)}, state="
                 f"{_state(_PARTITION_STATES, msg.remote_partition_delete_state)}, eventTimestampMs="
                 f"{msg.event_timestamp_ms}, brokerId={msg.broker_id}}}")
-    return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={kafka_uuid(msg.segment_id)}, startOffset={msg.start_offset}, "
+    return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={kafka_uuid(msg.segment_id)}, "
+            f"startOffset={msg.start_offset}, "
             f"endOffset={msg.end_offset}, maxTimestampMs={msg.max_timestamp_ms}, segmentLeaderEpochs="
             f"{_epochs(msg.segment_leader_epochs)}, segmentSizeInBytes={msg.segment_size_in_bytes}, customMetadata="
             f"{_custom(msg.custom_metadata)}, state={_state(_SEGMENT_STATES, msg.remote_log_segment_state)}, "

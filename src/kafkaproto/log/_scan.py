@@ -142,7 +142,7 @@ class Scan:
         if self.fs is None or _is_local(self.fs):
             from .dump import _Local
 
-            read, close, whole = _Local.reader(seg.path, seg.size)
+            read, close, _whole = _Local.reader(seg.path, seg.size)
             read_fn = read
         else:
             f = self.fs.open_input_file(seg.path)
@@ -151,7 +151,7 @@ class Scan:
             def read_fn(pos, n):
                 return f.read_at(max(0, min(n, size - pos)), pos)
 
-            close, whole = f.close, False
+            close = f.close
         walk = SegmentWalk(seg.path, seg.size, read_fn, self._walk, base_offset=seg.base_offset, topic=seg.topic,
                            partition=seg.partition, start=self.start, stop=self.stop,
                            check_offset=self.check_offset, stop_check=self.stop_check, time_check=self.time_check,

@@ -11,7 +11,7 @@ COMPILED: bool
 
 #: one walk: (text or None, end, status, need, batches, first base offset, first last offset, last base
 #: offset, last last offset, magic of the last, largest record timestamp of the last, error or None)
-WalkResult = tuple[bytes | None, int, int, int, int, int, int, int, int, int, int, KafkaProtocolError | None]
+_WalkResult = tuple[bytes | None, int, int, int, int, int, int, int, int, int, int, KafkaProtocolError | None]
 
 def java_string(data: ReadableBuffer) -> bytes:
     """``data`` as Java's ``new String(data, UTF_8)`` reads it, encoded back to UTF-8."""
@@ -32,7 +32,9 @@ class TextWalk:
     ) -> None: ...
     def walk(
         self, buf: ReadableBuffer, base: int, start: int, stop: int, write: Callable[[memoryview], object] | None = None
-    ) -> WalkResult: ...
+    ) -> _WalkResult: ...
 
-def find_batch(buf: ReadableBuffer, base: int, start: int, stop: int, size: int, after: int, magic: int) -> tuple[int, int]:
+def find_batch(
+    buf: ReadableBuffer, base: int, start: int, stop: int, size: int, after: int, magic: int
+) -> tuple[int, int]:
     """(0, position) of the next readable batch; (1, p): none before p; (2, p): a candidate at p runs past ``buf``."""

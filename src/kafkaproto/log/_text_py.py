@@ -12,6 +12,7 @@ import zlib
 
 from crc32c import crc32c as _crc32c
 
+from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
 from ..errors import KafkaProtocolError
 from ..records import _compression
 from ..records._batches_py import decode_record_batches
@@ -133,13 +134,14 @@ class TextWalk:
     """Prints the batches of windows of one segment file as DumpLogSegments does (see ``_text.pyx``)."""
 
     def __init__(self, flags, hook=None, *, max_decompressed_size=_compression.DEFAULT_MAX_DECOMPRESSED_SIZE,
-                 max_records_per_batch=None, max_headers_per_record=None, max_headers_per_batch=None):
+                 max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
+                 max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
+                 max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH):
         self.flags = flags
         self.hook = hook
         self.limit = max_decompressed_size
-        self.caps = {k: v for k, v in (("max_records_per_batch", max_records_per_batch),
-                                       ("max_headers_per_record", max_headers_per_record),
-                                       ("max_headers_per_batch", max_headers_per_batch)) if v is not None}
+        self.caps = {"max_records_per_batch": max_records_per_batch, "max_headers_per_record": max_headers_per_record,
+                     "max_headers_per_batch": max_headers_per_batch}
         self.gaps = {}
         self.last = -1
         self.batches = 0
@@ -227,7 +229,8 @@ class TextWalk:
             line = b"offset: %d" % b.last_offset
             max_ts = b.max_timestamp if magic == 1 else -1
         out = [line, b" position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %s\n" % (
-            base + pos, kind, max_ts, 12 + b.batch_length, magic, _CODECS[attrs & 7], b.crc, b"true" if valid else b"false")]
+            base + pos, kind, max_ts, 12 + b.batch_length, magic, _CODECS[attrs & 7], b.crc,
+            b"true" if valid else b"false")]
         if not flags & T_DEEP:
             return b"".join(out)
         ctl = magic == 2 and bool(attrs & 0x20)

@@ -262,7 +262,8 @@ class _Reports:
             lines += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in self.time_mismatches[f]]
         for f in java_hash_order(self.time_out_of_order):
             lines.append(f"Found out of order timestamp in :{f}")
-            lines += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in self.time_out_of_order[f]]
+            lines += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}"
+                      for a, b in self.time_out_of_order[f]]
         for f in java_hash_order(self.time_not_found):
             lines.append(f"The following indexed offsets are not found in :{f}")
             lines += [f"Indexed offset: {a}, found log offset: {b}" for a, b in self.time_not_found[f]]
@@ -463,11 +464,7 @@ def _dump_index(files, path: str, emit: _Emit, opts: DumpOptions, reports: _Repo
                               "positive nor a multiple of 8")
         _line(emit.out, f"{emit.shown} passed sanity check.")
         return 0
-    log_path = _sibling(path, ".log")
-    log_size = files.size(log_path)
-    if log_size is None:
-        raise FileNotFoundError(f"{log_path} (the segment of {name}) not found")
-    read, close, _whole = files.reader(log_path, log_size)
+    log_size, (read, close, _whole) = _segment_of(files, path, name)
     status = 0
     try:
         for i in range(idx.count):
@@ -478,8 +475,8 @@ def _dump_index(files, path: str, emit: _Emit, opts: DumpOptions, reports: _Repo
             found = _batch_at(read, log_size, pos, opts.max_message_size)
             if found is None:
                 raise _IndexError(f"no whole batch of at most {opts.max_message_size} bytes (--max-message-size) "
-                                  f"at byte {pos} of {os.path.basename(log_path)}, where entry {i} of {name} "
-                                  f"sends offset {off}")
+                                  f"at byte {pos} of {os.path.basename(_sibling(path, '.log'))}, where entry {i} "
+                                  f"of {name} sends offset {off}")
             if found[1] != off:
                 reports.index_mismatches.setdefault(files.absolute(path), {})[off] = found[1]
                 status = 1
@@ -489,6 +486,15 @@ def _dump_index(files, path: str, emit: _Emit, opts: DumpOptions, reports: _Repo
     finally:
         close()
     return status
+
+
+def _segment_of(files, path: str, name: str):
+    """An index file's segment: (its size, its reader)."""
+    log_path = _sibling(path, ".log")
+    log_size = files.size(log_path)
+    if log_size is None:
+        raise FileNotFoundError(f"{log_path} (the segment of {name}) not found")
+    return log_size, files.reader(log_path, log_size)
 
 
 class _IndexError(Exception):
@@ -516,13 +522,9 @@ def _dump_timeindex(files, path: str, emit: _Emit, opts: DumpOptions, reports: _
                               "neither positive nor a multiple of 12")
         _line(emit.out, f"{emit.shown} passed sanity check.")
         return 0
-    log_path = _sibling(path, ".log")
-    log_size = files.size(log_path)
-    if log_size is None:
-        raise FileNotFoundError(f"{log_path} (the segment of {name}) not found")
+    log_size, (read, close, whole) = _segment_of(files, path, name)
     index_path = _sibling(path, ".index")
     oidx = _Entries(files.read_all(index_path), 8, ">ii") if files.size(index_path) is not None else None
-    read, close, whole = files.reader(log_path, log_size)
     where = files.absolute(path)
     status = 0
     prev = -1
@@ -710,8 +712,8 @@ def dump(paths, out=None, err=None, *, filesystem=None, **kw) -> int:
 
 
 def _dump_log_json(files, path: str, shown: str, opts: DumpOptions, out) -> int:
-    from ._scan import Scan
     from ._files import Segment, parse_partition_folder
+    from ._scan import Scan
 
     name = os.path.basename(path)
     size = files.size(path)

@@ -216,7 +216,8 @@ def _structs(objs, cls, typ: pa.StructType, extra=None) -> pa.Array:
                 ok = np.fromiter((g is not None for g in got), dtype=bool, count=len(got))
                 mask = None if ok.all() else pa.py_buffer(np.packbits(ok, bitorder="little"))
                 kids.append(pa.StructArray.from_buffers(
-                    ctyp, len(got), [mask], children=[versions] + [inner.field(j) for j in range(inner.type.num_fields)]))
+                    ctyp, len(got), [mask],
+                    children=[versions] + [inner.field(j) for j in range(inner.type.num_fields)]))
                 k += 1
     ok = np.fromiter((o is not None for o in objs), dtype=bool, count=n)
     mask = None if ok.all() else pa.py_buffer(np.packbits(ok, bitorder="little"))
