@@ -693,6 +693,12 @@ kl.read_table(["offset", "value"], offsets=(10, 60), isolation="read_committed")
 kl.read_table(["offset", "error"], timestamps=(1700000010000, None))
 for _ in kl.scan(kl.partitions[0].segments[0]):
     pass
+import io
+from kafkaproto.log import dump
+dump.dump([sys.argv[1]], io.StringIO(), io.StringIO(), fmt="json", print_data_log=True)
+dump.dump_parquet([sys.argv[1]], sys.argv[2] + "/records.parquet")
+dump.dump_parquet([sys.argv[1]], sys.argv[2] + "/batches.parquet", batches=True)
+log.open_log(sys.argv[2]).read_table(decoder="offsets")
 print("ATTEMPTS", len(attempts))
 for a in attempts:
     print(a)
@@ -700,13 +706,21 @@ for a in attempts:
 
 
 def test_reading_a_log_never_imports_pandas(tmp_path):
-    """pyarrow imports pandas on the first pa.array() or to_numpy() it is given when pandas is installed;
-    the reader builds its columns from buffers, so a process that reads a log loads no pandas."""
+    """pyarrow imports pandas on the first pa.array() or to_numpy() it is given, or a tz-aware timestamp's
+    to_pylist(), when pandas is installed; the reader builds its columns from buffers and reads them
+    through them, so a process that reads a log (records, the internal topics' tables, dump-log's JSON
+    and Parquet) loads no pandas."""
     import subprocess
     import sys
 
+    import random
+
+    from support.internal_logs import coordinator_records, write_log
+
     w = simple_partition(tmp_path, 300, segment_bytes=4 << 10)
-    p = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(w.folder)], capture_output=True, text=True)
+    write_log(tmp_path, "__consumer_offsets", coordinator_records("group", random.Random(3)))
+    p = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(w.folder), str(tmp_path)], capture_output=True,
+                       text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "ATTEMPTS 0" in p.stdout, p.stdout[-4000:]
 

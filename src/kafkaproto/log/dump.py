@@ -751,7 +751,16 @@ def _next_sequence(base: int, delta: int) -> int:
 
 def _json_window(win, shown: str, opts: DumpOptions, out, last):
     counts = win.batches.column("records").to_pylist()
-    recs = win.records.to_pylist() if opts.deep else []
+    recs = []
+    if opts.deep:
+        # (a tz-aware timestamp column's to_pylist() would import pandas: milliseconds from its buffer)
+        from ._arrowbits import to_numpy, valid
+
+        ts = win.records.column("timestamp")
+        millis = [int(v) // 1000 if ok else None for v, ok in zip(to_numpy(ts), valid(ts))]
+        recs = win.records.drop_columns(["timestamp"]).to_pylist()
+        for r, m in zip(recs, millis):
+            r["timestamp"] = m
     lines, at = [], 0
     for b, n in zip(win.batches.to_pylist(), counts):
         attrs, magic = b["attributes"], b["magic"]
@@ -767,10 +776,7 @@ def _json_window(win, shown: str, opts: DumpOptions, out, last):
         if opts.deep:
             rows = []
             for r in recs[at:at + n]:
-                ts = r["timestamp"]
-                row = {"offset": r["offset"],
-                       "timestamp": None if ts is None else int(ts.timestamp() * 1000) if hasattr(ts, "timestamp")
-                       else ts,
+                row = {"offset": r["offset"], "timestamp": r["timestamp"],
                        "keySize": -1 if r["key"] is None else len(r["key"]),
                        "valueSize": -1 if r["value"] is None else len(r["value"])}
                 if magic >= 2:
