@@ -710,10 +710,9 @@ def test_reading_a_log_never_imports_pandas(tmp_path):
     to_pylist(), when pandas is installed; the reader builds its columns from buffers and reads them
     through them, so a process that reads a log (records, the internal topics' tables, dump-log's JSON
     and Parquet) loads no pandas."""
+    import random
     import subprocess
     import sys
-
-    import random
 
     from support.internal_logs import coordinator_records, write_log
 

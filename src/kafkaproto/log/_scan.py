@@ -29,6 +29,8 @@ __all__ = ["DEFAULT_WINDOW", "LogProblem", "Scan", "Window"]
 _TEXT = load("log._text")
 _i32 = struct.Struct(">i")
 
+_BATCH_CAPS = ("max_decompressed_size", "max_records_per_batch", "max_headers_per_record", "max_headers_per_batch")
+
 # the record columns the walk itself fills (arrow.records' own)
 WALK_COLUMNS = ("key", "value", "offset", "timestamp", "timestampType", "headers")
 
@@ -131,7 +133,8 @@ class Scan:
         """One batch walked by the text walker (no text): what the checks of the time index and of
         a range's stop read, and the exception a bad batch raises."""
         if self._probe is None:
-            self._probe = _TEXT.TextWalk(8 if self.check_crc else 0, **self.limits)
+            caps = {k: v for k, v in self.limits.items() if k in _BATCH_CAPS}  # (the per-call caps are the walk's)
+            self._probe = _TEXT.TextWalk(8 if self.check_crc else 0, **caps)
         got = self._probe.walk(buf, base, start, stop)
         return (None,) + tuple(got[1:])
 
