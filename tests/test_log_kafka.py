@@ -122,7 +122,7 @@ def written(kafka_broker):
 
 def _internal_activity(kafka, topic):
     """What fills the broker's own logs: a classic group and a consumer-protocol group committing offsets
-    (with metadata), a client quota (a double), a SCRAM user, a topic's configuration changed, a topic
+    (with metadata), a client id's quota (a double), a SCRAM user, a topic's configuration changed, a topic
     deleted."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -137,8 +137,10 @@ def _internal_activity(kafka, topic):
                 got += 1
         c.commit(offsets=[TopicPartition(topic, 0, 17, "commit-metadata \u00e9")], asynchronous=False)
         c.close()
+    # (a client id of its own: the broker is the session's, and a default quota would throttle every test's client)
     kafka.tool("kafka-configs", "--bootstrap-server", "{bootstrap}", "--alter", "--entity-type", "clients",
-               "--entity-default", "--add-config", "producer_byte_rate=1048576,request_percentage=12.5")
+               "--entity-name", "log-quota-client", "--add-config",
+               "producer_byte_rate=1048576,request_percentage=12.5")
     kafka.tool("kafka-configs", "--bootstrap-server", "{bootstrap}", "--alter", "--entity-type", "users",
                "--entity-name", "log-alice", "--add-config", "SCRAM-SHA-256=[iterations=4096,password=pw]")
     kafka.tool("kafka-configs", "--bootstrap-server", "{bootstrap}", "--alter", "--entity-type", "topics",
