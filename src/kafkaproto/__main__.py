@@ -144,12 +144,18 @@ def dump_log(args) -> int:
             return 2
         print(f"{rows} {'batches' if args.batches else 'rows'} written to {args.out}", file=sys.stderr)
         return status
-    out = sys.stdout if not args.out else open(args.out, "w", encoding="utf-8")
+    try:
+        out = sys.stdout if not args.out else open(args.out, "w", encoding="utf-8")
+    except OSError as exc:
+        print(f"kafkaproto dump-log: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     try:
         return kdump.dump(files, out, print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
                           skip_record_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
                           key_encoding=args.key_encoding, value_encoding=args.value_encoding, fmt=args.format,
-                          check_crc=not args.no_check_crc)
+                          check_crc=not args.no_check_crc, decoder=args.decoder,
+                          verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+                          max_message_size=args.max_message_size)
     finally:
         if out is not sys.stdout:
             out.close()
@@ -272,7 +278,22 @@ def main(argv=None) -> int:
                    help="how keys are shown (utf8: as Kafka's string decoder)")
     d.add_argument("--value-encoding", choices=("utf8", "hex", "base64"), default="utf8",
                    help="how values (and, in JSON, header values) are shown")
-    d.add_argument("--no-check-crc", action="store_true", help="do not verify batch checksums")
+    d.add_argument("--no-check-crc", action="store_true",
+                   help="do not hold a batch whose checksum does not match for damage (print it, isvalid: false)")
+    for flag, name, what in (("--offsets-decoder", "offsets", "__consumer_offsets"),
+                             ("--transaction-log-decoder", "transaction-log", "__transaction_state"),
+                             ("--share-group-state-decoder", "share-group-state", "__share_group_state"),
+                             ("--cluster-metadata-decoder", "cluster-metadata",
+                              "__cluster_metadata (and its snapshots)"),
+                             ("--remote-log-metadata-decoder", "remote-log-metadata", "__remote_log_metadata")):
+        d.add_argument(flag, dest="decoder", action="store_const", const=name,
+                       help=f"print the records as the records of {what} (as Kafka's tool does)")
+    d.add_argument("--verify-index-only", action="store_true",
+                   help=".index, .timeindex: check every entry against the log, print only what disagrees")
+    d.add_argument("--index-sanity-check", action="store_true",
+                   help=".index, .timeindex: the check a broker makes at start-up, nothing else")
+    d.add_argument("--max-message-size", type=_bytes, default=5 * 1024 * 1024,
+                   help=".index: the largest batch an entry may point at (default 5 MiB, as Kafka's tool)")
     args = parser.parse_args(argv)
     try:
         status = _run(args)

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     # Type checkers see every class here (from _gen/__init__.pyi); at run time
     # a class's module is imported when the class is first asked for.
     from ._gen import *  # noqa: F403
+    from ._internal import CLASSES as INTERNAL_CLASSES
+    from ._internal import LOGS as INTERNAL_LOGS
     from ._runtime import Message
 
-__all__ = ["APIS", "CLASSES", "RETRIABLE_CODES", "ErrorCode", "Message", "api_name", "get", "removed_in_kafka4",
-           "request_class", "response_class"]
+__all__ = ["APIS", "CLASSES", "INTERNAL_CLASSES", "INTERNAL_LOGS", "RETRIABLE_CODES", "ErrorCode", "Message",
+           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class"]
 
 
 _LOADED: dict[str, type] = {}
@@ -41,7 +43,29 @@ def get(name: str) -> type[Message]:
     return cls
 
 
+def internal_class(name: str) -> type[Message]:
+    """The class of a record of Kafka's own logs (``"OffsetCommitValue"``,
+    ``"TopicRecord"``...: :data:`INTERNAL_CLASSES`), generated from the
+    schemas in Kafka's jars."""
+    from . import _internal
+
+    cls = _LOADED.get(name)
+    if cls is None:
+        try:
+            module = _internal.CLASSES[name][0]
+        except KeyError:
+            raise AttributeError(f"no record of Kafka's own logs named {name}") from None
+        cls = _LOADED[name] = getattr(importlib.import_module(f"{__name__}._internal.{module}"), name)
+    return cls
+
+
 def __getattr__(name: str):
+    if name in ("INTERNAL_CLASSES", "INTERNAL_LOGS"):
+        # the records of Kafka's own logs: name -> (module, kind, record type); log -> its record kinds
+        from . import _internal
+
+        got = globals()[name] = _internal.CLASSES if name == "INTERNAL_CLASSES" else _internal.LOGS
+        return got
     if name == "Message":  # the base of every message class (its module needs the engine: loaded when asked)
         from ._runtime import Message
 

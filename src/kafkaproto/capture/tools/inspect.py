@@ -659,6 +659,9 @@ def _verbose(f: _Frame) -> list[str]:
     return lines
 
 
+_FLUSH_LINES = 512
+
+
 def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = None,
             flt: FrameFilter | None = None, errors_only: bool = False, json_out: bool = False,
             verbose: bool = False) -> int:
@@ -759,10 +762,14 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
                 if live and printed == limit:
                     stopped = True  # a stream stops there: it may run on for ever
                     break
+                if len(lines) >= _FLUSH_LINES:
+                    # out in pieces: a reader that went away (| head) stops the read soon after
+                    out.write("\n".join(lines) + "\n")
+                    out.flush()
+                    lines = []
             if lines:
                 out.write("\n".join(lines) + "\n")
-                if live:
-                    out.flush()
+                out.flush()
             if stopped:
                 break
     except CaptureFormatError as exc:
@@ -774,7 +781,7 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
         batches.close()
     text = f"{total} frames"
     if flt.active or errors_only:
-        text += f", {shown} match the filters ({examined} decoded)"
+        text += f", {shown} match the filters ({acc.frames['decoded']} decoded)"
     text += f", {bad} undecodable" + (f" ({unpaired} unpaired responses)" if unpaired else "")
     text += (f", {removed} using versions Kafka 4.0 removed, {trailing} with trailing bytes after their body, "
              f"{acc.bytes['truncated']} bytes of frames cut off by a gap or the end of a stream"
