@@ -75,7 +75,9 @@ class MockCluster:
     connection must then authenticate.  ``record=False`` keeps no
     :class:`Exchange` of each request.  ``heartbeat_interval_ms`` and
     ``session_timeout_ms`` are the consumer protocol's (KIP-848) group
-    settings, Kafka's defaults unless given.
+    settings, Kafka's defaults unless given.  Brokers are numbered from
+    ``first_node_id``; they listen on free ports, or on ``first_port`` and
+    the ports after it.
 
     Start it with ``with``, ``async with`` or :meth:`start`; it stops with
     the block, or :meth:`stop`.
@@ -86,12 +88,13 @@ class MockCluster:
                  users: Mapping[str, str] | None = None,
                  sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), record: bool = True,
                  cluster_id: str | None = None, host: str = "127.0.0.1", heartbeat_interval_ms: int = 5000,
-                 session_timeout_ms: int = 45000, racks=None, first_node_id: int = 1):
+                 session_timeout_ms: int = 45000, racks=None, first_node_id: int = 1,
+                 first_port: int | None = None):
         self._options = dict(host=host, cluster_id=cluster_id, default_partitions=partitions,
                              replication_factor=replication_factor, auto_create_topics=auto_create_topics,
                              users=users, sasl_mechanisms=sasl_mechanisms, record=record,
                              heartbeat_interval_ms=heartbeat_interval_ms, group_session_timeout_ms=session_timeout_ms,
-                             racks=racks, first_node_id=first_node_id)
+                             racks=racks, first_node_id=first_node_id, first_port=first_port)
         self._brokers = brokers
         self._topics = {name: _topic_spec(spec) for name, spec in (topics or {}).items()}
         self._loop: asyncio.AbstractEventLoop | None = None

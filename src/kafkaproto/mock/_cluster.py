@@ -109,13 +109,17 @@ class Cluster(DataHandlers, GroupHandlers, TxnHandlers, AdminHandlers, SaslHandl
                  auto_create_topics: bool = True, users: dict[str, str] | None = None,
                  sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), record: bool = True,
                  group_session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000,
-                 transaction_timeout_ms: int = 900000, racks: list[str] | None = None, first_node_id: int = 1):
+                 transaction_timeout_ms: int = 900000, racks: list[str] | None = None, first_node_id: int = 1,
+                 first_port: int | None = None):
         if brokers < 1:
             raise ValueError("a cluster has at least one broker")
         self.host = host
         self.cluster_id = cluster_id or _cluster_id()
         self.nodes = {first_node_id + i: Node(first_node_id + i, host, racks[i] if racks else None)
                       for i in range(brokers)}
+        if first_port:
+            for i, node in enumerate(self.nodes.values()):
+                node.port = first_port + i
         self.default_partitions = default_partitions
         self.replication_factor = min(brokers, 3) if replication_factor is None else replication_factor
         self.auto_create_topics = auto_create_topics
@@ -280,6 +284,8 @@ class Cluster(DataHandlers, GroupHandlers, TxnHandlers, AdminHandlers, SaslHandl
                         tasks.add(task)
                         task.add_done_callback(tasks.discard)
         except (ConnectionError, KafkaProtocolError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:  # the cluster stops: end quietly (asyncio logs a cancelled client task)
             pass
         finally:
             for task in tasks:

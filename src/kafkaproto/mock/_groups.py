@@ -197,11 +197,12 @@ class ConsumerGroup:
                 at += take
         return target
 
-    def refresh(self, topics) -> None:
+    def refresh(self, topics, changed: bool = False) -> None:
+        """A new target assignment, and group epoch, when members or their
+        subscriptions ``changed`` or the topics they subscribe to did."""
         target = self.compute_target(topics)
-        if target != self.target:
-            if self.assignment_epoch == self.epoch:
-                self.epoch += 1
+        if changed or target != self.target:
+            self.epoch += 1
             self.target = target
         self.assignment_epoch = self.epoch
 
@@ -223,8 +224,7 @@ class ConsumerGroup:
 
     def remove(self, member_id, topics) -> None:
         if self.members.pop(member_id, None) is not None:
-            self.epoch += 1
-            self.refresh(topics)
+            self.refresh(topics, changed=True)
 
     def expire(self, now: float, session_ms: float, topics) -> None:
         for member_id, m in list(self.members.items()):
@@ -430,11 +430,13 @@ class GroupHandlers:
             if member is not None:
                 g.remove(member_id, self.topics)
             member = g.members[member_id] = ConsumerMember(member_id, (ctx.client_id, ctx.host))
-            g.epoch += 1
+            changed = True
         elif member is None:
             return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=m.member_id)
         elif m.member_epoch != member.epoch:
             return R(error_code=E.FENCED_MEMBER_EPOCH, member_id=m.member_id)
+        else:
+            changed = False
         member.seen = _monotonic_ms()
         if m.instance_id is not None:
             member.instance = m.instance_id
@@ -453,8 +455,8 @@ class GroupHandlers:
             subscribed = sorted(n for n in self.topics if rx.fullmatch(n))
         if subscribed is not None and sorted(subscribed) != sorted(member.subscribed):
             member.subscribed = list(subscribed)
-            g.epoch += 1
-        g.refresh(self.topics)
+            changed = True
+        g.refresh(self.topics, changed)
         owned = None
         if m.topic_partitions is not None:
             owned = set()
