@@ -457,7 +457,7 @@ def test_transaction_commit_abort_and_read_committed(cluster):
     def send(seq, value):
         blob = R.encode([(None, value)], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                         transactional=True)
-        return part0(c.ask(produce_request("one", 0, blob, transactional_id="tx"), 12)).error_code
+        return part0(c.ask(produce_request("one", 0, blob, transactional_id="tx"), 11)).error_code
 
     def end(commit):
         return txc.ask((M.EndTxnRequest, {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch,
@@ -477,9 +477,39 @@ def test_transaction_commit_abort_and_read_committed(cluster):
     assert [x.value for x in cluster.records("one")] == [b"kept", b"dropped"]
     listed = txc.ask(M.ListTransactionsRequest(), 1)
     assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [("tx", "CompleteAbort")]
-    # a new producer for the id fences the old one
+    # a new producer for the id fences the old one (PRODUCER_FENCED since EndTxn v2, KIP-588)
     txc.ask((M.InitProducerIdRequest, {"transactional_id": "tx", "transaction_timeout_ms": 60000}), 4)
     assert end(True) == E.PRODUCER_FENCED
+    r = txc.ask((M.EndTxnRequest, {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch,
+                                   "committed": True}), 1)
+    assert r.error_code == E.INVALID_PRODUCER_EPOCH
+
+
+def test_transactions_version_2(cluster):
+    """KIP-890: Produce v12+ adds the partition itself, EndTxn v5 bumps the epoch."""
+    txc = coordinator(cluster, "tx2", key_type=1)
+    c = leader_client(cluster)
+    init = txc.ask((M.InitProducerIdRequest, {"transactional_id": "tx2", "transaction_timeout_ms": 60000}), 5)
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def send(epoch, value):
+        blob = R.encode([(None, value)], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+        return part0(c.ask(produce_request("one", 0, blob, transactional_id="tx2"), 12)).error_code
+
+    assert send(epoch, b"one") == 0
+    end = txc.ask((M.EndTxnRequest, {"transactional_id": "tx2", "producer_id": pid, "producer_epoch": epoch,
+                                     "committed": True}), 5)
+    assert (end.error_code, end.producer_id, end.producer_epoch) == (0, pid, epoch + 1)
+    again = txc.ask((M.EndTxnRequest, {"transactional_id": "tx2", "producer_id": pid, "producer_epoch": epoch,
+                                       "committed": True}), 5)
+    assert (again.error_code, again.producer_epoch) == (0, epoch + 1)  # a retry
+    assert send(epoch, b"stale") == E.INVALID_PRODUCER_EPOCH
+    assert send(epoch + 1, b"two") == 0  # the new epoch starts its sequences at 0
+    txc.ask((M.EndTxnRequest, {"transactional_id": "tx2", "producer_id": pid, "producer_epoch": epoch + 1,
+                               "committed": False}), 5)
+    assert [r.value for r in cluster.records("one", committed=True)] == [b"one"]
+    stored = list(R.decode(bytes(part0(c.ask(fetch_request("one", 0, 0), 12)).records)))
+    assert [(b.is_control, b.producer_epoch) for b in stored] == [(False, 0), (True, 1), (False, 1), (True, 2)]
 
 
 # -- admin -------------------------------------------------------------------------

@@ -77,7 +77,9 @@ class MockCluster:
     ``session_timeout_ms`` are the consumer protocol's (KIP-848) group
     settings, Kafka's defaults unless given.  Brokers are numbered from
     ``first_node_id``; they listen on free ports, or on ``first_port`` and
-    the ports after it.
+    the ports after it.  ``broker_configs``: the brokers' settings, those
+    that topics inherit (``log.message.timestamp.type``,
+    ``log.retention.ms``...) among them.
 
     Start it with ``with``, ``async with`` or :meth:`start`; it stops with
     the block, or :meth:`stop`.
@@ -89,8 +91,8 @@ class MockCluster:
                  sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), record: bool = True,
                  cluster_id: str | None = None, host: str = "127.0.0.1", heartbeat_interval_ms: int = 5000,
                  session_timeout_ms: int = 45000, racks=None, first_node_id: int = 1,
-                 first_port: int | None = None):
-        self._options = dict(host=host, cluster_id=cluster_id, default_partitions=partitions,
+                 first_port: int | None = None, broker_configs: Mapping[str, str] | None = None):
+        self._options = dict(broker_configs=broker_configs, host=host, cluster_id=cluster_id, default_partitions=partitions,
                              replication_factor=replication_factor, auto_create_topics=auto_create_topics,
                              users=users, sasl_mechanisms=sasl_mechanisms, record=record,
                              heartbeat_interval_ms=heartbeat_interval_ms, group_session_timeout_ms=session_timeout_ms,

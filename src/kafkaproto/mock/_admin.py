@@ -23,6 +23,7 @@ TOPIC_DEFAULTS = {
     "compression.type": ("producer", STRING),
     "compression.zstd.level": ("3", INT),
     "delete.retention.ms": ("86400000", LONG),
+    "errors.deadletterqueue.group.enable": ("false", BOOLEAN),
     "file.delete.delay.ms": ("60000", LONG),
     "flush.messages": (LONG_MAX, LONG),
     "flush.ms": (LONG_MAX, LONG),
@@ -32,6 +33,7 @@ TOPIC_DEFAULTS = {
     "local.retention.bytes": ("-2", LONG),
     "local.retention.ms": ("-2", LONG),
     "max.compaction.lag.ms": (LONG_MAX, LONG),
+    "max.decompressed.message.bytes": ("2147483639", INT),
     "max.message.bytes": ("1048588", INT),
     "message.timestamp.after.max.ms": ("3600000", LONG),
     "message.timestamp.before.max.ms": (LONG_MAX, LONG),
@@ -40,6 +42,8 @@ TOPIC_DEFAULTS = {
     "min.compaction.lag.ms": ("0", LONG),
     "min.insync.replicas": ("1", INT),
     "preallocate": ("false", BOOLEAN),
+    "remote.copy.lag.bytes": ("-1", LONG),
+    "remote.copy.lag.ms": ("0", LONG),
     "remote.log.copy.disable": ("false", BOOLEAN),
     "remote.log.delete.on.disable": ("false", BOOLEAN),
     "remote.storage.enable": ("false", BOOLEAN),
@@ -51,6 +55,22 @@ TOPIC_DEFAULTS = {
     "segment.ms": ("604800000", LONG),
     "unclean.leader.election.enable": ("false", BOOLEAN),
 }
+
+#: the order DescribeConfigs lists a topic's configs in (Kafka's: that of a hash map of their names)
+DESCRIBE_ORDER = [
+    "compression.type", "errors.deadletterqueue.group.enable", "remote.copy.lag.bytes",
+    "remote.log.delete.on.disable", "leader.replication.throttled.replicas", "remote.storage.enable",
+    "min.insync.replicas", "segment.jitter.ms", "remote.log.copy.disable", "local.retention.ms", "cleanup.policy",
+    "flush.ms", "follower.replication.throttled.replicas", "compression.lz4.level", "segment.bytes", "retention.ms",
+    "compression.gzip.level", "remote.copy.lag.ms", "flush.messages", "compression.zstd.level",
+    "max.compaction.lag.ms", "file.delete.delay.ms", "max.message.bytes", "min.compaction.lag.ms",
+    "message.timestamp.type", "local.retention.bytes", "preallocate", "index.interval.bytes",
+    "min.cleanable.dirty.ratio", "unclean.leader.election.enable", "retention.bytes", "delete.retention.ms",
+    "message.timestamp.after.max.ms", "max.decompressed.message.bytes", "message.timestamp.before.max.ms",
+    "segment.ms", "segment.index.bytes"]
+#: topic configs a KRaft cluster sets as dynamic cluster-wide defaults when it is formatted
+CLUSTER_DEFAULTS = {"min.insync.replicas"}
+DYNAMIC_DEFAULT_BROKER = 3
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
@@ -68,17 +88,36 @@ def _topic_name_error(name: str) -> str | None:
     return None
 
 
+#: topic configs whose default is a broker setting of another name
+BROKER_SYNONYMS = {"cleanup.policy": "log.cleanup.policy", "max.message.bytes": "message.max.bytes",
+                   "message.timestamp.type": "log.message.timestamp.type", "retention.bytes": "log.retention.bytes",
+                   "retention.ms": "log.retention.ms", "segment.bytes": "log.segment.bytes",
+                   "compression.type": "compression.type", "min.insync.replicas": "min.insync.replicas"}
+
+
 class AdminHandlers:
     # -- configs -------------------------------------------------------------------
+
+    def topic_config(self, topic, name: str) -> str:
+        """A topic's value of a config: its own, the brokers', or Kafka's default."""
+        if name in topic.configs:
+            return topic.configs[name]
+        broker = BROKER_SYNONYMS.get(name)
+        if broker is not None and broker in self.broker_configs:
+            return self.broker_configs[broker]
+        return TOPIC_DEFAULTS[name][0]
 
     def topic_configs(self, topic) -> list[tuple[str, str, int, int]]:
         """(name, value, source, type) of each config of a topic."""
         out = []
         for name, (default, ctype) in TOPIC_DEFAULTS.items():
+            broker = BROKER_SYNONYMS.get(name)
             if name in topic.configs:
                 out.append((name, topic.configs[name], DYNAMIC_TOPIC, ctype))
+            elif broker is not None and broker in self.broker_configs:
+                out.append((name, self.broker_configs[broker], STATIC_BROKER, ctype))
             else:
-                out.append((name, default, DEFAULT, ctype))
+                out.append((name, default, DYNAMIC_DEFAULT_BROKER if name in CLUSTER_DEFAULTS else DEFAULT, ctype))
         return out
 
     def node_configs(self, node_id: int) -> list[tuple[str, str, int, int]]:
@@ -110,10 +149,11 @@ class AdminHandlers:
             error, message, configs = 0, None, []
             if r.resource_type == 2:
                 topic = self.topics.get(r.resource_name)
-                if topic is None:
-                    error, message = E.UNKNOWN_TOPIC_OR_PARTITION, "Topic does not exist"
+                if topic is None:  # Kafka says no more than the code
+                    error, message = E.UNKNOWN_TOPIC_OR_PARTITION, ""
                 else:
-                    configs = self.topic_configs(topic)
+                    order = {n: i for i, n in enumerate(DESCRIBE_ORDER)}
+                    configs = sorted(self.topic_configs(topic), key=lambda c: order.get(c[0], len(order)))
             elif r.resource_type == 4:
                 if r.resource_name == "":
                     configs = [(n, val, 3, STRING) for n, val in self.broker_configs.items()]
@@ -121,18 +161,18 @@ class AdminHandlers:
                     configs = self.node_configs(int(r.resource_name))
                 else:
                     error, message = E.INVALID_REQUEST, f"no broker {r.resource_name}"
-            elif r.resource_type in (8, 16):  # a group's or client metrics' configs: those set
+            elif r.resource_type in (16, 32):  # client metrics' or a group's configs: those set
                 configs = [(n, val, 1, STRING) for n, val in self._other_configs().get(
                     (r.resource_type, r.resource_name), {}).items()]
             else:
                 error, message = E.INVALID_REQUEST, f"resource type {r.resource_type} is not described here"
             keys = None if r.configuration_keys is None else set(r.configuration_keys)
             out.append(R.DescribeConfigsResult(
-                error_code=error, error_message=message if error else "", resource_type=r.resource_type,
+                error_code=error, error_message=message or "", resource_type=r.resource_type,
                 resource_name=r.resource_name,
                 configs=[R.DescribeConfigsResourceResult(name=n, value=val, read_only=False, config_source=src,
-                                                         config_type=t, is_sensitive=False,
-                                                         is_default=src == DEFAULT)
+                                                         config_type=t, is_sensitive=False, is_default=False,
+                                                         documentation=None)
                          for n, val, src, t in configs if keys is None or n in keys]))
         return R(results=out)
 
@@ -147,7 +187,7 @@ class AdminHandlers:
             if name and not (name.isdigit() and int(name) in self.nodes):
                 return E.INVALID_REQUEST, f"no broker {name}"
             target, legal = dict(self.broker_configs), None
-        elif resource_type in (8, 16):
+        elif resource_type in (16, 32):
             target, legal = dict(self._other_configs().get((resource_type, name), {})), None
         else:
             return E.INVALID_REQUEST, f"resource type {resource_type} cannot be altered here"
@@ -207,7 +247,7 @@ class AdminHandlers:
         R = M.CreateTopicsResponse
         out = []
         for t in m.topics:
-            res = R.CreatableTopicResult(name=t.name, num_partitions=-1, replication_factor=-1)
+            res = R.CreatableTopicResult(name=t.name, num_partitions=-1, replication_factor=-1, error_message=None)
             out.append(res)
             n = self.default_partitions if t.num_partitions == -1 else t.num_partitions
             rf = self.replication_factor if t.replication_factor == -1 else t.replication_factor

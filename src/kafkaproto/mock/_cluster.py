@@ -37,7 +37,7 @@ from ._txn import TxnHandlers
 VERSIONS = {
     0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 5), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-    22: (0, 5), 23: (2, 4), 24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 5), 32: (1, 4), 33: (0, 2), 36: (0, 2),
+    22: (0, 5), 23: (2, 4), 24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 32: (1, 4), 33: (0, 2), 36: (0, 2),
     37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 2), 68: (0, 1),
     69: (0, 1),
 }
@@ -46,11 +46,12 @@ VERSIONS = {
 #: injected for the whole request goes into each of them
 PARTITIONED = {0, 1, 2, 3, 8, 9, 19, 20, 21, 23, 24, 28, 37, 47}
 
-#: what a cluster offers as features (ApiVersions v3+): the group and
-#: consumer protocols of Kafka 4, transactions version 1
-SUPPORTED_FEATURES = [("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 7, 28),
-                      ("transaction.version", 0, 1)]
-FINALIZED_FEATURES = [("group.version", 1), ("metadata.version", 28), ("transaction.version", 1)]
+#: what a cluster offers as features (ApiVersions v3+): Kafka 4.4's, less
+#: share and streams groups (not implemented: their apis are not offered)
+SUPPORTED_FEATURES = [("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 7, 33),
+                      ("transaction.version", 0, 2), ("eligible.leader.replicas.version", 0, 1)]
+FINALIZED_FEATURES = [("group.version", 1), ("transaction.version", 2), ("eligible.leader.replicas.version", 1),
+                      ("metadata.version", 33)]
 
 
 def _handler_name(api_key: int) -> str:
@@ -110,7 +111,7 @@ class Cluster(DataHandlers, GroupHandlers, TxnHandlers, AdminHandlers, SaslHandl
                  sasl_mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), record: bool = True,
                  group_session_timeout_ms: int = 45000, heartbeat_interval_ms: int = 5000,
                  transaction_timeout_ms: int = 900000, racks: list[str] | None = None, first_node_id: int = 1,
-                 first_port: int | None = None):
+                 first_port: int | None = None, broker_configs: dict[str, str] | None = None):
         if brokers < 1:
             raise ValueError("a cluster has at least one broker")
         self.host = host
@@ -133,7 +134,7 @@ class Cluster(DataHandlers, GroupHandlers, TxnHandlers, AdminHandlers, SaslHandl
         self.topic_ids: dict[uuid.UUID, Topic] = {}
         self.exchanges: list[Exchange] = []
         self.faults = Faults()
-        self.broker_configs: dict[str, str] = {}
+        self.broker_configs: dict[str, str] = {k: str(v) for k, v in (broker_configs or {}).items()}
         self._placement = itertools.count()
         self._wake = asyncio.Event()
         self.handlers = {k: getattr(self, _handler_name(k)) for k in VERSIONS}

@@ -13,7 +13,6 @@ from ..error_codes import ErrorCode as E
 from ..server import fetch_partition
 from ._log import ProduceError
 
-MAX_MESSAGE_BYTES = 1048588  # Kafka's message.max.bytes default
 INT32_MIN = -(1 << 31)
 
 
@@ -132,16 +131,16 @@ class DataHandlers:
                         pr.current_leader = R.LeaderIdAndEpoch(leader_id=log.leader, leader_epoch=log.leader_epoch)
                         leaders.add(log.leader)
                 if not error and m.transactional_id is not None:
-                    error = self.txn_produce_check(txn, name, p.index)
+                    error = self.txn_produce_check(txn, name, p.index, v, p.records)
                 if not error:
-                    limit = int(topic.configs.get("max.message.bytes", MAX_MESSAGE_BYTES))
+                    limit = int(self.topic_config(topic, "max.message.bytes"))
                     if p.records is not None and len(p.records) > limit:
                         error = E.MESSAGE_TOO_LARGE
                 if error:
                     pr.error_code = error
                     continue
                 append_time = int(time.time() * 1000) \
-                    if topic.configs.get("message.timestamp.type") == "LogAppendTime" else None
+                    if self.topic_config(topic, "message.timestamp.type") == "LogAppendTime" else None
                 try:
                     pr.base_offset = log.append(p.records, log_append_time=append_time,
                                                 transactional_id=m.transactional_id)
@@ -247,7 +246,8 @@ class DataHandlers:
             if not error and not log.log_start <= offset <= log.next_offset:
                 error = E.OFFSET_OUT_OF_RANGE
             if error:
-                data = fetch_partition(i, b"", high_watermark=-1, error_code=error)
+                data = fetch_partition(i, b"", high_watermark=-1, error_code=error,
+                                       aborted_transactions=[] if committed else None)
                 if error in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH) and log is not None and v >= 12:
                     data.current_leader = R.LeaderIdAndEpoch(leader_id=log.leader, leader_epoch=log.leader_epoch)
                     leaders.add(log.leader)
@@ -276,7 +276,8 @@ class DataHandlers:
             out[key].partitions.append(data)
         for t in unknown_ids:
             out[t.topic_id] = R.FetchableTopicResponse(topic_id=t.topic_id, partitions=[
-                fetch_partition(p.partition, None, high_watermark=-1, error_code=E.UNKNOWN_TOPIC_ID)
+                fetch_partition(p.partition, b"", high_watermark=-1, error_code=E.UNKNOWN_TOPIC_ID,
+                                aborted_transactions=[])
                 for p in t.partitions])
         response = R(session_id=session.id if session is not None else 0, responses=list(out.values()))
         if v >= 16 and leaders:

@@ -8,6 +8,7 @@ OffsetDelete, DeleteGroups, ListGroups, DescribeGroups, FindCoordinator)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 
@@ -316,7 +317,7 @@ class GroupHandlers:
             member_id = f"{ctx.client_id}-{uuid.uuid4()}"
             if v >= 4:  # KIP-394: the member id first, then the join with it
                 g.pending.add(member_id)
-                return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id)
+                return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id, protocol_name=None)
         elif member_id not in g.members and member_id not in g.pending:
             return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=member_id)
         g.pending.discard(member_id)
@@ -432,9 +433,15 @@ class GroupHandlers:
             member = g.members[member_id] = ConsumerMember(member_id, (ctx.client_id, ctx.host))
             changed = True
         elif member is None:
-            return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=m.member_id)
+            return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=None,
+                     error_message=f"Member {m.member_id} is not a member of group {m.group_id}.")
         elif m.member_epoch != member.epoch:
-            return R(error_code=E.FENCED_MEMBER_EPOCH, member_id=m.member_id)
+            return R(error_code=E.FENCED_MEMBER_EPOCH, member_id=None,
+                     error_message=f"The consumer group member has a smaller member epoch ({member.epoch}) than the "
+                                   f"one known by the group coordinator ({m.member_epoch}). The member must abandon "
+                                   "all its partitions and rejoin." if m.member_epoch > member.epoch else
+                                   f"The consumer group member has a larger member epoch ({member.epoch}) than the "
+                                   f"one known by the group coordinator ({m.member_epoch}).")
         else:
             changed = False
         member.seen = _monotonic_ms()
@@ -447,12 +454,12 @@ class GroupHandlers:
         if m.server_assignor is not None:
             member.assignor = m.server_assignor
         subscribed = m.subscribed_topic_names
-        if v >= 1 and m.subscribed_topic_regex is not None:
-            import re
-
-            member.regex = m.subscribed_topic_regex
-            rx = re.compile(m.subscribed_topic_regex)
-            subscribed = sorted(n for n in self.topics if rx.fullmatch(n))
+        if v >= 1 and m.subscribed_topic_regex is not None:  # an empty one clears it (Kafka's rule)
+            member.regex = m.subscribed_topic_regex or None
+        if member.regex is not None:  # the topics it matches now, with those named
+            rx = re.compile(member.regex)
+            names = set(subscribed if subscribed is not None else member.subscribed)
+            subscribed = sorted(names | {n for n in self.topics if rx.fullmatch(n)})
         if subscribed is not None and sorted(subscribed) != sorted(member.subscribed):
             member.subscribed = list(subscribed)
             changed = True
@@ -500,11 +507,11 @@ class GroupHandlers:
 
             out.append(R.DescribedGroup(
                 group_id=group_id, group_state=g.state, group_epoch=g.epoch, assignment_epoch=g.assignment_epoch,
-                assignor_name="range",
+                assignor_name="uniform",
                 authorized_operations=INT32_MIN if not m.include_authorized_operations else 0b11111000,
                 members=[R.Member(member_id=x.id, instance_id=x.instance, rack_id=x.rack, member_epoch=x.epoch,
                                   client_id=x.client[0], client_host="/" + x.client[1],
-                                  subscribed_topic_names=list(x.subscribed), subscribed_topic_regex=x.regex,
+                                  subscribed_topic_names=list(x.subscribed), subscribed_topic_regex=x.regex or "",
                                   assignment=assignment(x.assigned),
                                   target_assignment=assignment(g.target.get(x.id, ())), member_type=1)
                          for x in g.members.values()]))
@@ -582,9 +589,11 @@ class GroupHandlers:
             else:
                 wanted = []
                 for t in topics:
-                    topic = self._topic_named(getattr(t, "name", None), t.topic_id if v >= 10 else None)
-                    wanted.append((topic.name if topic else getattr(t, "name", None), t.topic_id if v >= 10 else None,
-                                   t.partition_indexes))
+                    if v >= 10:  # by topic id only
+                        topic = self.topic_ids.get(t.topic_id)
+                        wanted.append((topic.name if topic else None, t.topic_id, t.partition_indexes))
+                    else:
+                        wanted.append((t.name, None, t.partition_indexes))
             answers.append((group_id, error, [(name, tid, [
                 (i,) + offsets.get((name, i), (-1, -1, "")) + (
                     E.UNSTABLE_OFFSET_COMMIT if (name, i) in pending else

@@ -214,7 +214,9 @@ class PartitionLog:
         if p.txn_first >= 0 and not commit:
             self.aborted.append((producer_id, p.txn_first, at))
         p.txn_first = -1
-        p.epoch = max(p.epoch, epoch)
+        if epoch > p.epoch:  # transactions version 2: the marker carries the producer's next epoch
+            p.epoch = epoch
+            p.batches.clear()
         p.coordinator_epoch = coordinator_epoch
         return at
 

@@ -3,9 +3,11 @@ InitProducerId to EndTxn (markers written to every partition a transaction
 touched, offsets committed with it), timeouts, and the admin views of them
 (DescribeProducers, ListTransactions, DescribeTransactions).
 
-Transactions are version 1 (partitions are added with AddPartitionsToTxn;
-KIP-890's implicit adds and epoch bumps of version 2 are not offered: the
-cluster finalizes ``transaction.version`` 1)."""
+The cluster finalizes ``transaction.version`` 2, as Kafka 4.4 does: a
+client that sends Produce v12+ may leave AddPartitionsToTxn out (the
+partition joins the transaction with its first transactional batch), and
+EndTxn v5+ ends a transaction with its producer's epoch bumped (KIP-890).
+Older clients' transactions (version 1) work as before."""
 
 from __future__ import annotations
 
@@ -47,6 +49,24 @@ class Transaction:
             self.state, self.started = "Ongoing", _now()
 
 
+#: the first version of each transaction api that may answer PRODUCER_FENCED
+#: (KIP-588); older ones get INVALID_PRODUCER_EPOCH instead
+FENCED_SINCE = {22: 4, 24: 2, 25: 2, 26: 2, 28: 3}
+
+
+def _fenced(error: int, api_key: int, version: int) -> int:
+    if error == E.PRODUCER_FENCED and version < FENCED_SINCE[api_key]:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _batch_epoch(blob) -> int | None:
+    """The producer epoch of a records blob's first batch (v2), None if it has none."""
+    if blob is None or len(blob) < 61 or blob[16] != 2:
+        return None
+    return int.from_bytes(bytes(blob[51:53]), "big", signed=True)
+
+
 class TxnHandlers:
     def __init__(self):
         self.transactions: dict[str, Transaction] = {}
@@ -57,13 +77,21 @@ class TxnHandlers:
 
     # -- the data path's part ---------------------------------------------------------
 
-    def txn_produce_check(self, txn, topic: str, partition: int) -> int:
-        """May a transactional producer write to this partition now?"""
+    def txn_produce_check(self, txn, topic: str, partition: int, version: int, records) -> int:
+        """May a transactional producer write to this partition now?  (Produce
+        v12+, transactions version 2: the partition joins the transaction here.)"""
         if txn is None:
             return E.INVALID_PRODUCER_ID_MAPPING
-        if txn.state != "Ongoing" or (topic, partition) not in txn.partitions:
-            return E.INVALID_TXN_STATE
-        return 0
+        if (topic, partition) in txn.partitions and txn.state == "Ongoing":
+            return 0
+        if version >= 12:
+            epoch = _batch_epoch(records)
+            if epoch is not None and epoch != txn.epoch:
+                return E.INVALID_PRODUCER_EPOCH
+            txn.begin()
+            txn.partitions.add((topic, partition))
+            return 0
+        return E.INVALID_TXN_STATE
 
     def txn_wrote(self, txn, log) -> None:
         pass  # the partition's producer state holds where the transaction starts there
@@ -113,7 +141,7 @@ class TxnHandlers:
             txn = self.transactions[m.transactional_id] = Transaction(m.transactional_id, next(self.producer_ids),
                                                                       m.transaction_timeout_ms)
         elif v >= 3 and m.producer_id >= 0 and (m.producer_id, m.producer_epoch) != (txn.producer_id, txn.epoch):
-            return R(error_code=E.PRODUCER_FENCED, producer_id=-1, producer_epoch=-1)
+            return R(error_code=_fenced(E.PRODUCER_FENCED, 22, v), producer_id=-1, producer_epoch=-1)
         txn.timeout_ms = m.transaction_timeout_ms
         txn.epoch += 1  # fences the producer that had this id before
         if txn.state == "Ongoing":  # ... and aborts the transaction it left open
@@ -128,6 +156,7 @@ class TxnHandlers:
         if not error:
             error = txn.check(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch) if txn else \
                 E.INVALID_PRODUCER_ID_MAPPING
+        error = _fenced(error, 24, v)
         wanted = [(t.name, i) for t in m.v3_and_below_topics for i in t.partitions]
         failed = {w: ctx.error_for(*w) or (E.UNKNOWN_TOPIC_OR_PARTITION if self.partition(*w) is None else 0)
                   for w in wanted}
@@ -151,7 +180,7 @@ class TxnHandlers:
         if not error:
             txn.begin()
             txn.offsets.setdefault(m.group_id, {})
-        return M.AddOffsetsToTxnResponse(error_code=error)
+        return M.AddOffsetsToTxnResponse(error_code=_fenced(error, 25, v))
 
     def txn_offset_commit(self, ctx, m, v):
         R = M.TxnOffsetCommitResponse
@@ -159,6 +188,7 @@ class TxnHandlers:
         error = self._coordinator_error(ctx, m.group_id)
         if not error:
             error = txn.check(m.producer_id, m.producer_epoch) if txn else E.INVALID_PRODUCER_ID_MAPPING
+        error = _fenced(error, 28, v)
         if not error and (m.group_id not in txn.offsets or txn.state != "Ongoing"):  # AddOffsetsToTxn comes first
             error = E.INVALID_TXN_STATE
         if not error and v >= 3 and m.generation_id_or_member_epoch >= 0:  # a member of the group commits
@@ -178,16 +208,26 @@ class TxnHandlers:
         return R(topics=out)
 
     def end_txn(self, ctx, m, v):
+        R = M.EndTxnResponse
         txn = self.transactions.get(m.transactional_id)
         error = self._txn_coordinator_error(ctx, m.transactional_id)
+        done = "CompleteCommit" if m.committed else "CompleteAbort"
+        if not error and txn is not None and v >= 5 and txn.state == done and m.producer_id == txn.producer_id \
+                and m.producer_epoch == txn.epoch - 1:
+            return R(producer_id=txn.producer_id, producer_epoch=txn.epoch)  # a retry, answered again
         if not error:
             error = txn.check(m.producer_id, m.producer_epoch) if txn else E.INVALID_PRODUCER_ID_MAPPING
         if not error:
-            if txn.state == "Ongoing":
+            if txn.state == "Ongoing" or v >= 5 and txn.state in ("Empty", "CompleteCommit", "CompleteAbort") \
+                    and not m.committed:
+                if v >= 5:  # transactions version 2: every transaction ends with a new epoch
+                    txn.epoch += 1
                 self.end_transaction(txn, m.committed)
-            elif txn.state != ("CompleteCommit" if m.committed else "CompleteAbort"):  # a retry is answered again
+            elif txn.state != done:  # a retry is answered again
                 error = E.INVALID_TXN_STATE
-        return M.EndTxnResponse(error_code=error)
+        if error:
+            return R(error_code=_fenced(error, 26, v), producer_id=-1, producer_epoch=-1)
+        return R(producer_id=txn.producer_id, producer_epoch=txn.epoch)
 
     # -- views for admins ---------------------------------------------------------------
 
