@@ -758,3 +758,27 @@ def test_a_handler_that_fails_answers_unknown_server_error(cluster, capsys):
     assert c.ask(M.ApiVersionsRequest(), 3).error_code == 0  # the connection goes on
     (x,) = cluster.requests("DescribeCluster")
     assert x.error == "RuntimeError: a bug" and "RuntimeError" in capsys.readouterr().err
+
+
+def test_a_member_commits_while_the_group_prepares_a_rebalance(cluster):
+    """Eager clients commit as they give their partitions up, when a new member joins (Kafka accepts it;
+    only a rebalance being completed refuses commits)."""
+    c = coordinator(cluster, "eager")
+    join = {"group_id": "eager", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}]}
+    first = c.ask((M.JoinGroupRequest, join), 3)
+    c.ask((M.SyncGroupRequest, {"group_id": "eager", "generation_id": 1, "member_id": first.member_id,
+                                "assignments": [{"member_id": first.member_id, "assignment": b"a"}]}), 3)
+    other = coordinator(cluster, "eager")
+    other.ask((M.JoinGroupRequest, join), 3, expect=False)  # waits for the first member to rejoin
+    time.sleep(0.2)
+
+    def commit():
+        r = c.ask((M.OffsetCommitRequest, {"group_id": "eager", "generation_id_or_member_epoch": 1,
+                                           "member_id": first.member_id, "topics": [{"name": "one", "partitions": [
+                                               {"partition_index": 0, "committed_offset": 5}]}]}), 8)
+        return r.topics[0].partitions[0].error_code
+
+    assert c.ask((M.HeartbeatRequest, {"group_id": "eager", "generation_id": 1, "member_id": first.member_id}),
+                 3).error_code == E.REBALANCE_IN_PROGRESS
+    assert commit() == 0 and cluster.committed("eager") == {("one", 0): 5}

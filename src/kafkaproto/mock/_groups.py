@@ -539,8 +539,16 @@ class GroupHandlers:
             return 0 if g is None or g.empty else E.UNKNOWN_MEMBER_ID
         if g is None:
             return E.ILLEGAL_GENERATION
-        error = g.check(member_id, epoch)
-        return E.REBALANCE_IN_PROGRESS if not error and g.state == "CompletingRebalance" else error
+        # Kafka's rule: a member of the current generation may commit while the group prepares a
+        # rebalance (eager clients commit as they give their partitions up), not while it completes one
+        if g.state == "CompletingRebalance":
+            return E.REBALANCE_IN_PROGRESS
+        if member_id not in g.members:
+            return E.UNKNOWN_MEMBER_ID
+        if epoch != g.generation:
+            return E.ILLEGAL_GENERATION
+        g.members[member_id]["seen"] = _monotonic_ms()
+        return 0
 
     def offset_commit(self, ctx, m, v):
         R = M.OffsetCommitResponse
