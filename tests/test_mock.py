@@ -782,3 +782,32 @@ def test_a_member_commits_while_the_group_prepares_a_rebalance(cluster):
     assert c.ask((M.HeartbeatRequest, {"group_id": "eager", "generation_id": 1, "member_id": first.member_id}),
                  3).error_code == E.REBALANCE_IN_PROGRESS
     assert commit() == 0 and cluster.committed("eager") == {("one", 0): 5}
+
+
+def test_a_member_that_joins_again_unchanged_starts_no_rebalance(cluster):
+    """Kafka's rule: a follower's JoinGroup with the same metadata, in a Stable group, gets the
+    current generation back; the other members go on (their heartbeats are answered NONE)."""
+    join = {"group_id": "again", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}]}
+    a, b = coordinator(cluster, "again"), coordinator(cluster, "again")
+    first = a.ask((M.JoinGroupRequest, join), 3)
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("b", b.ask((M.JoinGroupRequest, join), 3)))
+    t.start()
+    time.sleep(0.3)  # b waits for a to join again
+    first = a.ask((M.JoinGroupRequest, dict(join, member_id=first.member_id)), 3)
+    t.join(10)
+    second = got["b"]
+    assert first.generation_id == second.generation_id == 2 and first.leader == first.member_id
+    t = threading.Thread(target=lambda: got.setdefault("sync", b.ask((M.SyncGroupRequest, {
+        "group_id": "again", "generation_id": 2, "member_id": second.member_id, "assignments": []}), 3)))
+    t.start()
+    a.ask((M.SyncGroupRequest, {"group_id": "again", "generation_id": 2, "member_id": first.member_id,
+                                "assignments": [{"member_id": first.member_id, "assignment": b"x"},
+                                                {"member_id": second.member_id, "assignment": b"y"}]}), 3)
+    t.join(10)
+    assert bytes(got["sync"].assignment) == b"y"
+    again = b.ask((M.JoinGroupRequest, dict(join, member_id=second.member_id)), 3)
+    assert (again.error_code, again.generation_id, again.members) == (0, 2, [])
+    hb = a.ask((M.HeartbeatRequest, {"group_id": "again", "generation_id": 2, "member_id": first.member_id}), 3)
+    assert hb.error_code == 0

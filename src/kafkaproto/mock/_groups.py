@@ -333,6 +333,18 @@ class GroupHandlers:
             return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
         timeout = m.rebalance_timeout_ms if v >= 1 and m.rebalance_timeout_ms >= 0 else m.session_timeout_ms
         old = g.members.get(member_id, {})
+        if old and old["protocols"] == protocols and g.state in ("Stable", "CompletingRebalance") \
+                and (g.state == "CompletingRebalance" or member_id != g.leader):
+            # Kafka's rule: a member that joins again unchanged gets the current generation, no rebalance
+            # (in Stable, the leader's join starts one: it may have new assignments to make)
+            old["seen"] = _monotonic_ms()
+            leader = member_id == g.leader
+            return M.JoinGroupResponse(
+                generation_id=g.generation, protocol_type=g.protocol_type, protocol_name=g.protocol,
+                leader=g.leader, member_id=member_id, members=[
+                    M.JoinGroupResponse.JoinGroupResponseMember(member_id=k, group_instance_id=x["instance"],
+                                                               metadata=x["protocols"][g.protocol])
+                    for k, x in g.members.items()] if leader else [])
         g.members[member_id] = {"protocols": protocols, "timeout": timeout, "session": m.session_timeout_ms,
                                 "client": (ctx.client_id, ctx.host), "instance": instance,
                                 "assignment": old.get("assignment", b""), "seen": _monotonic_ms()}
