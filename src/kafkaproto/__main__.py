@@ -235,6 +235,20 @@ def main(argv=None) -> int:
     d.add_argument("--value-encoding", choices=("utf8", "hex", "base64"), default="utf8",
                    help="how values (and, in JSON, header values) are shown")
     d.add_argument("--no-check-crc", action="store_true", help="do not verify batch checksums")
+    k = sub.add_parser("mock", help="an in-memory Kafka cluster on 127.0.0.1 for tests: prints the bootstrap "
+                                    "servers, runs until interrupted",
+                       description="Start kafkaproto's mock Kafka cluster (kafkaproto.mock) and print its bootstrap "
+                                   "string on a line of its own; it runs until interrupted (Ctrl-C, SIGTERM) or "
+                                   "standard input closes, with --until-eof.")
+    k.add_argument("--brokers", type=int, default=3, help="brokers (default 3)")
+    k.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
+                   help="a topic to create (default 1 partition); repeat for more")
+    k.add_argument("--partitions", type=int, default=1, help="partitions of topics created on first use")
+    k.add_argument("--port", type=int, default=0,
+                   help="the first broker's port (the others follow it); default: free ports")
+    k.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
+                   help="require SASL (PLAIN, SCRAM-SHA-256/512) with these users; repeat for more")
+    k.add_argument("--until-eof", action="store_true", help="stop when standard input closes")
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -245,7 +259,54 @@ def main(argv=None) -> int:
     return status
 
 
+def mock(args) -> int:
+    """``kafkaproto mock``: run a mock cluster until interrupted."""
+    import signal
+    import threading
+
+    from .mock import MockCluster
+
+    topics = {}
+    for spec in args.topic:
+        name, _, n = spec.partition(":")
+        if not name or n and not n.isdigit():
+            print(f"kafkaproto mock: --topic {spec!r}: give NAME or NAME:PARTITIONS", file=sys.stderr)
+            return 2
+        topics[name] = int(n or 1)
+    users = {}
+    for spec in args.user:
+        name, sep, password = spec.partition(":")
+        if not sep or not name:
+            print(f"kafkaproto mock: --user {spec!r}: give NAME:PASSWORD", file=sys.stderr)
+            return 2
+        users[name] = password
+    if args.brokers < 1:
+        print("kafkaproto mock: --brokers: at least 1", file=sys.stderr)
+        return 2
+    try:
+        cluster = MockCluster(args.brokers, topics, partitions=args.partitions, users=users or None,
+                              first_port=args.port or None).start()
+    except OSError as exc:
+        print(f"kafkaproto mock: cannot listen: {exc}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    if args.until_eof:
+        threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    print(cluster.bootstrap, flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+    return 0
+
+
 def _run(args) -> int:
+    if args.command == "mock":
+        return mock(args)
     if args.command == "dump-log":
         return dump_log(args)
     if args.command == "report":
