@@ -819,60 +819,92 @@ PY_ADMIN = {"confluent": _admin_confluent, "kafka_python": _admin_kafka_python, 
 # kafkajs and Java: a child process per scenario, paused between phases
 
 
-def _interactive(argv: list[str], pause: Callable[[str], None], *, env=None, cwd=None,
-                 timeout: float = 120.0, who: str) -> dict:
-    """Runs a driver that prints ``{"wait": what}`` (answered with a line on
-    its stdin once ``pause(what)`` returned) and one ``{"result": ...}``."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=cwd)
-    lines: queue.Queue = queue.Queue()
-    err: list[str] = []
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True).start()
-    threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True).start()
-    deadline = time.monotonic() + timeout
-    result = None
-    try:
+class _Child:
+    """A driver in a child process that prints JSON lines: ``{"wait": what}``
+    (answered with a line on its stdin once ``pause(what)`` returned), then
+    ``{"result": ...}`` or ``{"error": ...}``; with ``serve``, the next
+    scenario goes in on its stdin."""
+
+    def __init__(self, argv: list[str], who: str, *, env=None, cwd=None) -> None:
+        self.who = who
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, cwd=cwd)
+        self.lines: queue.Queue = queue.Queue()
+        self.err: list[str] = []
+        threading.Thread(target=lambda: [self.lines.put(x) for x in self.proc.stdout] + [self.lines.put(None)],
+                         daemon=True).start()
+        threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True).start()
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def result(self, pause: Callable[[str], None], timeout: float = 120.0) -> dict:
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
-                raise TimeoutError(f"{who}: no result within {timeout:.0f} s") from None
+                self.close()
+                raise TimeoutError(f"{self.who}: no result within {timeout:.0f} s") from None
             if line is None:
-                break
+                self.proc.wait(10)
+                raise PeerError(f"{self.who} ended with no result (exit {self.proc.returncode}):\n"
+                                f"{''.join(self.err)[-3000:]}")
             if not line.startswith("{"):
                 continue
             msg = json.loads(line)
             if "wait" in msg:
                 pause(msg["wait"])
-                proc.stdin.write("go\n")
-                proc.stdin.flush()
+                self.send("go")
             elif "result" in msg:
-                result = msg["result"]
+                return msg["result"]
             elif "error" in msg:
-                raise clients.ClientError(f"{who}: {msg['error']}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-    if result is None:
-        raise PeerError(f"{who} printed no result (exit {proc.returncode}):\n{''.join(err)[-3000:]}")
-    return result
+                raise clients.ClientError(f"{self.who}: {msg['error']}")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
 
 
 def _kafkajs(scenario: str, bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
     node = shutil.which("node")
     if node is None or not (NODE_MODULES / "kafkajs").is_dir():
         raise PeerUnavailable("node or kafkajs missing: run tools/peers/install_peers.sh")
-    return _interactive([node, str(KAFKAJS_SCRIPT), "scenario", scenario, bootstrap, json.dumps(a)], pause,
-                        env=dict(os.environ, NODE_PATH=str(NODE_MODULES)), who="kafkajs")
+    child = _Child([node, str(KAFKAJS_SCRIPT), "scenario", scenario, bootstrap, json.dumps(a)], "kafkajs",
+                   env=dict(os.environ, NODE_PATH=str(NODE_MODULES)))
+    try:
+        return child.result(pause)
+    finally:
+        child.close()
+
+
+_JAVA: list[_Child] = []  # the run's one JVM serving the Java scenarios
 
 
 def _java_scenario(scenario: str, bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
-    classes = java_clients_dir()
-    argv = [_java(), *TOOL_JVM_ARGS, f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", "-Dkafkaproto.log.level=ERROR",
-            "-Dkafkaproto.log.target=SYSTEM_ERR", "-cp", os.pathsep.join([str(classes), kafka_classpath()]),
-            "Scenarios", scenario, bootstrap, json.dumps(a)]
-    return _interactive(argv, pause, cwd=str(BUILD_DIR), who="Java clients")
+    """Kafka's Java clients through a scenario, in one JVM for the whole run
+    (``Scenarios serve``: a JVM's start-up each time would cost seconds)."""
+    if not (_JAVA and _JAVA[0].alive):
+        classes = java_clients_dir()
+        _JAVA[:] = [_Child([_java(), *TOOL_JVM_ARGS, f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+                            "-Dkafkaproto.log.level=ERROR", "-Dkafkaproto.log.target=SYSTEM_ERR",
+                            "-cp", os.pathsep.join([str(classes), kafka_classpath()]), "Scenarios", "serve"],
+                           "Java clients", cwd=str(BUILD_DIR))]
+    child = _JAVA[0]
+    child.send(json.dumps({"scenario": scenario, "bootstrap": bootstrap, "args": a}))
+    return child.result(pause)
+
+
+def close_java() -> None:
+    """Ends the JVM of the Java scenarios (it also ends when this process does: its stdin closes)."""
+    while _JAVA:
+        _JAVA.pop().close()
 
 
 # --------------------------------------------------------------------------

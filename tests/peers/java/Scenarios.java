@@ -50,7 +50,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * tests/peers/scenarios.py, the suite that runs the same scenarios against
  * Apache Kafka and the mock cluster.
  *
- * <pre>java -cp driver:kafka-jars/* Scenarios NAME BOOTSTRAP ARGS_JSON</pre>
+ * <pre>java -cp driver:kafka-jars/* Scenarios NAME BOOTSTRAP ARGS_JSON
+ * java -cp driver:kafka-jars/* Scenarios serve</pre>
  *
  * A scenario prints {"wait": what} and reads one line from stdin where the
  * suite acts between two phases (more records, a leader moved), and ends with
@@ -413,27 +414,45 @@ public final class Scenarios {
         return Map.of("produced", produced, "read", read);
     }
 
-    @SuppressWarnings("unchecked")
-    public static void main(String[] args) throws Exception {
-        bootstrap = args[1];
-        Map<String, Object> a = JSON.readValue(args[2], Map.class);
+    /** Runs one scenario and prints its result → whether it succeeded. */
+    static boolean run(String name, String target, Map<String, Object> a) throws Exception {
+        bootstrap = target;
         try {
             Object result;
-            switch (args[0]) {
+            switch (name) {
                 case "codecs": result = codecs(a); break;
                 case "group": result = group(a); break;
                 case "commit": result = commit(a); break;
                 case "transactions": result = transactions(a); break;
                 case "admin": result = admin(a); break;
                 case "leader": result = leader(a); break;
-                default: throw new IllegalArgumentException("no scenario " + args[0]);
+                default: throw new IllegalArgumentException("no scenario " + name);
             }
             emit("result", result);
-            System.exit(0);
+            return true;
         } catch (Exception e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             emit("error", cause.getClass().getSimpleName() + ": " + cause.getMessage());
-            System.exit(1);
+            return false;
         }
+    }
+
+    /**
+     * {@code NAME BOOTSTRAP ARGS_JSON}: one scenario; {@code serve}: one
+     * scenario for each line of stdin, {"scenario", "bootstrap", "args"}, until
+     * stdin ends (one JVM for a whole run of the suite).
+     */
+    @SuppressWarnings("unchecked")
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("serve")) {
+            String line;
+            while ((line = STDIN.readLine()) != null) {
+                if (line.isBlank()) continue;
+                Map<String, Object> cmd = JSON.readValue(line, Map.class);
+                run((String) cmd.get("scenario"), (String) cmd.get("bootstrap"), (Map<String, Object>) cmd.get("args"));
+            }
+            System.exit(0);
+        }
+        System.exit(run(args[0], args[1], JSON.readValue(args[2], Map.class)) ? 0 : 1);
     }
 }
