@@ -30,7 +30,7 @@ def main() -> None:
     host, _, port = args.listen.rpartition(":")
     configs = {"log.message.timestamp.type": "LogAppendTime"} if args.log_append_time else None
     cluster = MockCluster(brokers=1, partitions=args.partitions, host=host, first_port=int(port) or None,
-                          broker_configs=configs).start()
+                          broker_configs=configs, record=False).start()
     print(f"listening on {cluster.bootstrap}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

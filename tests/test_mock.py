@@ -366,7 +366,8 @@ def coordinator(cluster, key, key_type=0):
 
 def test_classic_group_join_sync_commit(cluster):
     c = coordinator(cluster, "g")
-    wrong = Client(cluster, next(n for n in cluster.brokers if cluster.brokers[n] != f"127.0.0.1:{c.sock.getpeername()[1]}"))
+    port = c.sock.getpeername()[1]
+    wrong = Client(cluster, next(n for n, where in cluster.brokers.items() if where != f"127.0.0.1:{port}"))
     join = {"group_id": "g", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
             "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}]}
     assert wrong.ask((M.JoinGroupRequest, join), 9).error_code == E.NOT_COORDINATOR
@@ -503,6 +504,9 @@ def test_transactions_version_2(cluster):
     again = txc.ask((M.EndTxnRequest, {"transactional_id": "tx2", "producer_id": pid, "producer_epoch": epoch,
                                        "committed": True}), 5)
     assert (again.error_code, again.producer_epoch) == (0, epoch + 1)  # a retry
+    other = txc.ask((M.EndTxnRequest, {"transactional_id": "tx2", "producer_id": pid, "producer_epoch": epoch,
+                                       "committed": False}), 5)
+    assert other.error_code == E.INVALID_TXN_STATE  # not a retry: the other outcome
     assert send(epoch, b"stale") == E.INVALID_PRODUCER_EPOCH
     assert send(epoch + 1, b"two") == 0  # the new epoch starts its sequences at 0
     txc.ask((M.EndTxnRequest, {"transactional_id": "tx2", "producer_id": pid, "producer_epoch": epoch + 1,

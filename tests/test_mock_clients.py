@@ -220,8 +220,8 @@ def test_the_fixture_takes_parameters(kafka_mock):
     assert len(md.brokers) == len(kafka_mock.brokers)
 
 
-@pytest.mark.kafka_mock(brokers=1, topics={"f": 1}, errors=[{"api": "Metadata", "error_code": "UNKNOWN_SERVER_ERROR", "count": None,
-                                                             "topic": "f"}])
+@pytest.mark.kafka_mock(brokers=1, topics={"f": 1}, errors=[
+    {"api": "Metadata", "error_code": "UNKNOWN_SERVER_ERROR", "count": None, "topic": "f"}])
 def test_the_marker_injects_faults(kafka_mock):
     md = ck.Producer({"bootstrap.servers": kafka_mock.bootstrap}).list_topics("f", timeout=10)
     assert md.topics["f"].error is not None

@@ -284,8 +284,9 @@ def mock(args) -> int:
         print("kafkaproto mock: --brokers: at least 1", file=sys.stderr)
         return 2
     try:
+        # record=False: nothing reads the exchanges of a cluster run from the shell
         cluster = MockCluster(args.brokers, topics, partitions=args.partitions, users=users or None,
-                              first_port=args.port or None).start()
+                              first_port=args.port or None, record=False).start()
     except OSError as exc:
         print(f"kafkaproto mock: cannot listen: {exc}", file=sys.stderr)
         return 2

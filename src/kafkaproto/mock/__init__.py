@@ -92,7 +92,8 @@ class MockCluster:
                  cluster_id: str | None = None, host: str = "127.0.0.1", heartbeat_interval_ms: int = 5000,
                  session_timeout_ms: int = 45000, racks=None, first_node_id: int = 1,
                  first_port: int | None = None, broker_configs: Mapping[str, str] | None = None):
-        self._options = dict(broker_configs=broker_configs, host=host, cluster_id=cluster_id, default_partitions=partitions,
+        self._options = dict(broker_configs=broker_configs, host=host, cluster_id=cluster_id,
+                             default_partitions=partitions,
                              replication_factor=replication_factor, auto_create_topics=auto_create_topics,
                              users=users, sasl_mechanisms=sasl_mechanisms, record=record,
                              heartbeat_interval_ms=heartbeat_interval_ms, group_session_timeout_ms=session_timeout_ms,

@@ -19,7 +19,6 @@ import traceback
 import uuid
 
 from .. import messages as M
-from ..error_codes import ErrorCode as E
 from ..errors import KafkaProtocolError
 from ..messages import response_class
 from ..net import write_parts
@@ -37,8 +36,8 @@ from ._txn import TxnHandlers
 VERSIONS = {
     0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 5), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-    22: (0, 5), 23: (2, 4), 24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 32: (1, 4), 33: (0, 2), 36: (0, 2),
-    37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 2), 68: (0, 1),
+    22: (0, 5), 23: (2, 4), 24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 6), 32: (1, 4), 33: (0, 2), 36: (0, 2),
+    37: (0, 3), 42: (0, 3), 44: (0, 1), 47: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0), 66: (0, 2), 68: (0, 1),
     69: (0, 1),
 }
 
@@ -49,7 +48,7 @@ PARTITIONED = {0, 1, 2, 3, 8, 9, 19, 20, 21, 23, 24, 28, 37, 47}
 #: what a cluster offers as features (ApiVersions v3+): Kafka 4.4's, less
 #: share and streams groups (not implemented: their apis are not offered)
 SUPPORTED_FEATURES = [("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 7, 33),
-                      ("transaction.version", 0, 2), ("eligible.leader.replicas.version", 0, 1)]
+                      ("transaction.version", 0, 2), ("eligible.leader.replicas.version", 0, 1)]  # Kafka's order
 FINALIZED_FEATURES = [("group.version", 1), ("transaction.version", 2), ("eligible.leader.replicas.version", 1),
                       ("metadata.version", 33)]
 

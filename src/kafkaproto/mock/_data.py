@@ -124,7 +124,7 @@ class DataHandlers:
                 if not error and m.acks not in (-1, 0, 1):
                     error = E.INVALID_REQUIRED_ACKS
                 if not error and log is None:
-                    error = E.UNKNOWN_TOPIC_ID if v >= 13 else E.UNKNOWN_TOPIC_OR_PARTITION
+                    error = E.UNKNOWN_TOPIC_ID if v >= 13 and topic is None else E.UNKNOWN_TOPIC_OR_PARTITION
                 if not error:
                     error = self._leader_check(ctx, log)
                     if error == E.NOT_LEADER_OR_FOLLOWER:
@@ -142,13 +142,18 @@ class DataHandlers:
                 append_time = int(time.time() * 1000) \
                     if self.topic_config(topic, "message.timestamp.type") == "LogAppendTime" else None
                 try:
-                    pr.base_offset = log.append(p.records, log_append_time=append_time,
-                                                transactional_id=m.transactional_id)
-                except ProduceError as exc:
-                    pr.error_code, pr.error_message = exc.code, exc.message
+                    pr.base_offset, pr.log_append_time_ms = log.append(
+                        p.records, log_append_time=append_time, transactional_id=m.transactional_id,
+                        compacted="compact" in self.topic_config(topic, "cleanup.policy"))
+                except ProduceError as exc:  # Kafka says why only of records refused, and the log start of a
+                    pr.error_code = exc.code  # batch it read
+                    pr.error_message = exc.message if exc.code == E.INVALID_RECORD else None
+                    pr.log_start_offset = log.log_start if exc.code != E.CORRUPT_MESSAGE else -1
+                    if exc.record_errors:
+                        pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=t)
+                                            for i, t in exc.record_errors]
                     continue
                 pr.log_start_offset = log.log_start
-                pr.log_append_time_ms = -1 if append_time is None else append_time
                 if txn is not None:
                     self.txn_wrote(txn, log)
         self.wake()
@@ -215,7 +220,7 @@ class DataHandlers:
 
         def available() -> int:
             n = 0
-            for name, i, offset, max_bytes, epoch, _ in asked:
+            for name, i, offset, max_bytes, _epoch, _ in asked:
                 log = self.partition(name, i)
                 if log is not None and log.leader == node.id and log.log_start <= offset < visible(log):
                     n += sum(len(b) for b in log.read(offset, max_bytes, visible(log)))

@@ -317,7 +317,7 @@ class GroupHandlers:
             member_id = f"{ctx.client_id}-{uuid.uuid4()}"
             if v >= 4:  # KIP-394: the member id first, then the join with it
                 g.pending.add(member_id)
-                return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id, protocol_name=None)
+                return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id, protocol_name=None if v >= 7 else "")
         elif member_id not in g.members and member_id not in g.pending:
             return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=member_id)
         g.pending.discard(member_id)
@@ -585,7 +585,8 @@ class GroupHandlers:
                 wanted: dict = {}
                 for (name, i) in sorted(offsets):
                     wanted.setdefault(name, []).append(i)
-                wanted = [(name, None, idx) for name, idx in wanted.items()]
+                wanted = [(name, self.topics[name].id if v >= 10 and name in self.topics else None, idx)
+                          for name, idx in wanted.items()]
             else:
                 wanted = []
                 for t in topics:
@@ -698,5 +699,5 @@ class GroupHandlers:
                 error = E.NON_EMPTY_GROUP
             if not error:
                 del self.groups[group_id]
-            out.append(R.DeletableGroupResult(group_id=group_id, error_code=error))
+            out.append(R.DeletableGroupResult(group_id=group_id, error_code=error, error_message=None))
         return R(results=out)

@@ -31,9 +31,9 @@ INT32_MAX = (1 << 31) - 1
 class ProduceError(Exception):
     """A batch refused: the Produce partition's error code and message."""
 
-    def __init__(self, code: int, message: str | None = None):
+    def __init__(self, code: int, message: str | None = None, record_errors=()):
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.record_errors = code, message, list(record_errors)
 
 
 class Producer:
@@ -119,7 +119,8 @@ class PartitionLog:
         return -1, -1
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: (the largest epoch ≤ ``epoch``, the first offset of the epoch after it or the log end)."""
+        """OffsetForLeaderEpoch: (the largest epoch ≤ ``epoch``, the first offset of the
+        epoch after it, or the log end)."""
         best = None
         for i, (e, _) in enumerate(self.epochs):
             if e <= epoch:
@@ -150,19 +151,31 @@ class PartitionLog:
             if info.max_timestamp > self.max_timestamp[0]:
                 self.max_timestamp = (info.max_timestamp, info.last_offset)
 
-    def append(self, blob, *, log_append_time: int | None = None, transactional_id: str | None = None) -> int:
-        """Store a Produce partition's records → the base offset (ProduceError when refused).
+    def append(self, blob, *, log_append_time: int | None = None, transactional_id: str | None = None,
+               compacted: bool = False) -> tuple[int, int]:
+        """Store a Produce partition's records → (base offset, log append time or
+        -1); ProduceError when they are refused.
 
-        A retried batch of an idempotent producer is not stored twice: its
-        first offset is answered again, as Kafka does.
+        A ``compacted`` topic takes only records with keys.  A retried batch of
+        an idempotent producer is not stored twice: its first offset is answered
+        again, with its timestamp as the append time, as Kafka does.
         """
         if blob is None or not len(blob):
             raise ProduceError(E.CORRUPT_MESSAGE, "no records")
         try:
             stored, nxt, infos = records.assign_offsets(blob, self.next_offset, log_append_time=log_append_time,
                                                         batches=True)
-        except Exception as exc:  # a bad CRC, a batch cut short, a codec that does not decompress
-            raise ProduceError(E.CORRUPT_MESSAGE, str(exc)) from None
+        except Exception:  # a bad CRC, a batch cut short, a codec that does not decompress (Kafka says no more)
+            raise ProduceError(E.CORRUPT_MESSAGE) from None
+        if compacted:
+            keyless = [i for i, r in enumerate(r for b in records.decode(stored) for r in b.records) if r.key is None]
+            if keyless:
+                where = f"{self.topic}-{self.index}"
+                raise ProduceError(E.INVALID_RECORD, f"One or more records have been rejected due to {len(keyless)} "
+                                   f"record errors in total, and only showing the first {len(keyless)} records "
+                                   f"errors, for topic-partition {where}.",
+                                   [(i, f"Compacted topic cannot accept message without key in topic partition "
+                                        f"{where}") for i in keyless])
         buf = bytearray(stored)
         scratch: dict[int, Producer] = {}  # producers as this request leaves them, kept if all its batches pass
         for info in infos:
@@ -188,7 +201,7 @@ class PartitionLog:
         self.producers.update(scratch)
         base = self.next_offset
         self._store(bytes(buf), infos, nxt)
-        return base
+        return base, -1 if log_append_time is None else log_append_time
 
     @staticmethod
     def _copy(p: Producer | None) -> Producer:
@@ -239,9 +252,9 @@ def _check(p: Producer, info, transactional: bool):
         raise ProduceError(E.INVALID_PRODUCER_EPOCH,
                            f"producer {pid} epoch {epoch} is older than the last seen {p.epoch}")
     if first_seq >= 0 and epoch == p.epoch:
-        for f, last, base, _last_offset, _ts in p.batches:
+        for f, last, base, _last_offset, ts in p.batches:
             if f == first_seq and last == last_seq:
-                return base
+                return base, ts
     if first_seq >= 0:
         if epoch != p.epoch:
             if first_seq != 0 and p.epoch != -1:

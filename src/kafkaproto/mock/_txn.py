@@ -189,6 +189,9 @@ class TxnHandlers:
         if not error:
             error = txn.check(m.producer_id, m.producer_epoch) if txn else E.INVALID_PRODUCER_ID_MAPPING
         error = _fenced(error, 28, v)
+        if not error and v >= 5 and m.group_id not in txn.offsets:  # transactions version 2: no AddOffsetsToTxn
+            txn.begin()
+            txn.offsets.setdefault(m.group_id, {})
         if not error and (m.group_id not in txn.offsets or txn.state != "Ongoing"):  # AddOffsetsToTxn comes first
             error = E.INVALID_TXN_STATE
         if not error and v >= 3 and m.generation_id_or_member_epoch >= 0:  # a member of the group commits
@@ -197,11 +200,15 @@ class TxnHandlers:
                 error = 0
         out = []
         for t in m.topics:
-            out.append(R.TxnOffsetCommitResponseTopic(name=t.name))
+            topic = self.topic_ids.get(t.topic_id) if v >= 6 else self.topics.get(t.name)
+            name = topic.name if topic is not None else t.name
+            out.append(R.TxnOffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id if v >= 6 else None))
             for p in t.partitions:
-                code = error or ctx.error_for(t.name, p.partition_index)
+                code = error or ctx.error_for(name, p.partition_index)
+                if not code and v >= 6 and topic is None:
+                    code = E.UNKNOWN_TOPIC_ID
                 if not code:
-                    txn.offsets[m.group_id][t.name, p.partition_index] = (
+                    txn.offsets[m.group_id][name, p.partition_index] = (
                         p.committed_offset, p.committed_leader_epoch if v >= 2 else -1, p.committed_metadata or "")
                 out[-1].partitions.append(R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
                                                                              error_code=code))
@@ -212,9 +219,11 @@ class TxnHandlers:
         txn = self.transactions.get(m.transactional_id)
         error = self._txn_coordinator_error(ctx, m.transactional_id)
         done = "CompleteCommit" if m.committed else "CompleteAbort"
-        if not error and txn is not None and v >= 5 and txn.state == done and m.producer_id == txn.producer_id \
-                and m.producer_epoch == txn.epoch - 1:
-            return R(producer_id=txn.producer_id, producer_epoch=txn.epoch)  # a retry, answered again
+        if not error and txn is not None and v >= 5 and txn.state in ("CompleteCommit", "CompleteAbort") \
+                and m.producer_id == txn.producer_id and m.producer_epoch == txn.epoch - 1:
+            if txn.state == done:  # a retry of the EndTxn that bumped the epoch, answered again
+                return R(producer_id=txn.producer_id, producer_epoch=txn.epoch)
+            return R(error_code=E.INVALID_TXN_STATE, producer_id=-1, producer_epoch=-1)
         if not error:
             error = txn.check(m.producer_id, m.producer_epoch) if txn else E.INVALID_PRODUCER_ID_MAPPING
         if not error:
