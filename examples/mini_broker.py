@@ -29,8 +29,8 @@ def main() -> None:
     args = parser.parse_args()
     host, _, port = args.listen.rpartition(":")
     configs = {"log.message.timestamp.type": "LogAppendTime"} if args.log_append_time else None
-    cluster = MockCluster(brokers=1, partitions=args.partitions, host=host, first_port=int(port) or None,
-                          broker_configs=configs, record=False).start()
+    cluster = MockCluster(brokers=1, first_node_id=0, partitions=args.partitions, host=host,
+                          first_port=int(port) or None, broker_configs=configs, record=False).start()
     print(f"listening on {cluster.bootstrap}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -627,6 +628,40 @@ def test_write_log_reads_back_with_kafkaproto_log(cluster, tmp_path):
     table = log.open_log(str(folder), topics=["one"]).read_table()
     assert table.num_rows == 200 and table.column("offset").to_pylist() == list(range(200))
     assert [bytes(k) for k in table.column("key").to_pylist()[:2]] == [b"k0", b"k1"]
+
+
+def test_write_log_keeps_aborted_transactions(cluster, tmp_path):
+    txc = coordinator(cluster, "wl", key_type=1)
+    c = leader_client(cluster)
+    init = txc.ask((M.InitProducerIdRequest, {"transactional_id": "wl", "transaction_timeout_ms": 60000}), 5)
+    pid, epoch = init.producer_id, init.producer_epoch
+    c.ask(produce_request("one", 0, batch(2)), 12)
+    blob = R.encode([(b"t", b"aborted")], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+    assert part0(c.ask(produce_request("one", 0, blob, transactional_id="wl"), 12)).error_code == 0
+    txc.ask((M.EndTxnRequest, {"transactional_id": "wl", "producer_id": pid, "producer_epoch": epoch,
+                               "committed": False}), 5)
+    c.ask(produce_request("one", 0, batch(1, start=5)), 12)
+    folder = cluster.write_log(tmp_path)
+    txn = (folder / "one-0" / "00000000000000000000.txnindex").read_bytes()
+    assert txn == struct.pack(">hqqqq", 0, pid, 2, 3, 4)  # version, producer, first, marker, last stable offset
+    kl = log.open_log(str(folder), topics=["one"])
+    committed = kl.read_table(["offset", "value"], isolation="read_committed")
+    assert committed.column("value").to_pylist() == [b"v0", b"v1", b"v5"]
+    assert kl.read_table(["value"]).column("value").to_pylist() == [b"v0", b"v1", b"aborted", b"v5"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(cluster):
+    txc = coordinator(cluster, "slow", key_type=1)
+    c = leader_client(cluster)
+    init = txc.ask((M.InitProducerIdRequest, {"transactional_id": "slow", "transaction_timeout_ms": 600}), 5)
+    pid, epoch = init.producer_id, init.producer_epoch
+    blob = R.encode([(b"t", b"late")], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+    assert part0(c.ask(produce_request("one", 0, blob, transactional_id="slow"), 12)).error_code == 0
+    time.sleep(1.8)  # the timeout, and the coordinator's next look (twice a second)
+    end = txc.ask((M.EndTxnRequest, {"transactional_id": "slow", "producer_id": pid, "producer_epoch": epoch,
+                                     "committed": True}), 5)
+    assert end.error_code == E.PRODUCER_FENCED
+    assert cluster.records("one", committed=True) == [] and len(cluster.records("one")) == 1
 
 
 def test_write_log_reads_back_with_kafka_dump_log_segments(cluster, tmp_path):

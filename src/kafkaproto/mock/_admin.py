@@ -217,29 +217,27 @@ class AdminHandlers:
                 self._other_configs()[resource_type, name] = target
         return 0, None
 
-    def incremental_alter_configs(self, ctx, m, v):
-        R = M.IncrementalAlterConfigsResponse
+    def _alter_all(self, R, m, changes_of):
+        """Both alter apis' answer: each resource altered by ``changes_of(resource)``."""
         out = []
         for r in m.resources:
-            error, message = self._alter(r.resource_type, r.resource_name,
-                                         [(c.name, c.config_operation, c.value) for c in r.configs], m.validate_only)
+            error, message = self._alter(r.resource_type, r.resource_name, changes_of(r), m.validate_only)
             out.append(R.AlterConfigsResourceResponse(error_code=error, error_message=message,
                                                       resource_type=r.resource_type, resource_name=r.resource_name))
         return R(responses=out)
 
+    def incremental_alter_configs(self, ctx, m, v):
+        return self._alter_all(M.IncrementalAlterConfigsResponse, m,
+                               lambda r: [(c.name, c.config_operation, c.value) for c in r.configs])
+
     def alter_configs(self, ctx, m, v):
-        R = M.AlterConfigsResponse
-        out = []
-        for r in m.resources:
+        def changes(r):
             if r.resource_type == 2 and r.resource_name in self.topics:  # the whole set is replaced
-                current = self.topics[r.resource_name].configs
-                changes = [(c, 1, None) for c in current] + [(c.name, 0, c.value) for c in r.configs]
-            else:
-                changes = [(c.name, 0, c.value) for c in r.configs]
-            error, message = self._alter(r.resource_type, r.resource_name, changes, m.validate_only)
-            out.append(R.AlterConfigsResourceResponse(error_code=error, error_message=message,
-                                                      resource_type=r.resource_type, resource_name=r.resource_name))
-        return R(responses=out)
+                return [(c, 1, None) for c in self.topics[r.resource_name].configs] + \
+                    [(c.name, 0, c.value) for c in r.configs]
+            return [(c.name, 0, c.value) for c in r.configs]
+
+        return self._alter_all(M.AlterConfigsResponse, m, changes)
 
     # -- topics --------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ from ..server import fetch_partition
 from ._log import ProduceError
 
 INT32_MIN = -(1 << 31)
+#: fetch sessions a broker keeps (Kafka's max.incremental.fetch.session.cache.slots); past it the least
+#: recently used one goes
+FETCH_SESSIONS = 1000
 
 
 class FetchSession:
@@ -50,6 +53,14 @@ class DataHandlers:
             if current_epoch < log.leader_epoch:
                 return E.FENCED_LEADER_EPOCH
         return 0
+
+    def _led(self, ctx, topic: str, index: int, current_epoch: int | None = None):
+        """(the partition, the error for asking broker ``ctx.node`` about it: an injected
+        one, UNKNOWN_TOPIC_OR_PARTITION, not its leader, a stale epoch; 0 for none)."""
+        log = self.partition(topic, index)
+        error = ctx.error_for(topic, index) or (E.UNKNOWN_TOPIC_OR_PARTITION if log is None else
+                                                self._leader_check(ctx, log, current_epoch))
+        return log, error
 
     def _topic_named(self, name, topic_id):
         if topic_id is not None and topic_id.int:
@@ -171,7 +182,9 @@ class DataHandlers:
             if m.session_epoch == 0:  # a new full session (the old one, if named, is closed)
                 node.fetch_sessions.pop(m.session_id, None)
             else:
-                session = node.fetch_sessions.get(m.session_id)
+                session = node.fetch_sessions.pop(m.session_id, None)
+                if session is not None:
+                    node.fetch_sessions[m.session_id] = session  # the most recently used, last
                 if session is None:
                     return R(error_code=E.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
                 if session.epoch != m.session_epoch:
@@ -182,6 +195,8 @@ class DataHandlers:
         if v >= 7 and m.session_epoch == 0:
             session = FetchSession(next(self._session_ids))
             node.fetch_sessions[session.id] = session
+            while len(node.fetch_sessions) > FETCH_SESSIONS:
+                del node.fetch_sessions[next(iter(node.fetch_sessions))]
 
         unknown_ids = []
         asked = []  # (topic name, partition, fetch offset, max bytes, current leader epoch, topic id)
@@ -297,14 +312,9 @@ class DataHandlers:
         for t in m.topics:
             out.append(R.ListOffsetsTopicResponse(name=t.name))
             for p in t.partitions:
-                log = self.partition(t.name, p.partition_index)
+                log, error = self._led(ctx, t.name, p.partition_index, p.current_leader_epoch)
                 pr = R.ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
                 out[-1].partitions.append(pr)
-                error = ctx.error_for(t.name, p.partition_index)
-                if not error and log is None:
-                    error = E.UNKNOWN_TOPIC_OR_PARTITION
-                if not error:
-                    error = self._leader_check(ctx, log, p.current_leader_epoch)
                 if error:
                     pr.error_code = error
                     continue
@@ -341,9 +351,7 @@ class DataHandlers:
         for t in m.topics:
             out.append(R.OffsetForLeaderTopicResult(topic=t.topic))
             for p in t.partitions:
-                log = self.partition(t.topic, p.partition)
-                error = ctx.error_for(t.topic, p.partition) or (E.UNKNOWN_TOPIC_OR_PARTITION if log is None else
-                                                                 self._leader_check(ctx, log, p.current_leader_epoch))
+                log, error = self._led(ctx, t.topic, p.partition, p.current_leader_epoch)
                 if error:
                     out[-1].partitions.append(R.EpochEndOffset(partition=p.partition, error_code=error))
                     continue
@@ -357,9 +365,7 @@ class DataHandlers:
         for t in m.topics:
             out.append(R.DeleteRecordsTopicResult(name=t.name))
             for p in t.partitions:
-                log = self.partition(t.name, p.partition_index)
-                error = ctx.error_for(t.name, p.partition_index) or (
-                    E.UNKNOWN_TOPIC_OR_PARTITION if log is None else self._leader_check(ctx, log))
+                log, error = self._led(ctx, t.name, p.partition_index)
                 if not error and (p.offset > log.next_offset or p.offset < -1):
                     error = E.OFFSET_OUT_OF_RANGE
                 if error:

@@ -315,6 +315,9 @@ class GroupHandlers:
                 return R(error_code=E.FENCED_INSTANCE_ID, member_id=member_id)
         elif not member_id:
             member_id = f"{ctx.client_id}-{uuid.uuid4()}"
+            theirs = [x["protocols"] for x in g.members.values()]
+            if not m.protocols or not any(all(p.name in o for o in theirs) for p in m.protocols):
+                return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id="")
             if v >= 4:  # KIP-394: the member id first, then the join with it
                 g.pending.add(member_id)
                 return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id, protocol_name=None if v >= 7 else "")

@@ -30,6 +30,7 @@ class Transaction:
     def __init__(self, transactional_id: str, producer_id: int, timeout_ms: int):
         self.id = transactional_id
         self.producer_id, self.epoch = producer_id, -1
+        self.last_epoch = -1  # the epoch EndTxn v5 bumped from: a retry of that EndTxn carries it
         self.timeout_ms = timeout_ms
         self.state = "Empty"  # Ongoing, CompleteCommit, CompleteAbort
         self.started = -1
@@ -120,7 +121,7 @@ class TxnHandlers:
         now = _now()
         for txn in self.transactions.values():
             if txn.state == "Ongoing" and now - txn.started > txn.timeout_ms:
-                txn.epoch += 1
+                txn.epoch, txn.last_epoch = txn.epoch + 1, -1
                 self.end_transaction(txn, commit=False)
 
     # -- handlers ------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class TxnHandlers:
         elif v >= 3 and m.producer_id >= 0 and (m.producer_id, m.producer_epoch) != (txn.producer_id, txn.epoch):
             return R(error_code=_fenced(E.PRODUCER_FENCED, 22, v), producer_id=-1, producer_epoch=-1)
         txn.timeout_ms = m.transaction_timeout_ms
-        txn.epoch += 1  # fences the producer that had this id before
+        txn.epoch, txn.last_epoch = txn.epoch + 1, -1  # fences the producer that had this id before
         if txn.state == "Ongoing":  # ... and aborts the transaction it left open
             self.end_transaction(txn, commit=False)
         txn.state = "Empty"
@@ -220,7 +221,7 @@ class TxnHandlers:
         error = self._txn_coordinator_error(ctx, m.transactional_id)
         done = "CompleteCommit" if m.committed else "CompleteAbort"
         if not error and txn is not None and v >= 5 and txn.state in ("CompleteCommit", "CompleteAbort") \
-                and m.producer_id == txn.producer_id and m.producer_epoch == txn.epoch - 1:
+                and m.producer_id == txn.producer_id and m.producer_epoch == txn.last_epoch:
             if txn.state == done:  # a retry of the EndTxn that bumped the epoch, answered again
                 return R(producer_id=txn.producer_id, producer_epoch=txn.epoch)
             return R(error_code=E.INVALID_TXN_STATE, producer_id=-1, producer_epoch=-1)
@@ -230,7 +231,7 @@ class TxnHandlers:
             if txn.state == "Ongoing" or v >= 5 and txn.state in ("Empty", "CompleteCommit", "CompleteAbort") \
                     and not m.committed:
                 if v >= 5:  # transactions version 2: every transaction ends with a new epoch
-                    txn.epoch += 1
+                    txn.last_epoch, txn.epoch = txn.epoch, txn.epoch + 1
                 self.end_transaction(txn, m.committed)
             elif txn.state != done:  # a retry is answered again
                 error = E.INVALID_TXN_STATE
@@ -246,9 +247,7 @@ class TxnHandlers:
         for t in m.topics:
             out.append(R.TopicResponse(name=t.name))
             for i in t.partition_indexes:
-                log = self.partition(t.name, i)
-                error = ctx.error_for(t.name, i) or (E.UNKNOWN_TOPIC_OR_PARTITION if log is None else
-                                                     self._leader_check(ctx, log))
+                log, error = self._led(ctx, t.name, i)
                 if error:
                     out[-1].partitions.append(R.PartitionResponse(partition_index=i, error_code=error))
                     continue
