@@ -47,8 +47,6 @@ MOCK_DEFECTS: dict[tuple[str, str], str] = {
                        "the commit on revoke is lost and the records are read again",
     ("kafka_python", "group"): "the mock refuses an OffsetCommit while the group is PreparingRebalance (Kafka "
                                "takes it): CommitFailedError",
-    ("java", "transactions"): "the mock wants AddOffsetsToTxn before TxnOffsetCommit v5; with transaction "
-                              "version 2 Kafka adds the offsets partition itself",
 }
 
 #: outcomes of the module's runs: (client, scenario, target) -> outcome, or the error text
