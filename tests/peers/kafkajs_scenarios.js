@@ -196,7 +196,18 @@ const scenarios = {
     return out;
   },
 
+  // Kafka applies a topic's new partitions, configs and deletion on each
+  // broker a moment after the admin call returns: what `call` answers once
+  // it answers `want` (or its last answer after 10 s)
   async admin(kafka, a) {
+    const eventually = async (call, want) => {
+      const t0 = Date.now();
+      for (;;) {
+        const got = await call();
+        if (JSON.stringify(got) === JSON.stringify(want) || Date.now() - t0 > 10000) return got;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
     const admin = kafka.admin();
     await admin.connect();
     const out = {};
@@ -213,22 +224,22 @@ const scenarios = {
     };
     await call("create_topics", async () => {
       await admin.createTopics({ topics: [{ topic: a.new_topic, numPartitions: 1 }], waitForLeaders: true });
-      return await partitions(a.new_topic);
+      return await eventually(() => partitions(a.new_topic), 1);
     });
     await call("create_partitions", async () => {
       await admin.createPartitions({ topicPartitions: [{ topic: a.new_topic, count: 3 }] });
-      return await partitions(a.new_topic);
+      return await eventually(() => partitions(a.new_topic), 3);
     });
     await call("describe_configs", configs);
     await call("alter_configs", async () => {
       // AlterConfigs (not incremental): every config not named goes back to its default
       await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: a.new_topic,
         configEntries: [{ name: "retention.ms", value: "86400000" }] }] });
-      return (await configs())["retention.ms"];
+      return await eventually(async () => (await configs())["retention.ms"], "86400000");
     });
     await call("delete_topics", async () => {
       await admin.deleteTopics({ topics: [a.new_topic] });
-      return !(await admin.listTopics()).includes(a.new_topic);
+      return await eventually(async () => !(await admin.listTopics()).includes(a.new_topic), true);
     });
     await call("list_groups", async () => (await admin.listGroups()).groups.some((g) => g.groupId === a.group));
     await call("describe_groups", async () => {

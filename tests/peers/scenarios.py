@@ -41,8 +41,8 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from . import clients
@@ -129,7 +129,6 @@ class Target:
     bootstrap: str
     nodes: int
     mover: Callable[[str, int], contextlib.AbstractContextManager[Mover]]
-    notes: dict[str, str] = field(default_factory=dict)
 
 
 class NotLeaderProxy:
@@ -609,13 +608,22 @@ def _calls(calls: dict[str, Callable[[], Any]]) -> dict:
     return out
 
 
-def _wait_for(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+def _wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """What ``check`` answers once it is true (or its last answer after
+    ``timeout``): Kafka applies a topic's new partitions, configs and
+    deletion on each broker a moment after the admin call returns."""
     deadline = time.monotonic() + timeout
     while True:
         got = check()
         if got or time.monotonic() > deadline:
             return got
         time.sleep(0.05)
+
+
+def _altered(configs: Callable[[], dict]) -> str:
+    """``retention.ms`` once it shows the value the scenario set."""
+    _wait_for(lambda: configs()["retention.ms"] == "86400000")
+    return configs()["retention.ms"]
 
 
 def _admin_confluent(bootstrap: str, a: dict) -> dict:
@@ -638,7 +646,7 @@ def _admin_confluent(bootstrap: str, a: dict) -> dict:
         def count():
             t = admin.list_topics(fresh, timeout=TIMEOUT).topics.get(fresh)
             return len(t.partitions) if t is not None and t.error is None else 0
-        _wait_for(lambda: count() == want, f"{want} partitions")
+        _wait_for(lambda: count() == want)
         return count()
 
     def configs():
@@ -670,10 +678,9 @@ def _admin_confluent(bootstrap: str, a: dict) -> dict:
         "describe_configs": configs,
         "alter_configs": lambda: (admin.incremental_alter_configs([ConfigResource("topic", fresh, incremental_configs=[
             ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)])])[res].result(
-                TIMEOUT), configs()["retention.ms"])[1],
+                TIMEOUT), _altered(configs))[1],
         "delete_topics": lambda: (admin.delete_topics([fresh])[fresh].result(TIMEOUT),
-                                  bool(_wait_for(lambda: fresh not in admin.list_topics(timeout=TIMEOUT).topics,
-                                                 "the topic gone")))[1],
+                                  bool(_wait_for(lambda: fresh not in admin.list_topics(timeout=TIMEOUT).topics)))[1],
         "list_groups": listed,
         "describe_groups": describe,
         "delete_groups": lambda: (admin.delete_consumer_groups([group])[group].result(TIMEOUT), not listed())[1],
@@ -694,7 +701,7 @@ def _admin_kafka_python(bootstrap: str, a: dict) -> dict:
         def count():
             got = admin.describe_topics([fresh])
             return len(got[0]["partitions"]) if got and got[0]["error_code"] == 0 else 0
-        _wait_for(lambda: count() == want, f"{want} partitions")
+        _wait_for(lambda: count() == want)
         return count()
 
     def configs():
@@ -728,9 +735,9 @@ def _admin_kafka_python(bootstrap: str, a: dict) -> dict:
             "create_partitions": lambda: (admin.create_partitions({fresh: NewPartitions(3)}), partitions(3))[1],
             "describe_configs": configs,
             "alter_configs": lambda: (admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, fresh, configs={
-                "retention.ms": "86400000"})], incremental=True), configs()["retention.ms"])[1],
+                "retention.ms": "86400000"})], incremental=True), _altered(configs))[1],
             "delete_topics": lambda: (admin.delete_topics([fresh]), bool(_wait_for(
-                lambda: fresh not in admin.list_topics(), "the topic gone")))[1],
+                lambda: fresh not in admin.list_topics())))[1],
             "list_groups": listed,
             "describe_groups": describe,
             "delete_groups": lambda: (admin.delete_groups([group]), not listed())[1],
@@ -761,7 +768,7 @@ def _admin_aiokafka(bootstrap: str, a: dict) -> dict:
         def count():
             got = run(admin.describe_topics([fresh]))
             return len(got[0]["partitions"]) if got and got[0]["error_code"] == 0 else 0
-        _wait_for(lambda: count() == want, f"{want} partitions")
+        _wait_for(lambda: count() == want)
         return count()
 
     def configs():
@@ -792,7 +799,7 @@ def _admin_aiokafka(bootstrap: str, a: dict) -> dict:
         # AlterConfigs (aiokafka has no incremental form): the configs not named go back to their defaults
         run(admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, fresh,
                                                 configs={"retention.ms": "86400000"})]))
-        return configs()["retention.ms"]
+        return _altered(configs)
 
     try:
         return _calls({
@@ -801,7 +808,7 @@ def _admin_aiokafka(bootstrap: str, a: dict) -> dict:
             "describe_configs": configs,
             "alter_configs": alter,
             "delete_topics": lambda: (run(admin.delete_topics([fresh])), bool(_wait_for(
-                lambda: fresh not in run(admin.list_topics()), "the topic gone")))[1],
+                lambda: fresh not in run(admin.list_topics()))))[1],
             "list_groups": listed,
             "describe_groups": describe,
             "delete_records": delete_records,
@@ -985,8 +992,8 @@ def _kcat_leader(bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
     (kcat's producer sends what it read from its input only once the input
     ends, so one cannot stay up across the move).  kcat reports no offsets
     of what it produced: the offsets are those read back."""
-    consumer = subprocess.Popen([clients.kcat_path(), "-C", "-q", "-J", "-u", "-b", bootstrap, "-t", a["topic"], "-p", "0",
-                                 "-o", "beginning", "-X", "fetch.wait.max.ms=100"],
+    consumer = subprocess.Popen([clients.kcat_path(), "-C", "-q", "-J", "-u", "-b", bootstrap, "-t", a["topic"],
+                                 "-p", "0", "-o", "beginning", "-X", "fetch.wait.max.ms=100"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     read: list = []
     threading.Thread(target=lambda: [read.append([d["offset"], d["payload"]]) for d in
@@ -1073,7 +1080,8 @@ def run(client: str, scenario: str, target: Target) -> dict:
                 boot, topic, GROUP_PARTITIONS, GROUP_EACH, "second")))
 
         if client == "java":  # the classic protocol and KIP-848's, a topic and a group each
-            return {p: group(f"{n['topic']}-{p}", protocol=p, group=f"{n['group']}-{p}") for p in ("classic", "consumer")}
+            return {p: group(f"{n['topic']}-{p}", protocol=p, group=f"{n['group']}-{p}")
+                    for p in ("classic", "consumer")}
         return group(n["topic"])
     if scenario == "commit":
         parts = len(COMMIT_AT)
@@ -1094,11 +1102,9 @@ def run(client: str, scenario: str, target: Target) -> dict:
         a.update(python_transactions=plan, committed=5, uncommitted=7, settle_ms=0,
                  transactions=[[[_jsonable(r) for r in recs], [[t, p, o] for (t, p), o in offsets.items()], commit]
                                for recs, offsets, commit in plan])
-        if client in ADAPTERS:
-            got = drive("transactions", boot, a, pause)
-        else:
-            del a["python_transactions"]
-            got = drive("transactions", boot, a, pause)
+        if client not in ADAPTERS:
+            del a["python_transactions"]  # records as bytes: for the Python drivers only
+        got = drive("transactions", boot, a, pause)
         return {level: [[r["offset"], r["value"]] for r in got[level]] for level in ("read_committed",
                                                                                        "read_uncommitted")} | {
             "group_offset": committed_offset(boot, n["group"], n["offsets_topic"], 0)}

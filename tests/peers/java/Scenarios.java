@@ -18,7 +18,6 @@ import java.util.concurrent.TimeUnit;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
@@ -37,13 +36,11 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Kafka's Java clients (kafka-clients 4.4.0) through the scenarios of
@@ -74,20 +71,15 @@ public final class Scenarios {
         if (STDIN.readLine() == null) throw new IllegalStateException("stdin closed while waiting for " + what);
     }
 
+    /** The common settings, as KafkaClients has them (for this scenario's bootstrap). */
     static Properties props(String clientId) {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
-        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
-        return p;
+        KafkaClients.bootstrap = bootstrap;
+        return KafkaClients.props(clientId);
     }
 
     static KafkaProducer<byte[], byte[]> producer(String clientId, Map<String, String> extra) {
-        Properties p = props(clientId);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "20000");
+        KafkaClients.bootstrap = bootstrap;
+        Properties p = KafkaClients.producerProps(clientId);
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "25000");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         p.putAll(extra);
@@ -310,6 +302,20 @@ public final class Scenarios {
 
     interface Call { Object run() throws Exception; }
 
+    /**
+     * What {@code call} answers once it answers {@code want} (or its last
+     * answer after 10 s): Kafka applies a topic's new partitions, configs and
+     * deletion on each broker a moment after the admin call returns.
+     */
+    static Object eventually(Call call, Object want) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            Object got = call.run();
+            if (got.equals(want) || System.nanoTime() > deadline) return got;
+            Thread.sleep(50);
+        }
+    }
+
     static Object admin(Map<String, Object> a) throws Exception {
         String topic = (String) a.get("topic"), group = (String) a.get("group"), fresh = (String) a.get("new_topic");
         String txn = (String) a.get("txn");
@@ -325,22 +331,22 @@ public final class Scenarios {
             };
             calls.put("create_topics", () -> {
                 admin.createTopics(List.of(new NewTopic(fresh, 1, (short) 1))).all().get(WAIT, TimeUnit.SECONDS);
-                return partitions.run();
+                return eventually(partitions, 1);
             });
             calls.put("create_partitions", () -> {
                 admin.createPartitions(Map.of(fresh, NewPartitions.increaseTo(3))).all().get(WAIT, TimeUnit.SECONDS);
-                return partitions.run();
+                return eventually(partitions, 3);
             });
             calls.put("describe_configs", configs);
             calls.put("alter_configs", () -> {
                 admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(
                         new ConfigEntry("retention.ms", "86400000"), AlterConfigOp.OpType.SET))))
                         .all().get(WAIT, TimeUnit.SECONDS);
-                return ((Map<?, ?>) configs.run()).get("retention.ms");
+                return eventually(() -> ((Map<?, ?>) configs.run()).get("retention.ms"), "86400000");
             });
             calls.put("delete_topics", () -> {
                 admin.deleteTopics(List.of(fresh)).all().get(WAIT, TimeUnit.SECONDS);
-                return !admin.listTopics().names().get(WAIT, TimeUnit.SECONDS).contains(fresh);
+                return eventually(() -> !admin.listTopics().names().get(WAIT, TimeUnit.SECONDS).contains(fresh), true);
             });
             Call listed = () -> {
                 for (GroupListing g : admin.listGroups().all().get(WAIT, TimeUnit.SECONDS)) {
