@@ -131,9 +131,15 @@ def test_produce_to_the_wrong_broker_names_the_leader(cluster):
     assert p.error_code == E.NOT_LEADER_OR_FOLLOWER
     assert p.current_leader.leader_id == leader
     assert [e.node_id for e in r.node_endpoints] == [leader]
-    r = Client(cluster, other).ask(fetch_request("one", 0, 0), 12)
-    assert part0(r).error_code == E.NOT_LEADER_OR_FOLLOWER
     assert cluster.records("one") == []
+    # a follower serves consumers (KIP-392); a broker without a replica does not
+    r = Client(cluster, other).ask(fetch_request("one", 0, 0), 12)
+    assert (part0(r).error_code, part0(r).high_watermark) == (0, 0)
+    with MockCluster(brokers=3, topics={"solo": {"partitions": 1, "replication_factor": 1}}) as solo:
+        stranger = next(n for n in solo.brokers if n != solo.leader("solo", 0))
+        r = Client(solo, stranger).ask(fetch_request("solo", 0, 0), 12)
+        assert part0(r).error_code == E.NOT_LEADER_OR_FOLLOWER
+        assert part0(r).current_leader.leader_id == solo.leader("solo", 0)
 
 
 def test_every_codec_stored_as_received(cluster):

@@ -366,6 +366,80 @@ def run_probes(host: str, port: int, versions: dict[int, int]) -> list[Answer]:
     return out
 
 
+def run_cluster_probes(nodes: dict[int, tuple[str, int]], versions: dict[int, int]) -> list[Answer]:
+    """Three brokers: the requests a client sends to the wrong one (not a
+    partition's leader, not a group's or a transaction's coordinator), and what
+    the cluster says of itself.  ``nodes``: node id → (host, port)."""
+    out: list[Answer] = []
+    topic, group, txn = "vs-multi", "vs-multi-group", "vs-multi-txn"
+
+    def ask(label, node, cls, fields, record=True):
+        got = exchange(*nodes[node], build(cls, fields), versions[cls.API_KEY], client_id="kafkaproto-probe")
+        if record:
+            out.append(Answer(label, cls.API_KEY, versions[cls.API_KEY], got.to_dict()))
+        return got
+
+    first = min(nodes)
+    created = ask("CreateTopics, 3 partitions on 3 brokers", first, M.CreateTopicsRequest, {
+        "topics": [{"name": topic, "num_partitions": 3, "replication_factor": 3}], "timeout_ms": 10000})
+    topic_id = created.topics[0].topic_id
+    deadline = time.monotonic() + 30
+    while True:  # Kafka elects the leaders a moment after it answers: not an answer compared
+        md = ask("", first, M.MetadataRequest, {"topics": [{"name": topic}]}, record=False)
+        parts = [p for t in md.topics for p in t.partitions]
+        if len(parts) == 3 and all(p.leader_id >= 0 for p in parts) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    ask("Metadata", first, M.MetadataRequest, {"topics": [{"name": topic}]})
+    leader = md.topics[0].partitions[0].leader_id
+    other = next(n for n in sorted(nodes) if n != leader)
+    records = {"acks": -1, "timeout_ms": 10000, "topic_data": [{"name": topic, "topic_id": topic_id, "partition_data": [
+        {"index": 0, "records": _batch()}]}]}
+    ask("Produce to a follower", other, M.ProduceRequest, records)
+    ask("Produce to the leader", leader, M.ProduceRequest, records)
+    follower_fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [
+        {"topic": topic, "topic_id": topic_id, "partitions": [
+            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # a Kafka follower's high watermark trails the leader's a moment
+        got = ask("", other, M.FetchRequest, follower_fetch, record=False)
+        if got.responses[0].partitions[0].high_watermark == 3:
+            break
+        time.sleep(0.05)
+    ask("Fetch from a follower", other, M.FetchRequest, follower_fetch)
+    ask("ListOffsets from a follower", other, M.ListOffsetsRequest, {"replica_id": -1, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    def settle(key, key_type):
+        """Kafka makes its internal topics on first use: wait until it names a coordinator (not compared)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = ask("", first, M.FindCoordinatorRequest, {"key": key, "key_type": key_type,
+                                                            "coordinator_keys": [key]}, record=False)
+            if got.coordinators[0].error_code == 0:
+                return
+            time.sleep(0.2)
+
+    settle(group, 0)
+    coordinator = ask("FindCoordinator, group", first, M.FindCoordinatorRequest, {
+        "key": group, "key_type": 0, "coordinator_keys": [group]}).coordinators[0].node_id
+    elsewhere = next(n for n in sorted(nodes) if n != coordinator)
+    ask("JoinGroup, not the coordinator", elsewhere, M.JoinGroupRequest, {
+        "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+        "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": _subscription(topic)}]})
+    ask("OffsetCommit, not the coordinator", elsewhere, M.OffsetCommitRequest, {
+        "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
+            {"name": topic, "topic_id": topic_id, "partitions": [{"partition_index": 0, "committed_offset": 1}]}]})
+    settle(txn, 1)
+    txn_coordinator = ask("FindCoordinator, transaction", first, M.FindCoordinatorRequest, {
+        "key": txn, "key_type": 1, "coordinator_keys": [txn]}).coordinators[0].node_id
+    ask("InitProducerId, not the coordinator", next(n for n in sorted(nodes) if n != txn_coordinator),
+        M.InitProducerIdRequest, {"transactional_id": txn, "transaction_timeout_ms": 60000})
+    ask("DescribeCluster", first, M.DescribeClusterRequest, {"include_cluster_authorized_operations": False})
+    ask("DeleteTopics", first, M.DeleteTopicsRequest, {"topic_names": [topic], "topics": [{"name": topic}],
+                                                       "timeout_ms": 10000})
+    return out
+
+
 def normalized(value, name=""):
     """An answer with what differs between any two brokers reduced to "set or
     not", records to what they hold, error codes by name."""
@@ -528,6 +602,9 @@ def test_clients_produce_and_consume_against_both(measured, kafka_conformance):
 def test_differences_from_kafka_are_the_documented_ones(measured):
     versions_rows, answer_rows, step_rows, _ = measured
     text = render(versions_rows, answer_rows, step_rows)
+    old = DOC.read_text()
+    if "\n## Three brokers" in old:  # written by the test below: kept as it is
+        text += "\n## Three brokers" + old.split("\n## Three brokers", 1)[1]
     if os.environ.get("KAFKAPROTO_WRITE_DOCS") == "1":
         DOC.write_text(text)
     print(f"\n{len(answer_rows)} differences in the answers, {len(step_rows)} client steps that differ")
@@ -540,3 +617,35 @@ def test_differences_from_kafka_are_the_documented_ones(measured):
     for title in ("Versions advertised", "Answers to the same requests"):
         assert _doc_section(committed, title) == _doc_section(text, title), (
             f"{DOC.name}: '{title}' is out of date: run with KAFKAPROTO_WRITE_DOCS=1")
+
+
+THREE_BROKERS = """The same comparison on three brokers: Kafka 4.4 on three KRaft nodes (the session's
+`kafka_cluster`) and a mock of three, each asked by the probes of `run_cluster_probes` (a topic
+of three partitions replicated three times; requests sent to a partition's follower, to a
+broker that does not coordinate a group or a transaction).  Written by
+`test_three_brokers_answer_as_kafka_does`."""
+
+
+@pytest.mark.cluster
+def test_three_brokers_answer_as_kafka_does(kafka_cluster):
+    theirs = advertised(kafka_cluster.host, kafka_cluster.port)
+    with MockCluster(brokers=3) as cluster:
+        mock_nodes = {n: (a.split(":")[0], int(a.split(":")[1])) for n, a in cluster.brokers.items()}
+        ours = advertised(*mock_nodes[1])
+        library = supported_versions()
+        versions = {k: min(theirs[k][1], ours[k][1], library[k][1])
+                    for k in theirs.keys() & ours.keys() & library.keys()}
+        kafka_nodes = {n.node_id: (n.host, n.port) for n in kafka_cluster.nodes}
+        rows = compare_answers(run_cluster_probes(kafka_nodes, versions), run_cluster_probes(mock_nodes, versions))
+    unexplained = [r for r in rows if _why(WHY, r[0], r[3]) is None]
+    assert not unexplained, "differences from Kafka without a reason:\n" + "\n".join(map(str, unexplained))
+    section = ["## Three brokers", "", THREE_BROKERS, "", f"{len(rows)} differences:", "",
+               "| request | api | version | field | Kafka | mock | why |",
+               "| --- | --- | --- | --- | --- | --- | --- |"]
+    section += ["| " + " | ".join(_cell(c) for c in row) + f" | {_why(WHY, row[0], row[3]) or ''} |" for row in rows]
+    text = DOC.read_text()
+    if os.environ.get("KAFKAPROTO_WRITE_DOCS") == "1":
+        DOC.write_text(text.split("\n## Three brokers", 1)[0].rstrip("\n") + "\n\n" + "\n".join(section) + "\n")
+        text = DOC.read_text()
+    assert _doc_section(text, "Three brokers") == _doc_section("\n".join(section), "Three brokers"), (
+        f"{DOC.name}: 'Three brokers' is out of date: run with KAFKAPROTO_WRITE_DOCS=1")

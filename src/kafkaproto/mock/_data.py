@@ -43,9 +43,10 @@ class DataHandlers:
         return [R.NodeEndpoint(node_id=n, host=self.nodes[n].host, port=self.nodes[n].port, rack=self.nodes[n].rack)
                 for n in sorted(node_ids) if n in self.nodes and self.nodes[n].up]
 
-    def _leader_check(self, ctx, log, current_epoch: int = -1) -> int:
-        """The error for a client that asks broker ``ctx.node`` about partition ``log``: 0 when it leads it."""
-        if log.leader != ctx.node.id:
+    def _leader_check(self, ctx, log, current_epoch: int = -1, replica: bool = False) -> int:
+        """The error for a client that asks broker ``ctx.node`` about partition ``log``: 0 when it
+        leads it (or, ``replica``, holds a replica of it: consumers may fetch from followers, KIP-392)."""
+        if log.leader != ctx.node.id and not (replica and ctx.node.id in log.replicas and log.leader != -1):
             return E.NOT_LEADER_OR_FOLLOWER if log.leader != -1 else E.LEADER_NOT_AVAILABLE
         if current_epoch is not None and current_epoch >= 0:
             if current_epoch > log.leader_epoch:
@@ -237,9 +238,9 @@ class DataHandlers:
             n = 0
             for name, i, offset, max_bytes, _epoch, _ in asked:
                 log = self.partition(name, i)
-                if log is not None and log.leader == node.id and log.log_start <= offset < visible(log):
+                if log is not None and node.id in log.replicas and log.log_start <= offset < visible(log):
                     n += sum(len(b) for b in log.read(offset, max_bytes, visible(log)))
-                elif log is None or log.leader != node.id:
+                elif log is None or node.id not in log.replicas:
                     return 1 << 30  # an error to tell at once
             return n
 
@@ -261,7 +262,7 @@ class DataHandlers:
             if not error and log is None:
                 error = E.UNKNOWN_TOPIC_OR_PARTITION
             if not error:
-                error = self._leader_check(ctx, log, epoch)
+                error = self._leader_check(ctx, log, epoch, replica=True)
             blobs, aborted = [], None
             if not error and not log.log_start <= offset <= log.next_offset:
                 error = E.OFFSET_OUT_OF_RANGE

@@ -286,7 +286,10 @@ class GroupHandlers:
     # -- the classic protocol --------------------------------------------------------
 
     async def join_group(self, ctx, m, v):
-        R = M.JoinGroupResponse
+        def R(**kw):  # an error's answer names no protocol (null where the version allows it)
+            kw.setdefault("protocol_name", None if v >= 7 else "")
+            return M.JoinGroupResponse(**kw)
+
         error = self._coordinator_error(ctx, m.group_id)
         if not error and not m.group_id:
             error = E.INVALID_GROUP_ID
@@ -320,7 +323,7 @@ class GroupHandlers:
                 return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id="")
             if v >= 4:  # KIP-394: the member id first, then the join with it
                 g.pending.add(member_id)
-                return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id, protocol_name=None if v >= 7 else "")
+                return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id)
         elif member_id not in g.members and member_id not in g.pending:
             return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=member_id)
         g.pending.discard(member_id)
