@@ -10,7 +10,9 @@ Scenarios (:data:`SCENARIOS`):
   member joins, the partitions split between them, more records come: each
   is read once, by the member that holds its partition;
 * ``commit`` - a member commits chosen offsets and leaves; a new member of
-  the group resumes from them, commits, and reads its commits back;
+  the group resumes from them, commits, and reads its commits back (kcat
+  commits only what it read: its new member resumes after all of it, and
+  the harness reads the commits);
 * ``transactions`` - a transaction committed (with offsets for a group), one
   aborted (with offsets too), one committed; read back ``read_committed``
   and ``read_uncommitted``, and the group's offset;
@@ -61,8 +63,6 @@ CLIENT_NAMES = {"confluent": "confluent-kafka", "kafka_python": "kafka-python", 
 CANNOT: dict[tuple[str, str], str] = {
     ("kcat", "transactions"): "kcat has no transactional producer",
     ("kcat", "admin"): "kcat has no admin client (`-L` lists metadata, nothing more)",
-    ("kcat", "commit"): "kcat commits only what it read, by auto-commit: it cannot commit chosen offsets "
-                        "nor read commits back",
 }
 
 ADMIN_CALLS = ("create_topics", "create_partitions", "describe_configs", "alter_configs", "delete_topics",
@@ -920,72 +920,101 @@ def close_java() -> None:
 # kcat
 
 
-def _kcat_group(bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
-    """Two ``kcat -G`` members (librdkafka's balanced consumer, auto-commit on):
-    the rebalance is read off what kcat prints on stderr."""
-    import re
+class _KcatMember:
+    """A ``kcat -G`` member (librdkafka's balanced consumer, auto-commit on,
+    committing what it read as it leaves): what it read, and its partitions
+    as kcat prints them on stderr when the group rebalances."""
 
-    def member():
-        argv = [clients.kcat_path(), "-G", a["group"], "-b", bootstrap, "-J", "-u", "-X", "auto.offset.reset=earliest",
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        import re
+
+        argv = [clients.kcat_path(), "-G", group, "-b", bootstrap, "-J", "-u", "-X", "auto.offset.reset=earliest",
                 "-X", "auto.commit.interval.ms=100", "-X", "heartbeat.interval.ms=200",
-                "-X", "session.timeout.ms=6000", "-X", "fetch.wait.max.ms=100", a["topic"]]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        state = {"read": [], "assigned": None, "lock": threading.Lock()}
+                "-X", "session.timeout.ms=6000", "-X", "fetch.wait.max.ms=100", topic]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.read: list[tuple[int, int]] = []
+        self.assigned: list[int] | None = None
 
         def out():
-            for line in proc.stdout:
+            for line in self.proc.stdout:
                 if line.startswith("{"):
                     d = json.loads(line)
-                    with state["lock"]:
-                        state["read"].append((d["partition"], d["offset"]))
+                    self.read.append((d["partition"], d["offset"]))
 
         def err():
-            for line in proc.stderr:
+            for line in self.proc.stderr:
                 m = re.search(r"rebalanced .*: (assigned|revoked): (.*)", line)
                 if m:
-                    with state["lock"]:
-                        state["assigned"] = (sorted(int(p) for p in re.findall(r"\[(\d+)\]", m.group(2)))
-                                             if m.group(1) == "assigned" else [])
+                    self.assigned = (sorted(int(p) for p in re.findall(r"\[(\d+)\]", m.group(2)))
+                                     if m.group(1) == "assigned" else [])
+
         for f in (out, err):
             threading.Thread(target=f, daemon=True).start()
-        return proc, state
 
-    def wait(check, what):
-        deadline = time.monotonic() + TIMEOUT
-        while not check():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"kcat: {what}")
-            time.sleep(0.02)
+    def stop(self) -> None:
+        """Leave the group (kcat commits what it read on the way out)."""
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
 
-    procs = []
+
+def _until(check: Callable[[], bool], what: Callable[[], str]) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"kcat: {what()}")
+        time.sleep(0.02)
+
+
+def _kcat_group(bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
+    """Two ``kcat -G`` members; the first hands its offsets over through
+    librdkafka's commit on revoke."""
+    members: list[_KcatMember] = []
     try:
-        one = member()
-        procs.append(one[0])
-        wait(lambda: len(one[1]["read"]) >= a["first"], f"the first member read {len(one[1]['read'])} records")
-        time.sleep(0.5)  # auto-commit: every 100 ms
-        first = list(one[1]["read"])
-        one[1]["read"].clear()
-        two = member()
-        procs.append(two[0])
+        one = _KcatMember(bootstrap, a["group"], a["topic"])
+        members.append(one)
+        _until(lambda: len(one.read) >= a["first"], lambda: f"the first member read {len(one.read)} records")
+        first = list(one.read)
+        one.read.clear()
+        two = _KcatMember(bootstrap, a["group"], a["topic"])
+        members.append(two)
 
         def split():
-            x, y = one[1]["assigned"], two[1]["assigned"]
+            x, y = one.assigned, two.assigned
             return bool(x and y and len(x) + len(y) == a["partitions"] and len(set(x) | set(y)) == a["partitions"])
 
-        wait(split, "the members did not split the partitions")
-        assignments = [one[1]["assigned"], two[1]["assigned"]]
+        _until(split, lambda: f"the members did not split the partitions: {one.assigned} / {two.assigned}")
+        assignments = [one.assigned, two.assigned]
         pause("rebalanced")
-        wait(lambda: len(one[1]["read"]) + len(two[1]["read"]) >= a["second"], "two members read too little")
-        time.sleep(0.3)
-        return {"first": first, "assignments": assignments, "second": [list(one[1]["read"]), list(two[1]["read"])]}
+        _until(lambda: len(one.read) + len(two.read) >= a["second"], lambda: "two members read too little")
+        time.sleep(0.3)  # nothing more may come
+        return {"first": first, "assignments": assignments, "second": [list(one.read), list(two.read)]}
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        for m in members:
+            m.stop()
+
+
+def _kcat_commit(bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
+    """kcat commits only what it read (auto-commit, and as it leaves): a
+    member reads everything and leaves, a new one resumes after it; the
+    commits are read back by the harness."""
+    one = _KcatMember(bootstrap, a["group"], a["topic"])
+    try:
+        _until(lambda: len(one.read) >= a["first"], lambda: f"the first member read {len(one.read)} records")
+    finally:
+        one.stop()
+    pause("committed")
+    two = _KcatMember(bootstrap, a["group"], a["topic"])
+    try:
+        _until(lambda: len(two.read) >= a["kcat_second"], lambda: f"the second member read {len(two.read)} records")
+        time.sleep(0.3)  # nothing more may come
+    finally:
+        two.stop()
+    return {"first": one.read, "resumed": two.read,
+            "committed": {p: committed_offset(bootstrap, a["group"], a["topic"], int(p)) for p in a["offsets"]}}
 
 
 def _kcat_leader(bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
@@ -1034,6 +1063,8 @@ def _kcat(scenario: str, bootstrap: str, a: dict, pause: Callable[[str], None]) 
                                                                   partitions=[0])]}
     if scenario == "group":
         return _kcat_group(bootstrap, a, pause)
+    if scenario == "commit":
+        return _kcat_commit(bootstrap, a, pause)
     if scenario == "leader":
         return _kcat_leader(bootstrap, a, pause)
     raise clients.UnsupportedByClient(unsupported("kcat", scenario) or f"kcat: no {scenario} scenario")
@@ -1090,7 +1121,8 @@ def run(client: str, scenario: str, target: Target) -> dict:
         clients.create_topic(boot, n["topic"], parts, timeout=TIMEOUT)
         _seed(boot, n["topic"], parts, COMMIT_EACH, "first")
         a.update(offsets={str(p): o for p, o in COMMIT_AT.items()}, first=parts * COMMIT_EACH,
-                 second=sum(COMMIT_EACH + COMMIT_MORE - o for o in COMMIT_AT.values()))
+                 second=sum(COMMIT_EACH + COMMIT_MORE - o for o in COMMIT_AT.values()),
+                 kcat_second=parts * COMMIT_MORE)
         pause = lambda what: _seed(boot, n["topic"], parts, COMMIT_MORE, "more")  # noqa: E731
         got = drive("commit", boot, a, pause)
         return {"first": sorted(map(tuple, got["first"])), "resumed": sorted(map(tuple, got["resumed"])),
@@ -1214,7 +1246,8 @@ def expected(client: str, scenario: str, target: Target | None = None) -> dict:
         return {"classic": one, "consumer": one} if client == "java" else one
     if scenario == "commit":
         every = [(p, o) for p in COMMIT_AT for o in range(COMMIT_EACH)]
-        resumed = [(p, o) for p, at in COMMIT_AT.items() for o in range(at, COMMIT_EACH + COMMIT_MORE)]
+        resumed = [(p, o) for p, at in COMMIT_AT.items()  # kcat commits what it read: it resumes after all of it
+                   for o in range(COMMIT_EACH if client == "kcat" else at, COMMIT_EACH + COMMIT_MORE)]
         return {"first": every, "resumed": resumed,
                 "committed": {str(p): COMMIT_EACH + COMMIT_MORE for p in COMMIT_AT}}
     if scenario == "transactions":
