@@ -33,8 +33,7 @@ import pytest
 from peers import scenarios as S
 
 pytestmark = [pytest.mark.peers, pytest.mark.engine_independent,
-              pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning"),
-              pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
+              pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")]
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "mock-scenarios.md"
 TARGETS = ("kafka", "mock")

@@ -1041,7 +1041,7 @@ def _kcat_leader(bootstrap: str, a: dict, pause: Callable[[str], None]) -> dict:
     def write(recs):
         clients.produce_kcat(bootstrap, a["topic"], [dict(r, key=r["key"].encode(), value=r["value"].encode())
                                                      for r in recs], partition=0, timeout=TIMEOUT,
-                             extra_args=("-X", "acks=all"))
+                             extra_args=("-X", "enable.idempotence=true"))  # a retry keeps the order
 
     try:
         write(a["before"])
