@@ -716,3 +716,45 @@ def test_command_line_refuses_bad_arguments():
     r = subprocess.run([sys.executable, "-m", "kafkaproto", "mock", "--topic", "x:y"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--topic" in r.stderr
+
+
+# -- the pytest plugin (its fixtures, without a client library) ---------------------------------------
+
+
+@pytest.mark.kafka_mock(brokers=2, topics={"m": 2}, errors=[("Metadata", "UNKNOWN_SERVER_ERROR")],
+                        latency={"ApiVersions": 100})
+def test_the_marker_makes_the_cluster(kafka_mock):
+    assert len(kafka_mock.brokers) == 2 and kafka_mock.topics() == {"m": 2}
+    c = Client(kafka_mock, 1)
+    t0 = time.monotonic()
+    c.ask(M.ApiVersionsRequest(), 3)
+    assert time.monotonic() - t0 >= 0.09
+    md = c.ask(M.MetadataRequest(topics=None), 12)
+    assert md.topics[0].error_code == E.UNKNOWN_SERVER_ERROR
+    assert c.ask(M.MetadataRequest(topics=None), 12).topics[0].error_code == 0
+
+
+@pytest.mark.parametrize("kafka_mock", [1, {"brokers": 3, "partitions": 4}], indirect=True)
+def test_the_fixture_is_parametrized(kafka_mock):
+    md = Client(kafka_mock, 1).ask((M.MetadataRequest, {"topics": [{"name": "auto"}]}), 12)
+    assert len(md.brokers) == len(kafka_mock.brokers)
+    assert len(md.topics[0].partitions) == (4 if len(kafka_mock.brokers) == 3 else 1)
+
+
+def test_the_factory_and_the_session_cluster(kafka_mock_factory, kafka_mock_session):
+    a, b = kafka_mock_factory(brokers=1), kafka_mock_factory(brokers=2, users={"u": "p"})
+    assert a.bootstrap != b.bootstrap and len(b.brokers) == 2
+    assert len(kafka_mock_session.brokers) == 3
+    kafka_mock_session.add_latency(ms=1)  # cleared after this test
+
+
+def test_a_handler_that_fails_answers_unknown_server_error(cluster, capsys):
+    def broken(ctx, m, v):
+        raise RuntimeError("a bug")
+
+    cluster._call(cluster._cluster.handlers.__setitem__, 60, broken)  # DescribeCluster
+    c = Client(cluster, 1)
+    assert c.ask(M.DescribeClusterRequest(), 1).error_code == E.UNKNOWN_SERVER_ERROR
+    assert c.ask(M.ApiVersionsRequest(), 3).error_code == 0  # the connection goes on
+    (x,) = cluster.requests("DescribeCluster")
+    assert x.error == "RuntimeError: a bug" and "RuntimeError" in capsys.readouterr().err

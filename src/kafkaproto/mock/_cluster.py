@@ -19,6 +19,7 @@ import traceback
 import uuid
 
 from .. import messages as M
+from ..error_codes import ErrorCode as E
 from ..errors import KafkaProtocolError
 from ..messages import response_class
 from ..net import write_parts
@@ -336,12 +337,18 @@ class Cluster(DataHandlers, GroupHandlers, TxnHandlers, AdminHandlers, SaslHandl
                 writer.transport.abort()
         except (ConnectionError, asyncio.CancelledError):
             exchange.error = exchange.error or "connection closed"
-        except Exception as exc:  # a bug: give up on this request, so the answers behind it can go
-            exchange.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug: UNKNOWN_SERVER_ERROR as Kafka answers one, or no answer, so that
+            exchange.error = f"{type(exc).__name__}: {exc}"  # the answers behind it can go
             traceback.print_exc()
             if req.expects_response:
+                cls = response_class(key)
                 try:
-                    await write_parts(writer, conn.abandon(req))
+                    if "error_code" in {f.name for f in cls.fields(v)}:
+                        exchange.response = cls(error_code=E.UNKNOWN_SERVER_ERROR)
+                        out = conn.respond(req, exchange.response, lenient=True)
+                    else:
+                        out = conn.abandon(req)
+                    await write_parts(writer, out)
                 except ConnectionError:
                     pass
         finally:

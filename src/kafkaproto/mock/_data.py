@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+import uuid
 
 from .. import messages as M
 from ..error_codes import ErrorCode as E
@@ -85,7 +86,9 @@ class DataHandlers:
             error = ctx.error_for(name or "")
             if topic is None or error:
                 missing = E.UNKNOWN_TOPIC_ID if name is None and topic_id is not None else E.UNKNOWN_TOPIC_OR_PARTITION
-                out.append(R.MetadataResponseTopic(name=name, topic_id=topic_id, error_code=error or missing))
+                out.append(R.MetadataResponseTopic(
+                    name=name, topic_id=topic.id if topic is not None else topic_id or uuid.UUID(int=0),
+                    error_code=error or missing))
                 continue
             parts = []
             for log in topic.partitions:
