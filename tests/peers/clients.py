@@ -17,6 +17,11 @@ Each ``consume_*`` function returns records in the same shape plus
 
 Compression codecs: ``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``.
 
+Also here: consumers in a group (``consume_group_*``: subscribe, read,
+commit, leave) and transactional producers (``transact_*``: transactions
+committed or aborted, with offsets for a group), for confluent-kafka,
+kafka-python and aiokafka.
+
 Every network operation is bounded by ``timeout`` (seconds); on failure a
 :class:`ClientError` (or :class:`TimeoutError`) is raised, never a hang.
 Limits of individual clients raise :class:`UnsupportedByClient` before any

@@ -1227,7 +1227,7 @@ def _admin_outcome(client: str, got: dict, target: Target) -> dict:
     return out
 
 
-def expected(client: str, scenario: str, target: Target | None = None) -> dict:
+def expected(client: str, scenario: str) -> dict:
     """The outcome ``client`` must see from a broker that behaves as Kafka."""
     if scenario == "codecs":
         out = []
