@@ -68,73 +68,7 @@ def by_position(records):
 # consumers in a group (subscribe, commit, close)
 
 
-def _record(key, value, headers, ts, ts_type, partition, offset):
-    return {"key": key, "value": value, "headers": list(headers or []), "timestamp_ms": ts,
-            "timestamp_type": ts_type, "partition": partition, "offset": offset}
-
-
-def group_confluent(bootstrap, topic, group, n, timeout=20.0):
-    from confluent_kafka import Consumer
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    consumer.subscribe([topic])
-    out, deadline = [], time.monotonic() + timeout
-    try:
-        while len(out) < n and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            assert not msg.error(), msg.error()
-            ts_type, ts = msg.timestamp()
-            out.append(_record(msg.key(), msg.value(), msg.headers(), ts, ts_type - 1, msg.partition(),
-                               msg.offset()))
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
-    return by_position(out)
-
-
-def group_kafka_python(bootstrap, topic, group, n, timeout=20.0):
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, fetch_max_wait_ms=100)
-    out, deadline = [], time.monotonic() + timeout
-    try:
-        while len(out) < n and time.monotonic() < deadline:
-            for msgs in consumer.poll(timeout_ms=200).values():
-                out += [_record(m.key, m.value, m.headers, m.timestamp, m.timestamp_type, m.partition, m.offset)
-                        for m in msgs]
-        consumer.commit()
-    finally:
-        consumer.close()
-    return by_position(out)
-
-
-def group_aiokafka(bootstrap, topic, group, n, timeout=20.0):
-    from aiokafka import AIOKafkaConsumer
-
-    async def run():
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                    auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100)
-        await consumer.start()
-        out, deadline = [], time.monotonic() + timeout
-        try:
-            while len(out) < n and time.monotonic() < deadline:
-                for msgs in (await consumer.getmany(timeout_ms=200)).values():
-                    out += [_record(m.key, m.value, m.headers, m.timestamp, m.timestamp_type, m.partition,
-                                    m.offset) for m in msgs]
-            await consumer.commit()
-        finally:
-            await consumer.stop()
-        return out
-
-    return by_position(asyncio.run(run()))
-
-
-GROUP_CONSUMERS = {"confluent": group_confluent, "kafka_python": group_kafka_python, "aiokafka": group_aiokafka}
-
+GROUP_CONSUMERS = clients.GROUP_CONSUMERS
 
 # --------------------------------------------------------------------------
 # produce with every codec
@@ -214,97 +148,9 @@ def test_two_members_share_the_partitions(broker):
 # transactions: (records, offsets to commit for the group, commit?) each
 
 
-def transact_confluent(bootstrap, topic, group, transactions):
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}",
-                         "linger.ms": 5})
-    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})  # only for its group metadata
-    try:
-        producer.init_transactions(20)
-        for recs, offsets, commit in transactions:
-            producer.begin_transaction()
-            for r in recs:
-                producer.produce(topic, value=r["value"], key=r["key"], partition=0)
-            producer.flush(20)
-            producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                                                 member.consumer_group_metadata(), 20)
-            producer.commit_transaction(20) if commit else producer.abort_transaction(20)
-    finally:
-        member.close()
-
-
-def transact_kafka_python(bootstrap, topic, group, transactions):
-    from kafka import KafkaProducer, TopicPartition
-    from kafka.structs import OffsetAndMetadata
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}",
-                             linger_ms=5, max_block_ms=20000)
-    try:
-        producer.init_transactions()
-        for recs, offsets, commit in transactions:
-            producer.begin_transaction()
-            for r in recs:
-                producer.send(topic, value=r["value"], key=r["key"], partition=0)
-            producer.flush()
-            producer.send_offsets_to_transaction(
-                {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}, group)
-            producer.commit_transaction() if commit else producer.abort_transaction()
-    finally:
-        producer.close(timeout=5)
-
-
-def transact_aiokafka(bootstrap, topic, group, transactions):
-    from aiokafka import AIOKafkaProducer
-    from aiokafka.structs import TopicPartition
-
-    async def run():
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}",
-                                    linger_ms=5)
-        await producer.start()
-        try:
-            for recs, offsets, commit in transactions:
-                await producer.begin_transaction()
-                for r in recs:
-                    await producer.send_and_wait(topic, value=r["value"], key=r["key"], partition=0)
-                await producer.send_offsets_to_transaction(
-                    {TopicPartition(t, p): o for (t, p), o in offsets.items()}, group)
-                await (producer.commit_transaction() if commit else producer.abort_transaction())
-        finally:
-            await producer.stop()
-
-    asyncio.run(asyncio.wait_for(run(), 60))
-
-
-def consume_aiokafka(bootstrap, topic, n, timeout=20.0, *, config=None):
-    from aiokafka import AIOKafkaConsumer
-    from aiokafka.structs import TopicPartition
-
-    async def run():
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                    fetch_max_wait_ms=100, **(config or {}))
-        await consumer.start()
-        out, deadline = [], time.monotonic() + timeout
-        try:
-            consumer.assign([TopicPartition(topic, 0)])
-            while len(out) < n and time.monotonic() < deadline:
-                for msgs in (await consumer.getmany(timeout_ms=200)).values():
-                    out += [{"key": m.key, "value": m.value, "offset": m.offset} for m in msgs]
-        finally:
-            await consumer.stop()
-        return out
-
-    return asyncio.run(run())
-
-
-TRANSACT = {"confluent": transact_confluent, "kafka_python": transact_kafka_python, "aiokafka": transact_aiokafka}
-READ_COMMITTED = {
-    "confluent": lambda b, t, n: clients.consume_confluent(b, t, n, timeout=20, partitions=[0],
-                                                           config={"isolation.level": "read_committed"}),
-    "kafka_python": lambda b, t, n: clients.consume_kafka_python(b, t, n, timeout=20, partitions=[0],
-                                                                 config={"isolation_level": "read_committed"}),
-    "aiokafka": lambda b, t, n: consume_aiokafka(b, t, n, config={"isolation_level": "read_committed"}),
-}
+TRANSACT = clients.TRANSACTIONAL
+READ_COMMITTED = {client: lambda b, t, n, client=client: clients.consume(
+    client, b, t, n, timeout=20, partitions=[0], config=clients.READ_COMMITTED[client]) for client in CLIENTS}
 
 
 def committed_offset(bootstrap, group, topic, partition):
