@@ -41,12 +41,7 @@ CASES = [(c, s) for s in S.SCENARIOS for c in S.CLIENTS if S.unsupported(c, s) i
 
 #: (client, scenario) whose outcome on the mock is not Kafka's: the mock's
 #: defect, until it is fixed (see the defects list of docs/mock-scenarios.md)
-MOCK_DEFECTS: dict[tuple[str, str], str] = {
-    ("kcat", "group"): "the mock refuses an OffsetCommit while the group is PreparingRebalance (Kafka takes it): "
-                       "the commit on revoke is lost and the records are read again",
-    ("kafka_python", "group"): "the mock refuses an OffsetCommit while the group is PreparingRebalance (Kafka "
-                               "takes it): CommitFailedError",
-}
+MOCK_DEFECTS: dict[tuple[str, str], str] = {}
 
 #: outcomes of the module's runs: (client, scenario, target) -> outcome, or the error text
 OUTCOMES: dict[tuple[str, str, str], object] = {}
