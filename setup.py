@@ -45,6 +45,7 @@ def extensions():
     # inline C through kafkaproto/_wire.pxd and the primitives through _codec.pxd.
     modules = {
         "kafkaproto._codec": "src/_codec.pyx",
+        "kafkaproto._pairing": "src/kafkaproto/_pairing.pyx",
         "kafkaproto.messages._engine": "src/kafkaproto/messages/_engine.pyx",
         "kafkaproto.records._batches": "src/kafkaproto/records/_batches.pyx",
         "kafkaproto.arrow._columns": "src/kafkaproto/arrow/_columns.pyx",

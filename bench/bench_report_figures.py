@@ -19,8 +19,8 @@ import sys
 import pyarrow as pa
 import pytest
 
+from kafkaproto.capture.dataset import decode_capture
 from kafkaproto.report.aggregate import TaskAggregates, merge
-from kafkaproto.report.decode import decode_capture
 from kafkaproto.report.job import ReportData
 from kafkaproto.report.tasks import _manifest, read_manifests
 

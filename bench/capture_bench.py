@@ -80,7 +80,7 @@ TESTS = ROOT / "tests"
 #: The entry points the cases call ("module:attribute"; lists are commands).
 #: Update here when the pipeline's public names change.
 ENTRY: dict[str, object] = {
-    "decode": "kafkaproto.report.decode:decode_capture",  # (path) -> iterator of (table, RecordBatch)
+    "decode": "kafkaproto.capture.dataset:decode_capture",  # (path) -> iterator of (table, RecordBatch)
     "report": "kafkaproto.report:run_report",  # (captures, out, spark=..., progress=False, **split)
     "session": "kafkaproto.report.job:session",  # (master) -> a Spark session
     "cli": [sys.executable, "-m", "kafkaproto"],  # the `kafkaproto` command

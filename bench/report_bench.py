@@ -113,18 +113,18 @@ def case(name: str, captures, nbytes: int, args, out: Path, **split) -> dict:
 def shuffle_cost(path: str, nbytes: int, args) -> None:
     """The segment path's stages on one capture: the read stage alone, read +
     repartition + sort by connection, and the whole job (warm session)."""
+    from kafkaproto.capture import open_capture
     from kafkaproto.report import run_report
-    from kafkaproto.report.job import _SEGMENT_DDL, RANGE_BYTES, _read_ranges, capture_list, plan, session
+    from kafkaproto.report.job import _SEGMENT_DDL, RANGE_BYTES, _spark_index, session
 
     spark = session(args.master)
     cores = spark.sparkContext.defaultParallelism
     try:
-        caps = capture_list({"traffic": path})
-        _, ranges = plan(caps, RANGE_BYTES, 0, cores)
+        _, ranges = open_capture({"traffic": path}).layout(RANGE_BYTES, whole_max=0)
         n = len(ranges)
 
         def read():
-            return spark.range(0, n, 1, n).mapInArrow(_read_ranges(ranges), _SEGMENT_DDL)
+            return spark.range(0, n, 1, n).mapInArrow(_spark_index([[r] for r in ranges]), _SEGMENT_DDL)
 
         def count(batches):
             import pyarrow as pa
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
             code |= subprocess.run([sys.executable, __file__, *rest, "--cases", c, "--in-process"]).returncode
         return code
     import kafkaproto
-    from kafkaproto.report.decode import decode_capture
+    from kafkaproto.capture.dataset import decode_capture
 
     out = Path(args.out)
     folder = out / "captures"

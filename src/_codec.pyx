@@ -1065,6 +1065,9 @@ cdef class FrameReader:
     cdef unsigned char* buf
     cdef Py_ssize_t length
     cdef Py_ssize_t cap
+    # while ``_more``: where the held bytes start in ``buf`` (the frames
+    # before it were handed out; compacted once they outweigh the rest)
+    cdef Py_ssize_t start
     cdef int64_t _max
     cdef int64_t _consumed
     cdef object _error
@@ -1080,6 +1083,7 @@ cdef class FrameReader:
         self.buf = NULL
         self.length = 0
         self.cap = 0
+        self.start = 0
         self._max = max_frame_size
         self._consumed = 0
         self._error = None
@@ -1093,7 +1097,7 @@ cdef class FrameReader:
     @property
     def buffered(self):
         """Bytes received but not yet returned as part of a frame."""
-        return self.length + self._filled
+        return self.length - self.start + self._filled
 
     @property
     def consumed(self):
@@ -1191,18 +1195,18 @@ cdef class FrameReader:
         cdef int st
         cdef const unsigned char* d = <const unsigned char*>view.buf
         cdef Py_ssize_t n = view.len
-        cdef unsigned char* held = NULL
+        cdef bint held = False
         try:
             if self._more:
-                # bytes held back by max_frames (frames first): framed again with
-                # the new ones after them, from a buffer of their own
-                self._append(d, n)
-                held = self.buf
-                d = held
-                n = self.length
-                self.buf = NULL
-                self.length = self.cap = 0
+                # Bytes held back by max_frames (frames first), the new ones
+                # appended after them, framed where they lie in ``buf``: a
+                # caller draining one frame a call costs each held byte once,
+                # not once a call.
                 self._more = False
+                held = True
+                self._append(d, n)
+                d = self.buf + self.start
+                n = self.length - self.start
             elif self._frame is None and self.length:
                 # A frame begun in an earlier feed: complete its size prefix,
                 # then buffer its body until a quarter of it is here.
@@ -1236,13 +1240,24 @@ cdef class FrameReader:
             else:
                 # max_frames out: what follows is held as it came
                 self._consumed += pos
-                if pos < n:
+                if held:
+                    self.start += pos
+                    self._more = self.start < self.length
+                    if self.start > self.length - self.start:
+                        self._compact()
+                elif pos < n:
                     self._append(d + pos, n - pos)
                     self._more = True
                 return out
             self._consumed += pos
+            if held:
+                # the rest moves to the front: the partial frame's first bytes
+                self.start += pos
+                self._compact()
+                if st == FRAME_PARTIAL and self.length >= 4 and _fill_now(size, self.length - 4):
+                    self._begin(size)
             # ``size`` is the partial frame's once its 4 prefix bytes are here
-            if st == FRAME_PARTIAL and n - pos >= 4 and _fill_now(size, n - pos - 4):
+            elif st == FRAME_PARTIAL and n - pos >= 4 and _fill_now(size, n - pos - 4):
                 self._append(d + pos, 4)
                 self._begin(size)
                 self._fill(d + pos + 4, n - pos - 4, out)
@@ -1255,7 +1270,6 @@ cdef class FrameReader:
             return out
         finally:
             PyBuffer_Release(&view)
-            PyMem_Free(held)
 
     cdef object _fail(self, int32_t size, list frames):
         # the exception raised now carries the frames completed before the bad
@@ -1272,6 +1286,7 @@ cdef class FrameReader:
         error these are the bytes of the frame begun: the reader then starts
         afresh, at a frame boundary, with the next byte fed (the caller passes
         the rest of that frame on itself)."""
+        self._compact()
         out = PyBytes_FromStringAndSize(NULL, self.length + self._filled)
         cdef unsigned char* o = <unsigned char*>PyBytes_AS_STRING(out)
         if self.length:
@@ -1284,6 +1299,19 @@ cdef class FrameReader:
         self._filled = 0
         self._more = False
         return out
+
+    cdef int _compact(self) except -1:
+        # drop the bytes before ``start`` (moving those after it: fewer than
+        # were dropped, so the moves of a whole drain add up to its bytes)
+        cdef Py_ssize_t rest = self.length - self.start
+        if self.start:
+            if rest:
+                memmove(self.buf, self.buf + self.start, rest)
+            self.length = rest
+            self.start = 0
+        if self.cap > 1048576 and self.length < self.cap // 4:
+            self._shrink()
+        return 0
 
     cdef _shrink(self):
         cdef Py_ssize_t cap = self.length if self.length > 256 else 256

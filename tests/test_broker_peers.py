@@ -1,4 +1,4 @@
-"""The example broker (examples/mini_broker.py) serving real clients:
+"""The example broker (examples/mini_broker.py: kafkaproto.mock with one broker) serving real clients:
 confluent-kafka, kafka-python and aiokafka produce with every codec (acks=0
 and idempotent producers included) and read back, by assignment and through
 consumer groups, with offsets committed and resumed; they commit and abort
@@ -68,73 +68,7 @@ def by_position(records):
 # consumers in a group (subscribe, commit, close)
 
 
-def _record(key, value, headers, ts, ts_type, partition, offset):
-    return {"key": key, "value": value, "headers": list(headers or []), "timestamp_ms": ts,
-            "timestamp_type": ts_type, "partition": partition, "offset": offset}
-
-
-def group_confluent(bootstrap, topic, group, n, timeout=20.0):
-    from confluent_kafka import Consumer
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    consumer.subscribe([topic])
-    out, deadline = [], time.monotonic() + timeout
-    try:
-        while len(out) < n and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            assert not msg.error(), msg.error()
-            ts_type, ts = msg.timestamp()
-            out.append(_record(msg.key(), msg.value(), msg.headers(), ts, ts_type - 1, msg.partition(),
-                               msg.offset()))
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
-    return by_position(out)
-
-
-def group_kafka_python(bootstrap, topic, group, n, timeout=20.0):
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, fetch_max_wait_ms=100)
-    out, deadline = [], time.monotonic() + timeout
-    try:
-        while len(out) < n and time.monotonic() < deadline:
-            for msgs in consumer.poll(timeout_ms=200).values():
-                out += [_record(m.key, m.value, m.headers, m.timestamp, m.timestamp_type, m.partition, m.offset)
-                        for m in msgs]
-        consumer.commit()
-    finally:
-        consumer.close()
-    return by_position(out)
-
-
-def group_aiokafka(bootstrap, topic, group, n, timeout=20.0):
-    from aiokafka import AIOKafkaConsumer
-
-    async def run():
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                    auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100)
-        await consumer.start()
-        out, deadline = [], time.monotonic() + timeout
-        try:
-            while len(out) < n and time.monotonic() < deadline:
-                for msgs in (await consumer.getmany(timeout_ms=200)).values():
-                    out += [_record(m.key, m.value, m.headers, m.timestamp, m.timestamp_type, m.partition,
-                                    m.offset) for m in msgs]
-            await consumer.commit()
-        finally:
-            await consumer.stop()
-        return out
-
-    return by_position(asyncio.run(run()))
-
-
-GROUP_CONSUMERS = {"confluent": group_confluent, "kafka_python": group_kafka_python, "aiokafka": group_aiokafka}
-
+GROUP_CONSUMERS = clients.GROUP_CONSUMERS
 
 # --------------------------------------------------------------------------
 # produce with every codec
@@ -214,97 +148,9 @@ def test_two_members_share_the_partitions(broker):
 # transactions: (records, offsets to commit for the group, commit?) each
 
 
-def transact_confluent(bootstrap, topic, group, transactions):
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}",
-                         "linger.ms": 5})
-    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})  # only for its group metadata
-    try:
-        producer.init_transactions(20)
-        for recs, offsets, commit in transactions:
-            producer.begin_transaction()
-            for r in recs:
-                producer.produce(topic, value=r["value"], key=r["key"], partition=0)
-            producer.flush(20)
-            producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                                                 member.consumer_group_metadata(), 20)
-            producer.commit_transaction(20) if commit else producer.abort_transaction(20)
-    finally:
-        member.close()
-
-
-def transact_kafka_python(bootstrap, topic, group, transactions):
-    from kafka import KafkaProducer, TopicPartition
-    from kafka.structs import OffsetAndMetadata
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}",
-                             linger_ms=5, max_block_ms=20000)
-    try:
-        producer.init_transactions()
-        for recs, offsets, commit in transactions:
-            producer.begin_transaction()
-            for r in recs:
-                producer.send(topic, value=r["value"], key=r["key"], partition=0)
-            producer.flush()
-            producer.send_offsets_to_transaction(
-                {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}, group)
-            producer.commit_transaction() if commit else producer.abort_transaction()
-    finally:
-        producer.close(timeout=5)
-
-
-def transact_aiokafka(bootstrap, topic, group, transactions):
-    from aiokafka import AIOKafkaProducer
-    from aiokafka.structs import TopicPartition
-
-    async def run():
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}",
-                                    linger_ms=5)
-        await producer.start()
-        try:
-            for recs, offsets, commit in transactions:
-                await producer.begin_transaction()
-                for r in recs:
-                    await producer.send_and_wait(topic, value=r["value"], key=r["key"], partition=0)
-                await producer.send_offsets_to_transaction(
-                    {TopicPartition(t, p): o for (t, p), o in offsets.items()}, group)
-                await (producer.commit_transaction() if commit else producer.abort_transaction())
-        finally:
-            await producer.stop()
-
-    asyncio.run(asyncio.wait_for(run(), 60))
-
-
-def consume_aiokafka(bootstrap, topic, n, timeout=20.0, *, config=None):
-    from aiokafka import AIOKafkaConsumer
-    from aiokafka.structs import TopicPartition
-
-    async def run():
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                    fetch_max_wait_ms=100, **(config or {}))
-        await consumer.start()
-        out, deadline = [], time.monotonic() + timeout
-        try:
-            consumer.assign([TopicPartition(topic, 0)])
-            while len(out) < n and time.monotonic() < deadline:
-                for msgs in (await consumer.getmany(timeout_ms=200)).values():
-                    out += [{"key": m.key, "value": m.value, "offset": m.offset} for m in msgs]
-        finally:
-            await consumer.stop()
-        return out
-
-    return asyncio.run(run())
-
-
-TRANSACT = {"confluent": transact_confluent, "kafka_python": transact_kafka_python, "aiokafka": transact_aiokafka}
-READ_COMMITTED = {
-    "confluent": lambda b, t, n: clients.consume_confluent(b, t, n, timeout=20, partitions=[0],
-                                                           config={"isolation.level": "read_committed"}),
-    "kafka_python": lambda b, t, n: clients.consume_kafka_python(b, t, n, timeout=20, partitions=[0],
-                                                                 config={"isolation_level": "read_committed"}),
-    "aiokafka": lambda b, t, n: consume_aiokafka(b, t, n, config={"isolation_level": "read_committed"}),
-}
+TRANSACT = clients.TRANSACTIONAL
+READ_COMMITTED = {client: lambda b, t, n, client=client: clients.consume(
+    client, b, t, n, timeout=20, partitions=[0], config=clients.READ_COMMITTED[client]) for client in CLIENTS}
 
 
 def committed_offset(bootstrap, group, topic, partition):
@@ -369,7 +215,7 @@ def test_an_open_transaction_holds_read_committed_back_until_it_ends(broker):
     again = send_request(host, port, M.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4)
     assert (again.producer_id, again.producer_epoch) == (pid, epoch + 1)   # the open transaction is aborted
     end = M.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True)
-    assert send_request(host, port, end, 3).error_code == ErrorCode.INVALID_PRODUCER_EPOCH  # fenced
+    assert send_request(host, port, end, 3).error_code == ErrorCode.PRODUCER_FENCED  # fenced (KIP-588: EndTxn v2+)
     hw, lso, aborted, batches = fetch(1)
     assert (hw, lso, aborted) == (2, 2, [(pid, 0)]) and batches[0] == (False, [b"open"]) and batches[1][0]
     L = M.ListOffsetsRequest
@@ -510,26 +356,44 @@ def test_admin_clients_list_and_describe_groups_and_configs(broker, client):
 # the broker's own behaviour
 
 
-def test_too_new_api_versions_gets_the_kip_511_reply_and_a_retry(broker):
+def test_too_new_api_versions_gets_the_kip_511_reply(broker):
+    import socket
+    import struct
+
+    from kafkaproto import FrameReader, decode_response
+
     host, port = broker.rsplit(":", 1)
-    used, versions = api_versions_handshake(host, int(port))  # the library asks with its newest (5) first
-    assert used == 3
+    used, versions = api_versions_handshake(host, int(port))  # the library asks with its newest (5): answered
+    assert used == 5
     keys = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-    assert keys[18] == (0, 3) and keys[0] == (3, 12) and keys[1] == (4, 12)
+    assert keys[18] == (0, 5) and keys[0] == (3, 13) and keys[1] == (4, 18)
+    # a version from the future: KIP-511's reply, in v0's layout, naming the versions to retry with
+    header = struct.pack(">hhih", 18, 99, 7, 1) + b"c" + b"\0\0"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(header)) + header)
+        reader, frames = FrameReader(), []
+        while not frames:
+            frames = list(reader.feed(sock.recv(1 << 16)))
+    _, reply = decode_response(frames[0], 18, 0)
+    assert reply.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in reply.api_keys] == [(18, 0, 5)]
 
 
 def test_answers_without_a_client_library(broker):
     host, port = broker.rsplit(":", 1)
     port = int(port)
-    # Metadata v13 is a version the library speaks but the broker does not advertise
-    assert send_request(host, port, MetadataRequest(topics=None), 13).error_code == ErrorCode.UNSUPPORTED_VERSION
+    # DescribeAcls is an api the library speaks but the broker does not advertise
+    assert send_request(host, port, M.DescribeAclsRequest(), 3).error_code == ErrorCode.UNSUPPORTED_VERSION
     P = JoinGroupRequest.JoinGroupRequestProtocol
     join = JoinGroupRequest(group_id=f"g-{uuid.uuid4().hex[:8]}", session_timeout_ms=10000, rebalance_timeout_ms=1000,
                             protocol_type="consumer", protocols=[P(name="range", metadata=b"m1")])
+    required = send_request(host, port, join, 9)  # KIP-394: a new member gets its member id first
+    assert required.error_code == ErrorCode.MEMBER_ID_REQUIRED and required.member_id
+    join.member_id = required.member_id
     first = send_request(host, port, join, 9)  # alone in the group: leader at once, with its own metadata
     assert (first.error_code, first.generation_id, first.leader) == (0, 1, first.member_id)
     assert [(m.member_id, m.metadata) for m in first.members] == [(first.member_id, b"m1")]
-    join.protocols = [P(name="roundrobin", metadata=b"m2")]
+    join.protocols, join.member_id = [P(name="roundrobin", metadata=b"m2")], ""  # a second member, no common protocol
     assert send_request(host, port, join, 9).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
@@ -576,14 +440,18 @@ def test_every_advertised_version_is_answered(broker):
         assert created.topics[0].error_code == 0
         meta = call(M.MetadataRequest(topics=[M.MetadataRequest.MetadataRequestTopic(name=topic)]), step)
         assert [len(t.partitions) for t in meta.topics] == [2] and meta.brokers[0].port == int(port)
+        # the topic's id, for the versions that name topics by id (Produce 13, Fetch 13+, OffsetCommit 10...)
+        topic_id = send_request(host, int(port), MetadataRequest(topics=[
+            M.MetadataRequest.MetadataRequestTopic(name=topic)]), 12).topics[0].topic_id
         P = M.ProduceRequest
         blob = records.encode([(b"k", b"v%d" % step), (None, b"w")], codec="gzip")
-        produced = call(P(acks=-1, timeout_ms=1000, topic_data=[P.TopicProduceData(name=topic, partition_data=[
-            P.PartitionProduceData(index=1, records=blob)])]), step)
+        produced = call(P(acks=-1, timeout_ms=1000, topic_data=[P.TopicProduceData(
+            name=topic, topic_id=topic_id, partition_data=[P.PartitionProduceData(index=1, records=blob)])]), step)
         assert produced.responses[0].partition_responses[0].error_code == 0
         F = M.FetchRequest
-        fetched = call(F(max_wait_ms=0, max_bytes=1 << 20, topics=[F.FetchTopic(topic=topic, partitions=[
-            F.FetchPartition(partition=1, fetch_offset=1, partition_max_bytes=1 << 20)])]), step)
+        fetched = call(F(max_wait_ms=0, max_bytes=1 << 20, topics=[F.FetchTopic(
+            topic=topic, topic_id=topic_id, partitions=[
+                F.FetchPartition(partition=1, fetch_offset=1, partition_max_bytes=1 << 20)])]), step)
         part = fetched.responses[0].partitions[0]
         assert part.high_watermark == 2 and [r.value for b in records.decode(part.records) for r in b] == [
             b"v%d" % step, b"w"]
@@ -596,8 +464,12 @@ def test_every_advertised_version_is_answered(broker):
         assert int(port) in (coordinator.port, *(c.port for c in coordinator.coordinators))
         # a group of one, every api at this step's version
         J = M.JoinGroupRequest
-        joined = call(J(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=1000, protocol_type="consumer",
-                        protocols=[J.JoinGroupRequestProtocol(name="range", metadata=b"meta")]), step)
+        join = J(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=1000, protocol_type="consumer",
+                 protocols=[J.JoinGroupRequestProtocol(name="range", metadata=b"meta")])
+        joined = call(join, step)
+        if joined.error_code == ErrorCode.MEMBER_ID_REQUIRED:  # v4+ (KIP-394): the member id first
+            join.member_id = joined.member_id
+            joined = call(join, step)
         me, generation = joined.member_id, joined.generation_id
         assert joined.error_code == 0 and joined.leader == me and joined.members[0].metadata == b"meta"
         S = M.SyncGroupRequest
@@ -608,7 +480,7 @@ def test_every_advertised_version_is_answered(broker):
         assert call(M.HeartbeatRequest(group_id=group, generation_id=generation, member_id=me), step).error_code == 0
         C = M.OffsetCommitRequest
         committed = call(C(group_id=group, generation_id_or_member_epoch=generation, member_id=me, topics=[
-            C.OffsetCommitRequestTopic(name=topic, partitions=[C.OffsetCommitRequestPartition(
+            C.OffsetCommitRequestTopic(name=topic, topic_id=topic_id, partitions=[C.OffsetCommitRequestPartition(
                 partition_index=1, committed_offset=2, committed_metadata="m")])]), step)
         assert committed.topics[0].partitions[0].error_code == 0
         # a transaction that writes to partition 0 and commits the group's offset of partition 0 with it
@@ -624,15 +496,17 @@ def test_every_advertised_version_is_answered(broker):
                     step).error_code == 0
         T = M.TxnOffsetCommitRequest
         txn_commit = call(T(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=0, topics=[
-            T.TxnOffsetCommitRequestTopic(name=topic, partitions=[T.TxnOffsetCommitRequestPartition(
+            T.TxnOffsetCommitRequestTopic(name=topic, topic_id=topic_id, partitions=[T.TxnOffsetCommitRequestPartition(
                 partition_index=0, committed_offset=1, committed_metadata="t")])]), step)
         assert txn_commit.topics[0].partitions[0].error_code == 0
         assert call(M.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0, committed=True),
                     step).error_code == 0
         OF = M.OffsetFetchRequest
-        offsets = call(OF(group_id=group, topics=[OF.OffsetFetchRequestTopic(name=topic, partition_indexes=[0, 1])]),
-                       step)
-        assert [(p.committed_offset, p.metadata) for p in offsets.topics[0].partitions] == [(1, "t"), (2, "m")]
+        offsets = call(OF(group_id=group, topics=[OF.OffsetFetchRequestTopic(name=topic, partition_indexes=[0, 1])],
+                          groups=[OF.OffsetFetchRequestGroup(group_id=group, topics=[OF.OffsetFetchRequestTopics(
+                              name=topic, topic_id=topic_id, partition_indexes=[0, 1])])]), step)
+        fetched_topics = offsets.groups[0].topics if offsets.groups else offsets.topics  # v8+: by group
+        assert [(p.committed_offset, p.metadata) for p in fetched_topics[0].partitions] == [(1, "t"), (2, "m")]
         assert group in [g.group_id for g in call(M.ListGroupsRequest(), step).groups]
         (described,) = call(M.DescribeGroupsRequest(groups=[group]), step).groups
         assert (described.group_state, described.protocol_data) == ("Stable", "range")
@@ -641,7 +515,8 @@ def test_every_advertised_version_is_answered(broker):
         D = M.DescribeConfigsRequest
         (configs,) = call(D(resources=[D.DescribeConfigsResource(resource_type=2, resource_name=topic,
                                                                  configuration_keys=["retention.ms"])]), step).results
-        assert (configs.error_code, [(c.name, c.value) for c in configs.configs]) == (0, [("retention.ms", "-1")])
+        assert (configs.error_code, [(c.name, c.value) for c in configs.configs]) == (
+            0, [("retention.ms", "604800000")])
         left = call(M.LeaveGroupRequest(group_id=group, member_id=me, members=[
             M.LeaveGroupRequest.MemberIdentity(member_id=me)]), step)
         assert left.error_code == 0

@@ -174,7 +174,7 @@ def test_the_accounting_of_a_stream_adds_up(monkeypatch):
     acc = Accounting()
     stream = inspect_mod.StreamInput(r, "pipe", owned=True)
     monkeypatch.setattr(inspect_mod, "_stream_of", lambda path: stream)
-    kind, batches, live = inspect_mod.open_capture("pipe", acc=acc)
+    kind, batches, live = inspect_mod.open_input("pipe", acc=acc)
     frames = sum(len(b) for b in batches)
     writer.join()
     assert (kind, live, frames) == ("pcap", True, 2009) and stream.closed  # read to its end, and closed
@@ -632,3 +632,28 @@ def test_the_docs_page_runs_and_names_every_option(capsys):
         out = capsys.readouterr().out
         assert numbers(out) and all(re.search(r" (Metadata|FindCoordinator) ", x) for x in out.splitlines()
                                     if LINE.match(x))
+
+
+def test_json_into_head_ends_quietly_and_reads_no_further(tmp_path):
+    """``inspect --json X | head -1``: the reader goes away; the read stops soon after (no summary: it
+    was not read to the end), status 0, nothing on standard error."""
+    cap = tmp_path / "big.pcap"
+    write_capture(cap, size=16 << 20, profile="small", small_scale=4)
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", "inspect", "--json", str(cap)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0 and json.loads(first)["frame"] == 1
+    assert err == "", err[-2000:]
+
+
+def test_the_decoded_count_agrees_with_the_ledger(tmp_path):
+    """With filters, the summary's "(N decoded)" is the ledger's decoded frames (an unpaired response
+    is examined, not decoded; an undecodable one is counted as such)."""
+    out, err = io.StringIO(), io.StringIO()
+    inspect(str(bad_conversation(tmp_path / "bad.pcap")), out, err=err, errors=True)
+    text = out.getvalue()
+    decoded = int(re.search(r"\((\d+) decoded\)", text).group(1))
+    ledger = int(re.search(r"^frames: \d+: .*?decoded (\d+)", text, re.M).group(1))
+    assert decoded == ledger == 3

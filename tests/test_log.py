@@ -7,7 +7,9 @@ read_committed, and damaged segments read as far as they are whole."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
+import random
 import shutil
 import struct
 
@@ -19,6 +21,8 @@ import pytest
 from kafkaproto import log
 from kafkaproto import records as R
 from kafkaproto.log import LOG_SCHEMA, LogDamageError
+from kafkaproto.log import _read as log_read
+from kafkaproto.log import dump as kdump
 from kafkaproto.log._index import PAGE
 from support.kafka_log import T0, PartitionWriter, simple_partition
 
@@ -343,23 +347,22 @@ def test_garbage_after_the_last_batch(tmp_path):
             assert what in row["error"]
 
 
-def test_a_lost_frame_resumes_at_the_next_index_entry(tmp_path):
+def test_a_lost_frame_resumes_at_the_next_readable_batch(tmp_path):
     w, seg = _one_segment(tmp_path, n=400)
     data = bytearray(seg.read_bytes())
     pos = [p for _, p, _, _ in w.batches]
     struct.pack_into(">i", data, pos[10] + 8, 3)  # batch 10's size field: below any batch's
     seg.write_bytes(bytes(data))
     kl = log.open_log(w.folder)
-    part = kl.partitions[0].segments[0]
-    entries = list(log.OffsetIndex(kl.fs, part.index, part.index_size, part.base_offset).entries())
-    resume = next((off, p) for off, p in entries if p > pos[10])
     table = kl.read_table(["offset", "position", "error"])
     (row,) = _damage_rows(table)
-    assert row["position"] == pos[10] and f"up to byte {resume[1]}" in row["error"]
-    assert f"record batch at byte {pos[10] + 8}: size 3 below the minimum of 14" in row["error"]
+    # the next byte where a whole batch starts (its CRC matching, its offsets after the last read): batch 11
+    assert row["position"] == pos[10] and f"up to byte {pos[11]}" in row["error"]
+    assert row["error"].endswith(f"at byte {pos[10]}: {pos[11] - pos[10]} bytes not read, up to byte {pos[11]}: "
+                                 "size 3 below the minimum of 14")  # one place named: the region's start
     got = _clean_rows(table).column("offset").to_pylist()
-    first_after = next(base for _, p, base, _ in w.batches if p == resume[1])
-    assert got == list(range(50)) + list(range(first_after, 400))
+    lost = range(w.batches[10][2], w.batches[11][2])
+    assert got == [o for o in range(400) if o not in lost]
 
 
 def test_an_index_that_disagrees_with_the_log(tmp_path):
@@ -534,3 +537,208 @@ def test_byte_ranges_split_at_index_entries_cover_every_batch_once(tmp_path):
     tasks, got, problems = _read_split(kl, 4096)
     assert [p.kind for p in problems] == ["index"] and problems[0].position == pos + 9
     assert _clean_rows(got).column("offset").to_pylist() == list(range(2000))
+
+
+# ---------------------------------------------------------------------------
+# indexes and sizes that lie: a lie is a problem row and a scan, never fewer rows
+
+
+def _segment_of(tmp_path, n=3000):
+    w = simple_partition(tmp_path, n, segment_bytes=64 << 20, per_batch=10, codecs=("none", "lz4"))
+    kl = log.open_log(w.folder)
+    assert len(kl.partitions[0].segments) == 1
+    return w, kl
+
+
+def test_a_huge_batch_length_mid_segment_resumes_at_the_next_readable_batch(tmp_path):
+    w, _ = _segment_of(tmp_path)
+    seg = w.segment_file(0)
+    data = bytearray(seg.read_bytes())
+    k = len(w.batches) // 2
+    _, at, base, raw = w.batches[k]
+    struct.pack_into(">i", data, at + 8, 0x7FFFFFF0)
+    seg.write_bytes(bytes(data))
+    for offsets in (None, (0, 3000), (base - 100, base + 100)):
+        table = log.open_log(w.folder).read_table(["offset", "position", "error"], offsets=offsets)
+        (row,) = _damage_rows(table)
+        assert row["position"] == at and f"up to byte {at + len(raw)}" in row["error"]
+        assert "batch size 2147483632 runs past the file's end" in row["error"]
+        lo, hi = offsets or (0, 3000)
+        assert _clean_rows(table).column("offset").to_pylist() == [o for o in range(lo, hi)
+                                                                   if not base <= o < base + 10]
+    status, out, _ = _dump([seg], deep_iteration=True)
+    assert status == 1 and out.count("| offset: ") == 2990 and "Found" not in out
+
+
+def _shuffle_index(w, seed=1):
+    index = w.segment_file(0).with_suffix(".index")
+    raw = index.read_bytes()
+    entries = [raw[i:i + 8] for i in range(0, len(raw), 8)]
+    random.Random(seed).shuffle(entries)
+    index.write_bytes(b"".join(entries))
+
+
+@pytest.mark.parametrize("split", [None, 4096])
+def test_a_shuffled_index_gives_every_row_and_says_so(tmp_path, split):
+    w, kl = _segment_of(tmp_path)
+    _shuffle_index(w)
+    kl = log.open_log(w.folder)
+    opts = log.ReadOptions.make(["offset", "error"], offsets=(1000, 2500))
+    tasks, _ = kl.plan(opts, split_bytes=split)
+    tables = [t for task in tasks for t in log_read.read_task(kl.fs, task, opts.names, opts.bounds, window=opts.window)]
+    table = pa.concat_tables(tables)
+    got = _clean_rows(table).column("offset").to_pylist()
+    # its entries are true pairs out of order: every seek is checked against the log, none loses a row
+    assert sorted(got) == list(range(1000, 2500)) and len(got) == 1500
+    assert all("the index" in r["error"] for r in _damage_rows(table))
+
+
+def test_an_index_entry_that_sends_the_stop_too_early_is_a_row_and_a_scan(tmp_path):
+    w, kl = _segment_of(tmp_path)
+    index = w.segment_file(0).with_suffix(".index")
+    raw = bytearray(index.read_bytes())
+    n = len(raw) // 8
+    for k in range(n // 2, n):  # the second half of the entries all point at the first batch
+        rel, _pos = struct.unpack_from(">ii", raw, 8 * k)
+        struct.pack_into(">ii", raw, 8 * k, rel, 0)
+    index.write_bytes(bytes(raw))
+    table = log.open_log(w.folder).read_table(["offset", "error"], offsets=(1000, 2500))
+    assert sorted(_clean_rows(table).column("offset").to_pylist()) == list(range(1000, 2500))
+    (row,) = _damage_rows(table)
+    assert "the offsets from 2500 on begin at this byte" in row["error"]
+
+
+def test_a_time_index_entry_past_the_end_of_the_active_segment(tmp_path):
+    w, kl = _segment_of(tmp_path)
+    tindex = w.segment_file(0).with_suffix(".timeindex")
+    raw = bytearray(tindex.read_bytes())
+    struct.pack_into(">qi", raw, 0, T0 - 10**6, 10**6)  # an old timestamp, an offset past the end
+    tindex.write_bytes(bytes(raw))
+    t = T0 + 1000 * 10
+    table = log.open_log(w.folder).read_table(["offset", "timestamp", "error"], timestamps=(t, None))
+    want = [r[0] for r in _expected_rows(w) if r[1] >= t]
+    assert sorted(_clean_rows(table).column("offset").to_pylist()) == sorted(want)
+    (row,) = _damage_rows(table)
+    assert "time index says offset" in row["error"]
+
+
+def _dump(paths, **kw):
+    out, err = io.StringIO(), io.StringIO()
+    return kdump.dump([str(p) for p in paths], out, err, **kw), out.getvalue(), err.getvalue()
+
+
+def _expected_rows(w):
+    return [(r.offset, r.timestamp) for _, _, _, raw in w.batches for b in R.decode(raw) for r in b.records]
+
+
+def test_damaged_regions_cost_what_they_cover(tmp_path):
+    """Each damaged region is passed once: the resynchronisation scans bytes after it, never the
+    index from its start (the work per region does not grow with the regions before it)."""
+    w, _ = _segment_of(tmp_path, n=8000)
+    seg = w.segment_file(0)
+    data = bytearray(seg.read_bytes())
+    for _, at, _, _ in w.batches[1::2]:
+        struct.pack_into(">i", data, at + 8, 3)  # every other batch's size: unreadable
+    seg.write_bytes(bytes(data))
+    from kafkaproto.log import _segwalk
+
+    calls = []
+    real = _segwalk._TEXT.find_batch
+
+    def counting(buf, base, start, stop, size, after, magic):
+        got = real(buf, base, start, stop, size, after, magic)
+        calls.append((got[1] if got[0] == 0 else stop) - start)
+        return got
+
+    _segwalk._TEXT = type("T", (), {"find_batch": staticmethod(counting), "TextWalk": _segwalk._TEXT.TextWalk})
+    try:
+        table = log.open_log(w.folder).read_table(["offset", "error"])
+    finally:
+        _segwalk._TEXT = __import__("kafkaproto._impl", fromlist=["load"]).load("log._text")
+    assert len(_damage_rows(table)) == len(w.batches) // 2
+    assert _clean_rows(table).num_rows == 4000
+    # a search or two a region (a window's end), each over the bytes after it: never more than the file
+    assert len(w.batches) // 2 <= len(calls) <= len(w.batches) and sum(calls) <= len(data)
+
+
+@pytest.mark.parametrize("name", ["99999999999999999999.log", "t-99999999999"])
+def test_names_past_the_int_ranges_are_skipped_and_said(tmp_path, name):
+    w = simple_partition(tmp_path, 50, segment_bytes=1 << 20)
+    if name.endswith(".log"):
+        (w.folder / name).write_bytes(w.segment_file(0).read_bytes())
+    else:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "00000000000000000000.log").write_bytes(w.segment_file(0).read_bytes())
+    kl = log.open_log(tmp_path)
+    assert kl.read_table(["offset"]).num_rows == 50
+    assert kl.segments().num_rows == 1
+    assert any(p.kind == "skipped" and name in p.path and "range" in p.message for p in kl.problems)
+
+
+_NO_PANDAS = r'''
+import sys
+attempts = []
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            import traceback
+            attempts.append("".join(traceback.format_stack(limit=8)))
+            raise ModuleNotFoundError("not here", name=name)
+sys.meta_path.insert(0, Finder())
+from kafkaproto import log
+kl = log.open_log(sys.argv[1])
+kl.segments()
+kl.read_table()
+kl.read_table(["offset", "value"], offsets=(10, 60), isolation="read_committed")
+kl.read_table(["offset", "error"], timestamps=(1700000010000, None))
+for _ in kl.scan(kl.partitions[0].segments[0]):
+    pass
+import io
+from kafkaproto.log import dump
+dump.dump([sys.argv[1]], io.StringIO(), io.StringIO(), fmt="json", print_data_log=True)
+dump.dump_parquet([sys.argv[1]], sys.argv[2] + "/records.parquet")
+dump.dump_parquet([sys.argv[1]], sys.argv[2] + "/batches.parquet", batches=True)
+log.open_log(sys.argv[2]).read_table(decoder="offsets")
+print("ATTEMPTS", len(attempts))
+for a in attempts:
+    print(a)
+'''
+
+
+def test_reading_a_log_never_imports_pandas(tmp_path):
+    """pyarrow imports pandas on the first pa.array() or to_numpy() it is given, or a tz-aware timestamp's
+    to_pylist(), when pandas is installed; the reader builds its columns from buffers and reads them
+    through them, so a process that reads a log (records, the internal topics' tables, dump-log's JSON
+    and Parquet) loads no pandas."""
+    import random
+    import subprocess
+    import sys
+
+    from support.internal_logs import coordinator_records, write_log
+
+    w = simple_partition(tmp_path, 300, segment_bytes=4 << 10)
+    write_log(tmp_path, "__consumer_offsets", coordinator_records("group", random.Random(3)))
+    p = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(w.folder), str(tmp_path)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ATTEMPTS 0" in p.stdout, p.stdout[-4000:]
+
+
+def test_a_log_dirs_read_leaves_kafkas_own_topics_out_unless_named(tmp_path):
+    import random
+
+    from support.internal_logs import coordinator_records, write_log
+
+    write_log(tmp_path, "__consumer_offsets", coordinator_records("group", random.Random(3)))
+    simple_partition(tmp_path, 50, segment_bytes=1 << 20)
+    kl = log.open_log(tmp_path)
+    assert set(kl.read_table(["topic"]).column("topic").to_pylist()) == {"orders"}
+    assert {p.topic for p in kl.partitions} == {"orders", "__consumer_offsets"}  # still there, listed
+    named = log.open_log(tmp_path, topics=["__consumer_offsets"]).read_table(["topic"])
+    assert set(named.column("topic").to_pylist()) == {"__consumer_offsets"}
+    assert kl.read_table(["topic"], topics=["__consumer_offsets", "orders"]).num_rows == named.num_rows + 50
+    # a path that names the partition folder reads it
+    assert log.open_log(tmp_path / "__consumer_offsets-0").read_table(["offset"]).num_rows == named.num_rows
+    typed = kl.read_table(decoder="offsets")
+    assert typed.num_rows == named.num_rows and typed.column("error").null_count < typed.num_rows
+    assert set(typed.column("topic").to_pylist()) == {"__consumer_offsets"}

@@ -129,3 +129,29 @@ def test_without_pushdown(spark, logdir):
         assert df.where("offset >= 10 AND offset < 15 AND topic = 'clicks'").count() == 5
     finally:
         klog.register(spark)
+
+
+@pytest.mark.parametrize("decoder", ["offsets", "cluster-metadata"])
+def test_an_internal_topic_as_its_typed_table(spark, tmp_path, decoder):
+    """``.option("decoder", ...)``: the typed table the library reads, row for row (the topic of the
+    decoder read from a log dir that holds user topics too)."""
+    import random
+
+    from support.internal_logs import coordinator_records, framed_records, write_log
+
+    make = coordinator_records if decoder == "offsets" else framed_records
+    topic = "__consumer_offsets" if decoder == "offsets" else "__cluster_metadata"
+    write_log(tmp_path, topic, make("group" if decoder == "offsets" else "metadata", random.Random(5)))
+    simple_partition(tmp_path, 50, topic="orders", segment_bytes=24 << 10)
+    df = _read(spark, tmp_path, decoder=decoder)
+    ours = log.open_log(tmp_path).read_table(decoder=decoder)
+    assert df.count() == ours.num_rows > 20 and set(df.columns) == set(ours.column_names)
+    got = df.orderBy("offset").select("offset", "type", "version", "error").toArrow().to_pylist()
+    assert got == ours.select(["offset", "type", "version", "error"]).to_pylist()
+    if decoder == "offsets":
+        commits = df.where("type = 'OffsetCommit'").select("offset_commit.*").toArrow()
+        want = ours.filter(ours.column("type").to_numpy(zero_copy_only=False) == "OffsetCommit").column("offset_commit")
+        assert commits.column("offset").to_pylist() == [r["offset"] for r in want.to_pylist()]
+    # a log dir's plain read leaves Kafka's own topics out; named, they are read
+    assert {r["topic"] for r in _read(spark, tmp_path).select("topic").distinct().collect()} == {"orders"}
+    assert _read(spark, tmp_path, topics=topic).count() == ours.num_rows

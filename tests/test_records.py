@@ -521,3 +521,67 @@ def test_encode_errors(kwargs, match):
     kwargs.setdefault("records", [(b"k", b"v", None, TS)])
     with pytest.raises(EncodeError, match=match):
         R.encode(**kwargs)
+
+
+# -- offsets past int64 (issue 33, item 6) ---------------------------------------------
+
+I64_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize("kwargs, where", [
+    # the issue's case: magic 1 refused it, magic 2 wrote last offset 2^63 (offsets 2^63-1, -2^63 read back)
+    ({"base_offset": I64_MAX, "records": [(b"k", b"v"), (b"k", b"v")]}, r"records\[1\]\.offset"),
+    ({"base_offset": I64_MAX - 2, "records": [(b"k", b"v")] * 4}, r"records\[3\]\.offset"),
+    # an explicit offset, then one taken from it
+    ({"base_offset": I64_MAX - 9, "records": [R.Record(b"a", b"b", None, TS, I64_MAX), (b"k", b"v")]},
+     r"records\[1\]\.offset"),
+    # a delta past int32 (Kafka: "Maximum offset delta exceeded")
+    ({"base_offset": 0, "records": [R.Record(b"a", b"b", None, TS, (1 << 31) - 1), (b"k", b"v")]},
+     r"records\[1\]\.offset delta: value 2147483648 out of range"),
+])
+def test_encode_refuses_an_offset_past_int64(kwargs, where):
+    with pytest.raises(EncodeError, match=where) as exc:
+        R.encode(**kwargs)
+    if "delta" not in where:
+        assert "past the int64 maximum 9223372036854775807" in str(exc.value)
+    # the largest offsets that fit are written, and read back as written
+    last = R.encode([(b"k", b"v")] * 3, base_offset=I64_MAX - 2)
+    [batch] = decode_all(last)
+    assert batch.last_offset == I64_MAX and [r.offset for r in batch.records] == [I64_MAX - 2, I64_MAX - 1, I64_MAX]
+    # sequences wrap (Kafka's DefaultRecordBatch.incrementSequence): not an error
+    [batch] = decode_all(R.encode([(b"k", b"v")] * 3, base_sequence=(1 << 31) - 1, producer_id=7, producer_epoch=0))
+    assert batch.base_sequence == (1 << 31) - 1
+
+
+def test_a_batch_or_record_whose_offset_passes_int64_is_corrupt_not_wrapped():
+    from kafkaproto.consumer import consume
+
+    good = R.encode([(b"k", b"v"), (b"k", b"v")], base_offset=I64_MAX - 1)
+    # the base offset is outside the CRC: one past it makes the last offset 2^63
+    bad = struct.pack(">q", I64_MAX) + good[8:]
+    for read in (decode_all, consume, lambda b: consume(b, I64_MAX)):
+        with pytest.raises(CorruptRecordError) as exc:
+            read(bad)  # consume dropped the record at "-2^63" as one below the fetch offset
+        assert str(exc.value) == ("record batch at byte 23: last offset delta 1 takes the base offset "
+                                  "9223372036854775807 past int64")
+    # a last offset delta that fits, a record's own delta that does not
+    lying = bytearray(bad)
+    struct.pack_into(">i", lying, 23, 0)
+    with pytest.raises(CorruptRecordError) as exc:
+        decode_all(bytes(fix_crc(lying)))
+    assert str(exc.value) == (".records[1].offset delta at byte 73: offset delta 1 takes the base offset "
+                              "9223372036854775807 past int64")
+    # in Arrow: an error row (no offsets -2^63), and a batches row that says -1 (not known), not a wrapped offset
+    import pyarrow as pa
+
+    from kafkaproto import arrow
+
+    table, batches = arrow.records(pa.array([good, bad], pa.binary()), batches=True, partial=True)
+    assert table.column("offset").to_pylist() == [I64_MAX - 1, I64_MAX]
+    assert [(b["base_offset"], b["last_offset"], b["error"]) for b in batches.to_pylist()] == [
+        (I64_MAX - 1, I64_MAX, None),
+        (I64_MAX, -1, "record batch at byte 23: last offset delta 1 takes the base offset 9223372036854775807 "
+                      "past int64")]
+    whole = arrow.records(pa.array([good, bad], pa.binary()))
+    assert whole.column("offset").to_pylist() == [I64_MAX - 1, I64_MAX, None]
+    assert whole.column("error").to_pylist()[2].startswith("record batch at byte 23: last offset delta 1")

@@ -18,10 +18,10 @@ import pytest
 from kafkaproto import arrow as karrow
 from kafkaproto import records as krecords
 from kafkaproto.capture import Accounting, read_frames
+from kafkaproto.capture.tables import TABLE_COLUMNS
 from kafkaproto.capture.tools.dissect import dissect, format_line
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.report import run_report
-from kafkaproto.report.decode import TABLE_COLUMNS
 from kafkaproto.report.render import PALETTE, REMOVED, VERSION_SHADES
 from support.report_helpers import SAMPLE, damaged_captures, run_chromium
 
@@ -461,7 +461,7 @@ def test_record_set_summary_equals_the_per_blob_walk(kind):
     import numpy as np
     import pyarrow as pa
 
-    from kafkaproto.report.decode import record_set_summary
+    from kafkaproto.capture.tables import record_set_summary
 
     blobs = _blobs_for_summary()
     for frame in (f for f in read_frames(SAMPLE / "kafka.pcap") if f.direction == "request" and f.api_key == 0):

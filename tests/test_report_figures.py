@@ -299,9 +299,10 @@ def test_percentiles_of_many_histograms_at_once_equal_one_at_a_time():
 def test_a_task_returns_its_manifest_as_one_arrow_buffer(tmp_path):
     """A task's result is bytes (an Arrow IPC stream of one row), and the
     driver reads every task's tables back concatenated in the tasks' order."""
+    from kafkaproto.capture import WholeTask
     from kafkaproto.report.tasks import MANIFEST_SCHEMA, read_manifests, whole_task
 
-    got = [whole_task([(p.name, [str(p)])], (tmp_path / "out").as_uri(), f"w{i}")
+    got = [whole_task(WholeTask(((p.name, (str(p),)),)), (tmp_path / "out").as_uri(), f"w{i}")
            for i, p in enumerate((SAMPLE / "kafka.pcap", SAMPLE / "kafka44.pcap"))]
     assert all(isinstance(m, bytes) for m in got)
     batches = [pa.ipc.open_stream(m).read_all() for m in got]

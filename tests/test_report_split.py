@@ -225,32 +225,21 @@ def test_syn_only_connections_are_counted_apart(spark, tmp_path):
     assert " 0.0 MB/s" not in result.summary
 
 
-def test_one_task_keeps_each_captures_range_statistics_apart(tmp_path):
-    """A task that gets the segments of several captures folds each capture's
-    statistics rows into that capture's accounting only (the damaged capture's
-    errors and unread bytes never show up under the clean one)."""
-    import pyarrow as pa
-
-    from kafkaproto.capture.formats.ranges import Files, segment_schema
-    from kafkaproto.report.decode import decode_segments
+def test_each_captures_range_statistics_stay_its_own(tmp_path):
+    """Captures read in ranges together: each capture's ledgers (from its
+    ranges' statistics rows) go to that capture only -- the damaged capture's
+    errors and unread bytes never show up under the clean one."""
+    from kafkaproto.capture import open_capture
 
     _, paths = damaged_captures(tmp_path / "in")
-    names = ["clean.pcap", "corrupt.pcap"]
 
-    def task(caps):
-        batches = []
-        for cap in caps:
-            for start, end in plan_ranges(str(paths[names[cap]]), 100_000):
-                batches += read_range(str(paths[names[cap]]), start, end, capture=cap)
-        table = pa.Table.from_batches(batches, schema=segment_schema()).sort_by(
-            [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
-        accs: dict[str, Accounting] = {}
-        files = Files({(cap, 0): str(paths[names[cap]]) for cap in caps})
-        rows = sum(b.num_rows for _, b in decode_segments(table.to_batches(), names, files, accs=accs))
-        return rows, {k: v.to_dict() for k, v in accs.items()}
+    def read(names):
+        reader = open_capture([str(paths[n]) for n in names]).read("requests", split_bytes=100_000)
+        rows = reader.read_all().num_rows
+        return rows, {k: v.to_dict() for k, v in reader.accounting.items()}
 
-    rows_clean, alone = task([0])
-    rows_both, both = task([0, 1])
+    rows_clean, alone = read(["clean.pcap"])
+    rows_both, both = read(["clean.pcap", "corrupt.pcap"])
     assert both["corrupt.pcap"]["errors"] and both["corrupt.pcap"]["unread_bytes"] > 0
     assert both["clean.pcap"] == alone["clean.pcap"] and not alone["clean.pcap"]["errors"]
     assert rows_both > rows_clean

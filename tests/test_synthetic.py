@@ -10,8 +10,8 @@ import hashlib
 import pytest
 
 from kafkaproto.capture import Accounting, CaptureFile, read_frames
+from kafkaproto.capture.dataset import decode_capture
 from kafkaproto.error_codes import error_name
-from kafkaproto.report.decode import decode_capture
 from support.synthetic import PROFILES, SMALL_TOPICS, write_capture
 
 MB = 1_000_000

@@ -23,7 +23,7 @@ import textwrap
 import time
 
 from kafkaproto import decode_response, encode_request, encode_response, split_frames
-from kafkaproto.capture.tools.tap import Tap
+from kafkaproto.capture.tools.tap import UNROUTED_KEPT, Tap
 from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from test_tap import LoopbackUpstream, ScriptedBroker, _recv, recorded
 
@@ -72,13 +72,46 @@ def test_listeners_are_capped_and_the_rest_keep_their_addresses(tmp_path):
     assert all(len(d.message.brokers) == 50 for d in items if d.frame.direction == "response")
 
 
+def test_the_brokers_without_a_listener_the_tap_remembers_are_bounded_over_time(tmp_path):
+    """Issue 33, item 7: a peer that names ever new brokers, response after
+    response, grew the tap's set of brokers without a listener for its whole
+    life (each response was bounded, their sum was not)."""
+    served = iter([0, 600, 1200, 1800, 1800, 0])  # the first broker each Metadata response names, 600 of them
+
+    def reply(key, version, corr):
+        if key == 3:
+            first = next(served)
+            return encode_response(MetadataResponse(brokers=[B(node_id=i, host=f"10.0.{i // 250}.{i % 250}",
+                                                                port=9092) for i in range(first, first + 600)]),
+                                   version, corr)
+        return encode_response(ApiVersionsResponse(), 0, corr)
+
+    upstream = ScriptedBroker(reply)
+    counted = []
+    try:
+        with Tap(("127.0.0.1", upstream.port), tmp_path / "tap", max_listeners=10) as tap:
+            for corr in range(6):
+                meta = metadata_through(tap, corr)
+                assert len(meta.brokers) == 600
+                counted.append(tap.stats["listeners_not_opened"])
+                assert len(tap.unrouted) <= UNROUTED_KEPT
+            routes, unrouted = dict(tap.routes), list(tap.unrouted)
+    finally:
+        upstream.close()
+    assert len(routes) == 10 and len(unrouted) == UNROUTED_KEPT == 1024
+    # 591 + 3 x 600 named without a listener; the 4th batch again: remembered, not counted again; the
+    # first again: forgotten since (the 1,024 named last are kept), counted again
+    assert counted == [591, 1191, 1791, 2391, 2391, 2982]
+    assert (unrouted[0], unrouted[-1]) == (("10.0.7.217", 9092), ("10.0.2.99", 9092))  # brokers 1967, 599
+
+
 _FD_LIMIT = textwrap.dedent("""
     import resource, sys, tempfile
     sys.path.insert(0, sys.argv[1])
     resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
     from test_tap import ScriptedBroker, recorded
     from test_tap_live import many_brokers, metadata_through
-    from kafkaproto.capture.tools.tap import Tap
+    from kafkaproto.capture.tools.tap import UNROUTED_KEPT, Tap
 
     upstream = ScriptedBroker(many_brokers(2000))
     out = tempfile.mkdtemp()

@@ -9,7 +9,16 @@ into the generated code, in the project's own form.  Beside each module it
 writes a type stub (``.pyi``): the classes with their fields as typed
 attributes, a keyword-only ``__init__`` and the methods of ``Message``.
 
-    python tools/generate_messages.py                 # (re)write the package
+The records Kafka keeps in its own logs (the metadata log ``__cluster_metadata``,
+the coordinators' ``__consumer_offsets``, ``__transaction_state`` and
+``__share_group_state``, tiered storage's ``__remote_log_metadata``) have their
+schemas in Kafka's server modules, not among the client messages: they are
+read from the jars of Apache Kafka 4.4.0 that ``make peers`` fetches from Maven
+Central (``build/peers/kafka-4.4.0/``), never copied, and their classes written
+into ``src/kafkaproto/messages/_internal/`` with a registry by log and record
+type.
+
+    python tools/generate_messages.py                 # (re)write the packages
     python tools/generate_messages.py --check         # exit 1 if the committed output differs
     python tools/generate_messages.py --out DIR       # write elsewhere
 """
@@ -17,7 +26,6 @@ attributes, a keyword-only ``__init__`` and the methods of ``Message``.
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import keyword
 import pathlib
@@ -28,6 +36,18 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = ROOT.parent / "shared" / "kafka-schemas"
 OUT = ROOT / "src" / "kafkaproto" / "messages" / "_gen"
+INTERNAL_OUT = ROOT / "src" / "kafkaproto" / "messages" / "_internal"
+KAFKA_JARS = ROOT / "build" / "peers" / "kafka-4.4.0"
+KAFKA_VERSION = "4.4.0"
+# Kafka's own logs: (registry name, the jar's artifact, the schemas' folder in it, their names' prefix)
+INTERNAL_SOURCES = (
+    ("metadata", "kafka-metadata", "common/metadata/", ""),
+    ("group", "kafka-group-coordinator", "common/message/", ""),
+    ("transaction", "kafka-transaction-coordinator", "common/message/", ""),
+    ("share", "kafka-share-coordinator", "common/message/", ""),
+    ("remote", "kafka-storage", "message/", "Remote"),
+)
+INTERNAL_LAYER = f"kafka-{KAFKA_VERSION}"
 # The layers, newest first; a version is taken from the first layer that has it.
 LAYERS = ("newest", "snapshot-2024-10")
 MAX_VERSION = 63
@@ -58,7 +78,7 @@ FIELD_KEYS = {
     "about",                   # prose: never copied
 }
 STRUCT_KEYS = {"name", "versions", "fields"}
-KINDS = ("request", "response", "header", "data")
+KINDS = ("request", "response", "header", "data", "metadata", "coordinator-key", "coordinator-value")
 NULLABLE_TYPES = {"string", "bytes", "records"}
 
 
@@ -142,7 +162,8 @@ class Field:
         self.wire = raw["name"]
         self.attr = snake(self.wire)
         self.type = raw["type"].strip()
-        self.versions = parse_versions(raw.get("versions"), valid)
+        # a tagged field may leave out its versions: they are its tagged versions (Kafka's generator's rule)
+        self.versions = parse_versions(raw.get("versions", raw.get("taggedVersions")), valid)
         self.nullable = parse_versions(raw.get("nullableVersions"), valid) & self.versions
         self.tagged = parse_versions(raw.get("taggedVersions"), valid) & self.versions
         self.tag = raw.get("tag")
@@ -641,6 +662,76 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
     return len(registry)
 
 
+def load_json_text(text: str) -> dict:
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("//")]
+    return json.loads("\n".join(lines))
+
+
+def collect_internal(jars: pathlib.Path) -> list[tuple[str, Schema]]:
+    """The schemas of Kafka's own logs, read from its jars → (log, schema) pairs."""
+    import zipfile
+
+    out = []
+    for log, artifact, folder, prefix in INTERNAL_SOURCES:
+        jar = jars / f"{artifact}-{KAFKA_VERSION}.jar"
+        with zipfile.ZipFile(jar) as z:
+            names = sorted(n for n in z.namelist() if n.startswith(folder) and n.endswith(".json")
+                           and "/" not in n[len(folder):] and n[len(folder):].startswith(prefix))
+            for name in names:
+                raw = load_json_text(z.read(name).decode("utf-8"))
+                if raw.get("type") == "data":
+                    continue  # a file's layout (a producer snapshot, the quorum state), not a log's records
+                schema = Schema(raw["name"], raw["type"], raw.get("apiKey"), [(INTERNAL_LAYER, raw)])
+                if schema.valid:
+                    out.append((log, schema))
+    return out
+
+
+def generate_internal(jars: pathlib.Path, out: pathlib.Path) -> int:
+    """The classes of Kafka's own logs' records, and their registry (``_internal/__init__.py``)."""
+    found = collect_internal(jars)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("*.py"), *out.glob("*.pyi")]:
+        old.unlink()
+    registry = []
+    for log, s in sorted(found, key=lambda x: x[1].name):
+        mod = module_name(s)
+        body = [HEADER, "# fmt: off\n",
+                "from .._runtime import F, LIST, STRUCT, ZERO_UUID, Message, Struct  # noqa: F401\n",
+                "\n\n", emit_schema(s)]
+        (out / f"{mod}.py").write_text("".join(body))
+        (out / f"{mod}.pyi").write_text(stub_module([s]))
+        registry.append((log, s, mod))
+    lines = [HEADER, "# fmt: off\n", "# name -> (module, kind, record type)\n", "CLASSES = {\n"]
+    for _log, s, mod in registry:
+        lines.append(f"    {s.name!r}: ({mod!r}, {s.kind!r}, {s.api_key!r}),\n")
+    lines.append("}\n\n# The records of Kafka's own logs, by record type: a coordinator's (key class, value class),\n"
+                 "# the metadata logs' record class.\nLOGS = {\n")
+    for log, *_ in INTERNAL_SOURCES:
+        mine = [(s, mod) for lg, s, mod in registry if lg == log]
+        lines.append(f"    {log!r}: {{\n")
+        for key in sorted({s.api_key for s, _ in mine}):
+            kinds = {s.kind: s.name for s, _ in mine if s.api_key == key}
+            if "metadata" in kinds:
+                lines.append(f"        {key}: {kinds['metadata']!r},\n")
+            else:
+                pair = (kinds.get("coordinator-key"), kinds.get("coordinator-value"))
+                lines.append(f"        {key}: {pair!r},\n")
+        lines.append("    },\n")
+    lines.append("}\n")
+    (out / "__init__.py").write_text("".join(lines))
+    stub = [HEADER, "# name -> (module, kind, record type)\n", "CLASSES: dict[str, tuple[str, str, int]]\n",
+            "LOGS: dict[str, dict[int, str | tuple[str | None, str | None]]]\n"]
+    (out / "__init__.pyi").write_text("".join(stub))
+    return len(registry)
+
+
+def _differs(made: pathlib.Path, committed: pathlib.Path) -> list[str]:
+    files = {p.name for d in (made, committed) for p in [*d.glob("*.py"), *d.glob("*.pyi")]}
+    return sorted(n for n in files if not (committed / n).exists() or not (made / n).exists()
+                  or (made / n).read_bytes() != (committed / n).read_bytes())
+
+
 _ERROR_CODE_METHODS = '''
     @classmethod
     def _missing_(cls, value):
@@ -691,26 +782,42 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--schemas", type=pathlib.Path, default=DEFAULT_SCHEMAS)
     ap.add_argument("--out", type=pathlib.Path, default=OUT)
+    ap.add_argument("--internal-out", type=pathlib.Path, default=INTERNAL_OUT)
+    ap.add_argument("--kafka-jars", type=pathlib.Path, default=KAFKA_JARS,
+                    help="Apache Kafka's jars (the schemas of its own logs' records)")
     ap.add_argument("--check", action="store_true", help="fail if the committed output differs")
     args = ap.parse_args(argv)
     if not (args.schemas / LAYERS[0]).is_dir():
         print(f"schemas not found: {args.schemas}", file=sys.stderr)
         return 2
+    jars = args.kafka_jars
+    have_jars = all((jars / f"{artifact}-{KAFKA_VERSION}.jar").is_file() for _, artifact, _, _ in INTERNAL_SOURCES)
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
-            generate(args.schemas, pathlib.Path(tmp))
-            cmp = filecmp.dircmp(tmp, args.out)
-            files = {p.name for d in (pathlib.Path(tmp), args.out) for p in [*d.glob("*.py"), *d.glob("*.pyi")]}
-            diff = sorted(n for n in files if not (args.out / n).exists() or not (pathlib.Path(tmp) / n).exists()
-                          or (pathlib.Path(tmp) / n).read_bytes() != (args.out / n).read_bytes())
-            del cmp
+            generate(args.schemas, pathlib.Path(tmp) / "gen")
+            diff = _differs(pathlib.Path(tmp) / "gen", args.out)
+            n = len(list(args.out.glob("*.py*")))
+            note = ""
+            if have_jars:
+                generate_internal(jars, pathlib.Path(tmp) / "internal")
+                diff += [f"_internal/{d}" for d in _differs(pathlib.Path(tmp) / "internal", args.internal_out)]
+                n += len(list(args.internal_out.glob("*.py*")))
+            else:
+                note = f"; the internal logs' records not checked: no Kafka {KAFKA_VERSION} jars in {jars} (make peers)"
             if diff:
                 print("generated code is stale; run tools/generate_messages.py. Differs: " + ", ".join(diff))
                 return 1
-            print(f"generated code is up to date ({len(files)} files)")
+            print(f"generated code is up to date ({n} files{note})")
             return 0
     n = generate(args.schemas, args.out)
     print(f"wrote {n} schemas to {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    if have_jars:
+        m = generate_internal(jars, args.internal_out)
+        where = args.internal_out
+        shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+        print(f"wrote {m} schemas of Kafka's own logs to {shown}")
+    else:
+        print(f"the internal logs' records not written: no Kafka {KAFKA_VERSION} jars in {jars} (make peers)")
     return 0
 
 

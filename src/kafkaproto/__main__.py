@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -63,16 +64,31 @@ def report(args) -> int:
         return 2
     try:
         from .report import run_report
+        from .report.job import ReportOutputError, WorkerError
     except ImportError as exc:  # pragma: no cover - the spark extra is missing
         print(f"kafkaproto report needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({exc})", file=sys.stderr)
+        return 2
+    problem = _not_captures(args.captures)
+    if problem:
+        print(f"kafkaproto report: {problem}", file=sys.stderr)
         return 2
     conf = dict(kv.split("=", 1) for kv in args.conf)
     split = {k: v for k, v in (("range_bytes", args.range_bytes), ("whole_file_max", args.whole_file_max))
              if v is not None}
     if args.workers is not None:
         split["workers"] = args.workers
-    result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
-                        progress=not args.quiet, conf=conf, **split)
+    try:
+        result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
+                            progress=not args.quiet, conf=conf, **split)
+    except (ReportOutputError, WorkerError) as exc:
+        print(f"kafkaproto report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno in _WRITE_ERRORS:  # the disk filled, or went read-only, while the tables were written
+            print(f"kafkaproto report: {args.out}: cannot write the report: {os.strerror(exc.errno)}", file=sys.stderr)
+        else:  # a capture that cannot be read (its path is in the message)
+            print(f"kafkaproto report: {exc}", file=sys.stderr)
+        return 2
     acc = result.data.accounting
     status = 0 if acc is None or not acc.problems() else 1
     try:
@@ -81,6 +97,28 @@ def report(args) -> int:
     except BrokenPipeError:  # kafkaproto report ... | head: the tables and the page are written
         _stdout_gone()
     return status
+
+
+#: errors of writing to a file system, whichever file it was: the report's output
+_WRITE_ERRORS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS") if hasattr(errno, n))
+
+
+def _not_captures(captures) -> str | None:
+    """Why ``captures`` cannot be reported on, as ``inspect`` would say it (a file
+    that is no capture: not pcap or pcapng, not a tap table, and no Kafka
+    request frame at its start; an empty file), or None."""
+    from .capture import capture_kind, open_capture
+    from .capture.tools.inspect import InputError, check_raw
+
+    try:
+        ds = open_capture(captures)
+        for c in ds.captures:
+            for path in [] if c.packets or ds.filesystem is not None else c.paths:
+                if os.path.isfile(path) and capture_kind(path) == "raw":
+                    check_raw(path)
+    except (InputError, ValueError, OSError) as exc:
+        return str(exc)
+    return None
 
 
 def dump_log(args) -> int:
@@ -106,12 +144,18 @@ def dump_log(args) -> int:
             return 2
         print(f"{rows} {'batches' if args.batches else 'rows'} written to {args.out}", file=sys.stderr)
         return status
-    out = sys.stdout if not args.out else open(args.out, "w", encoding="utf-8")
+    try:
+        out = sys.stdout if not args.out else open(args.out, "w", encoding="utf-8")
+    except OSError as exc:
+        print(f"kafkaproto dump-log: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     try:
         return kdump.dump(files, out, print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
                           skip_record_metadata=args.skip_record_metadata, max_bytes=args.max_bytes,
                           key_encoding=args.key_encoding, value_encoding=args.value_encoding, fmt=args.format,
-                          check_crc=not args.no_check_crc)
+                          check_crc=not args.no_check_crc, decoder=args.decoder,
+                          verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+                          max_message_size=args.max_message_size)
     finally:
         if out is not sys.stdout:
             out.close()
@@ -234,7 +278,36 @@ def main(argv=None) -> int:
                    help="how keys are shown (utf8: as Kafka's string decoder)")
     d.add_argument("--value-encoding", choices=("utf8", "hex", "base64"), default="utf8",
                    help="how values (and, in JSON, header values) are shown")
-    d.add_argument("--no-check-crc", action="store_true", help="do not verify batch checksums")
+    d.add_argument("--no-check-crc", action="store_true",
+                   help="do not hold a batch whose checksum does not match for damage (print it, isvalid: false)")
+    for flag, name, what in (("--offsets-decoder", "offsets", "__consumer_offsets"),
+                             ("--transaction-log-decoder", "transaction-log", "__transaction_state"),
+                             ("--share-group-state-decoder", "share-group-state", "__share_group_state"),
+                             ("--cluster-metadata-decoder", "cluster-metadata",
+                              "__cluster_metadata (and its snapshots)"),
+                             ("--remote-log-metadata-decoder", "remote-log-metadata", "__remote_log_metadata")):
+        d.add_argument(flag, dest="decoder", action="store_const", const=name,
+                       help=f"print the records as the records of {what} (as Kafka's tool does)")
+    d.add_argument("--verify-index-only", action="store_true",
+                   help=".index, .timeindex: check every entry against the log, print only what disagrees")
+    d.add_argument("--index-sanity-check", action="store_true",
+                   help=".index, .timeindex: the check a broker makes at start-up, nothing else")
+    d.add_argument("--max-message-size", type=_bytes, default=5 * 1024 * 1024,
+                   help=".index: the largest batch an entry may point at (default 5 MiB, as Kafka's tool)")
+    k = sub.add_parser("mock", help="an in-memory Kafka cluster on 127.0.0.1 for tests: prints the bootstrap "
+                                    "servers, runs until interrupted",
+                       description="Start kafkaproto's mock Kafka cluster (kafkaproto.mock) and print its bootstrap "
+                                   "string on a line of its own; it runs until interrupted (Ctrl-C, SIGTERM) or "
+                                   "standard input closes, with --until-eof.")
+    k.add_argument("--brokers", type=int, default=3, help="brokers (default 3)")
+    k.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
+                   help="a topic to create (default 1 partition); repeat for more")
+    k.add_argument("--partitions", type=int, default=1, help="partitions of topics created on first use")
+    k.add_argument("--port", type=int, default=0,
+                   help="the first broker's port (the others follow it); default: free ports")
+    k.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
+                   help="require SASL (PLAIN, SCRAM-SHA-256/512) with these users; repeat for more")
+    k.add_argument("--until-eof", action="store_true", help="stop when standard input closes")
     args = parser.parse_args(argv)
     try:
         status = _run(args)
@@ -245,7 +318,55 @@ def main(argv=None) -> int:
     return status
 
 
+def mock(args) -> int:
+    """``kafkaproto mock``: run a mock cluster until interrupted."""
+    import signal
+    import threading
+
+    from .mock import MockCluster
+
+    topics = {}
+    for spec in args.topic:
+        name, _, n = spec.partition(":")
+        if not name or n and not n.isdigit():
+            print(f"kafkaproto mock: --topic {spec!r}: give NAME or NAME:PARTITIONS", file=sys.stderr)
+            return 2
+        topics[name] = int(n or 1)
+    users = {}
+    for spec in args.user:
+        name, sep, password = spec.partition(":")
+        if not sep or not name:
+            print(f"kafkaproto mock: --user {spec!r}: give NAME:PASSWORD", file=sys.stderr)
+            return 2
+        users[name] = password
+    if args.brokers < 1:
+        print("kafkaproto mock: --brokers: at least 1", file=sys.stderr)
+        return 2
+    try:
+        # record=False: nothing reads the exchanges of a cluster run from the shell
+        cluster = MockCluster(args.brokers, topics, partitions=args.partitions, users=users or None,
+                              first_port=args.port or None, record=False).start()
+    except OSError as exc:
+        print(f"kafkaproto mock: cannot listen: {exc}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    if args.until_eof:
+        threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    print(cluster.bootstrap, flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+    return 0
+
+
 def _run(args) -> int:
+    if args.command == "mock":
+        return mock(args)
     if args.command == "dump-log":
         return dump_log(args)
     if args.command == "report":

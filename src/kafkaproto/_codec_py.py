@@ -969,14 +969,46 @@ class FrameReader:
             if mv.ndim != 1 or mv.itemsize != 1:
                 mv = mv.cast("B")
             if self._more:
-                # bytes held back by max_frames (frames first): framed again with the new ones after them
-                self._more = False
-                held = memoryview(bytes(self._buf) + mv)
-                del self._buf[:]
-                return self._feed(held, max_frames)
+                return self._feed_held(mv, max_frames)
             return self._feed(mv, max_frames)
         finally:
             mv.release()
+
+    def _feed_held(self, mv, max_frames) -> list:
+        # Bytes held back by max_frames (frames first), the new ones appended
+        # after them, framed where they lie: the frames handed out are cut off
+        # the front (a bytearray drops its first bytes without moving the
+        # rest, and compacts when they are more than half of it), so a caller
+        # draining one frame a call costs each held byte once, not once a call.
+        self._more = False
+        buf = self._buf
+        buf += mv
+        out = []
+        view = memoryview(buf)
+        try:
+            pos, st, size, stopped = self._frames(view, 0, len(view), max_frames, out)
+        finally:
+            view.release()
+        self._consumed += pos
+        del buf[:pos]
+        if stopped:
+            self._more = bool(buf)
+        elif st == FRAME_BAD_SIZE:
+            raise self._fail(size, out)
+        elif st == FRAME_PARTIAL and size is not None and size <= 4 * (len(buf) - 4):
+            self._begin(size)
+        return out
+
+    def _frames(self, mv, pos, n, max_frames, out):
+        # The whole frames of ``mv[pos:n]`` onto ``out`` while it has fewer than
+        # max_frames → (end, status and size there, stopped by max_frames)
+        while max_frames < 0 or len(out) < max_frames:
+            st, size = frame_at(mv, pos, n, self._max)
+            if st != FRAME_COMPLETE:
+                return pos, st, size, False
+            out.append(bytes(mv[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+        return pos, FRAME_COMPLETE, None, True
 
     def _feed(self, mv, max_frames) -> list:
         buf = self._buf
@@ -1004,20 +1036,14 @@ class FrameReader:
             if self._frame is not None:
                 return out
         start = pos
-        while max_frames < 0 or len(out) < max_frames:
-            st, size = frame_at(mv, pos, n, self._max)
-            if st != FRAME_COMPLETE:
-                break
-            out.append(bytes(mv[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        else:
+        pos, st, size, stopped = self._frames(mv, pos, n, max_frames, out)
+        self._consumed += pos - start
+        if stopped:
             # max_frames out: what follows is held as it came
-            self._consumed += pos - start
             if pos < n:
                 buf += mv[pos:]
                 self._more = True
             return out
-        self._consumed += pos - start
         # ``size`` is the partial frame's once its 4 prefix bytes are here
         if st == FRAME_PARTIAL and size is not None and size <= 4 * (n - pos - 4):
             buf += mv[pos : pos + 4]

@@ -21,7 +21,7 @@ import heapq
 from collections.abc import Iterable, Iterator
 
 from . import records as _records
-from .records._common import ControlType
+from .records import ControlType
 
 __all__ = ["consume", "drop_control_batches", "read_committed", "records_from"]
 

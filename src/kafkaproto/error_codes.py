@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from .messages._gen.error_codes import _RETRIABLE, ErrorCode
+from .messages import RETRIABLE_CODES as _RETRIABLE
+from .messages import ErrorCode
 
 __all__ = ["ErrorCode", "error_name", "is_retriable"]
 

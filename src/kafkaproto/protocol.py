@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections import deque
-from typing import TYPE_CHECKING
 
 from ._impl import codec
+from ._impl import load as _load
 from .error_codes import ErrorCode
 from .errors import KafkaProtocolError, TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .frames import FrameReader
 from .headers import RequestHeader, _by_tag, decode_request_header, decode_response_header
-from .messages import APIS, request_class, response_class
+from .messages import APIS, Message, request_class, response_class
 from .net import send_parts
 
-if TYPE_CHECKING:
-    from .messages._runtime import Message
+_pairing = _load("_pairing")
 
 __all__ = [
     "Connection",
@@ -636,69 +634,46 @@ def expects_response(msg: Message) -> bool:
 class PendingRequests:
     """The requests of one connection waiting for their responses, in the order they were sent.
 
-    This is the pairing rule of the library's connections (client, proxy):
-    Kafka answers the requests of a connection in the order it got them, so
-    a response answers the oldest waiting request with its correlation id
-    (a client that reuses an id gets each of its requests paired in turn);
-    requests that get no response (:func:`request_expects_response`) are
-    never added.  With ``max_outstanding``, adding past it drops the oldest
-    (counted in ``dropped``): memory stays bounded when a peer never answers
+    This is the pairing rule of every connection of the library (the client
+    :class:`Connection`, the proxy, the capture walker's sink: one rule,
+    :mod:`kafkaproto._pairing`): Kafka answers the requests of a connection in
+    the order it got them, so a response answers the oldest waiting request
+    with its correlation id (a client that reuses an id gets each of its
+    requests paired in turn); requests that get no response
+    (:func:`request_expects_response`) are never added.  With
+    ``max_outstanding``, adding past it drops the oldest (counted in
+    ``dropped``): memory stays bounded when a peer never answers
     (:class:`~kafkaproto.proxy.ProxyConnection` holds the client back instead).
     """
 
-    __slots__ = ("_order", "_by_id", "_next", "max_outstanding", "dropped")
+    __slots__ = ("_waiting", "max_outstanding", "dropped")
 
     def __init__(self, max_outstanding: int | None = None):
-        self._order: dict = {}  # sequence number -> (correlation id, request), oldest first
-        self._by_id: dict = {}  # correlation id -> its waiting sequence numbers: one (an int) or a deque
-        self._next = 0
+        self._waiting = _pairing.Pairing()
         self.max_outstanding = max_outstanding
         self.dropped = 0
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._waiting)
 
     def add(self, correlation_id: int, request) -> None:
         """Note ``request`` as waiting, after any other with the same correlation id."""
-        seq = self._next
-        self._next = seq + 1
-        self._order[seq] = (correlation_id, request)
-        got = self._by_id.get(correlation_id)
-        if got is None:
-            self._by_id[correlation_id] = seq
-        elif type(got) is int:
-            self._by_id[correlation_id] = deque((got, seq))
-        else:
-            got.append(seq)
-        if self.max_outstanding is not None and len(self._order) > self.max_outstanding:
-            self._take(next(iter(self._order.values()))[0])
+        self._waiting.add(correlation_id, request)
+        if self.max_outstanding is not None and len(self._waiting) > self.max_outstanding:
+            self._waiting.drop_oldest()
             self.dropped += 1
-
-    def _take(self, correlation_id: int):
-        got = self._by_id[correlation_id]
-        if type(got) is int:
-            del self._by_id[correlation_id]
-            seq = got
-        else:
-            seq = got.popleft()
-            if len(got) == 1:
-                self._by_id[correlation_id] = got[0]
-        return self._order.pop(seq)[1]
 
     def oldest(self):
         """(correlation id, request) of the request waiting longest, or None."""
-        for item in self._order.values():
-            return item
-        return None
+        return self._waiting.oldest()
 
     def pop(self, correlation_id: int):
         """The request a response with this correlation id answers: the oldest
         waiting with it (None if none waits)."""
-        return self._take(correlation_id) if correlation_id in self._by_id else None
+        return self._waiting.take(correlation_id)
 
     def clear(self) -> None:
-        self._order.clear()
-        self._by_id.clear()
+        self._waiting.clear()
 
 
 # ---------------------------------------------------------------------------

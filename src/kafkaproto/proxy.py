@@ -230,7 +230,8 @@ class ProxyConnection:
         # how many frames a feed may hand out (-1: any number)
         if side == 1 or self.max_outstanding is None or self._ended[0]:
             return -1
-        return max(self.max_outstanding - len(self.pending), 0)
+        room = self.max_outstanding - len(self.pending)
+        return room if room > 0 else 0
 
     def streaming(self, side: int) -> StreamedFrame | None:
         """The frame being passed on in pieces from the client (0) or the broker (1)."""
@@ -271,15 +272,16 @@ class ProxyConnection:
                 out.append(self._unframed(side, bytes(data)))
             return out
         reader = self._readers[side]
-        if side == 0 and self._backlog:
-            data = bytes(self._backlog) + bytes(data)
-            self._backlog = bytearray()
         while True:
             room = self._room(side)
             if room == 0:
                 # max_outstanding requests wait: the client's bytes wait too, unframed
                 self._backlog += data
                 break
+            if side == 0 and self._backlog:
+                # appended to, never copied whole while held: each byte is copied once
+                self._backlog += data
+                data, self._backlog = self._backlog, bytearray()
             try:
                 frames = reader.feed(data, room)
             except FrameSizeError as exc:
@@ -292,7 +294,11 @@ class ProxyConnection:
                 # the frame held against the budget came out first: given back once forwarded
                 self._spent[side] += self._charged[side]
                 self._charged[side] = 0
-            out += [self._framed(side, f, make) for f in frames]
+            at = self._offsets[side]
+            for f in frames:
+                out.append(make(f, at))
+                at += 4 + len(f)
+            self._offsets[side] = at
             if not reader.more:
                 break
         size = reader.partial_size

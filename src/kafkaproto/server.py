@@ -105,14 +105,15 @@ class ServerConnection:
         """Bytes from the client → the requests they complete, as many as
         ``max_pending`` allows (FrameSizeError on a bad size prefix)."""
         out = []
-        if self._backlog:
-            data = bytes(self._backlog) + bytes(data)
-            self._backlog = bytearray()
         while True:
             room = -1 if self.max_pending is None else self.max_pending - len(self._order)
             if room <= 0 and self.max_pending is not None:
                 self._backlog += data  # held as it came: bytes, not requests
                 return out
+            if self._backlog:
+                # appended to, never copied whole while held: each byte is copied once
+                self._backlog += data
+                data, self._backlog = self._backlog, bytearray()
             for frame in self._reader.feed(data, room):
                 req = read_request(frame, self._offset, zero_copy=self.zero_copy)
                 self._offset += 4 + len(frame)

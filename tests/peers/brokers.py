@@ -526,8 +526,9 @@ class RecordedConnection:
     proxy wrote (its events' ``parts()``).
     """
 
-    def __init__(self, index: int, client_address: tuple[str, int], middle=None) -> None:
+    def __init__(self, index: int, client_address: tuple[str, int], middle=None, rewrite=None) -> None:
         self.index = index
+        self.rewrite = rewrite
         self.client_address = client_address
         self.error: BaseException | None = None
         self.closed = threading.Event()
@@ -588,7 +589,10 @@ class RecordedConnection:
             (self._c2s if to_server else self._s2c).extend(data)
             events = self.middle.from_client(data) if to_server else self.middle.from_broker(data)
             self.events += [(to_server, ev) for ev in events]
-            parts = [p for ev in events for p in ev.parts()]
+            parts = []
+            for ev in events:
+                new = None if self.rewrite is None else self.rewrite(self, to_server, ev)
+                parts += ev.parts() if new is None else new
             for p in parts:
                 self._fwd[to_server].extend(p)
         return parts
@@ -607,15 +611,18 @@ class RecordingProxy:
     in accept order.  With ``decode=True`` each connection goes through a
     :class:`kafkaproto.proxy.ProxyConnection` that decodes every frame, and
     what the proxy forwards is what that hands back (see
-    :class:`RecordedConnection`).
+    :class:`RecordedConnection`); ``rewrite(connection, to_server, event)``,
+    if set, may return other buffers to forward in place of an event's
+    (e.g. its message changed, ``event.encode()``), or None to keep them.
     """
 
     POLL = 0.1  # seconds between checks of the stop flag
 
     def __init__(self, upstream_host: str | None = None, upstream_port: int | None = None,
                  *, host: str = LOOPBACK, port: int = 0, connect_timeout: float = 5.0,
-                 decode: bool = False) -> None:
+                 decode: bool = False, rewrite=None) -> None:
         self.decode = decode
+        self.rewrite = rewrite
         self.host = host
         self._bind_port = port
         self.port: int | None = None
@@ -741,7 +748,7 @@ class RecordingProxy:
 
                 middle = ProxyConnection(decode=True, zero_copy=False)
             with self._lock:
-                conn = RecordedConnection(len(self._connections), addr, middle)
+                conn = RecordedConnection(len(self._connections), addr, middle, self.rewrite)
                 self._connections.append(conn)
                 self._sockets += [client, server]
             done = [0]

@@ -17,6 +17,11 @@ Each ``consume_*`` function returns records in the same shape plus
 
 Compression codecs: ``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``.
 
+Also here: consumers in a group (``consume_group_*``: subscribe, read,
+commit, leave) and transactional producers (``transact_*``: transactions
+committed or aborted, with offsets for a group), for confluent-kafka,
+kafka-python and aiokafka.
+
 Every network operation is bounded by ``timeout`` (seconds); on failure a
 :class:`ClientError` (or :class:`TimeoutError`) is raised, never a hang.
 Limits of individual clients raise :class:`UnsupportedByClient` before any
@@ -544,6 +549,275 @@ def consume_kafka_python(bootstrap: str, topic: str, n: int, timeout: float = 15
     finally:
         consumer.close()
     return _sorted(out)
+
+
+def consume_aiokafka(bootstrap: str, topic: str, n: int, timeout: float = 15.0, *,
+                     partitions: Sequence[int] | None = None,
+                     config: dict[str, Any] | None = None) -> list[Record]:
+    """Like :func:`consume_confluent`, with aiokafka (its own event loop)."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    async def run() -> list[Record]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                    enable_auto_commit=False, fetch_max_wait_ms=100,
+                                    request_timeout_ms=int(timeout * 1000), **(config or {}))
+        await consumer.start()
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout
+        try:
+            parts = partitions
+            while parts is None and _remaining(deadline) > 0:
+                if topic in await consumer.topics():  # a metadata request for every topic
+                    parts = sorted(consumer.partitions_for_topic(topic) or ()) or None
+                if parts is None:
+                    await asyncio.sleep(0.1)
+            if not parts:
+                raise TimeoutError(f"aiokafka: topic {topic!r} not in metadata of {bootstrap}")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            while len(out) < n:
+                remaining = _remaining(deadline)
+                if remaining <= 0:
+                    raise TimeoutError(f"aiokafka: got {len(out)} of {n} records from {topic!r} "
+                                       f"within {timeout}s: {out!r}")
+                got = await consumer.getmany(timeout_ms=int(min(0.5, remaining) * 1000),
+                                             max_records=n - len(out))
+                for msgs in got.values():
+                    out += [{"key": m.key, "value": m.value, "headers": [(k, v) for k, v in (m.headers or [])],
+                             "timestamp_ms": m.timestamp, "timestamp_type": m.timestamp_type,
+                             "partition": m.partition, "offset": m.offset} for m in msgs]
+        finally:
+            await consumer.stop()
+        return out
+
+    return _sorted(asyncio.run(run()))
+
+
+def consume_kcat(bootstrap: str, topic: str, n: int, timeout: float = 15.0, *,
+                 partitions: Sequence[int] | None = None, extra_args: Sequence[str] = (),
+                 librdkafka: str = "system") -> list[Record]:
+    """Like :func:`consume_confluent`, with ``kcat -C -J`` (one partition, or
+    all of them).  kcat's JSON output carries keys, values and headers as
+    text: fine for the suite's ASCII records, not for arbitrary bytes."""
+    import json
+
+    if partitions is not None and len(partitions) != 1:
+        raise UnsupportedByClient("kcat -C reads one partition or all of them")
+    argv = [kcat_path(), "-C", "-q", "-J", "-b", bootstrap, "-t", topic, "-o", "beginning", "-c", str(n),
+            *(["-p", str(partitions[0])] if partitions else []), *extra_args]
+    env = kcat_bundled_librdkafka_env() if librdkafka == "bundled" else None
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as exc:
+        got = (exc.stdout or b"").decode(errors="replace").count("\n")
+        raise TimeoutError(f"kcat: got {got} of {n} records from {topic!r} within {timeout}s") from exc
+    if proc.returncode != 0:
+        raise ClientError(f"kcat -C exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-1500:]}")
+    return _sorted([kcat_record(json.loads(line)) for line in proc.stdout.decode().splitlines()
+                    if line.startswith("{")])
+
+
+def kcat_record(d: dict) -> Record:
+    """One line of ``kcat -J`` → a record of this module's shape."""
+    hs = d.get("headers") or []
+
+    def raw(v):
+        return None if v is None else v.encode()
+
+    return {"key": raw(d.get("key")), "value": raw(d.get("payload")),
+            "headers": [(hs[i], raw(hs[i + 1])) for i in range(0, len(hs), 2)],
+            "timestamp_ms": d.get("ts"), "timestamp_type": {"create": 0, "logappend": 1}.get(d.get("tstype")),
+            "partition": d["partition"], "offset": d["offset"]}
+
+
+def consume(client: str, bootstrap: str, topic: str, n: int, timeout: float = 15.0, **kwargs) -> list[Record]:
+    """Dispatch to ``consume_<client>`` (confluent, kafka_python, aiokafka, kcat)."""
+    funcs = {"confluent": consume_confluent, "kafka_python": consume_kafka_python,
+             "aiokafka": consume_aiokafka, "kcat": consume_kcat}
+    return funcs[client](bootstrap, topic, n, timeout, **kwargs)
+
+
+# --------------------------------------------------------------------------
+# consumer groups: subscribe, read, commit, close
+
+
+def _group_record(key, value, headers, ts, ts_type, partition, offset) -> Record:
+    return {"key": key, "value": value, "headers": list(headers or []), "timestamp_ms": ts,
+            "timestamp_type": ts_type, "partition": partition, "offset": offset}
+
+
+def consume_group_confluent(bootstrap: str, topic: str, group: str, n: int, timeout: float = 20.0, *,
+                            config: dict[str, Any] | None = None) -> list[Record]:
+    """Read ``n`` records of ``topic`` as a member of ``group`` (from the
+    group's committed offsets, else the beginning), commit them, leave."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100, **(config or {})})
+    consumer.subscribe([topic])
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                raise ClientError(f"confluent-kafka consume error: {msg.error()}")
+            ts_type, ts = msg.timestamp()
+            out.append(_group_record(msg.key(), msg.value(), msg.headers(), ts, ts_type - 1, msg.partition(),
+                                     msg.offset()))
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return _sorted(out)
+
+
+def consume_group_kafka_python(bootstrap: str, topic: str, group: str, n: int, timeout: float = 20.0, *,
+                               config: dict[str, Any] | None = None) -> list[Record]:
+    """Like :func:`consume_group_confluent`, with kafka-python."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, fetch_max_wait_ms=100, **(config or {}))
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            for msgs in consumer.poll(timeout_ms=200).values():
+                out += [_group_record(m.key, m.value, m.headers, m.timestamp, m.timestamp_type, m.partition,
+                                      m.offset) for m in msgs]
+        consumer.commit()
+    finally:
+        consumer.close()
+    return _sorted(out)
+
+
+def consume_group_aiokafka(bootstrap: str, topic: str, group: str, n: int, timeout: float = 20.0, *,
+                           config: dict[str, Any] | None = None) -> list[Record]:
+    """Like :func:`consume_group_confluent`, with aiokafka."""
+    from aiokafka import AIOKafkaConsumer
+
+    async def run() -> list[Record]:
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                    auto_offset_reset="earliest", enable_auto_commit=False,
+                                    fetch_max_wait_ms=100, **(config or {}))
+        await consumer.start()
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while len(out) < n and time.monotonic() < deadline:
+                for msgs in (await consumer.getmany(timeout_ms=200)).values():
+                    out += [_group_record(m.key, m.value, m.headers, m.timestamp, m.timestamp_type, m.partition,
+                                          m.offset) for m in msgs]
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return out
+
+    return _sorted(asyncio.run(run()))
+
+
+GROUP_CONSUMERS = {"confluent": consume_group_confluent, "kafka_python": consume_group_kafka_python,
+                   "aiokafka": consume_group_aiokafka}
+
+
+# --------------------------------------------------------------------------
+# transactions: each ``(records, offsets, commit)`` - the records to write to
+# ``partition``, the offsets ``{(topic, partition): offset}`` to commit for
+# ``group`` with them, and whether the transaction commits or aborts
+
+
+Transaction = tuple[Sequence[Record], dict[tuple[str, int], int], bool]
+
+
+def transact_confluent(bootstrap: str, topic: str, group: str, transactions: Sequence[Transaction], *,
+                       partition: int = 0, transactional_id: str | None = None, timeout: float = 20.0) -> None:
+    """Transactions with confluent-kafka.  librdkafka's abort_transaction drops
+    records still queued, so each transaction flushes before it ends."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                         "transactional.id": transactional_id or f"tx-{uuid.uuid4().hex[:8]}"})
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})  # only for its group metadata
+    try:
+        producer.init_transactions(timeout)
+        for recs, offsets, commit in transactions:
+            producer.begin_transaction()
+            for r in map(_norm, recs):
+                producer.produce(topic, value=r["value"], key=r["key"], headers=r["headers"], partition=partition)
+            producer.flush(timeout)
+            if offsets:
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(t, p, o) for (t, p), o in offsets.items()], member.consumer_group_metadata(),
+                    timeout)
+            producer.commit_transaction(timeout) if commit else producer.abort_transaction(timeout)
+    finally:
+        member.close()
+
+
+def transact_kafka_python(bootstrap: str, topic: str, group: str, transactions: Sequence[Transaction], *,
+                          partition: int = 0, transactional_id: str | None = None, timeout: float = 20.0) -> None:
+    """Transactions with kafka-python."""
+    from kafka import KafkaProducer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_block_ms=int(timeout * 1000),
+                             transactional_id=transactional_id or f"tx-{uuid.uuid4().hex[:8]}")
+    try:
+        producer.init_transactions()
+        for recs, offsets, commit in transactions:
+            producer.begin_transaction()
+            for r in map(_norm, recs):
+                producer.send(topic, value=r["value"], key=r["key"], headers=r["headers"], partition=partition)
+            producer.flush()
+            if offsets:
+                producer.send_offsets_to_transaction(
+                    {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}, group)
+            producer.commit_transaction() if commit else producer.abort_transaction()
+    finally:
+        producer.close(timeout=5)
+
+
+def transact_aiokafka(bootstrap: str, topic: str, group: str, transactions: Sequence[Transaction], *,
+                      partition: int = 0, transactional_id: str | None = None, timeout: float = 20.0) -> None:
+    """Transactions with aiokafka."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.structs import TopicPartition
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5,
+                                    transactional_id=transactional_id or f"tx-{uuid.uuid4().hex[:8]}")
+        await producer.start()
+        try:
+            for recs, offsets, commit in transactions:
+                await producer.begin_transaction()
+                for r in map(_norm, recs):
+                    await producer.send_and_wait(topic, value=r["value"], key=r["key"], headers=r["headers"],
+                                                 partition=partition)
+                if offsets:
+                    await producer.send_offsets_to_transaction(
+                        {TopicPartition(t, p): o for (t, p), o in offsets.items()}, group)
+                await (producer.commit_transaction() if commit else producer.abort_transaction())
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(run(), 3 * timeout))
+
+
+TRANSACTIONAL = {"confluent": transact_confluent, "kafka_python": transact_kafka_python,
+                 "aiokafka": transact_aiokafka}
+
+#: each client's setting for a consumer that reads only committed records
+READ_COMMITTED = {"confluent": {"isolation.level": "read_committed"},
+                  "kafka_python": {"isolation_level": "read_committed"},
+                  "aiokafka": {"isolation_level": "read_committed"}}
+#: ... and one that reads them all (librdkafka's default is read_committed)
+READ_UNCOMMITTED = {"confluent": {"isolation.level": "read_uncommitted"},
+                    "kafka_python": {"isolation_level": "read_uncommitted"},
+                    "aiokafka": {"isolation_level": "read_uncommitted"}}
 
 
 # --------------------------------------------------------------------------

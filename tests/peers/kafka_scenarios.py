@@ -2,10 +2,10 @@
 kafkaproto's own requests for the APIs no client calls.
 
 A scenario is run against a bootstrap address (a recording proxy in front of
-Apache Kafka, or of ``examples/mini_broker.py``) and returns its steps, one
+Apache Kafka, or kafkaproto's mock cluster) and returns its steps, one
 :class:`Step` per thing a client did: ``(client, name, ok, detail)``.  A
 refused step is traffic too: what matters for the conformance tests is the
-bytes on the wire, and for the comparison of brokers (``tests/test_kafka_vs_mini.py``)
+bytes on the wire, and for the comparison of brokers (``tests/test_mock_vs_kafka.py``)
 which steps each broker let through.
 
 * :func:`run_java_clients` - Kafka's own Java admin client, producers

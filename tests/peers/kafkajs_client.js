@@ -8,9 +8,20 @@
 //
 // Every step prints one JSON line {"step", "ok", "detail"}; the exit code is 0
 // when the records came back.
+//
+//   NODE_PATH=... node kafkajs_client.js scenario NAME BOOTSTRAP ARGS_JSON
+//
+// runs one scenario of the suite that compares brokers (tests/peers/scenarios.py):
+// it prints {"wait": what} and reads a line from stdin where the suite acts
+// between two phases, then one {"result": ...} line (or {"error": ...}).
 "use strict";
 
 const { Kafka, logLevel, CompressionTypes } = require("kafkajs");
+
+if (process.argv[2] === "scenario") {
+  require("./kafkajs_scenarios.js").main(process.argv.slice(3));
+  return;
+}
 
 const [bootstrap, topic, groupId, countArg] = process.argv.slice(2);
 const count = Number(countArg || 5);

@@ -185,3 +185,33 @@ def simple_partition(root: Path, n: int = 600, *, topic: str = "orders", partiti
         w.append(recs, codec=codecs[(i // per_batch) % len(codecs)], producer_id=7, producer_epoch=0)
     w.close()
     return w
+
+
+def kafka_dump_log(files, *args, timeout: float = 300.0) -> tuple[bytes, str]:
+    """Kafka 4.4.0's own DumpLogSegments (its jars, no broker) over ``files`` → (standard output as bytes,
+    standard error less the JVM's logging): bytes, since keys and values may hold any byte, ``\\r`` too."""
+    import subprocess
+
+    from peers import kafka_broker as kb
+
+    cmd = [kb._java(), *kb.TOOL_JVM_ARGS, *kb._cds_args(kb.cds_archive()),
+           f"-Dlog4j2.configurationFile={kb.LOG4J_CONFIG}", "-cp", kb.kafka_classpath(), kb.TOOLS["kafka-dump-log"],
+           *args, "--files", ",".join(str(f) for f in files)]
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=str(kb.BUILD_DIR))
+    err = "\n".join(ln for ln in proc.stderr.decode("utf-8", "replace").splitlines()
+                    if not ln.startswith(("SLF4J", "WARN", "log4j")))
+    if proc.returncode != 0:
+        raise AssertionError(f"DumpLogSegments {' '.join(args)} exited with {proc.returncode}: {err[-3000:]}")
+    return proc.stdout, err
+
+
+def our_dump_log(files, **kw) -> tuple[bytes, str, int]:
+    """``kafkaproto.log.dump.dump`` over ``files`` → (standard output as bytes, standard error, status)."""
+    import io
+
+    from kafkaproto.log import dump as kdump
+
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    status = kdump.dump([str(f) for f in files], out, err, **kw)
+    out.flush()
+    return out.buffer.getvalue(), err.getvalue(), status

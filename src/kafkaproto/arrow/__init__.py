@@ -569,8 +569,18 @@ BATCHES_SCHEMA = pa.schema([
 ])
 
 
+def _numpy_column(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """A numpy array of ``typ``'s width (or of bools) as an Arrow array, from its buffer: pa.array()
+    would import pandas (when installed) to look for pandas objects in it."""
+    if typ == pa.bool_():
+        data = np.packbits(np.ascontiguousarray(values, dtype=bool), bitorder="little")
+    else:
+        data = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(data)])
+
+
 def _batches_table(walked: dict) -> pa.Table:
-    cols = [pa.array(walked[f.name], f.type) for f in BATCHES_SCHEMA if f.name != "error"]
+    cols = [_numpy_column(walked[f.name], f.type) for f in BATCHES_SCHEMA if f.name != "error"]
     failed = walked["error"]
     n = len(cols[0])
     if failed:

@@ -45,6 +45,7 @@ from kafkaproto._limits import (
 )
 from kafkaproto.records._common import (
     batch_error as _batch_error,
+    past_int64 as _past_int64,
     CallBudget as _CallBudget,
     batch_limit_error as _batch_limit_error,
     crc_error as _crc_error,
@@ -233,7 +234,9 @@ cdef int _flush(RecCols* rc) noexcept nogil:
 cdef inline void _v2_header(int64_t* r, BatchView* v) noexcept nogil:
     """A v2 batch row's fields from its header (all but its base offset)."""
     r[B_CODEC] = v.attrs & 0x07
-    r[B_LAST_OFFSET] = _wadd(v.base_offset, v.lod)
+    # -1 (not known) past int64: the batch's error row says so, never a wrapped offset
+    r[B_LAST_OFFSET] = -1 if (v.lod > 0 and v.base_offset > INT64_MAX - v.lod) or \
+        (v.lod < 0 and v.base_offset < INT64_MIN - v.lod) else v.base_offset + v.lod
     r[B_COUNT] = v.count
     r[B_LEADER_EPOCH] = v.ple
     r[B_CRC] = v.crc

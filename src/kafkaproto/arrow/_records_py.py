@@ -104,7 +104,9 @@ def _failed_row(i, blob, pos, whole):
     if whole is not None and whole.magic == 2:
         h = whole
         row[3] = h.attributes & 0x07
-        row[8:18] = [h.last_offset, h.record_count, h.partition_leader_epoch, h.crc, h.attributes, h.base_timestamp,
+        # -1 (not known) past int64: the batch's error row says so, never a wrapped offset
+        last = h.last_offset if -(1 << 63) <= h.last_offset < (1 << 63) else -1
+        row[8:18] = [last, h.record_count, h.partition_leader_epoch, h.crc, h.attributes, h.base_timestamp,
                      h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence]
     return tuple(row)
 

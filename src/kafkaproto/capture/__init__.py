@@ -30,6 +30,17 @@ from collections.abc import Iterable, Iterator
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
+from .dataset import (
+    CaptureDamageError,
+    CaptureDataset,
+    CaptureProblem,
+    CaptureReader,
+    CaptureSource,
+    RangeTask,
+    SegmentTask,
+    WholeTask,
+    open_capture,
+)
 from .formats.pcap import CaptureFile, CaptureFormatError, sniff_format
 from .frames import FrameBatch
 from .objects import REQUEST, RESPONSE, CapturedFrame, Connection
@@ -39,6 +50,15 @@ from .walker.streams import Extractor
 
 __all__ = [
     "Accounting",
+    "CaptureDamageError",
+    "CaptureDataset",
+    "CaptureProblem",
+    "CaptureReader",
+    "CaptureSource",
+    "RangeTask",
+    "SegmentTask",
+    "WholeTask",
+    "open_capture",
     "CaptureFile",
     "CaptureFormatError",
     "CapturedFrame",

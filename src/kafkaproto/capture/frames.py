@@ -27,7 +27,7 @@ from .objects import REQUEST, RESPONSE, CapturedFrame, Connection, RequestInfo
 
 _sink = _load("capture.walker._sink")
 
-__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "frame_schema", "take_batch"]
+__all__ = ["FLAGS", "FRAME_FIELDS", "FrameBatch", "binary_views", "frame_schema", "take_batch"]
 
 #: frame flags (the ``flags`` column): bit -> name
 FLAGS = dict(_sink.FLAGS)
@@ -79,7 +79,7 @@ class FrameBatch:
     ``(conn index, correlation id, api key, api version, ts, seq, client index)``.
     """
 
-    __slots__ = ("rows", "data", "conns", "clients", "unanswered", "_starts", "_buffer", "_uids")
+    __slots__ = ("rows", "data", "conns", "clients", "unanswered", "_starts", "_buffer", "_uids", "_cols")
 
     def __init__(self, rows, data, conns: Sequence[Connection], clients: Sequence[str],
                  unanswered: list | None = None) -> None:
@@ -91,6 +91,7 @@ class FrameBatch:
         self._starts = None
         self._buffer = None
         self._uids = None
+        self._cols: dict = {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -147,46 +148,62 @@ class FrameBatch:
             starts, ends = starts[idx], ends[idx]
         if offset is not None:
             starts = starts + offset
-        return _views(self.buffer(), starts, ends)
+        return binary_views(self.buffer(), starts, ends)
+
+    def column(self, name: str):
+        """One column of the frame table (:func:`frame_schema`), built once per
+        batch: the frame table and the decoded tables share it."""
+        got = self._cols.get(name)
+        if got is None:
+            got = self._cols[name] = self._build(name)
+        return got
+
+    def _build(self, name: str):
+        import pyarrow as pa
+
+        r = self.rows
+        if name == "conn":
+            return pa.array(self.uids())
+        if name in ("seq", "offset"):
+            return pa.array(r[name])
+        if name == "ts":
+            ts = r["ts"]
+            return _masked(ts // 1000, ts != _NO_TS, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        if name in ("client", "server"):
+            return _pick([getattr(c, name) for c in self.conns], r["conn"])
+        if name == "direction":
+            return _pick([REQUEST, RESPONSE], r["direction"])
+        if name in ("api_key", "api_version"):
+            return _masked(r[name], (r["flags"] & _FL_HEADER) != 0, pa.int16())
+        if name == "correlation_id":
+            return _masked(r["correlation_id"], ((r["flags"] & _FL_HEADER) != 0) | (r["direction"] != 0), pa.int32())
+        if name == "client_id":
+            return _pick(self.clients, r["client"])
+        if name == "size":
+            return pa.array(r["end"] - self.starts + 4)
+        if name == "status":
+            return _pick(list(_STATUS), r["status"])
+        if name == "request_seq":
+            return _masked(r["request_seq"], r["request_seq"] >= 0, pa.int64())
+        if name == "latency_us":
+            ts = r["ts"]
+            ok = (ts != _NO_TS) & (r["request_ts"] != _NO_TS) & (r["direction"] != 0)
+            return _masked((ts - r["request_ts"]) // 1000, ok, pa.int64())
+        if name == "flags":
+            return pa.array(r["flags"].astype(np.int16))
+        if name == "frame":
+            offsets = np.empty(len(r) + 1, dtype=np.int64)
+            offsets[0] = 0
+            offsets[1:] = r["end"]
+            return pa.Array.from_buffers(pa.large_binary(), len(r), [None, pa.py_buffer(offsets), self.buffer()])
+        raise KeyError(name)
 
     def to_arrow(self):
         """The frame table (:func:`frame_schema`) as one record batch."""
         import pyarrow as pa
 
-        r = self.rows
-        n = len(r)
         schema = frame_schema()
-        has = (r["flags"] & _FL_HEADER) != 0
-        req = r["direction"] == 0
-        ends = r["end"]
-        offsets = np.empty(n + 1, dtype=np.int64)
-        offsets[0] = 0
-        offsets[1:] = ends
-        frame = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), self.buffer()])
-        ts = r["ts"]
-        ts_ok = ts != _NO_TS
-        lat_ok = ts_ok & (r["request_ts"] != _NO_TS) & ~req
-        conn_idx = r["conn"]
-        cols = {
-            "conn": pa.array(self.uids()),
-            "seq": pa.array(r["seq"]),
-            "ts": _masked(ts // 1000, ts_ok, pa.int64()).cast(schema.field("ts").type),
-            "client": _pick([c.client for c in self.conns], conn_idx),
-            "server": _pick([c.server for c in self.conns], conn_idx),
-            "direction": _pick([REQUEST, RESPONSE], r["direction"]),
-            "offset": pa.array(r["offset"]),
-            "api_key": _masked(r["api_key"], has, pa.int16()),
-            "api_version": _masked(r["api_version"], has, pa.int16()),
-            "correlation_id": _masked(r["correlation_id"], has | ~req, pa.int32()),
-            "client_id": _pick(self.clients, r["client"]),
-            "size": pa.array(np.diff(offsets) + 4),
-            "status": _pick(list(_STATUS), r["status"]),
-            "request_seq": _masked(r["request_seq"], r["request_seq"] >= 0, pa.int64()),
-            "latency_us": _masked((ts - r["request_ts"]) // 1000, lat_ok, pa.int64()),
-            "flags": pa.array(r["flags"].astype(np.int16)),
-            "frame": frame,
-        }
-        return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+        return pa.RecordBatch.from_arrays([self.column(f.name) for f in schema], schema=schema)
 
     # -- objects ---------------------------------------------------------------
     def frames(self) -> Iterator[CapturedFrame]:
@@ -254,7 +271,7 @@ def _pick(texts: Sequence[str], idx: np.ndarray):
     return dictionary.take(take)
 
 
-def _views(buffer, starts: np.ndarray, ends: np.ndarray):
+def binary_views(buffer, starts: np.ndarray, ends: np.ndarray):
     """A ``binary_view`` column of ``buffer[starts[i]:ends[i]]`` (values up to 12
     bytes inline, longer ones by reference: the view layout of the Arrow spec)."""
     import pyarrow as pa

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator
 
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
+from .formats.files import head as read_head
+from .formats.files import is_folder, open_input, resolve
 from .formats.pcap import packet_batches, sniff_format
 from .formats.raw import raw_batches
 from .frames import BATCH_BYTES, BATCH_ROWS, FrameBatch
@@ -16,14 +18,14 @@ from .frames import BATCH_BYTES, BATCH_ROWS, FrameBatch
 __all__ = ["capture_kind", "read_frame_batches"]
 
 
-def capture_kind(path) -> str:
+def capture_kind(path, filesystem=None) -> str:
     """``"pcap"``, ``"pcapng"``, ``"table"`` (tap output: Arrow IPC or Parquet,
     a file or a folder of them; or a folder of rolled pcap/pcapng files) or
-    ``"raw"`` (size-prefixed request frames)."""
-    if os.path.isdir(path):
+    ``"raw"`` (size-prefixed request frames).  ``filesystem``: a pyarrow
+    filesystem ``path`` is in (None: a local path)."""
+    if is_folder(filesystem, path):
         return "table"
-    with open(path, "rb") as f:
-        head = f.read(8)
+    head = read_head(filesystem, path, 8)
     fmt = sniff_format(head)
     if fmt:
         return fmt
@@ -34,7 +36,7 @@ def capture_kind(path) -> str:
 
 def read_frame_batches(path, *, ports: Iterable[int] | None = None, acc: Accounting | None = None,
                        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, batch_rows: int = BATCH_ROWS,
-                       batch_bytes: int = BATCH_BYTES, **limits: int) -> Iterator[FrameBatch]:
+                       batch_bytes: int = BATCH_BYTES, filesystem=None, **limits: int) -> Iterator[FrameBatch]:
     """Every Kafka frame of a capture, in capture order, paired and numbered,
     as :class:`FrameBatch` objects of about ``batch_rows`` frames or
     ``batch_bytes`` bytes.
@@ -43,28 +45,42 @@ def read_frame_batches(path, *, ports: Iterable[int] | None = None, acc: Account
     files, in the order written), a folder (of rolled pcap/pcapng files, or
     of tap tables), a tap table file, or a raw stream of size-prefixed
     request frames.  ``ports``, ``acc``, ``limits``: as
-    :func:`kafkaproto.capture.read_frames`.  The accounting is complete once
-    the iterator is exhausted.
+    :func:`kafkaproto.capture.read_frames`.  ``filesystem``: the pyarrow
+    filesystem the paths are in (None: local paths; a URI is resolved).
+    The accounting is complete once the iterator is exhausted.
     """
     acc = acc if acc is not None else Accounting()
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        yield from packet_batches([os.fspath(p) for p in path], ports, acc, max_frame_size, batch_rows, batch_bytes,
-                                   limits)
-        return
-    kind = capture_kind(path)
-    if kind == "table":
-        if os.path.isdir(path):
-            from .formats.ranges import packet_files
+    fs = filesystem
+    if isinstance(path, (str, bytes, os.PathLike)) and fs is None:
+        fs, path = resolve(path)
+    files = None if isinstance(path, (str, bytes, os.PathLike)) else [os.fspath(p) for p in path]
+    kind = "pcap" if files is not None else capture_kind(path, fs)
+    if kind == "table" and is_folder(fs, path):
+        from .formats.ranges import packet_files
 
-            rolled = packet_files(path)
-            if rolled:
-                yield from packet_batches(rolled, ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
-                return
+        rolled = packet_files(path, fs)
+        if rolled:
+            files, kind = rolled, "pcap"
+    if kind == "table":
         from .formats.tapfiles import table_frame_batches
 
-        yield from table_frame_batches(path, acc, max_frame_size=max_frame_size, batch_rows=batch_rows)
+        yield from table_frame_batches(path, acc, max_frame_size=max_frame_size, batch_rows=batch_rows,
+                                       filesystem=fs)
         return
     if kind == "raw":
-        yield from raw_batches(path, acc, max_frame_size, batch_rows, batch_bytes)
+        if fs is None:
+            yield from raw_batches(path, acc, max_frame_size, batch_rows, batch_bytes)
+        else:
+            with open_input(fs, path) as fh:
+                yield from raw_batches(fh, acc, max_frame_size, batch_rows, batch_bytes)
         return
-    yield from packet_batches([os.fspath(path)], ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
+    files = files if files is not None else [os.fspath(path)]
+    if fs is None:
+        yield from packet_batches(files, ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
+        return
+    inputs = [open_input(fs, f) for f in files]
+    try:
+        yield from packet_batches(inputs, ports, acc, max_frame_size, batch_rows, batch_bytes, limits)
+    finally:
+        for fh in inputs:
+            fh.close()

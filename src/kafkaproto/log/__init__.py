@@ -26,20 +26,7 @@ becomes one row per region: nulls, but ``topic``, ``partition``,
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-
-import pyarrow as pa
-import pyarrow.fs as pafs
-
-from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
-from ..errors import KafkaProtocolError
-from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
-from ._files import Partition, Segment, Snapshot, discover, resolve
-from ._index import AbortedTxn, OffsetIndex, ProducerEntry, TimeIndex, read_producer_snapshot, read_txn_index
-from ._read import LOG_SCHEMA, NAMES, Bounds, Task, plan_partition, read_task, schema_of
-from ._scan import DEFAULT_WINDOW, LogProblem, Scan, Window
-from ._txn import Transactions, partition_transactions
+from typing import TYPE_CHECKING
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -66,185 +53,39 @@ __all__ = [
     "read_txn_index",
 ]
 
-ISOLATIONS = ("read_uncommitted", "read_committed")
+# Each name, by the module that defines it: loaded on first use, so that ``kafkaproto dump-log``
+# (``kafkaproto.log.dump``) starts without pyarrow and numpy.
+_WHERE = {
+    "DEFAULT_WINDOW": "_segwalk", "LogProblem": "_segwalk",
+    "LOG_SCHEMA": "_read", "Bounds": "_read", "Task": "_read",
+    "AbortedTxn": "_index", "OffsetIndex": "_index", "ProducerEntry": "_index", "TimeIndex": "_index",
+    "read_producer_snapshot": "_index", "read_txn_index": "_index",
+    "Partition": "_files", "Segment": "_files", "Snapshot": "_files",
+    "Scan": "_scan", "Window": "_scan",
+    "Transactions": "_txn",
+    "Log": "_log", "LogDamageError": "_log", "LogReader": "_log", "ReadOptions": "_log", "open_log": "_log",
+}
+
+if TYPE_CHECKING:
+    from ._files import Partition, Segment, Snapshot
+    from ._index import AbortedTxn, OffsetIndex, ProducerEntry, TimeIndex, read_producer_snapshot, read_txn_index
+    from ._log import Log, LogDamageError, LogReader, ReadOptions, open_log
+    from ._read import LOG_SCHEMA, Bounds, Task
+    from ._scan import Scan, Window
+    from ._segwalk import DEFAULT_WINDOW, LogProblem
+    from ._txn import Transactions
 
 
-class LogDamageError(KafkaProtocolError):
-    """A damaged region of a segment, with ``damage="raise"`` (``problem``: the :class:`LogProblem`)."""
+def __getattr__(name: str):
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-    def __init__(self, problem: LogProblem):
-        self.problem = problem
-        super().__init__(problem.message, "log segment", problem.position, None)
-        self.args = (str(problem),)
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How records are read (what a Spark task needs besides its :class:`Task`)."""
-
-    names: tuple
-    bounds: Bounds
-    isolation: str = "read_uncommitted"
-    control: bool = False
-    check_crc: bool = True
-    window: int = DEFAULT_WINDOW
-    damage: str = "rows"
-    limits: tuple = ()
-
-    @staticmethod
-    def make(columns=None, *, offsets=None, timestamps=None, topics=None, partitions=None,
-             isolation="read_uncommitted", control=False, check_crc=True, window=DEFAULT_WINDOW, damage="rows",
-             max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
-             max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
-             max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH) -> ReadOptions:
-        names = NAMES if columns is None else tuple(columns)
-        unknown = [n for n in names if n not in NAMES]
-        if unknown:
-            raise ValueError(f"no such column: {', '.join(unknown)} (columns: {', '.join(NAMES)})")
-        if isolation not in ISOLATIONS:
-            raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {isolation!r}")
-        if damage not in ("rows", "raise"):
-            raise ValueError(f"damage must be 'rows' or 'raise', not {damage!r}")
-        limits = (("max_decompressed_size", max_decompressed_size), ("max_records_per_batch", max_records_per_batch),
-                  ("max_headers_per_record", max_headers_per_record), ("max_headers_per_batch", max_headers_per_batch))
-        return ReadOptions(names, Bounds.of(offsets, timestamps, topics, partitions), isolation, bool(control),
-                           bool(check_crc), int(window), damage, limits)
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
 
 
-class LogReader:
-    """The records of a read, as a stream of :class:`pyarrow.RecordBatch` (one per
-    window of a segment, or per damaged region); ``problems`` lists the damage
-    met so far.  ``read_all()`` → one table; ``to_reader()`` → a
-    :class:`pyarrow.RecordBatchReader`."""
-
-    def __init__(self, log: Log, tasks: list[Task], opts: ReadOptions, txns: dict):
-        self.log, self.tasks, self.opts, self._txns = log, tasks, opts, txns
-        self.schema = schema_of(opts.names)
-        self.problems: list[LogProblem] = []
-
-    def __iter__(self):
-        o = self.opts
-        limits = dict(o.limits)
-        for task in self.tasks:
-            seg = task.segment
-            txn = self._txns.get((seg.topic, seg.partition))
-            seen = len(self.problems)
-            for table in read_task(self.log.fs, task, o.names, o.bounds, txn=txn, control=o.control,
-                                   check_crc=o.check_crc, window=o.window, limits=limits, problems=self.problems):
-                if o.damage == "raise" and len(self.problems) > seen:
-                    raise LogDamageError(self.problems[seen])
-                yield from table.to_batches()
-
-    def read_all(self) -> pa.Table:
-        return pa.Table.from_batches(list(self), schema=self.schema)
-
-    def to_reader(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(self.schema, iter(self))
-
-
-class Log:
-    """The partitions found under a path: see :func:`open_log`."""
-
-    def __init__(self, fs: pafs.FileSystem, root: str, partitions: list[Partition], problems: list[LogProblem]):
-        self.fs, self.root, self.partitions = fs, root, partitions
-        #: what was left out when the folders were listed, and damage found since (index files, snapshots)
-        self.problems = problems
-        self._txns: dict = {}
-
-    def __repr__(self) -> str:
-        n = sum(len(p.segments) for p in self.partitions)
-        return f"Log({self.root!r}: {len(self.partitions)} partitions, {n} segments)"
-
-    def segments(self) -> pa.Table:
-        """One row per segment: topic, partition, base offset, its file and size, its index files' sizes."""
-        rows = [{"topic": s.topic, "partition": s.partition, "base_offset": s.base_offset,
-                 "next_offset": s.next_offset, "file": s.path, "bytes": s.size, "index_bytes": s.index_size,
-                 "timeindex_bytes": s.timeindex_size, "txnindex_bytes": s.txnindex_size, "state": p.state}
-                for p in self.partitions for s in p.segments]
-        return pa.Table.from_pylist(rows, schema=pa.schema([
-            ("topic", pa.string()), ("partition", pa.int32()), ("base_offset", pa.int64()),
-            ("next_offset", pa.int64()), ("file", pa.string()), ("bytes", pa.int64()), ("index_bytes", pa.int64()),
-            ("timeindex_bytes", pa.int64()), ("txnindex_bytes", pa.int64()), ("state", pa.string())]))
-
-    def transactions(self, part: Partition, *, window: int = DEFAULT_WINDOW, check_crc: bool = True) -> Transactions:
-        """The aborted and open transactions of a partition (kept once found)."""
-        key = (part.topic, part.partition, part.state)
-        got = self._txns.get(key)
-        if got is None:
-            got = self._txns[key] = partition_transactions(self.fs, part, self.problems, window=window,
-                                                           check_crc=check_crc)
-        return got
-
-    def plan(self, opts: ReadOptions, split_bytes: int | None = None) -> tuple[list[Task], dict]:
-        """The tasks of a read, and the transactions of their partitions (read_committed)."""
-        tasks, txns = [], {}
-        for part in self.partitions:
-            got = plan_partition(self.fs, part, opts.bounds, split_bytes=split_bytes)
-            if got and opts.isolation == "read_committed":
-                txns[(part.topic, part.partition)] = self.transactions(part, window=opts.window,
-                                                                       check_crc=opts.check_crc)
-            tasks += got
-        return tasks, txns
-
-    def read(self, columns=None, **kw) -> LogReader:
-        """The records (``columns`` of :data:`LOG_SCHEMA`, all by default) as a :class:`LogReader`.
-
-        Keyword arguments:
-            offsets: ``(first, end)``: offsets ``first <= offset < end`` (None: unbounded);
-                found with the ``.index`` files, whole segments outside are not opened.
-            timestamps: ``(start, end)``: record timestamps ``start <= t < end`` (datetimes,
-                naive ones UTC, or milliseconds).  The ``.timeindex`` files move the start:
-                records before it are older (timestamps are the largest so far there);
-                the end filters only (a producer's timestamps need not grow).
-            topics, partitions: only these.
-            isolation: ``"read_committed"`` leaves out the records of aborted transactions
-                (the ``.txnindex`` files, and ABORT markers) and of transactions still
-                open when the log was copied (its producer snapshot, and the batches after it).
-            control: control records (transaction markers) are rows too (``isControl`` true).
-            check_crc: verify each batch's checksum (a mismatch is damage).
-            window: bytes of a segment read and walked at a time.
-            damage: ``"rows"`` (a row per damaged region) or ``"raise"``.
-            max_decompressed_size, max_records_per_batch: caps per batch, as in
-                :func:`kafkaproto.records.decode` (a batch past one is damage).
-            max_headers_per_record, max_headers_per_batch: the same.
-        """
-        opts = ReadOptions.make(columns, **kw)
-        tasks, txns = self.plan(opts)
-        return LogReader(self, tasks, opts, txns)
-
-    def read_table(self, columns=None, **kw) -> pa.Table:
-        """:meth:`read`, whole, as one table."""
-        return self.read(columns, **kw).read_all()
-
-    def scan(self, segment: Segment, **kw) -> Scan:
-        """The batches of one segment (:class:`Window` items) and its damage (:class:`LogProblem`), in file order."""
-        return Scan(self.fs, segment, **kw)
-
-
-def open_log(where, *, filesystem=None, topics=None, partitions=None, deleted: bool = False,
-             states=None) -> Log:
-    """Open a Kafka log folder: a partition folder (``orders-0``), a log dir
-    (every partition folder in it), or a topic (``<log dir>/orders``: the
-    folders ``orders-<n>`` beside it); a local path, a URI any pyarrow
-    filesystem reads (``s3://bucket/path?endpoint_override=...``), or a path
-    in ``filesystem``.  A list of them (a broker's several ``log.dirs``)
-    opens them all.
-
-    ``topics`` / ``partitions`` keep only those.  A deleted topic's folders
-    (``...-delete``) are read with ``deleted=True``; ``states`` names the
-    folder kinds to read precisely (``("", "delete", "future", "stray")``).
-    """
-    wanted = states if states is not None else (("", "delete") if deleted else ("",))
-    places = list(where) if isinstance(where, (list, tuple)) else [where]
-    fs = root = None
-    parts, problems = [], []
-    for place in places:
-        pfs, path = resolve(place, filesystem)
-        fs = fs or pfs
-        root = root or path
-        found, notes = discover(pfs, path, topics=None if topics is None else set(topics),
-                                partitions=None if partitions is None else set(partitions), states=wanted)
-        parts += found
-        problems += [LogProblem(kind, p, None, None, text) for kind, p, text in notes]
-    parts.sort(key=lambda p: (p.topic, p.partition, p.state))
-    return Log(fs, os.fspath(root) if root else "", parts, problems)
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -23,6 +23,8 @@ import pyarrow.fs as pafs
 __all__ = ["Partition", "Segment", "Snapshot", "discover", "resolve"]
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
+_I64_MAX = 2**63 - 1
+_I32_MAX = 2**31 - 1
 _SNAPSHOT = re.compile(r"^(\d{20})\.snapshot$")
 # <topic>-<partition>, then maybe .<32 hex>-delete / -future / -stray
 _PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
@@ -72,6 +74,8 @@ class Partition:
     snapshots: list[Snapshot] = field(default_factory=list)
     #: "" for a live partition, else "delete", "future" or "stray" (from the folder's name)
     state: str = ""
+    #: found by listing a log dir (not named by its path, or by its topic's)
+    listed: bool = False
 
     @property
     def name(self) -> str:
@@ -114,10 +118,17 @@ def _partition_from_listing(fs, path: str, infos, topic: str, part: int, state: 
         sizes[name] = info.size
         m = _SEGMENT.match(name)
         if m:
-            logs[int(m.group(1))] = info
+            base = int(m.group(1))
+            if base > _I64_MAX:
+                notes.append(("skipped", info.path, f"{name}: a base offset out of the range of offsets (above "
+                                                    f"{_I64_MAX}), not read"))
+            else:
+                logs[base] = info
             continue
         m = _SNAPSHOT.match(name)
-        if m:
+        if m and int(m.group(1)) > _I64_MAX:
+            notes.append(("skipped", info.path, f"{name}: an offset out of the range of offsets, not read"))
+        elif m:
             snaps.append(Snapshot(int(m.group(1)), info.path, info.size))
         elif name.endswith((".log.deleted", ".log.cleaned", ".log.swap")):
             notes.append(("skipped", info.path, f"{name}: a segment being deleted, cleaned or swapped in, not read"))
@@ -159,13 +170,13 @@ def discover(fs: pafs.FileSystem, where: str, *, topics=None, partitions=None, s
                 parsed = (os.path.basename(where), 0, "")
                 notes.append(("name", where, "not named <topic>-<partition>: read as partition 0 of "
                                              f"topic {parsed[0]!r}"))
-            folders.append((where, parsed, listing))
+            folders.append((where, parsed, listing, False))
         else:
             for i in sorted(listing, key=lambda x: x.base_name):
                 if i.type == pafs.FileType.Directory:
                     parsed = parse_partition_folder(i.base_name)
                     if parsed is not None:
-                        folders.append((i.path, parsed, None))
+                        folders.append((i.path, parsed, None, True))
     else:
         # a topic: <log dir>/<topic> names the folders <topic>-<n> beside it
         parent, topic = os.path.dirname(where), os.path.basename(where)
@@ -174,11 +185,15 @@ def discover(fs: pafs.FileSystem, where: str, *, topics=None, partitions=None, s
         for i in sorted(fs.get_file_info(pafs.FileSelector(parent)), key=lambda x: x.base_name):
             parsed = parse_partition_folder(i.base_name) if i.type == pafs.FileType.Directory else None
             if parsed is not None and parsed[0] == topic:
-                folders.append((i.path, parsed, None))
+                folders.append((i.path, parsed, None, False))
         if not folders:
             raise FileNotFoundError(f"no such log folder, and no partition folders {topic}-<n> beside it: {where}")
     out = []
-    for path, (topic, part, state), listing in folders:
+    for path, (topic, part, state), listing, listed in folders:
+        if part > _I32_MAX:
+            notes.append(("skipped", path, f"a partition number out of the range of partitions (above {_I32_MAX}), "
+                                           "not read"))
+            continue
         if topics is not None and topic not in topics:
             continue
         if partitions is not None and part not in partitions:
@@ -188,6 +203,8 @@ def discover(fs: pafs.FileSystem, where: str, *, topics=None, partitions=None, s
             continue
         if listing is None:
             listing = fs.get_file_info(pafs.FileSelector(path))
-        out.append(_partition_from_listing(fs, path, listing, topic, part, state, notes))
+        found = _partition_from_listing(fs, path, listing, topic, part, state, notes)
+        found.listed = listed
+        out.append(found)
     out.sort(key=lambda p: (p.topic, p.partition, p.state))
     return out, notes

@@ -59,7 +59,7 @@ class IndexFile:
                     self._file = self.fs.open_input_file(self.path)
                 start = k * self.page
                 self._file.seek(start)
-                got = self._pages[k] = self._file.read_buffer(min(self.page, self.size - start)).to_pybytes()
+                got = self._pages[k] = bytes(self._file.read_buffer(min(self.page, self.size - start)))
             parts.append(got)
         blob = parts[0] if len(parts) == 1 else b"".join(parts)
         off = at - first * self.page
@@ -237,7 +237,11 @@ class ProducerEntry(NamedTuple):
 
 
 class SnapshotError(ValueError):
-    """A producer snapshot that is not whole (what, where)."""
+    """A producer snapshot that is not whole (what, where); ``kafka_text``: what Kafka's tools say of it."""
+
+    def __init__(self, text: str, kafka_text: str | None = None):
+        super().__init__(text)
+        self.kafka_text = kafka_text or text
 
 
 def read_producer_snapshot(data: bytes) -> list[ProducerEntry]:
@@ -246,10 +250,13 @@ def read_producer_snapshot(data: bytes) -> list[ProducerEntry]:
         raise SnapshotError(f"{len(data)} bytes: shorter than a snapshot's header (10)")
     version, crc = struct.unpack_from(">hI", data, 0)
     if version != 1:
-        raise SnapshotError(f"unknown snapshot version {version} at byte 0")
+        raise SnapshotError(f"unknown snapshot version {version} at byte 0",
+                            f"Snapshot contained an unknown file version {version}")
     computed = _crc32c.crc32c(data[6:])
     if computed != crc:
-        raise SnapshotError(f"CRC-32C mismatch at byte 2: stored {crc:#010x}, computed {computed:#010x}")
+        raise SnapshotError(f"CRC-32C mismatch at byte 2: stored {crc:#010x}, computed {computed:#010x}",
+                            f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: "
+                            f"{computed}")
     (count,) = struct.unpack_from(">i", data, 6)
     if count < 0 or 10 + count * _PRODUCER.size != len(data):
         raise SnapshotError(f"{count} producers at byte 6 do not fill the {len(data) - 10} bytes after it")

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import arrow as karrow
+from ._arrowbits import array, bools, column, constant_int, constant_string, numbers, strings, to_numpy, valid
 from ._files import Partition, Segment
 from ._index import OffsetIndex, TimeIndex
 from ._scan import WALK_COLUMNS, LogProblem, Scan, Window
@@ -42,8 +43,7 @@ LOG_SCHEMA = pa.schema([
 ])
 NAMES = tuple(LOG_SCHEMA.names)
 
-_CODECS = pa.array(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"],
-                   pa.large_string())
+_CODECS = strings(["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"])
 _I32_MAX = 2**31 - 1
 
 
@@ -111,6 +111,12 @@ class Task:
     check_offset: int | None = None
     #: ``start`` is where the task before it (same segment) stops
     split: bool = False
+    #: ``stop`` came from the index as where the offsets from this one on begin: the batch there must bear it out
+    stop_check: int | None = None
+    #: ``start`` came from a time index entry (offset, timestamp): the batch holding the offset must bear it out
+    time_check: tuple | None = None
+    #: what planning found wrong with the segment's index files (a row of the read)
+    note: LogProblem | None = None
 
 
 def plan_partition(fs, part: Partition, bounds: Bounds, *, split_bytes: int | None = None) -> list[Task]:
@@ -128,34 +134,44 @@ def plan_partition(fs, part: Partition, bounds: Bounds, *, split_bytes: int | No
         if lo is not None and last is not None and last < lo:
             continue
         first = lo if lo is not None and lo > seg.base_offset else None
+        time_check = note = None
         if t0 is not None and seg.timeindex is not None:
             found = TimeIndex(fs, seg.timeindex, seg.timeindex_size, seg.base_offset).last_below(t0)
             if found is not None:
-                older = found[1]  # every record up to this offset is older than t0
-                if last is not None and older >= last:
+                older = found[1]  # every record up to this offset is older than t0 (if the entry tells the truth)
+                if last is not None and seg.base_offset <= older == last:
                     continue
-                first = max(first or 0, older + 1)
+                if last is None or older < last:
+                    # the scan checks that the batch holding it ends there with that largest timestamp
+                    first, time_check = max(first or 0, older + 1), found[::-1]
+                else:  # an entry past the segment's last offset cannot be true: the segment is read whole
+                    note = LogProblem("index", seg.timeindex, None, None,
+                                      f"the time index says offset {older} has the largest timestamp so far, "
+                                      f"{found[0]}, but the segment's offsets end at {last}: the segment is read "
+                                      "from its start instead", seg.topic, seg.partition, seg.base_offset)
         index = None if seg.index is None else OffsetIndex(fs, seg.index, seg.index_size, seg.base_offset)
         start, check = 0, None
         if first is not None and index is not None:
             k, off, pos = index.lookup(first)
             if k >= 0:
                 start, check = pos, off
-        stop = None
+        stop = stop_check = None
         if hi is not None and index is not None and (last is None or hi <= last):
             stop = index.position_after(hi - 1)
+            if stop is not None:
+                stop_check = hi  # the scan checks that the batch there starts at or above it
         end = seg.size if stop is None else stop
         if split_bytes and index is not None and end - start > split_bytes:
-            a, a_check, split = start, check, False
+            a, a_check, split, a_time = start, check, False, time_check
             while True:
                 nxt = index.from_position(a + split_bytes)
                 if nxt is None or nxt[2] >= end or nxt[2] <= a:
-                    tasks.append(Task(seg, a, stop, a_check, split))
+                    tasks.append(Task(seg, a, stop, a_check, split, stop_check, a_time, note))
                     break
-                tasks.append(Task(seg, a, nxt[2], a_check, split))
-                a, a_check, split = nxt[2], nxt[1], True
+                tasks.append(Task(seg, a, nxt[2], a_check, split, None, a_time, note))
+                a, a_check, split, a_time, note = nxt[2], nxt[1], True, None, None
         else:
-            tasks.append(Task(seg, start, stop, check))
+            tasks.append(Task(seg, start, stop, check, False, stop_check, time_check, note))
     return tasks
 
 
@@ -167,12 +183,6 @@ def walk_columns(names) -> tuple:
     """The columns the walk fills for an output of ``names`` (offset always: bounds and sequences need it)."""
     want = {n for n in names if n in WALK_COLUMNS} | {"offset", "timestamp"}
     return tuple(n for n in WALK_COLUMNS if n in want)
-
-
-def _constant_string(value: str, n: int) -> pa.Array:
-    data = value.encode("utf-8")
-    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
-    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
 class _PerRecord:
@@ -204,22 +214,22 @@ class _PerRecord:
     def strings(self, names: pa.Array, codes: np.ndarray, n: int) -> pa.Array:
         """A string per record: ``names[code of its batch]``."""
         if self.sel is None and len(codes) and (codes == codes[0]).all():
-            return _constant_string(names[int(codes[0])].as_py(), n)
-        return names.take(pa.array(self(codes)))
+            return constant_string(names[int(codes[0])].as_py(), n)
+        return names.take(numbers(self(codes), pa.int64()))
 
 
 def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transactions | None) -> pa.Table:
     """The records of a window as a table of ``names`` (LOG_SCHEMA columns), after the bounds and
     (with ``txn``) the read_committed rule."""
     recs, bats = win.records, win.batches
-    spread = _PerRecord(bats.column("records").to_numpy())
+    spread = _PerRecord(column(bats, "records"))
     keep = None
     if txn is not None:
-        gone = txn.dropped(bats.column("magic").to_numpy(), bats.column("attributes").to_numpy(),
-                           bats.column("producer_id").to_numpy(), bats.column("base_offset").to_numpy())
+        gone = txn.dropped(column(bats, "magic"), column(bats, "attributes"),
+                           column(bats, "producer_id"), column(bats, "base_offset"))
         if gone.any():
             keep = ~gone[spread.which]
-    offsets = recs.column("offset").to_numpy()
+    offsets = column(recs, "offset")
     lo, hi = bounds.offset_from, bounds.offset_to
     sliced = None
     if lo is not None or hi is not None:
@@ -236,10 +246,9 @@ def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transac
                 m &= offsets < hi
             keep = m if keep is None else keep & m
     if bounds.time_from is not None or bounds.time_to is not None:
-        col = recs.column("timestamp").combine_chunks() if isinstance(recs.column("timestamp"), pa.ChunkedArray) \
-            else recs.column("timestamp")
-        ts = col.cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
-        m = col.is_valid().to_numpy(zero_copy_only=False)
+        col = array(recs.column("timestamp"))
+        ts = to_numpy(col)
+        m = valid(col)
         if bounds.time_from is not None:
             m &= ts >= bounds.time_from
         if bounds.time_to is not None:
@@ -251,44 +260,44 @@ def records_table(win: Window, seg: Segment, names, bounds: Bounds, txn: Transac
             recs, offsets = recs.slice(a, b - a), offsets[a:b]
             spread.sel = (a, b)
     elif keep is not None and not keep.all():
-        recs, offsets = recs.filter(pa.array(keep)), offsets[keep]
+        recs, offsets = recs.filter(bools(keep)), offsets[keep]
         spread.sel = keep
     n = recs.num_rows
 
     def batch(name):
-        return spread(bats.column(name).to_numpy())
+        return spread(column(bats, name))
 
     cols = []
     for name in names:
         if name in WALK_COLUMNS:
             cols.append(recs.column(name))
         elif name == "topic":
-            cols.append(_constant_string(seg.topic, n))
+            cols.append(constant_string(seg.topic, n))
         elif name == "partition":
-            cols.append(pa.array(np.full(n, seg.partition, dtype=np.int32)))
+            cols.append(constant_int(seg.partition, n, pa.int32()))
         elif name == "producerId":
-            cols.append(pa.array(batch("producer_id"), pa.int64()))
+            cols.append(numbers(batch("producer_id"), pa.int64()))
         elif name == "producerEpoch":
-            cols.append(pa.array(batch("producer_epoch"), pa.int16()))
+            cols.append(numbers(batch("producer_epoch"), pa.int16()))
         elif name == "sequence":
             base = batch("base_sequence").astype(np.int64)
             seq = base + (offsets - batch("base_offset"))
             seq = np.where(seq > _I32_MAX, seq - _I32_MAX - 1, seq)  # sequences wrap past int32's top (Kafka's rule)
-            cols.append(pa.array(np.where(base < 0, -1, seq).astype(np.int32), pa.int32()))
+            cols.append(numbers(np.where(base < 0, -1, seq), pa.int32()))
         elif name in ("isTransactional", "isControl"):
             bit = ATTR_TRANSACTIONAL if name == "isTransactional" else ATTR_CONTROL
-            flags = (bats.column("magic").to_numpy() >= 2) & ((bats.column("attributes").to_numpy() & bit) != 0)
-            cols.append(pa.array(spread(flags), pa.bool_()))
+            flags = (column(bats, "magic") >= 2) & ((column(bats, "attributes") & bit) != 0)
+            cols.append(bools(spread(flags)))
         elif name == "codec":
-            cols.append(spread.strings(_CODECS, bats.column("codec").to_numpy() & 7, n))
+            cols.append(spread.strings(_CODECS, column(bats, "codec") & 7, n))
         elif name == "leaderEpoch":
-            cols.append(pa.array(batch("leader_epoch"), pa.int32()))
+            cols.append(numbers(batch("leader_epoch"), pa.int32()))
         elif name == "magic":
-            cols.append(pa.array(batch("magic"), pa.int8()))
+            cols.append(numbers(batch("magic"), pa.int8()))
         elif name == "segment":
-            cols.append(pa.array(np.full(n, seg.base_offset, dtype=np.int64)))
+            cols.append(constant_int(seg.base_offset, n, pa.int64()))
         elif name == "position":
-            cols.append(pa.array(batch("position"), pa.int64()))
+            cols.append(numbers(batch("position"), pa.int64()))
         elif name == "error":
             cols.append(karrow._all_null(pa.large_string(), n))
     return pa.Table.from_arrays(cols, schema=schema_of(names))
@@ -310,7 +319,16 @@ def problem_table(p: LogProblem, names) -> pa.Table:
     row = {"topic": p.topic, "partition": p.partition, "segment": p.segment, "position": p.position,
            "error": str(p)}
     schema = schema_of(names)
-    return pa.Table.from_pylist([{n: row.get(n) for n in names}], schema=schema)
+    cols = []
+    for f in schema:
+        v = row.get(f.name)
+        if v is None:
+            cols.append(pa.nulls(1, f.type))
+        elif f.type == pa.large_string():
+            cols.append(constant_string(v, 1))
+        else:
+            cols.append(constant_int(v, 1, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def read_task(fs, task: Task, names, bounds: Bounds, *, txn: Transactions | None = None, control: bool = False,
@@ -318,9 +336,13 @@ def read_task(fs, task: Task, names, bounds: Bounds, *, txn: Transactions | None
     """The tables (``names`` columns) of one task, in file order: records, and one
     row per damaged region (also appended to ``problems``)."""
     seg = task.segment
+    if task.note is not None:
+        if problems is not None:
+            problems.append(task.note)
+        yield problem_table(task.note, names)
     scan = Scan(fs, seg, start=task.start, stop=task.stop, check_offset=task.check_offset, split=task.split,
                 stop_offset=bounds.offset_to, columns=walk_columns(names), control=control, check_crc=check_crc,
-                window=window, limits=limits)
+                window=window, limits=limits, stop_check=task.stop_check, time_check=task.time_check)
     for item in scan:
         if isinstance(item, Window):
             table = records_table(item, seg, names, bounds, txn)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._arrowbits import column
 from ._files import Partition
 from ._index import OffsetIndex, SnapshotError, read_producer_snapshot, read_txn_index
 from ._scan import LogProblem, Scan, Window
@@ -141,12 +142,12 @@ def partition_transactions(fs, part: Partition, problems: list, *, window: int, 
 
 def _follow(out: Transactions, win: Window, start: int) -> None:
     b = win.batches
-    magic = b.column("magic").to_numpy()
-    attrs = b.column("attributes").to_numpy()
-    pid = b.column("producer_id").to_numpy()
-    base = b.column("base_offset").to_numpy()
-    ctype = b.column("control_type").to_numpy()
-    txn = (magic >= 2) & ((attrs & ATTR_TRANSACTIONAL) != 0) & (b.column("last_offset").to_numpy() >= start)
+    magic = column(b, "magic")
+    attrs = column(b, "attributes")
+    pid = column(b, "producer_id")
+    base = column(b, "base_offset")
+    ctype = column(b, "control_type")
+    txn = (magic >= 2) & ((attrs & ATTR_TRANSACTIONAL) != 0) & (column(b, "last_offset") >= start)
     for k in np.flatnonzero(txn):
         p = int(pid[k])
         if attrs[k] & ATTR_CONTROL:

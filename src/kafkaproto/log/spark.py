@@ -23,7 +23,10 @@ Options: ``path`` (or ``load(path)``; several, comma-separated: a broker's
 ``log.dirs``), ``isolation`` (``read_uncommitted`` / ``read_committed``),
 ``control`` (transaction markers as rows), ``checkCrc``, ``topics``,
 ``partitions`` (comma-separated), ``deleted`` (read ``-delete`` folders
-too), ``splitBytes`` (128 MiB), ``windowBytes`` (8 MiB), ``damage`` (``rows``:
+too), ``decoder`` (an internal topic's typed table: ``offsets``,
+``transaction-log``, ``share-group-state``, ``cluster-metadata``,
+``remote-log-metadata``; see :mod:`kafkaproto.log.internal`),
+``splitBytes`` (128 MiB), ``windowBytes`` (8 MiB), ``damage`` (``rows``:
 a row with ``error`` per damaged region, the default when ``error`` is a
 column; ``raise``: fail the task, the default otherwise), ``columns``.
 Object storage: any URI pyarrow reads (``s3://bucket/path?region=...&
@@ -59,11 +62,16 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 DEFAULT_SPLIT = 128 << 20
 
 
-def spark_schema(names=NAMES):
-    """The Spark schema of the columns ``names`` of :data:`LOG_SCHEMA`."""
+def spark_schema(names=NAMES, decoder=None):
+    """The Spark schema of the columns ``names`` of :data:`LOG_SCHEMA` (or of a decoder's table:
+    :func:`kafkaproto.log.internal.internal_schema`)."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
 
+    if decoder is not None:
+        from .internal import internal_schema
+
+        return StructType([StructField(f.name, from_arrow_type(f.type), True) for f in internal_schema(decoder)])
     return StructType([StructField(n, from_arrow_type(LOG_SCHEMA.field(n).type), True) for n in names])
 
 
@@ -85,6 +93,13 @@ def register(spark, *, pushdown: bool = True) -> None:
 def _flag(options, name: str, default: bool) -> bool:
     v = options.get(name)
     return default if v is None else str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _int_option(options, name: str, value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"kafkaproto.log: option {name} must be a whole number, not {value!r}") from None
 
 
 def _list(options, name: str):
@@ -112,7 +127,7 @@ class KafkaLogDataSource(DataSource):
         return tuple(cols) if cols else NAMES
 
     def schema(self):
-        return spark_schema(self._names())
+        return spark_schema(self._names(), self.options.get("decoder"))
 
     def reader(self, schema):
         return _PushdownReader(self.options, schema)
@@ -129,20 +144,24 @@ class _Reader(DataSourceReader):
         if not paths:
             raise ValueError("kafkaproto.log needs a path: spark.read.format('kafkaproto.log').load(PATH)")
         self.paths = [p.strip() for p in str(paths).strip("[]").replace('"', "").split(",") if p.strip()]
+        self.decoder = options.get("decoder") or None
         self.names = tuple(f.name for f in schema.fields)
-        unknown = [n for n in self.names if n not in NAMES]
-        if unknown:
-            raise ValueError(f"kafkaproto.log has no column {', '.join(unknown)} (columns: {', '.join(NAMES)})")
+        if self.decoder is None:
+            unknown = [n for n in self.names if n not in NAMES]
+            if unknown:
+                raise ValueError(f"kafkaproto.log has no column {', '.join(unknown)} (columns: {', '.join(NAMES)})")
         self.schema = schema
         damage = options.get("damage") or ("rows" if "error" in self.names else "raise")
         topics = _list(options, "topics")
         parts = _list(options, "partitions")
         self.opts = ReadOptions.make(
-            self.names, topics=topics, partitions=None if parts is None else [int(p) for p in parts],
+            None if self.decoder else self.names, topics=topics,
+            partitions=None if parts is None else [_int_option(options, "partitions", p) for p in parts],
             isolation=options.get("isolation", "read_uncommitted"), control=_flag(options, "control", False),
-            check_crc=_flag(options, "checkCrc", True), window=int(options.get("windowBytes", DEFAULT_WINDOW)),
-            damage=damage)
-        self.split = int(options.get("splitBytes", DEFAULT_SPLIT))
+            check_crc=_flag(options, "checkCrc", True),
+            window=_int_option(options, "windowBytes", options.get("windowBytes", DEFAULT_WINDOW)),
+            damage=damage, decoder=self.decoder)
+        self.split = _int_option(options, "splitBytes", options.get("splitBytes", DEFAULT_SPLIT))
         self.deleted = _flag(options, "deleted", False)
 
     def _log(self):
@@ -169,6 +188,10 @@ class _Reader(DataSourceReader):
                                check_crc=o.check_crc, window=o.window, limits=dict(o.limits), problems=problems):
             if problems and o.damage == "raise":
                 raise LogDamageError(problems[0])
+            if self.decoder is not None:
+                from .internal import internal_table
+
+                table = internal_table(self.decoder, table).select(list(self.names))
             cols = [table.column(k).cast(target.field(k).type) for k in range(table.num_columns)]
             yield from pa.Table.from_arrays(cols, schema=target).to_batches()
 

@@ -10,16 +10,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..errors import UnknownApiError
+from ..errors import KafkaProtocolError, UnknownApiError
 from ._gen import APIS, CLASSES
+from ._gen.error_codes import _RETRIABLE as RETRIABLE_CODES
+from ._gen.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     # Type checkers see every class here (from _gen/__init__.pyi); at run time
     # a class's module is imported when the class is first asked for.
     from ._gen import *  # noqa: F403
+    from ._internal import CLASSES as INTERNAL_CLASSES
+    from ._internal import LOGS as INTERNAL_LOGS
     from ._runtime import Message
 
-__all__ = ["APIS", "CLASSES", "api_name", "get", "request_class", "response_class"]
+__all__ = ["APIS", "CLASSES", "INTERNAL_CLASSES", "INTERNAL_LOGS", "RETRIABLE_CODES", "ErrorCode", "Message",
+           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class"]
 
 
 _LOADED: dict[str, type] = {}
@@ -38,7 +43,34 @@ def get(name: str) -> type[Message]:
     return cls
 
 
+def internal_class(name: str) -> type[Message]:
+    """The class of a record of Kafka's own logs (``"OffsetCommitValue"``,
+    ``"TopicRecord"``...: :data:`INTERNAL_CLASSES`), generated from the
+    schemas in Kafka's jars."""
+    from . import _internal
+
+    cls = _LOADED.get(name)
+    if cls is None:
+        try:
+            module = _internal.CLASSES[name][0]
+        except KeyError:
+            raise AttributeError(f"no record of Kafka's own logs named {name}") from None
+        cls = _LOADED[name] = getattr(importlib.import_module(f"{__name__}._internal.{module}"), name)
+    return cls
+
+
 def __getattr__(name: str):
+    if name in ("INTERNAL_CLASSES", "INTERNAL_LOGS"):
+        # the records of Kafka's own logs: name -> (module, kind, record type); log -> its record kinds
+        from . import _internal
+
+        got = globals()[name] = _internal.CLASSES if name == "INTERNAL_CLASSES" else _internal.LOGS
+        return got
+    if name == "Message":  # the base of every message class (its module needs the engine: loaded when asked)
+        from ._runtime import Message
+
+        globals()["Message"] = Message
+        return Message
     if name in CLASSES:
         cls = get(name)
         globals()[name] = cls
@@ -68,3 +100,31 @@ def response_class(api_key: int) -> type[Message]:
 def api_name(api_key: int) -> str:
     """``"Metadata"`` for 3; raises UnknownApiError for keys without a schema."""
     return _api(api_key)[0][: -len("Request")]
+
+
+_removed: dict[tuple[int, int], bool] = {}
+
+
+def removed_in_kafka4(api_key: int | None, version: int | None) -> bool:
+    """Is this (api key, version) one Kafka 4.0 no longer speaks?  Those are the
+    versions only the older schema snapshot has (KIP-896 raised the lower
+    bounds: Produce v0-2, CreateTopics v0-1, keys 4-7...).  A version newer than
+    every schema is not counted as removed."""
+    got = _removed.get((api_key, version))
+    if got is None:
+        got = _removed_now(api_key, version)
+        if len(_removed) < 1 << 16:
+            _removed[(api_key, version)] = got
+    return got
+
+
+def _removed_now(api_key, version) -> bool:
+    from ._runtime import MAX_MASK_VERSION, versions_mask
+
+    if not isinstance(api_key, int) or not isinstance(version, int) or not 0 <= version <= MAX_MASK_VERSION:
+        return False
+    try:
+        mask = versions_mask(request_class(api_key).SNAPSHOT_ONLY_VERSIONS)
+    except KafkaProtocolError:
+        return False
+    return bool(mask >> version & 1)

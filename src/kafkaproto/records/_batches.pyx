@@ -44,6 +44,7 @@ from kafkaproto.records._common import (
     TruncatedBatch as _TruncatedBatch,
     as_blob as _as_blob,
     batch_error as _batch_error,
+    past_int64 as _past_int64,
     batch_limit_error as _batch_limit_error,
     codec_number as _codec_number,
     control_record as _control_record,
@@ -623,6 +624,7 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
         s.controls = <PyObject*>rl.controls
         s.control_fn = <PyObject*>_control_record
         s.batch_at = v.at  # (the walker checked what control_record checks: it cannot fail here)
+    s.base_offset = v.base_offset  # (the walker checks each record's offset against it)
     cur_init(&c, rl.b, rl.start, rl.end)
     c.path = steps
     if _walk_records(&c, v.count, control, &s, max_headers, budget.headers_left(max_batch_headers), &headers):
@@ -826,6 +828,14 @@ cdef inline int _blob_ptr(object v, Py_ssize_t i, int kind, Py_ssize_t j, list k
     return 0
 
 
+cdef object _offset_past_int64(int64_t base, int64_t delta, str where):
+    # a record without an offset takes the one after the previous record's (the twin's words)
+    if delta > I32_MAX:
+        return EncodeError(f"value {delta} out of range [{I32_MIN}, {I32_MAX}]", f"{where}.offset delta")
+    return EncodeError(f"offset {(<object>base) + delta} (base offset {base} + {delta}) past the int64 maximum "
+                       f"{I64_MAX}", f"{where}.offset")
+
+
 def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_leader_epoch=-1, producer_id=-1,
                         producer_epoch=-1, base_sequence=-1, transactional=False, control=False, timestamp_type=0,
                         max_timestamp=None, delete_horizon=False, compression_level=None, now=None):
@@ -905,6 +915,9 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
                 max_ts = ts
             if off_obj is None:
                 delta += 1
+                # the record's offset and the batch's last one (base + last offset delta) must be int64s
+                if delta > I32_MAX or base > I64_MAX - delta:
+                    raise _offset_past_int64(base, delta, f"records[{i}]")
             else:
                 off = as_int(off_obj, "offset", I64_MIN, I64_MAX)
                 if (off >= 0 and base < 0 and off > I64_MAX + base) or (off < 0 and base > 0 and off < I64_MIN + base) \

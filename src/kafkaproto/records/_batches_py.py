@@ -57,6 +57,7 @@ from ._common import (
     crc_error,
     header_limit_error,
     header_pair,
+    past_int64,
     record_error,
     unpack_record,
     wrap64,
@@ -145,6 +146,8 @@ def _decode_v2(mv, pos, size, check_crc, limit, copy, max_records, max_headers, 
     codec = attrs & ATTR_CODEC
     if codec > 4:
         raise batch_error(f"unknown compression codec {codec}", pos + V2_CRC_FROM)
+    if not INT64_MIN <= base_offset + lod <= INT64_MAX:
+        raise batch_error(past_int64("last offset delta", lod, base_offset), pos + 23)
     if count < 0:
         raise batch_error(f"invalid record count {count}", pos + 57)
     if count > max_records:
@@ -214,7 +217,11 @@ def _walk_v2(buf, pos, end, base_offset, base_ts, max_ts, attrs, base, batch_at,
         pos += 1
         at = pos
         delta, pos = varint(i, "timestamp delta", pos, rend, True)
+        at = pos
         odelta, pos = varint(i, "offset delta", pos, rend)
+        if not INT64_MIN <= base_offset + odelta <= INT64_MAX:
+            # an offset no writer can give: a problem, never an offset wrapped around
+            fail(i, "offset delta", past_int64("offset delta", odelta, base_offset), at)
         key, pos = blob(i, "key", "key", pos, rend, make)
         value, pos = blob(i, "value", "value", pos, rend, make)
         at = pos
@@ -342,6 +349,14 @@ def _int(v, what, lo, hi):
     return _check_int(what, v, lo, hi)
 
 
+def _offset_past_int64(base_offset, delta, where):
+    # a record without an offset takes the one after the previous record's
+    if delta > _I32[1]:
+        return EncodeError(f"value {delta} out of range [{_I32[0]}, {_I32[1]}]", f"{where}.offset delta")
+    return EncodeError(f"offset {base_offset + delta} (base offset {base_offset} + {delta}) past the int64 maximum "
+                       f"{_I64[1]}", f"{where}.offset")
+
+
 def _put_varint(out, v):
     u = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
     while u >= 0x80:
@@ -403,6 +418,9 @@ def encode_record_batch(records, magic=2, codec=0, base_offset=None, partition_l
             max_ts = ts
         if offset is None:
             delta += 1
+            # the record's offset and the batch's last one (base + last offset delta) must be int64s
+            if delta > _I32[1] or base_offset + delta > _I64[1]:
+                raise _offset_past_int64(base_offset, delta, where)
         else:
             delta = _int(_int(offset, "offset", *_I64) - base_offset, "offset delta", *_I32)
         rec = bytearray(b"\x00")

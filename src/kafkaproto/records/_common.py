@@ -372,6 +372,7 @@ _INVALID = {4: "key length", 5: "value length", 6: "header count", 7: "header ke
 RF_VARINT, RF_OUTSIDE, RF_INVALID, RF_UTF8, RF_LEFT_AFTER, RF_AFTER_LAST, RF_CONTROL_KEY, RF_CONTROL_VALUE, \
     RF_LIMIT = range(1, 10)
 RF_BATCH_LIMIT = 12
+RF_OFFSET = 13
 RW_CONTROL = 10
 
 
@@ -404,6 +405,8 @@ def record_failure(code, field, at, x, y, path, base, batch_at, call=None, batch
         detail = f"{_INVALID[field]} {x} invalid with {y} bytes left"
     elif code == RF_UTF8:
         detail = "invalid UTF-8"
+    elif code == RF_OFFSET:
+        detail = past_int64("offset delta", x, y)
     else:  # RF_LEFT_AFTER
         detail = f"{x} bytes left after the record's fields"
     index = path[0]
@@ -562,6 +565,13 @@ def legacy_records_error(limit_given: int, batch_cap: int, call: CallBudget, at)
     return RecordLimitError(f"more inner messages than the {limit_given} records left of "
                             f"max_records_per_call={call.max_records}", "message", at,
                             limit="max_records_per_call", value=call.max_records, count=call.max_records + 1)
+
+
+def past_int64(what, delta, base):
+    """The detail of an offset past int64 (base offset + a delta): Java's long
+    arithmetic wraps it around, to an offset far below the batch's; read as a
+    corrupt batch or record instead, it cannot pass for one already consumed."""
+    return f"{what} {delta} takes the base offset {base} past int64"
 
 
 def batch_error(detail, at, what="record batch"):

@@ -21,6 +21,7 @@ a ``memoryview`` of unsigned bytes.
 from __future__ import annotations
 
 import struct
+import sys
 import threading
 import zlib
 
@@ -35,10 +36,12 @@ from ..errors import CorruptRecordError, RecordLimitError
 
 
 def _empty(size: int):
-    """An uninitialised uint8 array (numpy, imported when first needed: a bare
-    ``import kafkaproto`` loads no numpy)."""
-    import numpy
-
+    """An uninitialised uint8 array when numpy is loaded already; else a bytearray
+    (a process that never needs numpy, ``kafkaproto dump-log``, does not load it
+    for this)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return bytearray(size)
     return numpy.empty(size, numpy.uint8)
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4

@@ -14,6 +14,9 @@
 # and a header's number as a second one; records._common.record_failure()
 # turns them into the error the twin raises.
 
+from libc.stdint cimport INT64_MAX, INT64_MIN
+
+
 cdef enum:
     # record failures (records._common.RECORD_FAILURES, same order)
     RF_VARINT = 1           # VARINT_PROBLEMS[x]
@@ -28,6 +31,7 @@ cdef enum:
     RF_MEMORY = 10          # = F_MEMORY
     RF_PYTHON = 11          # = F_PYTHON
     RF_BATCH_LIMIT = 12     # {x} headers in records 0-{i} above max_headers_per_batch={y}
+    RF_OFFSET = 13          # offset delta {x} takes the base offset {y} past int64
 
 cdef enum:
     # the field being read (records._common.RECORD_FIELDS, same order)
@@ -127,6 +131,10 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t m
     st = _rv32(b, &pos, rend, &r.offset_delta)
     if st:
         return _rec_fail(c, i, RF_VARINT, RW_OFFSET_DELTA, at, st, 0)
+    if (r.offset_delta > 0 and s.base_offset > INT64_MAX - r.offset_delta) or \
+            (r.offset_delta < 0 and s.base_offset < INT64_MIN - r.offset_delta):
+        # an offset no writer can give: a problem, never an offset wrapped around
+        return _rec_fail(c, i, RF_OFFSET, RW_OFFSET_DELTA, at, r.offset_delta, s.base_offset)
     at = pos
     st = _rv32(b, &pos, rend, &r.key_len)
     if st:
@@ -301,6 +309,8 @@ cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, i
             raise _crc_error("CRC32C", v.crc, computed, pos + 17)
     if codec > 4:
         raise _batch_error(f"unknown compression codec {codec}", pos + 21)
+    if (v.lod > 0 and v.base_offset > INT64_MAX - v.lod) or (v.lod < 0 and v.base_offset < INT64_MIN - v.lod):
+        raise _batch_error(_past_int64("last offset delta", v.lod, v.base_offset), pos + 23)
     if v.count < 0:
         raise _batch_error(f"invalid record count {v.count}", pos + 57)
     if v.count > max_records:

@@ -40,18 +40,17 @@ def run_report(captures, out, *, master: str | None = None, remote: str | None =
 
     ``captures``: pcap/pcapng files, folders of them (a rolled capture), tap
     output folders or files, raw request streams, ``NAME=path,path...``, or
-    ``{name: path or [paths]}`` (see :func:`kafkaproto.report.job.capture_list`).
+    ``{name: path or [paths]}`` (see :func:`kafkaproto.capture.open_capture`).
     ``spark``: a session (classic or Spark Connect); else one for ``master``
     or ``remote`` (``sc://host:port``).  ``split``: ``range_bytes``,
     ``whole_file_max``, ``partitions`` (:func:`kafkaproto.report.job.run_job`)."""
-    from .job import run_job
+    from .job import output_folder, run_job, write_text
     from .render import html_page, summary
 
-    data = run_job(captures, out, spark=spark, master=master, remote=remote, ports=ports, progress=progress,
-                   conf=conf, log=log, **split)
-    from .job import write_text
-
-    html_path = write_text(out, "report.html", html_page(data))
-    text = summary(data, html_path)
-    write_text(out, "summary.txt", text + "\n")
+    with output_folder(out):  # held from the tables to the page: no other report writes there meanwhile
+        data = run_job(captures, out, spark=spark, master=master, remote=remote, ports=ports, progress=progress,
+                       conf=conf, log=log, **split)
+        html_path = write_text(out, "report.html", html_page(data))
+        text = summary(data, html_path)
+        write_text(out, "summary.txt", text + "\n")
     return ReportResult(data, text, html_path)

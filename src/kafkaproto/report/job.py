@@ -44,25 +44,23 @@ environment through ``spark.archives``).
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 import sys
 import threading
 import time
-from collections import Counter
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..capture import Accounting
-from ..capture.formats.ranges import packet_files
+from ..capture import Accounting, open_capture
+from ..capture.dataset import partition_connections
+from ..capture.formats.ranges import STATS_KEY, range_accounting
+from ..capture.tables import TASK_TABLES, accounting_batch, accounting_from_dict
 from .aggregate import merge
-from .decode import TASK_TABLES, accounting_batch, accounting_from_dict
 
-__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "capture_list", "group_captures",
-           "partition_connections", "run_job", "session", "shutdown"]
+__all__ = ["RANGE_BYTES", "SPLIT_MIN_CORES", "WHOLE_FILE_MAX", "ReportData", "ReportOutputError", "WorkerError",
+           "output_folder", "run_job", "session", "shutdown"]
 
 TABLES = ("connections", *TASK_TABLES, "accounting", "topic_ids")  # every table the job writes
 #: byte ranges the segment path cuts files into
@@ -215,70 +213,201 @@ class _Progress:
 # captures
 
 
-def capture_list(captures: Sequence[str] | Mapping[str, object]) -> list[dict[str, object]]:
-    """The captures of a run: ``[{"name", "paths", "bytes", "packets"}]``.
-
-    ``captures``: paths (a file; a folder: a roll of pcap/pcapng files, or
-    tap output; a glob pattern; ``NAME=path,path...``), or ``{name: path or
-    [paths]}``.  ``packets``: the capture is pcap/pcapng files (it can be read
-    in byte ranges and across files); otherwise it is read whole.
-    """
-    items = list(captures.items()) if isinstance(captures, Mapping) else [(None, c) for c in captures]
-    out: list[dict[str, object]] = []
-    seen: Counter = Counter()
-    for name, spec in items:
-        if name is None and isinstance(spec, str) and re.match(r"^[^/=]+=", spec) and not os.path.exists(spec):
-            name, spec = spec.split("=", 1)
-            spec = spec.split(",")
-        specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
-        paths: list[str] = []
-        for sp in specs:
-            sp = os.fspath(sp)
-            found = sorted(glob.glob(sp)) if any(ch in sp for ch in "*?[") and not os.path.exists(sp) else [sp]
-            if not found:
-                raise FileNotFoundError(f"no file matches {sp}")
-            paths += [os.path.abspath(p) for p in found]
-        packets = False
-        if len(paths) == 1 and os.path.isdir(paths[0]):
-            rolled = packet_files(paths[0])
-            if rolled:
-                packets = True
-                folder = paths[0]
-                paths = rolled
-            else:
-                folder = None
-        else:
-            folder = None
-        if not packets:
-            from ..capture import capture_kind
-
-            kinds = {capture_kind(p) for p in paths}
-            packets = kinds <= {"pcap", "pcapng"}
-            if not packets and len(paths) > 1:
-                raise ValueError(f"capture {name or paths[0]}: only pcap/pcapng files can make one capture "
-                                 f"together ({', '.join(sorted(kinds))})")
-        if name is None:
-            base = folder or paths[0]
-            name = os.path.basename(base.rstrip("/")) or base
-        seen[name] += 1
-        if seen[name] > 1:
-            name = f"{name}#{seen[name]}"
-        size = 0
-        for p in paths:
-            size += sum(f.stat().st_size for f in Path(p).iterdir() if f.is_file()) if os.path.isdir(p) \
-                else os.path.getsize(p)
-        out.append({"name": name, "paths": paths, "bytes": size, "packets": packets, "files": len(paths)})
-    return out
-
-
 def _keep_only(fs, base: str, files) -> None:
-    """Remove table files no successful task reported (failed attempts, earlier runs)."""
+    """Remove table files no successful task reported (failed attempts, earlier
+    runs): files named as the report names its own, never another."""
     from pyarrow import fs as pafs
 
     for table in TABLES:
         for info in fs.get_file_info(pafs.FileSelector(f"{base}/{table}", allow_not_found=True)):
-            if info.type == pafs.FileType.File and info.base_name not in files:
+            if info.type == pafs.FileType.File and info.base_name not in files and _OURS.fullmatch(info.base_name):
                 fs.delete_file(info.path)
+
+
+# ---------------------------------------------------------------------------
+# the output folder
+
+
+class ReportOutputError(OSError):
+    """The output folder cannot take the report: it is not a folder, cannot be
+    made or written, another report is writing into it, or it holds files no
+    report wrote where the report would write (or delete) its own."""
+
+
+class WorkerError(RuntimeError):
+    """A worker process of the embedded engine died before its task finished
+    (killed, or out of memory): the report was not finished."""
+
+
+#: the file that marks a folder a report writes into; a report writing into
+#: the folder holds a lock on it (local folders) and names its process in it
+MARKER = ".kafkaproto-report"
+#: what a report writes at the top of its folder, beside the tables' folders
+TOP_FILES = ("report.html", "report.json", "summary.txt")
+#: the names of the table files a report writes (its tasks' parts, embedded
+#: ``w00000``, on Spark ``w00000-00003-0-12``; the driver's)
+_OURS = re.compile(r"[ws]\d*(?:-\d+)*\.parquet|part-driver\.parquet")
+_HELD: dict[str, list] = {}  # folder -> [thread, depth, lock file] of the report writing into it from here
+_HELD_LOCK = threading.Lock()
+
+
+class output_folder:  # noqa: N801 - used as a function: ``with output_folder(out):``
+    """Hold ``out`` for one report: make the folder, refuse what is no folder
+    or cannot be written, and one that another report is writing into (a
+    lock, local folders only: other file systems have none) or that holds, where the
+    report writes, files no report wrote (:class:`ReportOutputError`).  Taken
+    again by the thread holding it, it is held once (``run_report`` holds it
+    around ``run_job``)."""
+
+    def __init__(self, out) -> None:
+        self.out = os.fspath(out)
+        self.key = _uri(out)
+        self.entry = None
+
+    def __enter__(self):
+        with _HELD_LOCK:
+            held = _HELD.get(self.key)
+            if held is not None and held[0] == threading.get_ident():
+                held[1] += 1
+                self.entry = held
+                return self
+        lock = _take_folder(self.out, self.key)
+        with _HELD_LOCK:
+            if self.key in _HELD:  # another thread of this process writes a report there
+                _release(lock)
+                raise ReportOutputError(f"{self.out}: another report is writing into it now (this process)")
+            self.entry = _HELD[self.key] = [threading.get_ident(), 1, lock]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _HELD_LOCK:
+            self.entry[1] -= 1
+            if self.entry[1]:
+                return
+            del _HELD[self.key]
+        _release(self.entry[2])
+
+
+def _take_folder(out: str, uri: str):
+    """Make ``out``, check it (see :class:`output_folder`), write its marker →
+    the marker's open file, locked (None for a folder pyarrow reaches elsewhere)."""
+    from pyarrow import fs as pafs
+
+    fs, base = pafs.FileSystem.from_uri(uri)
+    local = isinstance(fs, pafs.LocalFileSystem)
+
+    def refuse(what: str, exc: OSError | None = None):
+        why = "" if exc is None else f": {os.strerror(exc.errno) if exc.errno else exc}"  # (pyarrow's text is long)
+        err = ReportOutputError(f"{out}: {what}{why}")
+        if exc is not None:
+            err.errno = exc.errno
+        return err
+
+    try:
+        if fs.get_file_info(base).type not in (pafs.FileType.Directory, pafs.FileType.NotFound):
+            raise refuse("exists and is not a folder")
+        fs.create_dir(base, recursive=True)
+    except ReportOutputError:
+        raise
+    except OSError as exc:
+        raise refuse("cannot make the folder", exc) from None
+    lock = None
+    marker = f"{base}/{MARKER}"
+    try:
+        if local:
+            import errno
+
+            try:
+                fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise refuse("cannot write into it", exc) from None
+            lock = os.fdopen(fd, "r+b")
+            try:
+                _lock(lock)
+            except OSError as exc:
+                who = lock.read(64).decode("ascii", "replace").strip()
+                _release(lock)
+                lock = None
+                if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise refuse(f"another report is writing into it now{f' (process {who})' if who else ''}") \
+                        from None
+                raise refuse("cannot lock it", exc) from None
+            # a report wrote here before when it left its process number: a
+            # marker left empty is one a refused report made (and did not remove)
+            marked = bool(lock.read(64).strip())
+        else:
+            marked = fs.get_file_info(marker).type == pafs.FileType.File
+        marked = marked or _report_json(fs, f"{base}/report.json")
+        foreign = _foreign(fs, base, marked)
+        if foreign:
+            if local and not marked:
+                os.unlink(marker)
+            raise refuse(f"holds {foreign}, which no report wrote: give a new or empty folder")
+        if lock is not None:
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"{os.getpid()}\n".encode("ascii"))
+            lock.flush()
+        elif not marked:
+            with fs.open_output_stream(marker) as f:
+                f.write(f"{os.getpid()}\n".encode("ascii"))
+    except ReportOutputError:
+        _release(lock)
+        raise
+    except OSError as exc:
+        _release(lock)
+        raise refuse("cannot write into it", exc) from None
+    return lock
+
+
+def _report_json(fs, path: str) -> bool:
+    """Is ``path`` the ``report.json`` of a report (one written before reports marked their folders)?"""
+    try:
+        with fs.open_input_stream(path) as f:
+            got = json.loads(f.read(64 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(got, dict) and {"captures", "tables", "accounting"} <= got.keys()
+
+
+def _foreign(fs, base: str, marked: bool) -> str | None:
+    """The first file a report would replace or delete under ``base`` that no
+    report wrote (None if none): in a folder no report marked, any of its
+    files or folders; in one a report marked, a table file not named as a
+    report names its own."""
+    from pyarrow import fs as pafs
+
+    for name in (*TABLES, *TOP_FILES):
+        info = fs.get_file_info(f"{base}/{name}")
+        if info.type == pafs.FileType.NotFound:
+            continue
+        if not marked:
+            return name
+        if name in TABLES:
+            if info.type != pafs.FileType.Directory:
+                return name
+            for entry in fs.get_file_info(pafs.FileSelector(f"{base}/{name}", recursive=True)):
+                if entry.type != pafs.FileType.File or not _OURS.fullmatch(entry.base_name):
+                    return entry.path[len(base) + 1:]
+        elif info.type != pafs.FileType.File:
+            return name
+    return None
+
+
+def _lock(f) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _release(lock) -> None:
+    if lock is not None:
+        lock.close()  # the lock goes with the file (and with the process, should it die)
 
 
 # ---------------------------------------------------------------------------
@@ -301,7 +430,7 @@ def _part(prefix: str) -> str:
 
 
 def _spark_whole(groups, out: str, ports):
-    """Stage of the whole captures: one id per task -> its group of captures."""
+    """Stage of the whole captures: one id per task -> its WholeTask."""
 
     def run(batches):
         from .tasks import whole_task
@@ -314,15 +443,15 @@ def _spark_whole(groups, out: str, ports):
 
 
 def _spark_index(items):
-    """The index stage: one id per task -> its byte ranges' positions (Spark's binary for the addresses)."""
+    """The index stage: one id per task -> its byte range's positions (Spark's binary for the addresses)."""
 
     def run(batches):
         from .tasks import index_task
 
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                for got in index_task(items[i]):
-                    for b in got:
+                for r in items[i]:
+                    for b in index_task(r):
                         yield _for_spark(b)
 
     return run
@@ -351,74 +480,6 @@ def _spark_segments(names, files, out: str, ports):
 # planning
 
 
-def plan(caps: list[dict[str, object]], range_bytes: int = RANGE_BYTES, whole_file_max: int = WHOLE_FILE_MAX,
-         cores: int = 1):
-    """``(whole, ranges)``: the whole-capture tasks, each a list of
-    ``(name, paths)`` (captures below a range's size share a task), and the
-    byte ranges ``[(capture number, file rank, path, start, end)]``; each
-    capture is marked with the way it takes (``path``: ``whole``/``segments``).
-    Ranges are at most ``range_bytes``, and as many as it takes to fill
-    whole rounds of ``cores`` tasks."""
-    from ..capture.formats.ranges import file_order, plan_ranges
-
-    whole, split = [], []
-    for k, c in enumerate(caps):
-        if not c["packets"] or c["bytes"] <= whole_file_max:
-            c["path"] = "whole"
-            whole.append(c)
-        else:
-            c["path"] = "segments"
-            split.append(k)
-    # small captures share a task, up to a range's bytes each
-    groups = group_captures(whole, min(range_bytes, 16 << 20))
-    total = sum(caps[k]["bytes"] for k in split)
-    if total:
-        rounds = -(-total // (range_bytes * max(cores, 1)))
-        range_bytes = max(1 << 16, -(-total // (rounds * max(cores, 1))))
-    ranges = []
-    for k in split:
-        for rank, path in enumerate(file_order(caps[k]["paths"])):
-            for start, end in plan_ranges(path, range_bytes):
-                ranges.append((k, rank, path, start, end))
-    return groups, ranges
-
-
-def group_captures(caps: list[dict[str, object]], size: int, most: int = 64) -> list[list[tuple[str, list[str]]]]:
-    """Captures read whole, in tasks of up to ``size`` bytes and ``most``
-    captures, largest first: ``[[(name, paths)]]``, the files of a rolled
-    capture in the order written.  Many small files do not each pay a task's
-    fixed cost."""
-    from ..capture.formats.ranges import file_order
-
-    groups: list[list[tuple[str, list[str]]]] = []
-    used = 0
-    for c in sorted(caps, key=lambda c: -c["bytes"]):
-        item = (c["name"], file_order(c["paths"]) if c["packets"] else list(c["paths"]))
-        if groups and used + c["bytes"] <= size and len(groups[-1]) < most:
-            groups[-1].append(item)
-            used += c["bytes"]
-        else:
-            groups.append([item])
-            used = c["bytes"]
-    return groups
-
-
-def _index_groups(ranges, range_bytes: int) -> list[list[tuple]]:
-    """Byte ranges in tasks: small ones (the files of a capture rolled small)
-    share a task, up to ``range_bytes`` each."""
-    tasks: list[list[tuple]] = []
-    size = 0
-    for cap, rank, path, start, end in ranges:
-        item = (cap, rank, path, start, end, None)
-        if tasks and size + (end - start) <= range_bytes:
-            tasks[-1].append(item)
-            size += end - start
-        else:
-            tasks.append([item])
-            size = end - start
-    return tasks
-
-
 def _cores(spark) -> int | None:
     if not _is_connect(spark):
         return spark.sparkContext.defaultParallelism
@@ -430,45 +491,6 @@ def _cores(spark) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def partition_connections(table, n: int) -> list:
-    """Segment positions (a table; statistics rows too) in ``n`` parts of
-    whole connections, about equal in payload bytes, each sorted by capture,
-    connection and capture order (the statistics rows go with the first)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..capture.formats.ranges import STATS_KEY
-
-    is_stats = pc.equal(table["key"], STATS_KEY).to_numpy(zero_copy_only=False)
-    order = pc.sort_indices(table, [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
-    table = table.take(order)
-    is_stats = is_stats[order.to_numpy()]
-    caps = table["capture"].to_numpy()
-    keys = table["key"].to_numpy()
-    nbytes = table["caplen"].fill_null(0).to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(np.concatenate([[True], (caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])]))
-    ends = np.append(starts[1:], len(keys))
-    weight = np.add.reduceat(nbytes, starts) + (ends - starts) * 64 if len(starts) else np.zeros(0)
-    load = np.zeros(n)
-    owner = np.zeros(len(starts), dtype=np.int64)
-    for g in np.argsort(-weight, kind="stable"):
-        p = int(np.argmin(load))
-        owner[g] = p
-        load[p] += weight[g]
-    parts = []
-    for p in range(n):
-        mine = np.flatnonzero(owner == p)
-        if not len(mine):
-            continue
-        idx = np.concatenate([np.arange(starts[g], ends[g]) for g in mine])
-        parts.append(table.take(pa.array(idx)))
-    stats = np.flatnonzero(is_stats)
-    if len(stats) and not parts:
-        parts.append(table.take(pa.array(stats)))
-    return parts
-
-
 # ---------------------------------------------------------------------------
 # the job
 
@@ -477,7 +499,7 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
             progress: bool = True, conf: dict[str, str] | None = None, log=sys.stderr,
             range_bytes: int = RANGE_BYTES, whole_file_max: int | None = None,
             partitions: int | None = None, workers: int | None = None) -> ReportData:
-    """Decode the captures ``paths`` (see :func:`capture_list`), write the
+    """Decode the captures ``paths`` (see :func:`kafkaproto.capture.open_capture`), write the
     tables under ``out``, and return the report's numbers.
 
     The engine: Spark when ``spark`` (an existing session, classic or Spark
@@ -488,14 +510,28 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     ``whole_file_max`` None: on Spark :data:`WHOLE_FILE_MAX` on
     :data:`SPLIT_MIN_CORES` cores or more, else no limit; embedded: a share
     of the cores' work, so every core has some); ``partitions``: tasks of the
-    ranges' second stage (default: one per core, in whole rounds)."""
+    ranges' second stage (default: one per core, in whole rounds).
+
+    ``out`` is held while the job writes into it (:class:`output_folder`):
+    a folder another report is writing into, or one that holds files no
+    report wrote where the report writes its own, is refused with
+    :class:`ReportOutputError`; a worker process that dies raises
+    :class:`WorkerError`."""
+    with output_folder(out):
+        return _run_job(paths, out, spark, master, remote, ports, progress, conf, log, range_bytes, whole_file_max,
+                        partitions, workers)
+
+
+def _run_job(paths, out, spark, master, remote, ports, progress, conf, log, range_bytes, whole_file_max, partitions,
+             workers) -> ReportData:
     from pyarrow import fs as pafs
 
     t0 = time.monotonic()
     uri = _uri(out)
     fs, base = pafs.FileSystem.from_uri(uri)
-    fs.create_dir(base, recursive=True)
-    caps = capture_list(paths)
+    ds = open_capture(paths, ports=ports)
+    caps = [{"name": c.name, "paths": list(c.paths), "bytes": c.bytes, "packets": c.packets, "files": c.files}
+            for c in ds.captures]
     use_spark = spark is not None or master is not None or remote is not None
     own = use_spark and spark is None
     if own:
@@ -504,38 +540,42 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
         if use_spark:
             connect = _is_connect(spark)
             cores = _cores(spark)
-            data = ReportData(out=os.fspath(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
+            data = ReportData(out=os.fspath(out), captures=caps, input_bytes=ds.bytes,
                               master=(remote or "Spark Connect") if connect else spark.sparkContext.master,
                               cores=cores, engine="spark")
             if whole_file_max is None:
                 whole_file_max = WHOLE_FILE_MAX if (cores or 0) >= SPLIT_MIN_CORES else 1 << 62
         else:
             cores = workers or os.cpu_count() or 1
-            data = ReportData(out=os.fspath(out), captures=caps, input_bytes=sum(c["bytes"] for c in caps),
+            data = ReportData(out=os.fspath(out), captures=caps, input_bytes=ds.bytes,
                               master=f"embedded[{cores}]", cores=cores, engine="embedded")
             if whole_file_max is None:
                 # every core gets a share: a capture larger than that is read in ranges
                 whole_file_max = max(EMBEDDED_WHOLE_MIN, -(-data.input_bytes // cores)) if cores > 1 else 1 << 62
+        # ranges of at most range_bytes, as many as it takes to fill whole rounds of the cores
+        split = sum(c.bytes for c in ds.captures if c.packets and c.bytes > whole_file_max)
+        if split:
+            rounds = -(-split // (range_bytes * max(cores or 2, 1)))
+            range_bytes = max(1 << 16, -(-split // (rounds * max(cores or 2, 1))))
+        whole, ranges = ds.layout(range_bytes, whole_max=whole_file_max, group_bytes=min(range_bytes, 16 << 20))
+        ranged = {r.capture for r in ranges}
+        for k, c in enumerate(caps):
+            c["path"] = "segments" if k in ranged else "whole"
         # largest first: they bound the run's length
-        caps.sort(key=lambda c: -c["bytes"])
-        groups, ranges = plan(caps, range_bytes, whole_file_max, cores or 2)
-        ranges.sort(key=lambda r: -(r[4] - r[3]))
-        names = [c["name"] for c in caps]
-        files = {(k, rank): path for k, c in enumerate(caps) if c.get("path") == "segments"
-                 for rank, path in enumerate(_file_order(c["paths"]))}
-        ports_ = sorted(ports) if ports else None
-        nparts = partitions or ((cores or 2) * max(1, -(-sum(e - s for _, _, _, s, e in ranges) //
+        ranges.sort(key=lambda r: -(r.end - r.start))
+        names = {k: c.name for k, c in enumerate(ds.captures)}
+        files = {(k, rank): path for k in sorted(ranged) for rank, path in enumerate(ds.captures[k].paths)}
+        nparts = partitions or ((cores or 2) * max(1, -(-sum(r.end - r.start for r in ranges) //
                                                         (range_bytes * (cores or 2)))) if ranges else 0)
-        index_tasks = _index_groups(ranges, range_bytes) if ranges else []
-        data.tasks = {"whole files": sum(len(g) for g in groups), "whole tasks": len(groups),
+        index_tasks = _group_ranges(ranges, range_bytes)
+        data.tasks = {"whole files": sum(len(t.items) for t in whole), "whole tasks": len(whole),
                       "byte ranges": len(ranges), "index tasks": len(index_tasks),
                       "segment partitions": nparts if ranges else 0, "ranges read again": 0}
         if use_spark:
-            manifest = _run_spark(spark, data, caps, groups, index_tasks, names, files, uri, ports_, nparts,
+            manifest = _run_spark(spark, data, caps, whole, index_tasks, names, files, uri, ds.ports, nparts,
                                   progress)
         else:
-            manifest = _run_embedded(cores, data, groups, index_tasks, names, files, uri, ports_, nparts, progress,
-                                     log)
+            manifest = _run_embedded(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log)
         data.decode_seconds = time.monotonic() - t0
         _finish(data, manifest, fs, base, caps)
     finally:
@@ -546,43 +586,65 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     return data
 
 
-def _file_order(paths):
-    from ..capture.formats.ranges import file_order
+def _group_ranges(ranges, range_bytes: int) -> list[list]:
+    """Byte ranges in tasks: small ones (the files of a capture rolled small)
+    share a task, up to ``range_bytes`` each."""
+    tasks: list[list] = []
+    size = 0
+    for r in ranges:
+        if tasks and size + (r.end - r.start) <= range_bytes:
+            tasks[-1].append(r)
+            size += r.end - r.start
+        else:
+            tasks.append([r])
+            size = r.end - r.start
+    return tasks
 
-    return file_order(paths)
 
-
-def _run_embedded(cores: int, data: ReportData, groups, index_tasks, names, files, uri: str, ports, nparts: int,
+def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
                   progress: bool, log) -> list[bytes]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task); their manifests (Arrow IPC buffers)."""
-    import pyarrow as pa
+    from concurrent.futures.process import BrokenProcessPool
 
-    from ..capture.formats.ranges import read_ranges_checked, redo_range, segment_schema
-    from .tasks import index_task, segment_task, whole_task
+    try:
+        return _embedded_tasks(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log)
+    except BrokenProcessPool:
+        raise WorkerError("a worker process died before its task finished (killed, or out of memory): "
+                          "the report was not finished") from None
 
+
+def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
+                    progress: bool, log) -> list[bytes]:
+    import pyarrow.compute as pc
+
+    from .tasks import segment_task, whole_task
+
+    ports = ds.ports
     manifest: list[bytes] = []
-    with _Pool(cores, len(groups) + len(index_tasks), progress, log) as pool:
-        whole = [pool.submit(whole_task, g, uri, f"w{i:05d}", ports) for i, g in enumerate(groups)]
-        index = [pool.submit(index_task, t) for t in index_tasks]
-        got: dict[tuple[int, str, int], list] = {}
-        for task, fut in zip(index_tasks, index):
-            for item, batches in zip(task, fut.result()):
-                got[(item[0], item[2], item[3])] = batches
-        if got:
-            # the record chains across ranges: a range that guessed its first record wrong is read again
-            batches, _stats, redone = read_ranges_checked(
-                got, lambda redo: [f.result() for f in [pool.submit(redo_range, s, first, s["capture"])
-                                                         for s, first in redo]])
-            data.tasks["ranges read again"] += redone
-            table = pa.Table.from_batches(batches, schema=segment_schema())
-            parts = partition_connections(table, max(1, nparts))
+    with _Pool(cores, len(whole) + len(ranges), progress, log) as pool:
+        futures = [pool.submit(whole_task, t, uri, f"w{i:05d}", ports) for i, t in enumerate(whole)]
+        if ranges:
+            # the index stage in the pool (ranges read again too), beside the whole captures
+            idx = ds.index(ranges, map=lambda fn, items: [f.result() for f in [pool.submit(fn, i) for i in items]])
+            data.tasks["ranges read again"] += idx.redone
+            _range_ledgers(manifest, idx.stats)
+            positions = idx.positions.filter(pc.not_equal(idx.positions["key"], STATS_KEY))
+            parts = partition_connections(positions, max(1, nparts))
             data.tasks["segment partitions"] = len(parts)
-            segs = [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
-                    for i, part in enumerate(parts)]
-            manifest += [fut.result() for fut in segs]
-        manifest += [fut.result() for fut in whole]
+            futures += [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
+                        for i, part in enumerate(parts)]
+        manifest += [fut.result() for fut in futures]
     return manifest
+
+
+def _range_ledgers(manifest: list[bytes], stats: dict[str, list[dict]]) -> None:
+    """The file-level ledgers of the captures read in ranges (from the index
+    stage's statistics rows), as a manifest of their own."""
+    from .tasks import accounting_manifest
+
+    if stats:
+        manifest.append(accounting_manifest([(name, range_accounting(rows)) for name, rows in stats.items()]))
 
 
 #: the embedded engine's worker processes, kept for the next job of this
@@ -668,6 +730,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
 
     connect = _is_connect(spark)
     frames = []
+    ledgers: list[bytes] = []
     if groups:
         frames.append(spark.range(0, len(groups), 1, len(groups))
                       .mapInArrow(_spark_whole(groups, uri, ports), _MANIFEST_DDL))
@@ -676,7 +739,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
                                                                                _SEGMENT_DDL)
         idx = idx.cache()
         stats = {}
-        for r in idx.filter(F.col("key") == 0).select("capture", "info").collect():
+        for r in idx.filter(F.col("key") == STATS_KEY).select("capture", "info").collect():
             s = json.loads(r["info"])
             s["capture"] = r["capture"]
             stats[(r["capture"], s["file"], s["start"])] = s
@@ -697,9 +760,13 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
             idx = idx.filter(~bad).unionByName(fresh).cache()
             for (s, _first), b in zip(redo, again):
                 stats[(s["capture"], s["file"], s["start"])] = range_stats(b, s["capture"])
-        frames.append(idx.repartition(nparts, "capture", "key")
+        frames.append(idx.filter(F.col("key") != STATS_KEY).repartition(nparts, "capture", "key")
                       .sortWithinPartitions("capture", "key", "order")
                       .mapInArrow(_spark_segments(names, files, uri, ports), _MANIFEST_DDL))
+        by_name: dict[str, list] = {}
+        for s in stats.values():
+            by_name.setdefault(names[s["capture"]], []).append(s)
+        _range_ledgers(ledgers, by_name)
     manifest_df = frames[0]
     for f in frames[1:]:
         manifest_df = manifest_df.unionByName(f)
@@ -707,7 +774,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
     try:
         if ctx:
             ctx.__enter__()
-        return manifest_df.toArrow().column("manifest").to_pylist()
+        return ledgers + manifest_df.toArrow().column("manifest").to_pylist()
     finally:
         if ctx:
             ctx.__exit__(None, None, None)
@@ -776,7 +843,7 @@ def _finish(data: ReportData, manifests: list[bytes], fs, base: str, caps) -> No
                    "unanswered": counts.get("unanswered", 0)}
     merge(got, data)
     # the driver's tables: accounting (per capture, merged) and topic ids
-    from .decode import table_schema
+    from ..capture.tables import table_schema
 
     batches = [accounting_batch(name, acc) for name, acc in sorted(data.accounting_by_capture.items())]
     rows = [{"capture": k.split("|", 1)[0], "topic_id": k.split("|", 1)[1], "topic": v}

@@ -1,10 +1,11 @@
 """The report's tasks: the work one worker does, the same whichever engine
-runs it (the embedded pool of worker processes, or Spark's executors).
+runs it (the embedded pool of worker processes, or Spark's executors).  A
+task is a capture dataset's (:mod:`kafkaproto.capture.dataset`):
 
-- :func:`whole_task`: captures read whole (one or several small ones per
-  task) → their tables;
-- :func:`index_task`: byte ranges of pcap/pcapng files → TCP segment
-  positions (:func:`kafkaproto.capture.formats.ranges.read_range`);
+- :func:`whole_task`: a :class:`~kafkaproto.capture.WholeTask` (captures
+  read whole) → their tables;
+- :func:`index_task`: a :class:`~kafkaproto.capture.RangeTask` (a byte range
+  of a pcap/pcapng file) → TCP segment positions;
 - :func:`segment_task`: the positions of some connections, sorted by
   capture, connection and capture order → their tables, the payloads read
   again from the files mapped in memory.
@@ -21,16 +22,18 @@ IPC stream of one row (each table a list of structs), serialized once;
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..capture import Accounting
+from ..capture import Accounting, CaptureDataset, RangeTask, WholeTask
+from ..capture.dataset import index_range
+from ..capture.tables import TASK_TABLES
 from .aggregate import PARTS, UNANSWERED_ROWS_SCHEMA, TaskAggregates
-from .decode import TableWriter, accounting_from_dict, decode_capture, decode_segments
+from .write import TableWriter
 
-__all__ = ["MANIFEST_SCHEMA", "index_task", "read_manifests", "segment_task", "whole_task"]
+__all__ = ["MANIFEST_SCHEMA", "accounting_manifest", "index_task", "read_manifests", "segment_task", "whole_task"]
 
 #: the tables of a task's manifest: the files it wrote, its captures' accounting, the figures' parts
 _TABLES = {"files": pa.schema([("table", pa.string()), ("file", pa.string()), ("rows", pa.int64())]),
@@ -49,74 +52,59 @@ def _filesystem(out: str):
     return pafs.FileSystem.from_uri(out)
 
 
-def whole_task(items: Sequence[tuple[str, Sequence[str]]], out: str, part: str, ports=None) -> bytes:
-    """Captures read whole: ``items`` ``[(name, paths)]`` (one path, or the
-    files of one rolled capture in order), their rows written under ``out``
-    as ``<table>/<part>.parquet``.  Returns the manifest (Arrow IPC)."""
+def _write(rows, accounts: dict[str, Accounting], out: str, part: str) -> bytes:
     fs, base = _filesystem(out)
     agg = TaskAggregates()
     w = TableWriter(base, part, filesystem=fs, aggregates=agg)
-    accs: list[tuple[str, Accounting]] = []
     ok = False
     try:
-        for name, paths in items:
-            info = None
-            src = paths[0] if len(paths) == 1 else list(paths)
-            for table, batch in decode_capture(src, capture=name, ports=ports):
-                if table == "accounting":
-                    info = batch.column(batch.schema.get_field_index("info"))[batch.num_rows - 1].as_py()
-                w.write(table, batch)
-            accs.append((name, accounting_from_dict(json.loads(info or "{}"))))
-        ok = True
-    finally:
-        written = w.close(ok)
-    return _manifest(written, accs, agg)
-
-
-def index_task(items: Iterable[tuple]) -> list:
-    """Byte ranges → segment positions: ``items`` ``[(capture, rank, path,
-    start, end, first)]`` (``first``: where the range's first record is known
-    to start, else None).  Returns, for each range, its record batches; the
-    last is its statistics row."""
-    from ..capture.formats.ranges import read_range
-
-    return [list(read_range(path, start, end, capture=cap, rank=rank, first=first))
-            for cap, rank, path, start, end, first in items]
-
-
-def segment_task(batches, names: Sequence[str], files: dict[tuple[int, int], str], out: str, part: str,
-                 ports=None) -> bytes:
-    """Segment positions of some connections (sorted by capture, key and
-    order; statistics rows of ranges anywhere among them) → their tables.
-    ``names``: capture number → name; ``files``: (capture, file rank) → path.
-    Returns the manifest (Arrow IPC)."""
-    from ..capture.formats.ranges import Files
-
-    fs, base = _filesystem(out)
-    agg = TaskAggregates()
-    w = TableWriter(base, part, filesystem=fs, aggregates=agg)
-    accs: dict[str, Accounting] = {}
-    mapped = Files(files)
-    ok = False
-    try:
-        for table, batch in decode_segments(batches, names, mapped, ports=ports, accs=accs):
+        for table, batch in rows:
             w.write(table, batch)
         ok = True
     finally:
-        mapped.close()
         written = w.close(ok)
-    return _manifest(written, list(accs.items()), agg)
+    return _manifest(written, list(accounts.items()), agg)
 
 
-def _manifest(written, accs: list[tuple[str, Accounting]], agg: TaskAggregates) -> bytes:
+def whole_task(task: WholeTask, out: str, part: str, ports=None) -> bytes:
+    """Captures read whole, their rows written under ``out`` as
+    ``<table>/<part>.parquet``.  Returns the manifest (Arrow IPC)."""
+    accounts: dict[str, Accounting] = {}
+    ds = CaptureDataset([], ports=ports)
+    return _write(ds.read_task(task, TASK_TABLES, accounts=accounts, topic_ids=True), accounts, out, part)
+
+
+def index_task(task: RangeTask) -> list:
+    """A byte range → its segment positions' record batches, the last its statistics row."""
+    return index_range(task)
+
+
+def segment_task(batches: Iterable, names: Mapping[int, str], files: Mapping[tuple[int, int], str], out: str,
+                 part: str, ports=None) -> bytes:
+    """Segment positions of some connections (sorted by capture, key and
+    order; statistics rows of ranges anywhere among them are skipped) →
+    their tables.  ``names``: capture number → name; ``files``: (capture,
+    file rank) → path."""
+    accounts: dict[str, Accounting] = {}
+    ds = CaptureDataset([], ports=ports)
+    frames = ds.position_frames(batches, names, files, accounts=accounts)
+    return _write(ds.table_rows(frames, TASK_TABLES, accounts=accounts, topic_ids=True), accounts, out, part)
+
+
+def accounting_manifest(accs: list[tuple[str, Accounting]]) -> bytes:
+    """A manifest of accounting alone (the driver's ledgers of the captures read in ranges)."""
+    return _manifest([], accs, None)
+
+
+def _manifest(written, accs: list[tuple[str, Accounting]], agg: TaskAggregates | None) -> bytes:
     tables = {"files": pa.Table.from_pylist([{"table": t, "file": f, "rows": n} for t, f, n in written],
                                             schema=_TABLES["files"]),
               "accounting": pa.Table.from_pylist([{"capture": c, "json": json.dumps(a.to_dict())} for c, a in accs],
                                                  schema=_TABLES["accounting"]),
-              **agg.parts()}
+              **(agg.parts() if agg is not None else {})}
     row = []
     for name, schema in _TABLES.items():
-        t = tables[name]
+        t = tables[name] if name in tables else schema.empty_table()
         values = pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], fields=list(schema))
         row.append(pa.ListArray.from_arrays(pa.array([0, t.num_rows], pa.int32()), values))
     sink = pa.BufferOutputStream()

@@ -324,8 +324,8 @@ def packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, bat
                                 yield take_batch(sink)
                 finally:
                     scan.flush()
-                    if stream:
-                        acc.file_bytes += cap.bytes_read
+                    if stream:  # a file of another filesystem says its size; a pipe, what was read
+                        acc.file_bytes += getattr(path, "known_size", None) or cap.bytes_read
                     error = cap.error or scan.error
                     if error:
                         acc.errors.append(f"{path.name if stream else os.fspath(path)}: {error}")

@@ -119,17 +119,13 @@ def file_order(paths: Sequence[str]) -> list[str]:
     return sorted(paths, key=lambda p: (natural(p), p))
 
 
-def packet_files(folder) -> list[str]:
+def packet_files(folder, filesystem=None) -> list[str]:
     """The pcap/pcapng files of a folder (a capture rolled into files), in
-    :func:`file_order`; empty when it holds none."""
-    out = []
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            with open(path, "rb") as fh:
-                if sniff_format(fh.read(4)):
-                    out.append(path)
-    return file_order(out)
+    :func:`file_order`; empty when it holds none.  ``filesystem``: the
+    pyarrow filesystem the folder is in (None: a local one)."""
+    from .files import head, listing
+
+    return file_order([path for path, _size in listing(filesystem, folder) if sniff_format(head(filesystem, path, 4))])
 
 
 def plan_ranges(path: str, range_bytes: int) -> list[tuple[int, int]]:

@@ -187,23 +187,25 @@ class FrameTableWriter:
         self.close()
 
 
-def table_files(path, acc: Accounting | None = None) -> list[Path]:
-    """The frame-table files at ``path`` (a file, or a folder of them, sorted).
+def table_files(path, acc: Accounting | None = None, filesystem=None, *, sizes: bool = False) -> list:
+    """The frame-table files at ``path`` (a file, or a folder of them, sorted;
+    ``filesystem``: the pyarrow filesystem it is in, None: local); with
+    ``sizes``, ``(file, bytes)`` pairs.
 
     With ``acc``, every other file of a folder is named in ``acc.errors``
     and its bytes counted as read from the files and left unread: a tap
     folder holds nothing else, so nothing in it is passed over silently."""
-    p = Path(path)
-    if not p.is_dir():
-        return [p]
+    from .files import file_size, is_folder, listing
+
+    if not is_folder(filesystem, path):
+        p = path if filesystem is not None else Path(path)
+        return [(p, file_size(filesystem, os.fspath(path)))] if sizes else [p]
     out = []
-    for q in sorted(p.iterdir()):
-        if not q.is_file():
-            continue
-        if q.suffix in SUFFIXES:
-            out.append(q)
+    for q, size in listing(filesystem, os.fspath(path)):
+        if os.path.splitext(q)[1] in SUFFIXES:
+            item = q if filesystem is not None else Path(q)
+            out.append((item, size) if sizes else item)
         elif acc is not None:
-            size = q.stat().st_size
             acc.file_bytes += size
             acc.unread_bytes += size
             acc.errors.append(f"{q}: not a frame table ({size} bytes), not read")
@@ -233,16 +235,18 @@ def _foreign_schema(schema) -> str | None:
     return None
 
 
-def _batches(path: Path, acc: Accounting):
+def _batches(path, acc: Accounting, filesystem=None, size: int | None = None):
     """The record batches of one file, as far as it is whole: what is damaged,
     cut or foreign is named in ``acc.errors`` and its bytes in ``acc.unread_bytes``."""
+    from .files import file_size
+    from .files import head as read_head
+
     pa = _pa()
     if hasattr(path, "read"):
         yield from _ipc_stream_batches(pa, path, path.name, None, acc)
         return
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+    size = file_size(filesystem, os.fspath(path)) if size is None else size
+    head = read_head(filesystem, os.fspath(path), 8)
     if not size:
         # the tap creates a file at its first flush and writes its first batch
         # then: killed in between, it forwarded nothing recorded there
@@ -252,9 +256,9 @@ def _batches(path: Path, acc: Accounting):
         _damaged(acc, path, "not an Arrow or Parquet file", size)
         return
     if head[:4] == b"PAR1" or head[:6] == b"ARROW1":
-        yield from _whole_file_batches(pa, path, head, size, acc)
+        yield from _whole_file_batches(pa, path, head, size, acc, filesystem)
         return
-    with pa.OSFile(str(path), "rb") as src:
+    with (pa.OSFile(str(path), "rb") if filesystem is None else filesystem.open_input_file(path)) as src:
         yield from _ipc_stream_batches(pa, src, path, size, acc)
 
 
@@ -297,16 +301,17 @@ def _ipc_stream_batches(pa, src, path, size: int | None, acc: Accounting):
         _damaged(acc, path, f"{rest} bytes after the end of the stream", rest)
 
 
-def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting):
+def _whole_file_batches(pa, path, head: bytes, size: int, acc: Accounting, filesystem=None):
     # Parquet and Arrow IPC files are readable only whole (their index is at the end)
+    src = str(path) if filesystem is None else filesystem.open_input_file(path)
     try:
         if head[:4] == b"PAR1":
             import pyarrow.parquet as pq
 
-            pf = pq.ParquetFile(str(path))
+            pf = pq.ParquetFile(src)
             schema = pf.schema_arrow
         else:
-            pf = pa.ipc.open_file(str(path))
+            pf = pa.ipc.open_file(src)
             schema = pf.schema
     except (OSError, pa.ArrowInvalid) as exc:
         _damaged(acc, path, f"cut or damaged, unreadable ({exc})", size)
@@ -335,17 +340,20 @@ def _whole_file_batches(pa, path: Path, head: bytes, size: int, acc: Accounting)
 
 
 def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: int = 1 << 31,
-                        batch_rows: int = 65536, cut=None):
+                        batch_rows: int = 65536, cut=None, filesystem=None):
     """Frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`) from
     frame-table files, with their accounting.  The frames go through the
-    walker's sink, so they are paired and numbered by its one rule (a
-    response with the oldest waiting request of its correlation id on its
-    connection).  Rows that are no frame (no frame bytes, no connection or
-    direction) are counted in ``acc.bad_rows`` and skipped.
+    walker's sink as columns (no Python object per row), so they are paired
+    and numbered by its one rule (a response with the oldest waiting request
+    of its correlation id on its connection).  Rows that are no frame (no
+    frame bytes, no connection or direction) are counted in ``acc.bad_rows``
+    and skipped; a time stamp or latency no nanosecond clock holds is no
+    time, counted in ``acc.bad_timestamps``.
 
     ``path`` may be an open binary stream of one Arrow IPC stream (a pipe,
     named by its ``name``, with ``tell()``); ``cut``: called after each
-    record batch that left frames in the sink, True hands them out at once."""
+    record batch that left frames in the sink, True hands them out at once.
+    ``filesystem``: the pyarrow filesystem ``path`` is in (None: local)."""
     import numpy as np
 
     from ...protocol import header_table
@@ -358,68 +366,113 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
 
     acc = acc if acc is not None else Accounting()
     sink = scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows, 32 << 20)
-    conns: dict[tuple, tuple] = {}  # (conn, client, server) -> (Connection, Pairing, request state, response state)
+    # (conn, client, server) -> its number; states[2 * number + (0 request, 1 response)]
+    conns: dict[tuple, int] = {}
+    pairings: list = []
+    states: list = []
     stream = hasattr(path, "read")
-    for file in [path] if stream else table_files(path, acc):
+    for file, size in [(path, None)] if stream else table_files(path, acc, filesystem, sizes=True):
         if not stream:
-            acc.file_bytes += file.stat().st_size
-        for batch in _batches(file, acc):
-            # ts as integers: a time stamp past year 9999 has no Python datetime
-            ts_col = batch.column("ts").cast(pa.int64())
+            acc.file_bytes += size
+        for batch in _batches(file, acc, filesystem, size):
             direction = batch.column("direction")
             ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
                          pc.is_in(direction, pa.array(["request", "response"])))
-            ok = ok.fill_null(False).to_numpy(zero_copy_only=False)
-            bad = int(len(ok) - ok.sum())
+            ok = ok.fill_null(False)
+            bad = batch.num_rows - pc.sum(ok.cast(pa.int64())).as_py() if batch.num_rows else 0
             if bad:
                 acc.bad_rows += bad
-            cols = {name: batch.column(name).to_pylist() for name in ("conn", "client", "server", "direction",
-                                                                        "offset", "latency_us")}
-            ts = ts_col.to_pylist()
-            frames = batch.column("frame")
-            kept = batch.column("size").to_pylist() if "size" in batch.schema.names else None
-            forwarded = batch.column("forwarded").to_pylist() if "forwarded" in batch.schema.names else None
-            for i in np.flatnonzero(ok).tolist():
-                key = (cols["conn"][i], cols["client"][i], cols["server"][i])
-                got = conns.get(key)
+                batch = batch.filter(ok)
+            if not batch.num_rows:
+                continue
+            # each row's connection: (conn, client, server), numbered once per connection
+            conn = batch.column("conn").cast(pa.int64())
+            client, server = batch.column("client"), batch.column("server")
+            key = pc.binary_join_element_wise(conn.cast(pa.string()), client.fill_null("\x00"),
+                                              server.fill_null("\x00"), "\x01").dictionary_encode()
+            number = np.empty(len(key.dictionary), dtype=np.int32)
+            for j, text in enumerate(key.dictionary.to_pylist()):
+                cid, cl, sv = text.split("\x01")
+                k = (int(cid), None if cl == "\x00" else cl, None if sv == "\x00" else sv)
+                got = conns.get(k)
                 if got is None:
-                    conn = Connection(cols["conn"][i], cols["client"][i], cols["server"][i])
-                    pairing = sink.connection(conn)
-                    got = conns[key] = (conn, pairing,
-                                        scan.KafkaState(conn, pairing, sink, True, True, max_frame_size),
-                                        scan.KafkaState(conn, pairing, sink, False, True, max_frame_size))
+                    got = conns[k] = len(pairings)
+                    c = Connection(*k)
+                    pairing = sink.connection(c)
+                    pairings.append(pairing)
+                    states += [scan.KafkaState(c, pairing, sink, True, True, max_frame_size),
+                               scan.KafkaState(c, pairing, sink, False, True, max_frame_size)]
                     acc.connections += 1
-                if kept is not None and kept[i] is not None:
-                    # forwarded in pieces, never held whole (over the tap's memory
-                    # budget): the row holds its first bytes only
-                    went = (forwarded[i] or 0) + 4
-                    acc.payload_bytes_total += went
-                    acc.frame("not_kept", went)
-                    continue
-                t = ts[i]
-                ts_ns = None if t is None else t * 1000
-                if ts_ns is not None and not 0 <= ts_ns <= TS_MAX:
-                    ts_ns = None  # the rule of the pcap readers: no time, counted
-                    acc.bad_timestamps += 1
-                kh = got[2] if cols["direction"][i] == "request" else got[3]
-                kh.ts = ts_ns
-                frame = frames[i].as_buffer()
-                acc.payload_bytes_total += len(frame) + 4
-                # the tap's own clock timed each response (its rows' times are in microseconds)
-                lat = cols["latency_us"][i]
-                sink.emit(kh, frame, cols["offset"][i] if cols["offset"][i] is not None else 0,
-                          None if lat is None or ts_ns is None else ts_ns - lat * 1000)
+                number[j] = got
+            state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
+                pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
+            # forwarded in pieces, never held whole (over the tap's memory
+            # budget): the row holds its first bytes only
+            if "size" in batch.schema.names:
+                kept = batch.column("size").is_valid()
+                if pc.any(kept).as_py():
+                    went = batch.column("forwarded").filter(kept).fill_null(0).cast(pa.int64())
+                    nk = len(went)
+                    nbytes = pc.sum(went).as_py() + 4 * nk
+                    acc.payload_bytes_total += nbytes
+                    acc.frames["not_kept"] += nk
+                    acc.bytes["not_kept"] += nbytes
+                    keep = pc.invert(kept)
+                    batch, state = batch.filter(keep), state[keep.to_numpy(zero_copy_only=False)]
+                    if not batch.num_rows:
+                        continue
+            ts, request_ts = _times(batch, acc)
+            frames = batch.column("frame")
+            if pa.types.is_large_binary(frames.type) or pa.types.is_binary(frames.type):
+                frames = frames.cast(pa.large_binary()) if pa.types.is_binary(frames.type) else frames
+            else:
+                frames = frames.cast(pa.large_binary())
+            bufs = frames.buffers()
+            offsets = np.frombuffer(bufs[1], dtype=np.int64)[frames.offset:frames.offset + len(frames) + 1]
+            data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+            starts, ends = offsets[:-1].copy(), offsets[1:].copy()
+            acc.payload_bytes_total += int((ends - starts).sum()) + 4 * len(starts)
+            offset = batch.column("offset").fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            i = 0
+            while i < len(state):
+                i = sink.add_rows(states, np.ascontiguousarray(state, dtype=np.int32), ts, offset, request_ts,
+                                  starts, ends, data, i)
                 if sink.full():
                     yield take_batch(sink)
             if cut is not None and sink.size and cut():
                 yield take_batch(sink)
         if stream:
             acc.file_bytes += path.tell()
-    for _conn, pairing, _q, _r in conns.values():
+    for pairing in pairings:
         pairing.take_waiting()  # the tap's tables end when it stopped: a request waiting then is not counted
     sink.flush()
     if sink.size:
         yield take_batch(sink)
+
+
+def _times(batch, acc: Accounting):
+    """The rows' times in nanoseconds (``ts``, the tap's microseconds) and
+    their requests' (``ts`` less the tap's ``latency_us``): NO_TS where a
+    time is null or no int64 nanosecond clock from 1970 holds it (counted in
+    ``acc.bad_timestamps``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    no_ts = np.iinfo(np.int64).min
+    us = batch.column("ts").cast(pa.int64())
+    valid = us.is_valid().to_numpy(zero_copy_only=False)
+    t = us.fill_null(0).to_numpy(zero_copy_only=False)
+    ok = valid & (t >= 0) & (t <= TS_MAX // 1000)
+    acc.bad_timestamps += int((valid & ~ok).sum())
+    ts = np.where(ok, t * 1000, no_ts)
+    lat_col = batch.column("latency_us")
+    lat = lat_col.fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    has = ok & lat_col.is_valid().to_numpy(zero_copy_only=False)
+    # the request's time, ts - latency, within 0..TS_MAX (checked without overflow)
+    fits = has & (lat <= np.where(ok, ts, 0) // 1000) & (lat >= -((TS_MAX - np.where(ok, ts, 0)) // 1000))
+    acc.bad_timestamps += int((has & ~fits).sum())
+    request_ts = np.where(fits, np.where(ok, ts, 0) - np.where(fits, lat, 0) * 1000, no_ts)
+    return ts, request_ts
 
 
 def iter_table_frames(path, acc: Accounting | None = None):

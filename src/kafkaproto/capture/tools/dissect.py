@@ -18,8 +18,7 @@ from collections.abc import Iterable, Iterator
 from ... import _kinds as K
 from ...error_codes import error_name
 from ...errors import KafkaProtocolError
-from ...messages import api_name, request_class
-from ...messages._runtime import MAX_MASK_VERSION, versions_mask
+from ...messages import api_name, removed_in_kafka4
 from ...protocol import decode_request, decode_response, trailing_bytes
 from ..accounting import Accounting
 from ..objects import REQUEST, CapturedFrame
@@ -83,26 +82,6 @@ def dissect(frames: Iterable[CapturedFrame], acc: Accounting | None = None) -> I
         acc.move(f.status, "decoded" if exc is None else "undecodable", len(f.frame) + 4)
         client_id = header.client_id if is_request and exc is None else f.client_id
         yield Dissected(f, header, msg, None if exc is None else str(exc), client_id, exc)
-
-
-_version_sets: dict[int, int] = {}
-
-
-def removed_in_kafka4(api_key: int | None, version: int | None) -> bool:
-    """Is this (api key, version) one Kafka 4.0 no longer speaks?  Those are the
-    versions only the older schema snapshot has (KIP-896 raised the lower
-    bounds: Produce v0-2, CreateTopics v0-1, keys 4-7...).  A version newer than
-    every schema is not counted as removed."""
-    if api_key is None or version is None or not 0 <= version <= MAX_MASK_VERSION:
-        return False
-    mask = _version_sets.get(api_key)
-    if mask is None:
-        try:
-            mask = versions_mask(request_class(api_key).SNAPSHOT_ONLY_VERSIONS)
-        except KafkaProtocolError:
-            mask = 0
-        _version_sets[api_key] = mask
-    return bool(mask >> version & 1)
 
 
 def _names(items, limit: int = 3) -> list[str]:

@@ -40,15 +40,16 @@ from ...errors import KafkaProtocolError
 from ...messages import APIS, api_name, request_class, response_class
 from ...protocol import request_header_version, response_header_version, trailing_bytes
 from ..accounting import Accounting
+from ..dataset import WholeTask, open_capture
 from ..formats.pcap import CaptureFormatError, packet_batches, sniff_format
 from ..formats.raw import raw_batches
 from ..frames import BATCH_BYTES, BATCH_ROWS, FLAGS, FrameBatch
-from ..read import read_frame_batches
+from ..read import capture_kind
 from ..walker import streams
 from .dissect import UNPAIRED, decode_frame, error_codes, frame_line, removed_in_kafka4
 
-__all__ = ["FrameFilter", "InputError", "StreamInput", "frame_json", "inspect", "open_capture", "parse_apis",
-           "parse_time"]
+__all__ = ["FrameFilter", "InputError", "StreamInput", "check_raw", "frame_json", "inspect", "open_input",
+           "parse_apis", "parse_time"]
 
 _FL_HEADER = FLAGS["header"]
 _NO_TS = streams._sink.NO_TS
@@ -181,32 +182,38 @@ def _not_a_capture(name: str, head: bytes) -> InputError:
                       f"Kafka request frame (first bytes: {head[:8].hex(' ') or 'none'})")
 
 
-def open_capture(path: str, *, ports=None, acc: Accounting, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
-                 ) -> tuple[str, Iterator[FrameBatch], bool]:
+def check_raw(path: str, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    """Raise :class:`InputError` unless the file ``path`` (neither pcap,
+    pcapng nor a tap table) starts with a Kafka request frame: the rule by
+    which ``inspect`` and ``report`` tell a raw stream of requests from a
+    file that is no capture."""
+    with open(path, "rb") as fh:
+        head = fh.read(14 + 0x7FFF)  # a request header with the longest client id
+    if not head:
+        raise InputError(f"{path}: empty: no capture to read")
+    if not _request_start(lambda n: head[:n], max_frame_size):
+        raise _not_a_capture(path, head)
+
+
+def open_input(path: str, *, ports=None, acc: Accounting, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+               ) -> tuple[str, Iterator[FrameBatch], bool]:
     """``(kind, frame batches, live)`` of ``path`` (``-``: standard input).
-    ``live``: a stream, whose batches come as its bytes do.  Raises
+    A file or folder is read as a capture dataset
+    (:func:`kafkaproto.capture.open_capture`, one capture, read whole); a
+    stream (a pipe, a FIFO, a socket) as its bytes come (``live``).  Raises
     :class:`InputError` for what is no capture, and OSError for what cannot
     be opened."""
     got = _stream_of(path)
     if path == "-" and got is None:
         path = "/dev/stdin"  # a file given as standard input: read as that file
     if got is None:
-        from ..read import capture_kind
-
-        kind = capture_kind(path)
+        ds = open_capture(path, ports=ports, max_frame_size=max_frame_size)
+        cap = ds.captures[0]
+        kind = "pcap" if cap.packets else capture_kind(cap.paths[0], ds.filesystem)
         if kind == "raw":
-            with open(path, "rb") as fh:
-                head = fh.read(14 + 0x7FFF)  # a request header with the longest client id
-            if not head:
-                raise InputError(f"{path}: empty: no capture to read")
-            if not _request_start(lambda n: head[:n], max_frame_size):
-                raise _not_a_capture(path, head)
-        if kind == "table" and os.path.isdir(path):
-            from ..formats.ranges import packet_files
-
-            if packet_files(path):
-                kind = "pcap"
-        return kind, read_frame_batches(path, ports=ports, acc=acc, max_frame_size=max_frame_size), False
+            check_raw(path, max_frame_size)
+        frames = ds.frame_batches(WholeTask(((cap.name, cap.paths),)), accounts={cap.name: acc}, strict=True)
+        return kind, (fb for _name, fb in frames), False
     try:
         kind, batches = _stream_batches(got, ports, acc, max_frame_size)
     except BaseException:
@@ -652,6 +659,9 @@ def _verbose(f: _Frame) -> list[str]:
     return lines
 
 
+_FLUSH_LINES = 512
+
+
 def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = None,
             flt: FrameFilter | None = None, errors_only: bool = False, json_out: bool = False,
             verbose: bool = False) -> int:
@@ -666,7 +676,7 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
     flt = flt if flt is not None else FrameFilter()
     acc = Accounting()
     try:
-        kind, batches, live = open_capture(path, ports=ports, acc=acc)
+        kind, batches, live = open_input(path, ports=ports, acc=acc)
     except InputError as exc:
         print(f"kafkaproto inspect: {exc}", file=err)
         return 2
@@ -752,10 +762,14 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
                 if live and printed == limit:
                     stopped = True  # a stream stops there: it may run on for ever
                     break
+                if len(lines) >= _FLUSH_LINES:
+                    # out in pieces: a reader that went away (| head) stops the read soon after
+                    out.write("\n".join(lines) + "\n")
+                    out.flush()
+                    lines = []
             if lines:
                 out.write("\n".join(lines) + "\n")
-                if live:
-                    out.flush()
+                out.flush()
             if stopped:
                 break
     except CaptureFormatError as exc:
@@ -767,7 +781,7 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
         batches.close()
     text = f"{total} frames"
     if flt.active or errors_only:
-        text += f", {shown} match the filters ({examined} decoded)"
+        text += f", {shown} match the filters ({acc.frames['decoded']} decoded)"
     text += f", {bad} undecodable" + (f" ({unpaired} unpaired responses)" if unpaired else "")
     text += (f", {removed} using versions Kafka 4.0 removed, {trailing} with trailing bytes after their body, "
              f"{acc.bytes['truncated']} bytes of frames cut off by a gap or the end of a stream"

@@ -22,7 +22,9 @@ opened (``--max-listeners``, default 256): a broker named past that, or
 whose listener cannot be opened (the process out of file descriptors, say),
 keeps its own address in the forwarded response, which is still forwarded
 and recorded; ``stats["listeners_not_opened"]`` counts those brokers and
-the log names how many each response had.
+the log names how many each response had.  The tap remembers the last
+:data:`UNROUTED_KEPT` of them (``unrouted``), not every name a peer ever
+sent: one named again after that many others is counted again.
 
 Memory is bounded across all connections by a budget (``memory_budget``,
 ``--memory-mb``, default 256 MiB; frames up to a quarter of it are held
@@ -52,6 +54,7 @@ import signal
 import sys
 import threading
 import time
+from collections import OrderedDict
 
 from ..._limits import DEFAULT_MAX_FRAME_SIZE
 from ..._tap_args import DEFAULT_MAX_LISTENERS, DEFAULT_MEMORY_BUDGET, add_tap_arguments
@@ -76,6 +79,10 @@ from ..objects import CapturedFrame, Connection, RequestInfo, paired_request, pa
 __all__ = ["Tap", "add_tap_arguments", "rewrite_addresses", "run_tap_cli"]
 
 REWRITTEN_APIS = (METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER)
+#: brokers without a listener remembered at most (those named most recently):
+#: while remembered, one named again is neither counted again nor its
+#: listener tried again
+UNROUTED_KEPT = 1024
 _READ = 1 << 16
 
 
@@ -125,8 +132,9 @@ class Tap:
         self.log = log
         self.max_listeners = max_listeners
         self.max_outstanding = max_outstanding
-        #: brokers named in responses that got no listener (their addresses went unchanged)
-        self.unrouted: set[tuple[str, int]] = set()
+        #: brokers named in responses that got no listener (their addresses went
+        #: unchanged): the :data:`UNROUTED_KEPT` named most recently
+        self.unrouted: OrderedDict[tuple[str, int], None] = OrderedDict()
         self._why_unrouted = ""
         #: arrow output: rows are written out before their frames are forwarded
         #: (parquet files are readable only once closed, so they cannot promise that)
@@ -275,6 +283,7 @@ class Tap:
         local = self.routes.get(key)
         if local is None:
             if key in self.unrouted:
+                self.unrouted.move_to_end(key)
                 return None
             if len(self.routes) >= self.max_listeners:
                 return self._no_listener(key, f"max_listeners={self.max_listeners} reached")
@@ -288,7 +297,10 @@ class Tap:
 
     def _no_listener(self, key: tuple[str, int], why: str) -> None:
         if key not in self.unrouted:
-            self.unrouted.add(key)
+            self.unrouted[key] = None
+            if len(self.unrouted) > UNROUTED_KEPT:
+                # a peer naming ever new brokers cannot grow the tap: the one named longest ago goes
+                self.unrouted.popitem(last=False)
             self.stats["listeners_not_opened"] += 1
             self._why_unrouted = why
         return None

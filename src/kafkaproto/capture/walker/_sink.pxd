@@ -3,6 +3,8 @@
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
 
+from kafkaproto._pairing cimport Pairing as _Pairing, Pend
+
 # frame flags (the rows' ``flags``)
 cdef enum:
     FL_HEADER = 1        # api key, version and correlation id were read (requests: 8 bytes or more)
@@ -36,30 +38,10 @@ cdef struct Row:
     uint8_t pad
 
 
-cdef struct Pend:
-    int64_t ts
-    int64_t seq
-    int32_t client
-    int32_t next            # the next slot waiting with the same correlation id (in order), -1: none
-    int32_t last            # (the first slot of an id) the last slot waiting with it
-    int32_t correlation_id
-    int16_t api_key
-    int16_t api_version
-
-
-cdef class Pairing:
+cdef class Pairing(_Pairing):
     cdef public object conn
     cdef public int32_t index
     cdef public int64_t frames
-    cdef public int64_t waiting
-    cdef public dict pending
-    cdef Pend* slots
-    cdef int32_t cap, used, free
-
-    cdef int32_t _alloc(self) except -2
-    cdef int push(self, const Pend* req) except -1
-    cdef int pop(self, int32_t corr, Pend* out) except -1
-    cdef int drop_oldest(self) except -1
 
 
 cdef class KafkaState
@@ -90,6 +72,8 @@ cdef class FrameSink:
     cdef int32_t _client(self, KafkaState kh, const unsigned char* f, Py_ssize_t at, Py_ssize_t n) except -2
     cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset,
                  int64_t request_ts=*) except -1
+    cdef int add_at(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset, int64_t ts,
+                    int64_t request_ts) except -1
 
 
 cdef class KafkaState:

@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy as np
 
+from kafkaproto._pairing import Pairing as _Pairing
+
 COMPILED: bool
 #: frame flags (the rows' ``flags``): name -> bit
 FLAGS: dict[str, int]
@@ -16,19 +18,14 @@ ROW_DTYPE: np.dtype[Any]
 #: a row's ``ts`` (or ``request_ts``) when there is no time
 NO_TS: int
 
-class Pairing:
-    """The requests waiting on one connection (paired in order per correlation id), and its frame count."""
+class Pairing(_Pairing):
+    """The requests waiting on one connection (kafkaproto._pairing's rule), its
+    index among the sink's connections and its frame count."""
 
     conn: Any
     index: int  # the sink's connection index
     frames: int
-    waiting: int
-    pending: dict[int, Any]  # correlation id -> its oldest waiting request
     def __init__(self, conn: Any, index: int) -> None: ...
-    def request_of(self, corr: int) -> tuple[int, int] | None:
-        """``(api_key, api_version)`` of the oldest request waiting with ``corr``."""
-    def take_waiting(self) -> list[tuple[int, int, int, int | None, int, int]]:
-        """``[(correlation id, api key, api version, ts, frame number, client index)]``; none wait after."""
 
 class FrameSink:
     """Frames as rows (:data:`ROW_DTYPE`) and their bytes back to back."""
@@ -50,6 +47,10 @@ class FrameSink:
     def nbytes(self) -> int: ...
     def full(self) -> bool: ...
     def emit(self, kh: KafkaState, frame: Any, offset: int, request_ts: int | None = None) -> None: ...
+    def add_rows(self, states: list[KafkaState], state: Any, ts: Any, offset: Any, request_ts: Any, starts: Any,
+                 ends: Any, data: Any, first: int = 0) -> int:
+        """Frames as columns (int32 ``state``, int64 the rest) from row ``first``
+        until the sink is full; the row it stopped at."""
     def flush(self) -> None: ...
     def take(self) -> tuple[np.ndarray[Any, Any], bytearray]: ...
 

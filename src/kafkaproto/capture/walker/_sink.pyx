@@ -13,12 +13,12 @@
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from cpython.dict cimport PyDict_GetItem, PyDict_Next
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, INT64_MIN
 from libc.string cimport memcmp, memcpy
 
+from kafkaproto._pairing cimport Pairing as _Pairing, Pend
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_skip_tags, cur_request_head, _frame_at, FRAME_COMPLETE,
     FRAME_BAD_SIZE,
@@ -43,123 +43,17 @@ NO_TS = INT64_MIN
 
 
 # ---------------------------------------------------------------------------
-# Pairing: the requests waiting on one connection
+# Pairing: the requests waiting on one connection (kafkaproto._pairing's rule), and its frames
 
-cdef class Pairing:
-    """The requests waiting for their responses on one connection, and its
-    frame count.  A response pairs with the oldest waiting request of its
-    correlation id (Kafka answers a connection's requests in order, so a
-    correlation id a client reuses is paired in order too).
-
-    ``pending`` maps a correlation id to the slot of its oldest waiting
-    request, in the order the ids were first sent; ``waiting`` counts the
-    requests waiting; ``frames`` the connection's frames so far."""
-
-    def __cinit__(self):
-        self.slots = NULL
-        self.cap = self.used = 0
-        self.free = -1
+cdef class Pairing(_Pairing):
+    """The requests waiting for their responses on one connection (the pairing
+    rule of :mod:`kafkaproto._pairing`), its place among the sink's
+    connections (``index``) and its frame count (``frames``)."""
 
     def __init__(self, conn, int32_t index):
         self.conn = conn
         self.index = index
         self.frames = 0
-        self.waiting = 0
-        self.pending = {}
-
-    def __dealloc__(self):
-        PyMem_Free(self.slots)
-
-    cdef int32_t _alloc(self) except -2:
-        cdef int32_t s
-        cdef Pend* p
-        if self.free >= 0:
-            s = self.free
-            self.free = self.slots[s].next
-            return s
-        if self.used == self.cap:
-            p = <Pend*>PyMem_Realloc(self.slots, (self.cap * 2 + 8) * sizeof(Pend))
-            if p == NULL:
-                raise MemoryError()
-            self.slots = p
-            self.cap = self.cap * 2 + 8
-        s = self.used
-        self.used += 1
-        return s
-
-    cdef int push(self, const Pend* req) except -1:
-        """Note a request as waiting: 1 if its correlation id was already waiting, else 0."""
-        cdef int32_t s = self._alloc(), t
-        cdef PyObject* hit
-        self.slots[s] = req[0]
-        self.slots[s].next = -1
-        self.slots[s].last = s
-        self.waiting += 1
-        key = req.correlation_id
-        hit = PyDict_GetItem(self.pending, key)
-        if hit == NULL:
-            self.pending[key] = s
-            return 0
-        t = <object>hit
-        self.slots[self.slots[t].last].next = s
-        self.slots[t].last = s
-        return 1
-
-    cdef int pop(self, int32_t corr, Pend* out) except -1:
-        """The oldest request waiting with ``corr``, taken: 1, or 0 when none waits."""
-        cdef PyObject* hit = PyDict_GetItem(self.pending, corr)
-        cdef int32_t s
-        if hit == NULL:
-            return 0
-        s = <object>hit
-        out[0] = self.slots[s]
-        if out.next >= 0:
-            self.slots[out.next].last = out.last
-            self.pending[corr] = out.next
-        else:
-            del self.pending[corr]
-        self.slots[s].next = self.free
-        self.free = s
-        self.waiting -= 1
-        return 1
-
-    cdef int drop_oldest(self) except -1:
-        """Give up the request waiting longest (of the id sent first)."""
-        cdef Py_ssize_t it = 0
-        cdef PyObject* k
-        cdef PyObject* v
-        cdef Pend gone
-        if PyDict_Next(self.pending, &it, &k, &v):
-            self.pop(<object>k, &gone)
-        return 0
-
-    def request_of(self, int32_t corr):
-        """``(api_key, api_version)`` of the oldest request waiting with ``corr``, or None."""
-        cdef PyObject* hit = PyDict_GetItem(self.pending, corr)
-        cdef int32_t s
-        if hit == NULL:
-            return None
-        s = <object>hit
-        return self.slots[s].api_key, self.slots[s].api_version
-
-    def take_waiting(self):
-        """Every request still waiting, oldest id first: ``[(correlation id,
-        api key, api version, ts or None, frame number, client index)]``; none wait after."""
-        cdef int32_t s
-        cdef Pend* p
-        out = []
-        for corr, first in self.pending.items():
-            s = first
-            while s >= 0:
-                p = &self.slots[s]
-                out.append((p.correlation_id, p.api_key, p.api_version, None if p.ts == INT64_MIN else p.ts,
-                            p.seq, p.client))
-                s = p.next
-        self.pending.clear()
-        self.free = -1
-        self.used = 0
-        self.waiting = 0
-        return out
 
 
 # ---------------------------------------------------------------------------
@@ -274,17 +168,23 @@ cdef class FrameSink:
     cdef int add(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset,
                  int64_t request_ts=INT64_MIN) except -1:
         """One frame ``f[:n]`` (size prefix removed) of ``kh``'s direction, whose
-        prefix is at stream ``offset``: paired, numbered, counted, stored.  The
-        one rule for every frame, from the fast path and the Python code alike.
-        ``request_ts``: a paired response's request time when the reader knows
-        it better than the request's row does (the tap's own clock)."""
+        prefix is at stream ``offset``, at ``kh.ts``: see :meth:`add_at`."""
+        return self.add_at(kh, f, n, offset, INT64_MIN if kh.ts is None else <int64_t>kh.ts, request_ts)
+
+    cdef int add_at(self, KafkaState kh, const unsigned char* f, Py_ssize_t n, int64_t offset, int64_t ts,
+                    int64_t request_ts) except -1:
+        """One frame ``f[:n]`` (size prefix removed) of ``kh``'s direction, whose
+        prefix is at stream ``offset``, seen at ``ts`` (INT64_MIN: no time):
+        paired, numbered, counted, stored.  The one rule for every frame, from
+        every reader alike.  ``request_ts``: a paired response's request time
+        when the reader knows it better than the request's row does (the
+        tap's own clock)."""
         cdef Pairing pr = kh.pairing
         cdef Row* row
         cdef Cur c
         cdef RequestHead h
         cdef Pend req
         cdef int hv
-        cdef int64_t ts = INT64_MIN if kh.ts is None else <int64_t>kh.ts
         if pr.frames == 0:
             self.n_kafka += 1
         row = self._row()
@@ -375,6 +275,39 @@ cdef class FrameSink:
                      INT64_MIN if request_ts is None else <int64_t>request_ts)
         finally:
             PyBuffer_Release(&view)
+
+    def add_rows(self, list states, const int32_t[::1] state, const int64_t[::1] ts, const int64_t[::1] offset,
+                 const int64_t[::1] request_ts, const int64_t[::1] starts, const int64_t[::1] ends, data,
+                 Py_ssize_t first=0):
+        """Frames given as columns (the tap's tables), from row ``first`` until
+        the sink is :meth:`full` or the rows end; returns the row it stopped
+        at.  Row ``i`` is ``data[starts[i]:ends[i]]`` (size prefix removed) of
+        the direction ``states[state[i]]`` (a KafkaState), at stream
+        ``offset[i]``, seen at ``ts[i]``; ``request_ts[i]``: its request's
+        time, when the reader knows it (NO_TS otherwise)."""
+        cdef Py_buffer view
+        cdef Py_ssize_t i = first, n = state.shape[0], size, nstates = len(states)
+        cdef const unsigned char* base
+        cdef KafkaState kh
+        if ts.shape[0] < n or offset.shape[0] < n or request_ts.shape[0] < n or starts.shape[0] < n or \
+                ends.shape[0] < n:
+            raise ValueError("columns of different lengths")
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            base = <const unsigned char*>view.buf
+            size = view.len
+            while i < n:
+                if self.nrows >= self.batch_rows or self.dlen >= self.batch_bytes:
+                    break
+                if state[i] < 0 or state[i] >= nstates or starts[i] < 0 or ends[i] < starts[i] or ends[i] > size:
+                    raise ValueError(f"row {i}: no frame at {starts[i]}:{ends[i]} of {size} bytes, "
+                                     f"direction {state[i]}")
+                kh = <KafkaState>states[state[i]]
+                self.add_at(kh, base + starts[i], ends[i] - starts[i], offset[i], ts[i], request_ts[i])
+                i += 1
+        finally:
+            PyBuffer_Release(&view)
+        return i
 
     def flush(self):
         """Add the frame counts to the Accounting."""

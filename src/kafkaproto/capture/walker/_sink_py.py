@@ -5,11 +5,11 @@ responses with requests, with the same names, rows and accounting."""
 from __future__ import annotations
 
 import struct
-from collections import deque
 
 import numpy as np
 
 from ..._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, frame_at, uvarint_status
+from ..._pairing_py import Pairing as _Pairing
 
 __all__ = ["COMPILED", "FLAGS", "NO_TS", "ROW_DTYPE", "ROW_FIELDS", "STATUS", "FrameSink", "KafkaState", "Pairing"]
 
@@ -31,54 +31,18 @@ _h16 = struct.Struct(">h")
 _h32 = struct.Struct(">i")
 
 
-class Pairing:
-    """See the compiled module: the requests waiting on one connection, paired
-    in order per correlation id, and its frame count."""
+class Pairing(_Pairing):
+    """See the compiled module: the requests waiting on one connection
+    (kafkaproto._pairing's rule), its index among the sink's connections and
+    its frame count."""
 
-    __slots__ = ("conn", "index", "frames", "waiting", "pending")
+    __slots__ = ("conn", "index", "frames")
 
     def __init__(self, conn, index: int) -> None:
+        super().__init__()
         self.conn = conn
         self.index = index
         self.frames = 0
-        self.waiting = 0
-        #: correlation id -> its waiting requests, oldest first: (ts, seq, client, corr, key, version)
-        self.pending: dict[int, deque] = {}
-
-    def push(self, req: tuple) -> bool:
-        self.waiting += 1
-        got = self.pending.get(req[3])
-        if got is None:
-            self.pending[req[3]] = deque((req,))
-            return False
-        got.append(req)
-        return True
-
-    def pop(self, corr: int):
-        got = self.pending.get(corr)
-        if got is None:
-            return None
-        req = got.popleft()
-        if not got:
-            del self.pending[corr]
-        self.waiting -= 1
-        return req
-
-    def drop_oldest(self) -> None:
-        for corr in self.pending:
-            self.pop(corr)
-            return
-
-    def request_of(self, corr: int):
-        got = self.pending.get(corr)
-        return None if got is None else (got[0][4], got[0][5])
-
-    def take_waiting(self) -> list:
-        out = [(corr, key, version, None if ts == NO_TS else ts, seq, client)
-               for reqs in self.pending.values() for ts, seq, client, corr, key, version in reqs]
-        self.pending.clear()
-        self.waiting = 0
-        return out
 
 
 def _skip_tags(f, pos: int, n: int) -> int:
@@ -179,12 +143,29 @@ class FrameSink:
             pos = _skip_tags(f, pos, n)
         return client, pos
 
+    def add_rows(self, states, state, ts, offset, request_ts, starts, ends, data, first: int = 0) -> int:
+        """See the compiled module: frames given as columns, until the sink is full."""
+        mv = memoryview(data).cast("B")
+        size = len(mv)
+        n = len(state)
+        i = first
+        while i < n and not self.full():
+            s, a, b = int(state[i]), int(starts[i]), int(ends[i])
+            if s < 0 or s >= len(states) or a < 0 or b < a or b > size:
+                raise ValueError(f"row {i}: no frame at {a}:{b} of {size} bytes, direction {s}")
+            rts = int(request_ts[i])
+            self._emit(states[s], mv[a:b], int(offset[i]), int(ts[i]), None if rts == NO_TS else rts)
+            i += 1
+        return i
+
     def emit(self, kh, frame, offset: int, request_ts: int | None = None) -> None:
+        self._emit(kh, frame, offset, NO_TS if kh.ts is None else kh.ts, request_ts)
+
+    def _emit(self, kh, frame, offset: int, ts: int, request_ts: int | None) -> None:
         request_ts_given = request_ts
         f = bytes(frame)
         n = len(f)
         pr = kh.pairing
-        ts = NO_TS if kh.ts is None else kh.ts
         if pr.frames == 0:
             self._kafka += 1
         seq = pr.frames

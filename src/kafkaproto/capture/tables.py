@@ -1,13 +1,16 @@
-"""One capture → Arrow record batches of the report's rows (the work of one
-Spark task, and testable without Spark).
+"""The tables of a capture: every column of every table typed once
+(:data:`ROW_SCHEMA`), each table a selection of them (:data:`TABLE_COLUMNS`),
+and :class:`CaptureDecoder`, which makes their rows from frame batches.
 
-:func:`decode_capture` reads a capture with :func:`kafkaproto.capture.read_frames`
-(reassembly, framing, resynchronization, pairing by connection and
-correlation id), and for every chunk of frames decodes, with the vectorized
-decoders of :mod:`kafkaproto.arrow`:
+A frame batch (:class:`~kafkaproto.capture.frames.FrameBatch`) already holds
+what the walker read once per frame: api key and version, correlation id,
+client id, the pairing of each response with its request, the header's size.
+The decoder adds what the bodies say, per api key and per batch, with the
+vectorized decoders of :mod:`kafkaproto.arrow` over views of the batch's
+bytes (no frame is copied):
 
-- request headers (client id) and bodies (topics; the client software name
-  and version of ApiVersions v3+; Produce record sets);
+- request bodies (topics; the client software name and version of
+  ApiVersions v3+; Produce record sets);
 - response bodies with their request's api key and version (every non-zero
   ``*error_code`` anywhere in the message; Fetch record sets; Metadata's
   topic ids, which name the topics of Produce v13+ / Fetch v13+);
@@ -15,35 +18,28 @@ decoders of :mod:`kafkaproto.arrow`:
   :func:`kafkaproto.arrow.records`) and one row per record set (codec,
   batches, bytes, records).
 
-Every column of every table is typed once, in :data:`ROW_SCHEMA`; each
-table is a selection of those columns (:data:`TABLE_COLUMNS`), and the pass
-yields ``(table, batch)`` pairs.  One pass over the capture feeds every
-table.  The capture's accounting comes last, as ``accounting`` rows; frames
-move from ``framed`` to ``decoded`` or ``undecodable`` as their bodies
-decode, as ``kafkaproto inspect`` counts them.
+Frames move from ``framed`` to ``decoded`` or ``undecodable`` in the
+accounting as their bodies decode, as ``kafkaproto inspect`` counts them.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import arrow as karrow
-from ..capture import Accounting, read_frame_batches
-from ..capture.accounting import MARKS
-from ..capture.frames import BATCH_BYTES, BATCH_ROWS
-from ..capture.tools.dissect import removed_in_kafka4
 from ..errors import KafkaProtocolError
-from ..messages import APIS, api_name
-from ..records._compression import CODEC_NAMES
+from ..messages import APIS, api_name, removed_in_kafka4
+from ..records import CODEC_NAMES
+from .accounting import MARKS, Accounting
+from .frames import binary_views
 
-__all__ = ["ROW_SCHEMA", "TABLE_COLUMNS", "TASK_TABLES", "CaptureDecoder", "TableWriter", "accounting_batch",
-           "accounting_from_dict", "decode_capture", "decode_segments", "record_set_summary", "table_schema"]
+__all__ = ["ROW_SCHEMA", "TABLES", "TABLE_COLUMNS", "TASK_TABLES", "CaptureDecoder", "accounting_batch",
+           "accounting_from_dict", "record_set_summary", "repeat", "table_schema"]
 
 TS = pa.timestamp("us", tz="UTC")
 # The records columns keep the types kafkaproto.arrow.records gives them (64-bit
@@ -116,6 +112,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 #: tables the tasks write (``connections`` too, from their totals); the
 #: driver writes ``accounting`` and ``topic_ids`` from the merged totals
 TASK_TABLES = ("requests", "responses", "records", "record_sets", "unanswered")
+#: the tables a capture dataset reads (:func:`kafkaproto.capture.open_capture`):
+#: the walker's frame table, then the decoded ones
+TABLES = ("frames", *TASK_TABLES)
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 #: long polls: api key -> the request field that says how long the broker may wait
@@ -126,7 +125,7 @@ WAITS = {1: "max_wait_ms", 78: "max_wait_ms", 11: "rebalance_timeout_ms"}
 # small Arrow helpers
 
 
-def _repeat(text: str, n: int) -> pa.Array:
+def repeat(text: str, n: int) -> pa.Array:
     """``n`` times the same string, built from buffers (no Python list)."""
     raw = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
@@ -525,22 +524,11 @@ class CaptureDecoder:
         status[ok_rows] = 2
         status[bad_rows] = 3
 
-        conn_idx = r["conn"].astype(np.int64)
-        clients = pa.array([c.client for c in fb.conns], pa.string())
-        servers = pa.array([c.server for c in fb.conns], pa.string())
         base = {
-            "capture": _repeat(self.capture, n),
-            "conn": pa.array(uids),
-            "seq": pa.array(seqs),
-            "ts": _ts(r["ts"]),
-            "client": _pick(clients, conn_idx),
-            "server": _pick(servers, conn_idx),
-            "api_key": _masked(keys, has, pa.int16()),
+            "capture": repeat(self.capture, n),
+            **{k: fb.column(k) for k in ("conn", "seq", "ts", "client", "server", "api_key")},
             "api": self._api(keys, has),
-            "api_version": _masked(versions, has, pa.int16()),
-            "correlation_id": _masked(r["correlation_id"], has | ~is_req, pa.int32()),
-            "client_id": _pick(pa.array(fb.clients, pa.string()), r["client"].astype(np.int64)),
-            "size": pa.array(sizes.astype(np.int64)),
+            **{k: fb.column(k) for k in ("api_version", "correlation_id", "client_id", "size")},
             "removed_in_kafka4": pa.array(self._removed_flags(keys, versions, has)),
             "status": _STATUS_NAMES.take(pa.array(status)),
             "error": _sparse_errors(n, error),
@@ -649,8 +637,8 @@ class CaptureDecoder:
             rcols = {
                 **{c: recs.column(c) if c in have else None
                    for c in ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")},
-                "source": _repeat(source, k),
-                "capture": _repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
+                "source": repeat(source, k),
+                "capture": repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
             out.append(("records", _batch("records", rcols, k)))
@@ -660,8 +648,8 @@ class CaptureDecoder:
             take = pa.array(rows[srow])
             ms = len(srow)
             scols = {
-                "capture": _repeat(self.capture, ms), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
-                "ts": base["ts"].take(take), "source": _repeat(source, ms),
+                "capture": repeat(self.capture, ms), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
+                "ts": base["ts"].take(take), "source": repeat(source, ms),
                 "client_id": base["client_id"].take(take), "api_version": base["api_version"].take(take),
                 "topic": topic.take(st), "partition": part.take(st), "codec": pa.array(codecs, pa.string()),
                 "batches": pa.array(nb, pa.int32()), "records": pa.array(nrec, pa.int64()),
@@ -682,7 +670,7 @@ class CaptureDecoder:
         conns = fb.conns
         k = np.array(keys, dtype=np.int64)
         cols = {
-            "capture": _repeat(self.capture, n),
+            "capture": repeat(self.capture, n),
             "conn": pa.array([conns[c].uid for c in conn], pa.int64()),
             "seq": pa.array(seqs, pa.int64()),
             "ts": pa.array([None if t is None else t // 1000 for t in ts], pa.int64()).cast(TS),
@@ -703,7 +691,7 @@ class CaptureDecoder:
         if not ids:
             return []
         items = sorted((_uuid_text(k), v) for k, v in ids.items())
-        cols = {"capture": _repeat(self.capture, len(items)), "topic_id": pa.array([k for k, _ in items], pa.string()),
+        cols = {"capture": repeat(self.capture, len(items)), "topic_id": pa.array([k for k, _ in items], pa.string()),
                 "topic": pa.array([v for _, v in items], pa.large_string())}
         return [("topic_ids", _batch("topic_ids", cols, len(items)))]
 
@@ -714,13 +702,11 @@ _STATUS_NAMES = pa.array(["framed", "unpaired", "decoded", "undecodable"], pa.st
 def _blob_views(blob, idx: np.ndarray):
     """The values ``blob[idx]`` of a (large) binary column as a binary_view
     column over the same bytes: nothing is copied."""
-    from ..capture.frames import _views
-
     width = np.int64 if pa.types.is_large_binary(blob.type) else np.int32
     bufs = blob.buffers()
     offsets = np.frombuffer(bufs[1], dtype=width)[blob.offset:blob.offset + len(blob) + 1].astype(np.int64)
     data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
-    return _views(data, offsets[idx], offsets[idx + 1])
+    return binary_views(data, offsets[idx], offsets[idx + 1])
 
 
 def _sparse_errors(n: int, errors: dict[int, str]) -> pa.Array:
@@ -800,159 +786,12 @@ def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
     return _batch("accounting", cols, n)
 
 
-def decode_capture(path, *, capture: str | None = None, ports=None, batch_rows: int = BATCH_ROWS,
-                   batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """Every row of one capture (a file, or the files of one rolled capture)
-    as ``(table, batch)`` pairs (batches of :func:`table_schema`), the
-    accounting last.
-
-    ``capture`` names the capture in the rows (default: the file name).  A
-    file that is no capture at all gives only accounting rows, with the
-    reason in ``errors``.
-    """
-    if capture is None:
-        first = path if isinstance(path, (str, os.PathLike)) else path[0]
-        capture = os.path.basename(os.fspath(first).rstrip("/"))
-    acc = Accounting()
-    dec = CaptureDecoder(capture, acc)
-    try:
-        for fb in read_frame_batches(path, ports=ports, acc=acc, batch_rows=batch_rows, batch_bytes=batch_bytes):
-            yield from dec.batch(fb)
-            yield from dec.unanswered(fb)
-    except (ValueError, OSError) as exc:  # CaptureFormatError is a ValueError
-        acc.errors.append(f"{capture}: {exc}")
-    yield from dec.topic_id_rows()
-    yield "accounting", accounting_batch(capture, acc)
-
-
-def decode_segments(batches, names: Sequence[str], files, *, ports=None, accs: dict[str, Accounting] | None = None,
-                    batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES
-                    ) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """The rows of the connections whose TCP segment positions are in
-    ``batches`` (record batches of
-    :func:`kafkaproto.capture.formats.ranges.segment_schema`, sorted by capture,
-    connection key and order: what one task gets), their payloads read from
-    ``files`` (a :class:`~kafkaproto.capture.formats.ranges.Files`).  ``names``:
-    capture number -> name.  Each capture's accounting is left in
-    ``accs[name]`` (statistics rows of its ranges included); no accounting
-    rows are yielded."""
-    from ..capture.formats.ranges import connection_frames, range_accounting
-    from ..capture.walker.streams import Extractor
-
-    accs = accs if accs is not None else {}
-    decoders: dict[int, CaptureDecoder] = {}
-    stats: dict[int, list] = {}
-
-    def extractor(cap: int):
-        name = names[cap]
-        acc = accs.setdefault(name, Accounting())
-        decoders[cap] = CaptureDecoder(name, acc)
-        return Extractor(ports, acc, batch_rows=batch_rows, batch_bytes=batch_bytes)
-
-    for cap, fb in connection_frames(batches, files, extractor, stats=stats):
-        dec = decoders[cap]
-        yield from dec.batch(fb)
-        yield from dec.unanswered(fb)
-    for cap in sorted(set(decoders) | set(stats)):
-        dec = decoders.get(cap)
-        if dec is not None:
-            yield from dec.topic_id_rows()
-        if stats.get(cap):  # this capture's own statistics rows, never another's
-            accs.setdefault(names[cap], Accounting()).merge(range_accounting(stats[cap]))
-
-
 def table_schema(table: str) -> pa.Schema:
     """The Arrow schema of one of :data:`TABLE_COLUMNS`' tables."""
     return _SCHEMAS[table]
 
 
 _SCHEMAS = {t: pa.schema([ROW_SCHEMA.field(c) for c in cols]) for t, cols in TABLE_COLUMNS.items()}
-
-
-def _leaves(t: pa.DataType, path: str):
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
-        yield from _leaves(t.value_type, f"{path}.list.element")
-    elif pa.types.is_struct(t):
-        for f in t:
-            yield from _leaves(f.type, f"{path}.{f.name}")
-    elif pa.types.is_map(t):
-        yield from _leaves(t.key_type, f"{path}.key_value.key")
-        yield from _leaves(t.item_type, f"{path}.key_value.value")
-    else:
-        yield path, t
-
-
-def parquet_options(schema: pa.Schema) -> dict:
-    """How the report writes a table: zstd at level 1 (a quarter of snappy's
-    size for the records table, for less CPU), min/max statistics for every
-    column but the payload bytes (keys, values, header values: statistics
-    that no filter uses, paid per value)."""
-    stats = [path for f in schema for path, t in _leaves(f.type, f.name)
-             if not (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t))]
-    return {"compression": "zstd", "compression_level": 1, "write_statistics": stats}
-
-
-class TableWriter:
-    """Writes one task's rows: one Parquet file per table under
-    ``out/<table>/<part>.parquet`` (every table of :data:`TASK_TABLES`, empty
-    ones too, so each table can be read whatever the captures held), and the
-    ``connections`` rows from the totals it keeps of what it wrote.
-
-    ``filesystem``: a :class:`pyarrow.fs.FileSystem` for ``out`` (default:
-    the local one).  ``aggregates``: a
-    :class:`~kafkaproto.report.aggregate.TaskAggregates` that sees every row
-    written (a fresh one otherwise).
-    """
-
-    def __init__(self, out: str, part: str, *, filesystem=None, aggregates=None) -> None:
-        from pyarrow import fs as pafs
-
-        from .aggregate import TaskAggregates
-
-        self.out, self.part = out, part
-        self.fs = filesystem or pafs.LocalFileSystem()
-        self.agg = aggregates if aggregates is not None else TaskAggregates()
-        self.writers: dict[str, object] = {}
-        self.counts = {t: 0 for t in TASK_TABLES}
-
-    def _writer(self, table: str):
-        import pyarrow.parquet as pq
-
-        w = self.writers.get(table)
-        if w is None:
-            self.fs.create_dir(f"{self.out}/{table}", recursive=True)
-            schema = table_schema(table)
-            w = self.writers[table] = pq.ParquetWriter(f"{self.out}/{table}/{self.part}.parquet", schema,
-                                                       filesystem=self.fs, **parquet_options(schema))
-        return w
-
-    def write(self, table: str, batch: pa.RecordBatch) -> None:
-        if table == "accounting" or not batch.num_rows:
-            return
-        if table == "topic_ids":  # the driver writes this table from every task's
-            self.agg.add(table, batch)
-            return
-        self._writer(table).write_batch(batch)
-        self.agg.add(table, batch)
-        self.counts[table] += batch.num_rows
-
-    def close(self, ok: bool = True) -> list[tuple[str, str, int]]:
-        """Close every file; ``[(table, file, rows)]`` with ``connections``."""
-        import pyarrow.parquet as pq
-
-        if ok:
-            for table in TASK_TABLES:
-                self._writer(table)
-        for w in self.writers.values():
-            w.close()
-        if not ok:
-            return []
-        conns = self.agg.connections()
-        self.fs.create_dir(f"{self.out}/connections", recursive=True)
-        conn_file = f"{self.out}/connections/{self.part}.parquet"
-        pq.write_table(conns, conn_file, filesystem=self.fs, **parquet_options(conns.schema))
-        return [(t, f"{self.out}/{t}/{self.part}.parquet", self.counts[t]) for t in TASK_TABLES] + \
-            [("connections", conn_file, conns.num_rows)]
 
 
 def accounting_from_dict(d: dict[str, object]) -> Accounting:

@@ -1,0 +1,190 @@
+"""Captures as Spark tables: ``spark.read.format("kafkaproto.capture")``, a
+Python data source (``pyspark.sql.datasource``, Spark 4.1 and later; classic
+sessions and Spark Connect) over a capture dataset
+(:func:`kafkaproto.capture.open_capture`).
+
+>>> from kafkaproto import sources
+>>> sources.register(spark)            # once per session: kafkaproto.capture and kafkaproto.log
+>>> fetches = (spark.read.format("kafkaproto.capture").option("table", "responses")
+...            .load("traffic.pcap").where("api = 'Fetch'"))
+>>> fetches.groupBy("client_id").agg(F.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us)"))
+
+Tables (``table``): ``frames`` (the walker's frame table, no body decoded,
+the capture's name first), ``requests``, ``responses``, ``records``,
+``record_sets`` and ``unanswered``, in the columns of
+:data:`kafkaproto.capture.tables.TABLE_COLUMNS`: the rows the report
+writes, row for row.
+
+Each path given to ``load`` is one capture, as the dataset takes them: a
+pcap/pcapng file, a folder of the files of one rolled capture, tap output,
+a raw request stream, or ``NAME=path,path``; glob patterns are expanded.
+The driver and the executors must both reach the paths (a shared file
+system).
+
+Partitions are the dataset's tasks (:meth:`~kafkaproto.capture.CaptureDataset.plan`):
+a capture of at most ``splitBytes`` is read whole by one task, small ones
+together; a larger pcap/pcapng capture is indexed while Spark plans the
+query (the record and TCP headers of its files, in C, no payload copied)
+and its connections are dealt into partitions of about ``splitBytes`` of
+payload.  A connection is never split.
+
+Pushdown (needs ``spark.sql.python.filterPushdown.enabled``, which
+:func:`register` sets): ``=``/``IN``/``<``/``<=``/``>``/``>=``/``IS NOT
+NULL`` on ``api_key``, ``api``, ``ts``, ``server``, ``capture``, ``source``
+(records, record sets) and ``direction`` (frames) are applied here, exactly
+(translated by :func:`kafkaproto.filters.from_spark`, the log source's
+translation too).  Frames of other api keys, other brokers or outside the
+time range are not decoded; connections to other brokers, and connections
+whose packets all lie outside the time range, are left out of the plan
+before any payload is read (indexed captures).  Spark's Python data sources
+are not told which columns a query uses: name them in a schema
+(``.schema("client_id string, latency_us bigint")``) or ``option("columns",
+"client_id,latency_us")`` and only those are built -- requests or responses
+without a body column (``topics``, ``error_codes``, ``status``...) decode no
+body at all.
+
+Options: ``table`` (default ``frames``), ``columns``, ``splitBytes``
+(default 128 MiB), ``ports`` (the brokers' ports, comma-separated; default:
+Kafka connections are detected from their traffic), ``ignoreCorruptFiles``
+(default false: a capture that is cut or damaged fails the query; true: it
+is read as far as it goes, as the report does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from .. import _options
+from ..filters import spark_term
+from .dataset import DEFAULT_SPLIT, CaptureDamageError, CaptureDataset, CaptureProblem, Filters, open_capture
+from .dataset import source_schema as _schema
+from .tables import TABLES
+
+__all__ = ["NAME", "KafkaCaptureDataSource", "register", "spark_schema"]
+
+#: the source's format name
+NAME = "kafkaproto.capture"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+#: the columns whose filters the reader takes (pushed into the walk, applied exactly)
+TAKEN = ("api_key", "api", "ts", "server", "capture", "direction", "source")
+
+
+def spark_schema(table: str, names: Sequence[str] | None = None):
+    """The Spark schema of ``table`` (or of its columns ``names``)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    schema = _schema(table)
+    names = schema.names if names is None else list(names)
+    return StructType([StructField(n, from_arrow_type(schema.field(n).type), True) for n in names])
+
+
+def register(spark, *, pushdown: bool = True) -> None:
+    """Register the data source with a session (classic or Spark Connect);
+    ``pushdown=True`` turns on ``spark.sql.python.filterPushdown.enabled``
+    (a reader that takes filters fails without it), ``pushdown=False``
+    registers a reader that takes none."""
+    if pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+        spark.dataSource.register(KafkaCaptureDataSource)
+    else:
+        spark.dataSource.register(KafkaCaptureDataSourceNoPushdown)
+
+
+class KafkaCaptureDataSource(DataSource):
+    """``spark.read.format("kafkaproto.capture")``: captured Kafka traffic as tables (see the module's text)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def _table(self) -> str:
+        table = str(self.options.get("table") or "frames").strip().lower()
+        if table not in TABLES:
+            raise ValueError(f"option table: {NAME} has no table {table!r} (tables: {', '.join(TABLES)})")
+        return table
+
+    def schema(self):
+        return spark_schema(self._table(), _options.names(self.options, "columns"))
+
+    def reader(self, schema):
+        return _PushdownReader(self.options, self._table(), schema)
+
+
+class KafkaCaptureDataSourceNoPushdown(KafkaCaptureDataSource):
+    def reader(self, schema):
+        return _Reader(self.options, self._table(), schema)
+
+
+class _Task(InputPartition):
+    """One task of the dataset's plan (a WholeTask or a SegmentTask)."""
+
+    def __init__(self, task) -> None:
+        super().__init__(None)
+        self.task = task
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, options, table: str, schema) -> None:
+        self.table = table
+        self.names = tuple(f.name for f in schema.fields)
+        full = _schema(table)
+        unknown = [n for n in self.names if full.get_field_index(n) < 0]
+        if unknown:
+            raise ValueError(f"{NAME} table {table} has no column {', '.join(unknown)} "
+                             f"(columns: {', '.join(full.names)})")
+        self.schema = schema
+        self.paths = _options.paths(options, NAME)
+        self.split = _options.size(options, "splitBytes", DEFAULT_SPLIT)
+        self.ports = _options.ports(options)
+        self.ignore_corrupt = _options.flag(options, "ignoreCorruptFiles", False)
+        self.terms: list = []
+
+    def _dataset(self) -> CaptureDataset:
+        return open_capture(self.paths, ports=self.ports)
+
+    # -- planning (the driver) -------------------------------------------------
+    def partitions(self):
+        plan = self._dataset().plan(self.split, filters=Filters.of(self.terms, self.table))
+        self._corrupt(plan.problems)
+        return [_Task(t) for t in plan] or [_Task(None)]
+
+    def _corrupt(self, problems: Sequence[CaptureProblem]) -> None:
+        if problems and not self.ignore_corrupt:
+            raise CaptureDamageError(problems[0], "option ignoreCorruptFiles=true reads it as far as it goes")
+
+    # -- reading (the executors) -----------------------------------------------
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        if partition.task is None:
+            return
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        ds = CaptureDataset([], ports=self.ports)
+        accounts: dict = {}
+        rows = ds.read_task(partition.task, (self.table,), {self.table: self.names},
+                            Filters.of(self.terms, self.table), accounts=accounts)
+        for _table, batch in rows:
+            if batch.num_rows:
+                yield pa.RecordBatch.from_arrays([batch.column(i).cast(target.field(i).type)
+                                                  for i in range(batch.num_columns)], schema=target)
+        self._corrupt([CaptureProblem(name, e) for name, acc in accounts.items() for e in acc.errors])
+
+
+class _PushdownReader(_Reader):
+    def pushFilters(self, filters):
+        schema = _schema(self.table)
+        for f in filters:
+            term = spark_term(f)
+            if term is not None and term[0] in TAKEN and schema.get_field_index(term[0]) >= 0:
+                try:
+                    Filters.of([term], self.table)
+                except ValueError:  # a value the column cannot hold: Spark applies it
+                    yield f
+                    continue
+                self.terms.append(term)
+            else:
+                yield f
