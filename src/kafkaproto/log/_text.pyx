@@ -41,6 +41,7 @@ from kafkaproto._limits import (
 from kafkaproto.records._common import (
     batch_error as _batch_error,
     past_int64 as _past_int64,
+    CallBudget as _CallBudget,
     batch_limit_error as _batch_limit_error,
     crc_error as _crc_error,
     legacy_failure as _legacy_failure,
