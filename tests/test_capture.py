@@ -460,11 +460,13 @@ def test_find_frame_start_twin_agrees():
                     assert all(g == got[0] for g in got), (buf[:16], is_request, pos, mfs)
 
 
-def _syn(i: int, seq: int = 100):
-    from kafkaproto.capture.walker.packets import SYN, TcpSegment
+def _syn(i: int, seq: int = 100) -> bytes:
+    """A SYN of the i-th client (a raw IPv4 packet)."""
+    from kafkaproto.capture.formats.writer import tcp_packet
+    from kafkaproto.capture.walker.packets import LINKTYPE_RAW, SYN
 
-    return TcpSegment(f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2", 9092,
-                      seq, 0, SYN, b"", 0)
+    return tcp_packet(LINKTYPE_RAW, f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2",
+                      9092, seq, 0, SYN, b"")
 
 
 def test_open_connections_are_bounded_at_constant_cost():
@@ -473,18 +475,21 @@ def test_open_connections_are_bounded_at_constant_cost():
     books balance.  (The per-packet cost at 1k and 200k open connections is
     in bench/bench_capture.py.)"""
     import kafkaproto
-    from kafkaproto.capture.walker.streams import MAX_OPEN_CONNECTIONS, Extractor
+    from kafkaproto.capture.walker.packets import LINKTYPE_RAW
+    from kafkaproto.capture.walker.streams import MAX_OPEN_CONNECTIONS, walker
 
-    assert Extractor().max_open_connections == MAX_OPEN_CONNECTIONS
+    assert walker().max_open_connections == MAX_OPEN_CONNECTIONS
     n, bound = (200_000, 20_000) if kafkaproto.COMPILED else (40_000, 5_000)
     acc = Accounting()
-    ext = Extractor([9092], acc, max_open_connections=bound)
+    walk = walker([9092], acc, max_open_connections=bound)
     for i in range(n):
-        ext.tcp(1_700_000_000_000_000_000 + i, _syn(i))
+        walk.packet(1_700_000_000_000_000_000 + i, LINKTYPE_RAW, _syn(i))
         if i % 997 == 0:
-            assert len(ext.flows) <= bound
-    assert len(ext.flows) == bound and acc.evicted_connections == n - bound
-    ext.finish()
+            assert walk.open_connections <= bound
+    assert walk.open_connections == bound
+    walk.flush()
+    assert acc.evicted_connections == n - bound
+    walk.finish()
     assert acc.connections == n and acc.syn_only == n and not acc.problems()
     assert f"{n - bound} connections closed early" in acc.format()
 
