@@ -6,7 +6,6 @@
 
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdio cimport snprintf
 
 from kafkaproto._wire cimport kp_ld16, kp_ld32
 
@@ -165,7 +164,30 @@ cdef inline int pcap_record(const unsigned char* h, bint big, uint64_t scale, ui
 
 
 cdef inline int _hex_group(char* out, unsigned int g) noexcept nogil:
-    return snprintf(out, 5, "%x", g)
+    """``g`` (< 65536) in lowercase hex without leading zeros; its length."""
+    cdef int n = 0, shift
+    cdef unsigned int d
+    for shift in range(12, -1, -4):
+        d = (g >> shift) & 0xF
+        if d or n or shift == 0:
+            out[n] = (b"0123456789abcdef")[d]
+            n += 1
+    return n
+
+
+cdef inline int _decimal(char* out, unsigned int v) noexcept nogil:
+    """``v`` in decimal; its length."""
+    cdef char tmp[12]
+    cdef int n = 0, i
+    while True:
+        tmp[n] = <char>(48 + v % 10)
+        n += 1
+        v //= 10
+        if not v:
+            break
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
 
 
 cdef inline str endpoint_text(int family, const unsigned char* a, unsigned int port):
@@ -176,7 +198,11 @@ cdef inline str endpoint_text(int family, const unsigned char* a, unsigned int p
     cdef int n = 0, i, start = -1, best = -1, run = 0, best_len = 0
     cdef unsigned int g[8]
     if family == 4:
-        n = snprintf(buf, 64, "%u.%u.%u.%u:%u", a[0], a[1], a[2], a[3], port)
+        for i in range(4):
+            n += _decimal(buf + n, a[i])
+            buf[n] = b"." if i < 3 else b":"
+            n += 1
+        n += _decimal(buf + n, port)
         return PyUnicode_DecodeASCII(buf, n, NULL)
     for i in range(8):
         g[i] = (a[2 * i] << 8) | a[2 * i + 1]
@@ -212,5 +238,8 @@ cdef inline str endpoint_text(int family, const unsigned char* a, unsigned int p
                 buf[n] = b":"
                 n += 1
             n += _hex_group(buf + n, g[i])
-    n += snprintf(buf + n, 64 - n, "]:%u", port)
+    buf[n] = b"]"
+    buf[n + 1] = b":"
+    n += 2
+    n += _decimal(buf + n, port)
     return PyUnicode_DecodeASCII(buf, n, NULL)
