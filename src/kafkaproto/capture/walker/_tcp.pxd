@@ -129,6 +129,7 @@ cdef class Tcp:
     cdef int64_t serial, next_id
     # counts not added to the Accounting yet
     cdef int64_t n_duplicate, n_gaps, n_missing, n_gaps_forced, n_connections, n_evicted, n_syn_only
+    cdef bint dup_seen
 
     cdef int segment(self, int64_t ts, int family, const unsigned char* src, uint16_t sport,
                      const unsigned char* dst, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
@@ -163,3 +164,4 @@ cdef class Tcp:
     cdef int _half_close(self, Conn* c, int side) except -1
     cdef int _shrink(self) except -1
     cdef void _pending(self, Dir* d, int64_t n) noexcept
+    cdef void _dup(self, int64_t n) noexcept

@@ -177,9 +177,11 @@ cdef class Tcp:
 
     cdef int flush_counts(self) except -1:
         acc = self.acc
-        if self.n_duplicate:
+        if self.n_duplicate or self.dup_seen:
+            # (a copy with no byte captured is a duplicate too: the ledger names it)
             acc.bytes["duplicate"] += self.n_duplicate
             self.n_duplicate = 0
+            self.dup_seen = False
         if self.n_gaps:
             acc.gaps += self.n_gaps
             acc.missing_bytes += self.n_missing
@@ -436,7 +438,7 @@ cdef class Tcp:
         if c == NULL:
             c = self._open(&key, ts)
         if c.closed:
-            self.n_duplicate += caplen
+            self._dup(caplen)
             return 0
         if flags & T_SYN:
             if not c.d[s].has_base:
@@ -465,7 +467,7 @@ cdef class Tcp:
         cdef int64_t off, cut
         cdef Piece piece
         if d.ended:
-            self.n_duplicate += caplen
+            self._dup(caplen)
             return 0
         if not d.has_base:
             d.base = seq
@@ -474,17 +476,17 @@ cdef class Tcp:
         if off == d.next and d.nheap == 0:
             return self._deliver(c, side, ts, off, payload, caplen, length)
         if off + length <= d.next:
-            self.n_duplicate += caplen
+            self._dup(caplen)
             return 0
         if off < d.next:
             # a retransmission that overlaps the stream's end: keep the new tail
             cut = d.next - off
             if cut >= caplen:
-                self.n_duplicate += caplen
+                self._dup(caplen)
                 payload += caplen
                 caplen = 0
             else:
-                self.n_duplicate += cut
+                self._dup(cut)
                 payload += cut
                 caplen -= cut
             length -= cut
@@ -512,6 +514,11 @@ cdef class Tcp:
         if self.pool_bytes > self.max_pending_total:
             self._shrink()
         return 0
+
+    cdef inline void _dup(self, int64_t n) noexcept:
+        """``n`` bytes of a copy of what the stream already has (perhaps none captured)."""
+        self.n_duplicate += n
+        self.dup_seen = True
 
     cdef void _pending(self, Dir* d, int64_t n) noexcept:
         """``n`` more bytes waiting in ``d`` (negative: fewer)."""
@@ -564,14 +571,14 @@ cdef class Tcp:
             self._pending(d, -p.caplen)
             try:
                 if p.off + p.length <= d.next:
-                    self.n_duplicate += p.caplen
+                    self._dup(p.caplen)
                 else:
                     cut = d.next - p.off
+                    if cut > 0:
+                        self._dup(cut if cut < p.caplen else p.caplen)
                     if cut >= p.caplen:
-                        self.n_duplicate += p.caplen
                         self._deliver(c, side, p.ts, d.next, p.data + p.caplen, 0, p.length - cut)
                     else:
-                        self.n_duplicate += cut
                         self._deliver(c, side, p.ts, d.next, p.data + cut, p.caplen - cut, p.length - cut)
             finally:
                 PyMem_Free(p.data)

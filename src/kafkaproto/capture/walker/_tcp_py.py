@@ -90,6 +90,7 @@ class Tcp:
         #: the directions with bytes waiting, oldest first (a dict as an ordered set)
         self._waiting: dict[Dir, None] = {}
         self._pool = 0
+        self._dup_seen = False
         self._serial = 0
         self._next_id = 0
         self._n = dict.fromkeys(("duplicate", "gaps", "missing", "gaps_forced", "connections", "evicted", "syn_only"),
@@ -118,8 +119,10 @@ class Tcp:
 
     def flush_counts(self) -> None:
         acc, n = self.acc, self._n
-        if n["duplicate"]:
+        if n["duplicate"] or self._dup_seen:
+            # (a copy with no byte captured is a duplicate too: the ledger names it)
             acc.bytes["duplicate"] += n["duplicate"]
+            self._dup_seen = False
         if n["gaps"]:
             acc.gaps += n["gaps"]
             acc.missing_bytes += n["missing"]
@@ -216,7 +219,7 @@ class Tcp:
         if c is None:
             c = self._new(key, ts)
         if c.closed:
-            self._n["duplicate"] += len(payload)
+            self._dup(len(payload))
             return
         if flags & SYN:
             d = c.d[s]
@@ -241,7 +244,7 @@ class Tcp:
     def _half(self, c: Conn, side: int, ts, seq: int, payload, length: int) -> None:
         d = c.d[side]
         if d.ended:
-            self._n["duplicate"] += len(payload)
+            self._dup(len(payload))
             return
         if d.base is None:
             d.base = seq
@@ -250,12 +253,12 @@ class Tcp:
             self._deliver(c, side, ts, off, payload, length)
             return
         if off + length <= d.next:
-            self._n["duplicate"] += len(payload)
+            self._dup(len(payload))
             return
         if off < d.next:
             # a retransmission that overlaps the stream's end: keep the new tail
             cut = d.next - off
-            self._n["duplicate"] += min(cut, len(payload))
+            self._dup(min(cut, len(payload)))
             payload = payload[cut:]
             length -= cut
             off = d.next
@@ -267,6 +270,11 @@ class Tcp:
             self._force_gap(c, side, True)
         if self._pool > self.max_pending_total:
             self._shrink()
+
+    def _dup(self, n: int) -> None:
+        """``n`` bytes of a copy of what the stream already has (perhaps none captured)."""
+        self._n["duplicate"] += n
+        self._dup_seen = True
 
     def _pending(self, d: Dir, n: int) -> None:
         """``n`` more bytes waiting in ``d`` (negative: fewer)."""
@@ -299,10 +307,11 @@ class Tcp:
             off, _serial, ts, length, payload = heapq.heappop(heap)
             self._pending(d, -len(payload))
             if off + length <= d.next:
-                self._n["duplicate"] += len(payload)
+                self._dup(len(payload))
                 continue
             cut = d.next - off
-            self._n["duplicate"] += min(cut, len(payload))
+            if cut > 0:
+                self._dup(min(cut, len(payload)))
             self._deliver(c, side, ts, d.next, payload[cut:], length - cut)
 
     def _force_gap(self, c: Conn, side: int, forced: bool) -> None:
