@@ -16,7 +16,7 @@
 # programs come from above) are handed to it.  Its twin (_scan_py.py, over
 # _tcp_py.py) is the same rule in Python.
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
@@ -24,12 +24,12 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN
 from libc.string cimport memcmp, memcpy, memmove, memset
 
-from kafkaproto._wire cimport _frame_at, kp_ld32, FRAME_BAD_SIZE, FRAME_COMPLETE
+from kafkaproto._wire cimport _frame_at, FRAME_BAD_SIZE, FRAME_COMPLETE
 from kafkaproto.capture.walker._packets cimport _Seg, _cap_parse, endpoint_text, pcap_record, N_REASONS
 from kafkaproto.capture.walker._sink cimport FrameSink, KafkaState, Pairing, FL_RESYNC
 from kafkaproto.capture.walker._judge cimport BodyCheck, find_start, judge_claim
 from kafkaproto.capture.walker._tcp cimport (
-    Tcp, Conn, Dir, Half, Held, TO_HELD, TO_KAFKA, TO_OTHER, SKIP_GAP, SKIP_NOT_KAFKA, UNDECIDED, KAFKA, OTHER,
+    Tcp, Conn, Half, Held, TO_HELD, TO_KAFKA, TO_OTHER, SKIP_GAP, SKIP_NOT_KAFKA, UNDECIDED, KAFKA, OTHER,
 )
 from kafkaproto.capture.walker._tcp import MAX_OPEN_CONNECTIONS, MAX_PENDING_BYTES, MAX_PENDING_TOTAL
 
@@ -80,9 +80,9 @@ cdef class Walker(Tcp):
     Accounting), ``sink`` (the FrameSink every frame lands in),
     ``connection_factory(id, client, server, first_ts)`` making a Kafka
     connection's object (its ends as ``ip:port`` or ``[ip]:port``; the ts
-    None when unknown), ``check`` (the
-    judge of a frame, a BodyCheck) and ``versions`` (512 bytes: the lowest
-    and highest request version of each api key below 256).  ``ports``: the
+    None when unknown), ``check`` (the judge of a frame, a BodyCheck) and
+    ``versions`` (512 bytes: the lowest and highest request version of each
+    api key below 256).  ``ports``: the
     brokers' ports (a connection is Kafka when either end uses one); None:
     detect Kafka connections from their first bytes, each on its own.
 
@@ -93,8 +93,8 @@ cdef class Walker(Tcp):
     ``acc.gaps_forced``), the bytes held while detection decides whether a
     connection is Kafka count against ``max_pending_total`` too (past it the
     oldest undecided connection is judged on what it sent:
-    ``acc.detections_forced``), and a frame is held whole only once judged
-    (a claimed size holds at most 2 * check.limit + 8 bytes before)."""
+    ``acc.detections_forced``), and a claim a direction judges before it
+    takes it holds at most ``max_pending_bytes`` meanwhile."""
     cdef readonly FrameSink sink
     cdef object factory
     cdef BodyCheck check
@@ -222,10 +222,15 @@ cdef class Walker(Tcp):
         neither or whose payload lies outside ``payload`` counts as a
         malformed packet."""
         cdef const unsigned char[::1] data = payload
-        cdef Py_ssize_t i, n = ts.shape[0], size = data.shape[0]
+        cdef Py_ssize_t n = ts.shape[0], size = data.shape[0]
         cdef const unsigned char* pd = &data[0] if size else <const unsigned char*>b""
-        cdef int64_t a, c
-        cdef int gc = PyGC_Disable()
+        cdef int gc
+        if family.shape[0] != n or src.shape[0] != n or dst.shape[0] != n or sport.shape[0] != n or \
+                dport.shape[0] != n or seq.shape[0] != n or ack.shape[0] != n or flags.shape[0] != n or \
+                length.shape[0] != n or at.shape[0] != n or caplen.shape[0] != n or \
+                (n and (src.shape[1] != 16 or dst.shape[1] != 16)):
+            raise ValueError("segment columns of different lengths, or addresses not of 16 bytes")
+        gc = PyGC_Disable()
         try:
             self._segments(ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, pd, size)
         finally:

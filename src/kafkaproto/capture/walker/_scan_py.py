@@ -125,10 +125,14 @@ class Walker(Tcp):
 
     def segments(self, ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, payload) -> None:
         """See the compiled module."""
+        n = len(ts)
+        if any(len(col) != n for col in (family, src, dst, sport, dport, seq, ack, flags, length, at, caplen)) or \
+                (n and (len(src[0]) != 16 or len(dst[0]) != 16)):
+            raise ValueError("segment columns of different lengths, or addresses not of 16 bytes")
         w = self._w
         size = len(payload)
         no_ts = -(1 << 63)
-        for i in range(len(ts)):
+        for i in range(n):
             w["packets"] += 1
             fam, a, c = int(family[i]), int(at[i]), int(caplen[i])
             if fam not in (4, 6) or a < 0 or c < 0 or a + c > size or c > int(length[i]):
