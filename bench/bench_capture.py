@@ -150,12 +150,10 @@ def replicate(src: Path, dst: Path, copies: int) -> None:
                     ihl = (p[14] & 0x0F) * 4
                     old = bytes(p[26:34])
                     p[26:30] = p[30:34] = new
-                    struct.pack_into(">H", p, 24, _fix_checksum(struct.unpack_from(">H", p, 24)[0], old, bytes(p[26:34])))
-                    tcp = 14 + ihl
-                    if p[23] == 6 and len(p) >= tcp + 18:
-                        # the TCP checksum covers the addresses too (its pseudo-header)
-                        struct.pack_into(">H", p, tcp + 16, _fix_checksum(struct.unpack_from(">H", p, tcp + 16)[0], old,
-                                                                        bytes(p[26:34])))
+                    for at in (24, 14 + ihl + 16):  # the IP header's checksum, the TCP one (its pseudo-header)
+                        if at == 24 or (p[23] == 6 and len(p) >= at + 2):
+                            csum = struct.unpack_from(">H", p, at)[0]
+                            struct.pack_into(">H", p, at, _fix_checksum(csum, old, bytes(p[26:34])))
                     pkt = bytes(p)
                 out.write(pkt)
 

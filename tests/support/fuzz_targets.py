@@ -32,12 +32,12 @@ import kafkaproto
 import kafkaproto.capture.walker._judge_py as _judge_twin
 import kafkaproto.capture.walker._scan_py as _scan_twin
 import kafkaproto.capture.walker._sink_py as _sink_twin
-from kafkaproto.capture.walker import streams as _streams
 from kafkaproto import arrow, frames, headers, records
 from kafkaproto._limits import call_caps
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.formats.tapfiles import is_table_file
 from kafkaproto.capture.tools.dissect import dissect
+from kafkaproto.capture.walker import streams as _streams
 from kafkaproto.error_codes import ErrorCode
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import RequestHeader, ResponseHeader
