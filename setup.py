@@ -55,6 +55,7 @@ def extensions():
         "kafkaproto.arrow._records": "src/kafkaproto/arrow/_records.pyx",
         "kafkaproto.capture.walker._sink": "src/kafkaproto/capture/walker/_sink.pyx",
         "kafkaproto.capture.walker._judge": "src/kafkaproto/capture/walker/_judge.pyx",
+        "kafkaproto.capture.walker._tcp": "src/kafkaproto/capture/walker/_tcp.pyx",
         "kafkaproto.capture.walker._index": "src/kafkaproto/capture/walker/_index.pyx",
         "kafkaproto.capture.walker._scan": "src/kafkaproto/capture/walker/_scan.pyx",
         "kafkaproto.log._text": "src/kafkaproto/log/_text.pyx",

@@ -6,7 +6,9 @@ Wireshark's Kafka dissector on the same bytes (issue 20's measure).
 
 One synthetic capture (``tests/support/synthetic.py``, ``mixed`` profile by
 default: bulk record batches with the chatty small-frame cast interleaved,
-``--small-share`` of the bytes from the latter) is written once under
+``--small-share`` of the bytes from the latter; ``real``: real client
+traffic, the committed sample replicated onto new connections,
+``synthetic.replicate_capture``) is written once under
 ``build/bench-capture/`` and kept (its stamp holds the parameters and the
 generator's hash), and rolled into ``--rolled-files`` files as
 ``tcpdump -C`` would.  The cases (``--cases``, in this order):
@@ -36,6 +38,13 @@ generator's hash), and rolled into ``--rolled-files`` files as
   the ``responses`` table read and dropped (``write.format("noop")``);
 - ``small``: a ~200 kB capture of the same profile through ``kafkaproto
   report FILE --out DIR`` as a user runs it (wall time, JVM start included);
+- ``report-cli``: ``kafkaproto report FILE --out DIR --quiet``, the command
+  a user runs (the embedded engine, its default workers: imports, workers
+  and the results' way back included);
+- ``sample``: the committed sample (``samples/capture/kafka.pcap``, 629 kB)
+  through ``kafkaproto report`` and through ``kafkaproto inspect``, as a user
+  runs them: the report's fixed cost beside inspect's;
+- ``import``: ``python -c "import kafkaproto"`` less ``python -c "pass"``;
 - ``profile`` (only when asked): the decode pass under pyinstrument (the
   ``bench`` extra), the functions with the most time; ``--profile small
   --size 64M --cases profile`` profiles the small-frame traffic alone.
@@ -99,12 +108,13 @@ SPLIT: dict[str, dict] = {
     "spark-rolled": {"whole_file_max": 0},
 }
 CASES = ("read", "tshark-read", "decode", "inspect", "inspect-json", "tshark", "whole", "ranges", "rolled",
-         "spark-whole", "spark-ranges", "source", "spark-source", "small")
+         "report-cli", "spark-whole", "spark-ranges", "source", "spark-source", "small", "sample", "import")
 #: the README's own query over the capture source (``spark-source``)
 P99_BY_CLIENT = "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us) / 1000"
 #: run only when asked (``--cases profile``): the decode pass under a profiler
 EXTRA_CASES = ("profile",)
 KAFKA_PORT = 9092
+SAMPLE = ROOT / "samples" / "capture" / "kafka.pcap"
 
 
 def entry(name: str):
@@ -280,9 +290,37 @@ def measure(argv: list[str], *, stdout=subprocess.DEVNULL) -> dict:
 # captures
 
 
+def sample_facts() -> dict:
+    """What the committed sample holds (read once per run): packets, frames,
+    records, connections, and its brokers' ports (tshark must be told them)."""
+    from kafkaproto.capture import open_capture
+
+    ds = open_capture(str(SAMPLE))
+    frames = ds.read_table("frames", ["server"])
+    records = ds.read_table("records", ["offset"]).num_rows
+    reader = ds.read("unanswered")
+    reader.read_all()
+    a = reader.accounting[ds.captures[0].name]
+    return {"bytes": SAMPLE.stat().st_size, "packets": a.packets_total, "frames": frames.num_rows,
+            "records": records, "connections": a.kafka_connections,
+            "ports": sorted({int(s.rsplit(":", 1)[1]) for s in frames["server"].to_pylist()})}
+
+
 def capture(folder: Path, size: int, args, name: str | None = None) -> tuple[Path, dict]:
-    """The synthetic capture for these parameters, written once; its description."""
+    """The capture for these parameters, written once; its description."""
     syn = synthetic()
+    if args.profile == "real":
+        facts = sample_facts()
+        copies = max(1, round(size / facts["bytes"]))
+        path = folder / (name or f"real-{_label(size)}.pcap")
+        if not path.exists() or path.stat().st_size != 24 + copies * (facts["bytes"] - 24):
+            folder.mkdir(parents=True, exist_ok=True)
+            syn.replicate_capture(SAMPLE, path, copies)
+        args.kafka_ports = facts["ports"]
+        return path, {"bytes": path.stat().st_size, "packets": facts["packets"] * copies,
+                      "connections": facts["connections"] * copies, "frames": facts["frames"] * copies,
+                      "records": facts["records"] * copies, "cast_frames": {"small": facts["frames"] * copies},
+                      "cast_bytes": {"small": path.stat().st_size}, "copies": copies}
     params = {"size": size, "profile": args.profile, "small_share": args.small_share, "seed": args.seed,
               "mss": args.mss, "value_size": args.value_size, "records_per_batch": args.records_per_batch,
               "generator": hashlib.sha256(Path(syn.__file__).read_bytes()).hexdigest()[:16]}
@@ -505,8 +543,10 @@ def run_case(case: str, args, path: Path, rolled_paths: list[str]) -> dict:
         if case.startswith("inspect"):
             argv = [*ENTRY["cli"], "inspect", str(path)] + (["--json"] if case == "inspect-json" else [])
         elif case == "tshark":
-            argv = [*ENTRY["tshark"], "-r", str(path), "-d", f"tcp.port=={KAFKA_PORT},kafka", "-T", "fields",
-                    "-e", "frame.number", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
+            argv = [*ENTRY["tshark"], "-r", str(path)]
+            for port in getattr(args, "kafka_ports", None) or [KAFKA_PORT]:
+                argv += ["-d", f"tcp.port=={port},kafka"]
+            argv += ["-T", "fields", "-e", "frame.number", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
         else:
             argv = [*ENTRY["tshark"], "-r", str(path), "-q"]
         got = measure(argv)
@@ -523,6 +563,37 @@ def run_case(case: str, args, path: Path, rolled_paths: list[str]) -> dict:
         raise SystemExit(f"case {case} failed (status {got['rc']})")
     got.update(json.loads(text))
     return got
+
+
+def report_cli(args, path: Path) -> dict:
+    """``kafkaproto report FILE`` as a user runs it."""
+    out = Path(args.out) / "report-cli"
+    shutil.rmtree(out, ignore_errors=True)
+    got = measure([*ENTRY["cli"], "report", str(path), "--out", str(out), "--quiet"])
+    if got["rc"] not in (0, 1):
+        raise SystemExit(f"kafkaproto report failed (status {got['rc']})")
+    got.update(phases={}, info={})
+    return got
+
+
+def sample_commands(args) -> dict:
+    """The committed sample through ``kafkaproto report`` and ``kafkaproto inspect`` (each the median of three)."""
+    out = Path(args.out) / "report-sample"
+    runs: dict[str, list] = {"report": [], "inspect": []}
+    for _ in range(3):
+        shutil.rmtree(out, ignore_errors=True)
+        runs["report"].append(measure([*ENTRY["cli"], "report", str(SAMPLE), "--out", str(out), "--quiet"]))
+        runs["inspect"].append(measure([*ENTRY["cli"], "inspect", str(SAMPLE)]))
+    med = {k: sorted(v, key=lambda r: r["cpu"])[1] for k, v in runs.items()}
+    return {"cpu": med["report"]["cpu"], "wall": med["report"]["wall"], "phases": {},
+            "info": {"inspect_cpu": med["inspect"]["cpu"], "inspect_wall": med["inspect"]["wall"]}}
+
+
+def import_cost() -> dict:
+    """``import kafkaproto`` in CPU time: a process that imports it, less one that does not (median of five)."""
+    imp = sorted(measure([sys.executable, "-c", "import kafkaproto"])["cpu"] for _ in range(5))[2]
+    bare = sorted(measure([sys.executable, "-c", "pass"])["cpu"] for _ in range(5))[2]
+    return {"cpu": imp - bare, "wall": 0.0, "phases": {}, "info": {"with": imp, "without": bare}}
 
 
 def small_report(args, folder: Path) -> dict:
@@ -565,7 +636,7 @@ LABELS = {
     "decode": "decode pass (decode_capture, all tables)",
     "inspect": "kafkaproto inspect FILE > /dev/null",
     "inspect-json": "kafkaproto inspect FILE --json > /dev/null",
-    "tshark": "tshark -d tcp.port==9092,kafka -T fields",
+    "tshark": "tshark -d tcp.port==PORT,kafka (each broker port) -T fields",
     "whole": "report, one file read whole",
     "ranges": "report, the file in byte ranges",
     "rolled": "report, the capture rolled into files",
@@ -575,12 +646,16 @@ LABELS = {
     "source": "capture source, its tasks in one process",
     "spark-source": "capture source on Spark: p99 Fetch by client id",
     "small": "report on a small capture, as a user runs it",
+    "report-cli": "kafkaproto report FILE (the command)",
+    "sample": "report on the committed sample (the command)",
+    "import": "import kafkaproto",
 }
 
 
 def table(results: dict, desc: dict, args, nbytes: int) -> str:
     mb = nbytes / 1e6
     lines = []
+    desc = {**desc, "cast_bytes": desc.get("cast_bytes", {}), "cast_frames": desc.get("cast_frames", {})}
     small_b = desc["cast_bytes"].get("small", 0)
     small_f = desc["cast_frames"].get("small", 0)
     lines.append(f"capture: {args.profile}, {mb:,.0f} MB, {desc['packets']:,} packets, {desc['frames']:,} frames, "
@@ -597,6 +672,15 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
         if case == "small":
             label = f"{LABELS[case]} ({r['info']['bytes'] / 1e3:.0f} kB)"
             lines.append(f"{label:49s} {r['cpu']:8.1f} {r['wall']:8.1f} {'':>9s}  whole process (JVM start included)")
+            continue
+        if case == "sample":
+            i = r["info"]
+            lines.append(f"{LABELS[case]:49s} {r['cpu']:8.2f} {r['wall']:8.2f} {'':>9s}  whole process; inspect "
+                         f"{i['inspect_cpu']:.2f} CPU-s: the report costs {r['cpu'] / i['inspect_cpu']:.2f}x inspect")
+            continue
+        if case == "import":
+            lines.append(f"{LABELS[case]:49s} {r['cpu'] * 1000:7.0f}ms {'':>8s} {'':>9s}  CPU, less a bare "
+                         f"interpreter's ({r['info']['without'] * 1000:.0f} ms)")
             continue
         label = LABELS[case] + (f" ({len(args.rolled_paths)})" if case.endswith("rolled") else "")
         speed[case] = mb / cpu if cpu else float("inf")
@@ -628,6 +712,8 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
                        ("inspect", "tshark", "inspect / tshark (tshark's CPU over inspect's)"),
                        ("decode", "tshark", "decode pass / tshark"),
                        ("whole", "tshark", "report whole / tshark"),
+                       ("report-cli", "tshark", "kafkaproto report / tshark (the commands)"),
+                       ("report-cli", "decode", "kafkaproto report / decode pass"),
                        ("read", "tshark-read", "Python record loop / tshark -q")):
         if a in speed and b in speed:
             lines.append(f"  {what:49s} {speed[a] / speed[b]:6.2f}x")
@@ -672,7 +758,7 @@ def tshark_coverage(path: Path) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", default="1G", help="capture size (K/M/G suffixes)")
-    p.add_argument("--profile", default="mixed", choices=("bulk", "small", "mixed"))
+    p.add_argument("--profile", default="mixed", choices=("bulk", "small", "mixed", "real"))
     p.add_argument("--small-share", type=float, default=0.2, help="mixed: the small-frame cast's share of the bytes")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--mss", type=int, default=1460)
@@ -720,7 +806,16 @@ def main(argv=None) -> int:
     results: dict[str, dict] = {}
     for case in cases:
         print(f"  {case} ...", file=sys.stderr, flush=True)
-        r = small_report(args, folder) if case == "small" else run_case(case, args, path, args.rolled_paths)
+        if case == "small":
+            r = small_report(args, folder)
+        elif case == "report-cli":
+            r = report_cli(args, path)
+        elif case == "sample":
+            r = sample_commands(args)
+        elif case == "import":
+            r = import_cost()
+        else:
+            r = run_case(case, args, path, args.rolled_paths)
         results[case] = r
         cpu, wall, _ = work(case, r, args.runs)
         print(f"  {case}: {cpu:.1f} CPU-s, {wall:.1f} s wall", file=sys.stderr, flush=True)

@@ -50,8 +50,7 @@ setup(ext_modules=cythonize([Extension("_floor", [src], include_dirs=[inc])], bu
 """
 
 
-@pytest.fixture(scope="session")
-def floor_mod():
+def load_floor():
     """bench/_floor.pyx compiled against this kafkaproto (bench code: not in the wheel)."""
     import kafkaproto
 
@@ -68,6 +67,11 @@ def floor_mod():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def floor_mod():
+    return load_floor()
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -160,3 +160,51 @@ def test_partial_walk_of_garbage_and_cut_batches():
     assert cut["truncated"] and cut["bytes"] == 30 and cut["base_offset"] == 7 and cut["error"] is None
     tail = rows[5]
     assert tail["truncated"] and tail["bytes"] == 5 and tail["base_offset"] == -1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_call_table_agrees_with_the_twin(seed):
+    """records_table (the compiled module's whole call: caps, walk, C data interface)
+    gives the twin's tables: error rows, partial walks, chunks, topic and partition
+    columns with nulls, every column set, every input layout."""
+    from kafkaproto._impl import COMPILED
+    from kafkaproto.arrow import _records_py as twin
+
+    rng = random.Random(seed)
+    blobs = blobs_for(rng)
+    blobs = rng.sample(blobs, 10) + damaged(rng.sample(blobs, 6), rng)
+    blobs[5] = None
+    topics = [None if i % 5 == 0 else f"t-{i % 3}" for i in range(len(blobs))]
+    parts = [None if i % 4 == 1 else i for i in range(len(blobs))]
+    for typ in (pa.binary(), pa.large_binary(), pa.binary_view()):
+        col = pa.chunked_array([pa.array(blobs[:7], typ), pa.array(blobs[7:], typ)])
+        for kw in ({}, {"columns": ["offset", "timestamp", "key", "value"]}, {"columns": ["headers", "topic"]},
+                   {"batches": True}, {"batches": True, "partial": True, "control": True},
+                   {"max_records_per_call": 9, "max_headers_per_call": 7}):
+            for args in ({}, {"topic": pa.array(topics), "partition": pa.array(parts, pa.int32())},
+                         {"topic": "t", "partition": 2}):
+                for blobs_in in (col, col.combine_chunks()):
+                    got = arrow.records(blobs_in, **kw, **args)
+                    want = twin.records_table(blobs_in, **kw, **args)
+                    if kw.get("batches"):
+                        assert got[0].equals(want[0]) and got[1].equals(want[1]), (typ, kw, args)
+                    else:
+                        assert got.equals(want), (typ, kw, args)
+    assert COMPILED or arrow._RECORDS is twin
+
+
+def test_one_call_table_checks_its_arguments_as_the_twin():
+    from kafkaproto.arrow import _records_py as twin
+
+    arr = pa.array([R.encode(some_records(random.Random(1), 3))], pa.large_binary())
+    for kw in ({"columns": ["nope", "key", "also"]}, {"max_records_per_batch": 0}, {"max_headers_per_call": -1},
+               {"max_records_per_batch": "x"}, {"partial": True}, {"topic": ["a", "b"]}):
+        with pytest.raises((ValueError, TypeError)) as a:
+            arrow.records(arr, **kw)
+        with pytest.raises((ValueError, TypeError)) as b:
+            twin.records_table(arr, **kw)
+        assert (type(a.value), str(a.value)) == (type(b.value), str(b.value))
+    with pytest.raises(TypeError):
+        arrow.records(b"not a column")
+    big = arrow.records(arr, max_records_per_batch=1 << 40, max_headers_per_call=None)
+    assert big.equals(twin.records_table(arr, max_records_per_batch=1 << 40, max_headers_per_call=None))

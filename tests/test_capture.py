@@ -460,11 +460,13 @@ def test_find_frame_start_twin_agrees():
                     assert all(g == got[0] for g in got), (buf[:16], is_request, pos, mfs)
 
 
-def _syn(i: int, seq: int = 100):
-    from kafkaproto.capture.walker.packets import SYN, TcpSegment
+def _syn(i: int, seq: int = 100) -> bytes:
+    """A SYN of the i-th client (a raw IPv4 packet)."""
+    from kafkaproto.capture.formats.writer import tcp_packet
+    from kafkaproto.capture.walker.packets import LINKTYPE_RAW, SYN
 
-    return TcpSegment(f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2", 9092,
-                      seq, 0, SYN, b"", 0)
+    return tcp_packet(LINKTYPE_RAW, f"10.{1 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}", 1024 + i % 60000, "10.0.0.2",
+                      9092, seq, 0, SYN, b"")
 
 
 def test_open_connections_are_bounded_at_constant_cost():
@@ -473,18 +475,21 @@ def test_open_connections_are_bounded_at_constant_cost():
     books balance.  (The per-packet cost at 1k and 200k open connections is
     in bench/bench_capture.py.)"""
     import kafkaproto
-    from kafkaproto.capture.walker.streams import MAX_OPEN_CONNECTIONS, Extractor
+    from kafkaproto.capture.walker.packets import LINKTYPE_RAW
+    from kafkaproto.capture.walker.streams import MAX_OPEN_CONNECTIONS, walker
 
-    assert Extractor().max_open_connections == MAX_OPEN_CONNECTIONS
+    assert walker().max_open_connections == MAX_OPEN_CONNECTIONS
     n, bound = (200_000, 20_000) if kafkaproto.COMPILED else (40_000, 5_000)
     acc = Accounting()
-    ext = Extractor([9092], acc, max_open_connections=bound)
+    walk = walker([9092], acc, max_open_connections=bound)
     for i in range(n):
-        ext.tcp(1_700_000_000_000_000_000 + i, _syn(i))
+        walk.packet(1_700_000_000_000_000_000 + i, LINKTYPE_RAW, _syn(i))
         if i % 997 == 0:
-            assert len(ext.flows) <= bound
-    assert len(ext.flows) == bound and acc.evicted_connections == n - bound
-    ext.finish()
+            assert walk.open_connections <= bound
+    assert walk.open_connections == bound
+    walk.flush()
+    assert acc.evicted_connections == n - bound
+    walk.finish()
     assert acc.connections == n and acc.syn_only == n and not acc.problems()
     assert f"{n - bound} connections closed early" in acc.format()
 
@@ -551,3 +556,125 @@ def test_bytes_held_for_detection_are_bounded_in_all(tmp_path):
         assert (acc.detections_forced > 0) == forced
         assert acc.bytes["not_kafka"] == 20 * len(b"GET /x HTTP/1.1\r\n" * 1200)
         assert summary(list(dissect(iter(items), acc))) == EXPECTED[:8]
+
+
+# ---------------------------------------------------------------------------
+# a claimed size never hides the frames behind it (issue 33, item 1)
+
+
+def _junk_header(size: int) -> bytes:
+    """16 bytes that read as a Metadata v1 request header claiming ``size`` bytes."""
+    return struct.pack(">ihhih", size, 3, 1, 5, 2) + b"ab"
+
+
+def _paired(path, ports) -> tuple[int, int, int, Accounting]:
+    """(requests, responses, responses paired with their request) of a capture."""
+    from kafkaproto.capture import read_frame_batches
+
+    acc = Accounting()
+    requests = responses = paired = 0
+    for batch in read_frame_batches(path, acc=acc, ports=ports):
+        direction, status = batch.rows["direction"], batch.rows["status"]
+        requests += int((direction == 0).sum())
+        responses += int((direction == 1).sum())
+        paired += int(((direction == 1) & (status == 0)).sum())
+    acc.check()
+    return requests, responses, paired, acc
+
+
+def _api_versions_exchanges(conv, n: int) -> list:
+    pk = []
+    for i in range(n):
+        req = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 100 + i,
+                             "app")
+        pk += conv.send(True, req) + conv.send(False, encode_response(ApiVersionsResponse(), 3, 100 + i))
+    return pk
+
+
+@pytest.mark.parametrize("handshake", [True, False])
+def test_a_claim_of_917_kb_hides_none_of_the_5000_exchanges_behind_it(tmp_path, handshake):
+    """A 16-byte header claiming a 917 kB frame, then 5,000 whole ApiVersions
+    exchanges: 5,000 requests and 5,000 paired responses, with and without
+    ports, from the connection's start or caught mid-stream (each request is
+    found before its response comes)."""
+    conv = TcpConversation(CLIENT4, SERVER4)
+    pk = (conv.handshake() if handshake else []) + conv.send(True, _junk_header(917_000))
+    pk += _api_versions_exchanges(conv, 5000) + conv.close()
+    path = write_pcap(tmp_path / "claim.pcap", pk)
+    for ports in (None, [9092]):
+        requests, responses, paired, acc = _paired(path, ports)
+        assert (requests, responses, paired) == (5000, 5000, 5000), ports
+        assert acc.bytes["not_kafka" if handshake else "gap"] == 16 and acc.kafka_connections == 1
+
+
+@pytest.mark.parametrize("size", [12, 252, 256, 1 << 16, 100_000_000])
+@pytest.mark.parametrize("handshake", [True, False])
+def test_repeating_headers_hide_no_request_after_them(tmp_path, size, handshake):
+    """160 bytes of a repeating 16-byte request header (claiming ``size``
+    bytes), then whole requests: each is found and paired, with and without
+    ports (12-byte claims that chain are frames of their own: undecodable)."""
+    conv = TcpConversation(CLIENT4, SERVER4)
+    pk = (conv.handshake() if handshake else []) + conv.send(True, _junk_header(size) * 10)
+    pk += _api_versions_exchanges(conv, 3) + conv.close()
+    path = write_pcap(tmp_path / "pattern.pcap", pk)
+    for ports in (None, [9092]):
+        requests, responses, paired, acc = _paired(path, ports)
+        assert (responses, paired) == (3, 3), ports
+        assert requests == (13 if size == 12 and handshake else 3)
+
+
+def test_claims_of_100_mb_hold_no_more_than_a_frame_each(tmp_path):
+    """Connections each opening with a header that claims 100 MB, then real
+    Produce requests: every request is found and paired, and what the walker
+    holds meanwhile (traced: its C memory too) is a frame or so a connection,
+    never the claim."""
+    import os
+    import tracemalloc
+
+    from kafkaproto.capture import read_frame_batches
+
+    records = os.urandom(256 << 10)
+    data = ProduceRequest.TopicProduceData(name="orders", partition_data=[
+        ProduceRequest.PartitionProduceData(index=0, records=records)])
+    pk = []
+    for c in range(3):
+        conv = TcpConversation(("10.1.0.1", 40100 + c), SERVER4)
+        pk += conv.handshake() + conv.send(True, _junk_header(100_000_000))
+        for i in range(6):
+            req = encode_request(ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[data]), 9, i, "app")
+            pk += conv.send(True, req) + conv.send(False, encode_response(ProduceResponse(), 9, i))
+        pk += conv.close()
+    path = write_pcap(tmp_path / "claims.pcap", pk)
+    del pk
+    tracemalloc.start()
+    try:
+        acc = Accounting()
+        requests = paired = 0
+        for batch in read_frame_batches(path, ports=[9092], acc=acc, batch_bytes=1 << 20):
+            requests += int((batch.rows["direction"] == 0).sum())
+            paired += int(((batch.rows["direction"] == 1) & (batch.rows["status"] == 0)).sum())
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    acc.check()
+    assert (requests, paired) == (18, 18) and acc.bytes["not_kafka"] == 3 * 16
+    assert peak < 8 << 20, peak  # the three claims would be 300 MB
+
+
+def test_a_record_value_holding_frames_is_no_frame_behind_its_produce(tmp_path):
+    """A Produce request whose record value holds whole Kafka requests: they
+    are its data (inside its records field), not frames its claim hides."""
+    from kafkaproto import records as _records
+
+    inner = b"".join(encode_request(MetadataRequest(topics=[]), 4, 500 + i, "inner") for i in range(40))
+    blob = _records.encode([(b"k", inner, [], 1_700_000_000_000)], magic=2, codec="none")
+    data = ProduceRequest.TopicProduceData(name="t", partition_data=[
+        ProduceRequest.PartitionProduceData(index=0, records=blob)])
+    pairs = exchange(0) + [(encode_request(ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[data]), 9, 9, "app"),
+                            encode_response(ProduceResponse(), 9, 9))]
+    for handshake in (True, False):
+        path = write_pcap(tmp_path / "inner.pcap", conversation_packets(pairs, handshake=handshake))
+        items, _acc = run(path, ports=[9092])
+        got = [(d.frame.direction, d.frame.api_key, d.frame.correlation_id) for d in items]
+        assert ("request", 0, 9) in got and ("response", 0, 9) in got
+        assert not any(cid >= 500 for _d, _k, cid in got)

@@ -384,8 +384,10 @@ def _run(args) -> int:
 
 #: commands that hand pyarrow no pandas objects.  pyarrow imports pandas (when
 #: installed) on its first conversion, to look for them: a third of a
-#: ``dump-log`` run on a 64 MiB segment.  Their processes go without it.
-_NO_PANDAS = frozenset({"dump-log", "inspect"})
+#: ``dump-log`` run on a 64 MiB segment, half a CPU-second of a report on the
+#: embedded engine.  Their processes go without it (a report on Spark keeps it:
+#: PySpark's Arrow exchange uses it).
+_NO_PANDAS = frozenset({"dump-log", "inspect", "report"})
 
 
 class _WithoutPandas:
@@ -400,7 +402,8 @@ class _WithoutPandas:
 def run() -> None:
     """The process's entry (the ``kafkaproto`` script, ``python -m kafkaproto``):
     :func:`main` on ``sys.argv``, without pandas for the commands that never use it."""
-    if len(sys.argv) > 1 and sys.argv[1] in _NO_PANDAS and "pandas" not in sys.modules:
+    spark = any(a.split("=", 1)[0] in ("--master", "--remote") for a in sys.argv[2:])  # Spark uses pandas
+    if len(sys.argv) > 1 and sys.argv[1] in _NO_PANDAS and not spark and "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())
     sys.exit(main())
 

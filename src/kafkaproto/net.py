@@ -10,7 +10,6 @@ into a frame in user space.
 from __future__ import annotations
 
 import os
-import socket
 
 __all__ = ["send_parts", "write_parts"]
 
@@ -18,7 +17,6 @@ try:
     _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
 except (AttributeError, ValueError, OSError):  # not POSIX
     _IOV_MAX = 1024
-_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
 
 
 def _views(parts) -> list:
@@ -42,7 +40,7 @@ def send_parts(sock, parts) -> int:
     """
     views = _views(parts)
     total = sum(len(v) for v in views)
-    if not _HAS_SENDMSG:
+    if not hasattr(sock, "sendmsg"):
         for v in views:
             sock.sendall(v)
         return total

@@ -13,7 +13,6 @@ blocking client.
 
 from __future__ import annotations
 
-import socket
 import struct
 
 from ._impl import codec
@@ -739,6 +738,8 @@ class Connection:
 def send_request(host: str, port: int, msg, version: int, client_id: str | None = "kafkaproto",
                  timeout: float = 10.0):
     """Open a connection, send one request, return the decoded response message."""
+    import socket
+
     conn = Connection(client_id)
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)

@@ -29,13 +29,15 @@ import numpy as np
 import pyarrow as pa
 
 import kafkaproto
-import kafkaproto.capture as _capture
+import kafkaproto.capture.walker._judge_py as _judge_twin
 import kafkaproto.capture.walker._scan_py as _scan_twin
+import kafkaproto.capture.walker._sink_py as _sink_twin
 from kafkaproto import arrow, frames, headers, records
 from kafkaproto._limits import call_caps
 from kafkaproto.capture import Accounting, CaptureFormatError, read_frames
 from kafkaproto.capture.formats.tapfiles import is_table_file
 from kafkaproto.capture.tools.dissect import dissect
+from kafkaproto.capture.walker import streams as _streams
 from kafkaproto.error_codes import ErrorCode
 from kafkaproto.errors import KafkaProtocolError
 from kafkaproto.headers import RequestHeader, ResponseHeader
@@ -618,11 +620,25 @@ def _capture_outcome(path):
     return rows, acc
 
 
+def _twin_walker():
+    """The walker's units swapped for their twins (reassembly, judge, sink);
+    returns what to put back."""
+    saved = (_streams._scan, _streams._judge, _streams._sink, list(_streams._CHECKS))
+    _streams._scan, _streams._judge, _streams._sink = _scan_twin, _judge_twin, _sink_twin
+    _streams._CHECKS[:] = []
+    return saved
+
+
+def _compiled_walker(saved) -> None:
+    _streams._scan, _streams._judge, _streams._sink, checks = saved
+    _streams._CHECKS[:] = checks
+
+
 def check_capture(data: bytes) -> None:
     """A capture file: read_frames + dissect.  Only CaptureFormatError (not a
     capture at all) or KafkaProtocolError may escape, and the accounting must
-    add up.  With the compiled core, its fast path and the Python loop over
-    the same packets must give the same frames and accounting.  Tap tables
+    add up.  With the compiled core, its walker and the twin's (reassembly,
+    judge and sink) must give the same frames and accounting.  Tap tables
     (Arrow/Parquet) are pyarrow's to parse: left out."""
     if is_table_file(data[:8]):
         return
@@ -630,15 +646,13 @@ def check_capture(data: bytes) -> None:
         f.write(data)
     try:
         rows, acc = _capture_outcome(_CAPTURE_FILE)
-        if _capture.walker.streams._scan.COMPILED:
-            # the twin's scanner over the same compiled layers: every packet through the Python loop
-            fast = _capture.walker.streams._scan
-            _capture.walker.streams._scan = _scan_twin
+        if _streams._scan.COMPILED:
+            saved = _twin_walker()
             try:
-                slow_rows, slow_acc = _capture_outcome(_CAPTURE_FILE)
+                twin_rows, twin_acc = _capture_outcome(_CAPTURE_FILE)
             finally:
-                _capture.walker.streams._scan = fast
-            same((rows, acc.to_dict()), (slow_rows, slow_acc.to_dict()), "capture: fast path vs Python loop")
+                _compiled_walker(saved)
+            same((rows, acc.to_dict()), (twin_rows, twin_acc.to_dict()), "capture: compiled walker vs the twin's")
     finally:
         os.unlink(_CAPTURE_FILE)
     if isinstance(rows, list):

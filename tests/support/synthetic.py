@@ -1314,6 +1314,52 @@ def roll_capture(path, folder, size: int, name: str | None = None) -> list[str]:
     return paths
 
 
+def replicate_capture(src, path, copies: int) -> int:
+    """Real client traffic at scale: the classic pcap ``src`` (Ethernet,
+    IPv4) written ``copies`` times into ``path``, copy ``i`` moved onto its
+    own addresses (both ends of every IPv4 packet to 127.x.y.1, the IP header
+    checksum made anew; TCP checksums are left as they are, which no reader
+    here checks) and ``31 * i`` seconds later: each copy's connections are
+    new connections, with the sample's frames.  Returns the bytes written."""
+    data = open(src, "rb").read()
+    if data[:4] != b"\xd4\xc3\xb2\xa1":
+        raise ValueError(f"{src}: not a little-endian microsecond pcap file")
+    linktype = struct.unpack_from("<I", data, 20)[0]
+    if linktype != 1:
+        raise ValueError(f"{src}: link type {linktype}, not Ethernet")
+    records = []  # (offset of the record, offset of its IPv4 header or -1)
+    pos = 24
+    while pos + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, pos + 8)[0]
+        ip = pos + 16 + 14
+        is_ip4 = incl >= 34 and data[pos + 16 + 12:pos + 16 + 14] == b"\x08\x00" and data[ip] >> 4 == 4
+        records.append((pos, ip if is_ip4 else -1))
+        pos += 16 + incl
+    written = 24
+    with open(path, "wb") as out:
+        out.write(data[:24])
+        for i in range(copies):
+            body = bytearray(data[24:pos])
+            addr = bytes((127, 1 + i // 250, 1 + i % 250, 1))
+            for rec, ip in records:
+                at = rec - 24
+                struct.pack_into("<I", body, at, struct.unpack_from("<I", body, at)[0] + 31 * i)
+                if ip < 0:
+                    continue
+                h = ip - 24
+                ihl = (body[h] & 0x0F) * 4
+                body[h + 12:h + 16] = addr
+                body[h + 16:h + 20] = addr
+                struct.pack_into(">H", body, h + 10, 0)
+                total = sum(struct.unpack_from(f">{ihl // 2}H", body, h))
+                while total >> 16:
+                    total = (total & 0xFFFF) + (total >> 16)
+                struct.pack_into(">H", body, h + 10, ~total & 0xFFFF)
+            out.write(body)
+            written += len(body)
+    return written
+
+
 def _size(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     text = text.strip().upper().rstrip("B")

@@ -1,7 +1,9 @@
 # Column memory for the compiled Arrow decoders (kafkaproto.arrow._columns):
 # growable C columns (fixed-width, variable-width, list, struct) that the
-# loops fill without the GIL, handed to Python as buffer-protocol blocks that
-# kafkaproto/arrow/__init__.py wraps with pa.Array.from_buffers; and the rows
+# loops fill without the GIL, handed to pyarrow through the Arrow C data
+# interface (ArrowArray structs whose buffers are the columns' own blocks,
+# freed by their release callback: one import per table or column), or as
+# buffer-protocol blocks (col_export: the twins' column trees); and the rows
 # of an input binary / large_binary / binary_view array.  No pyarrow here and
 # no Arrow C++ linked.
 
@@ -36,6 +38,19 @@ cdef struct Col:
     Col** kids
     int nkids
     bint bits           # bool values: bit-packed on export
+
+# The Arrow C data interface's array (arrow/c/abi.h): an ABI, stable since Arrow 1.0
+cdef struct ArrowArray:
+    int64_t length
+    int64_t null_count
+    int64_t offset
+    int64_t n_buffers
+    int64_t n_children
+    const void** buffers
+    ArrowArray** children
+    ArrowArray* dictionary
+    void (*release)(ArrowArray*) noexcept nogil
+    void* private_data
 
 cdef struct Rows:
     int64_t n
@@ -75,6 +90,12 @@ cdef void col_set_vhint(Col* c, int64_t hint) noexcept nogil
 cdef int col_put_null(Col* c) noexcept nogil
 cdef void col_truncate(Col* c, int64_t n) noexcept nogil
 cdef object col_export(Col* c)
+cdef int aa_init(ArrowArray* a, int64_t n, int64_t nkids) noexcept nogil
+cdef void aa_release(ArrowArray* a) noexcept nogil
+cdef void aa_set(ArrowArray* a, int k, void* block, int64_t alloc) noexcept nogil
+cdef int col_to_c(Col* c, ArrowArray* a) noexcept nogil
+cdef int aa_nulls(ArrowArray* a, int64_t n, int nbuf, int width) noexcept nogil
+cdef int aa_strings(ArrowArray* a, int64_t n, const int64_t* rows, list texts) except -1
 
 cdef inline bint row_at(const Rows* r, int64_t i, const uint8_t** p, int64_t* n) noexcept nogil:
     """Row i → (pointer, length); False for a null row."""

@@ -406,3 +406,174 @@ cdef object col_export(Col* c):
     return (n, nulls, bitmap, bufs, kids)
 
 
+
+
+# ---------------------------------------------------------------------------
+# Columns out through the Arrow C data interface: each ArrowArray node owns
+# its buffers (a column's blocks, moved out of it) and its children; its
+# release callback gives them back, in whatever thread drops the last
+# reference (no GIL needed: mem_put and free only).
+
+cdef struct AAPriv:
+    const void* bufs[3]
+    void* block[3]
+    int64_t alloc[3]        # the mem_get size of block[k], or -1: malloc'd / calloc'd
+
+
+cdef void aa_release(ArrowArray* a) noexcept nogil:
+    cdef int64_t k
+    cdef AAPriv* priv = <AAPriv*>a.private_data
+    cdef ArrowArray* kid
+    if a.release == NULL:
+        return
+    for k in range(a.n_children):
+        kid = a.children[k]
+        if kid != NULL:
+            if kid.release != NULL:
+                kid.release(kid)
+            free(kid)
+    free(a.children)
+    if priv != NULL:
+        for k in range(3):
+            if priv.alloc[k] >= 0:
+                mem_put(priv.block[k], priv.alloc[k])
+            else:
+                free(priv.block[k])
+        free(priv)
+    a.release = NULL
+
+
+cdef int aa_init(ArrowArray* a, int64_t n, int64_t nkids) noexcept nogil:
+    """An empty node of ``n`` slots and ``nkids`` children (made empty too): no
+    buffers yet (aa_set), no nulls; released by aa_release."""
+    cdef int64_t k
+    cdef AAPriv* priv = <AAPriv*>calloc(1, sizeof(AAPriv))
+    a.length = n
+    a.null_count = 0
+    a.offset = 0
+    a.n_buffers = 1
+    a.n_children = nkids
+    a.buffers = NULL if priv == NULL else priv.bufs
+    a.children = <ArrowArray**>calloc(nkids if nkids else 1, sizeof(ArrowArray*))
+    a.dictionary = NULL
+    a.private_data = priv
+    a.release = aa_release
+    if priv == NULL or a.children == NULL:
+        return -1
+    for k in range(3):
+        priv.alloc[k] = -1
+    for k in range(nkids):
+        a.children[k] = <ArrowArray*>calloc(1, sizeof(ArrowArray))
+        if a.children[k] == NULL:
+            return -1
+    return 0
+
+
+cdef void aa_set(ArrowArray* a, int k, void* block, int64_t alloc) noexcept nogil:
+    """Buffer ``k`` of the node: ``block``, now the node's (from mem_get(alloc), or malloc'd: -1)."""
+    cdef AAPriv* priv = <AAPriv*>a.private_data
+    priv.bufs[k] = block
+    priv.block[k] = block
+    priv.alloc[k] = alloc
+    if a.n_buffers < k + 1:
+        a.n_buffers = k + 1
+
+
+cdef int col_to_c(Col* c, ArrowArray* a) noexcept nogil:
+    """Move a column (and its children) into ``a``, an uninitialised node; the column
+    keeps nothing but what col_free still frees.  0, or -1 out of memory (``a`` is
+    then still released by aa_release)."""
+    cdef int64_t n = c.n
+    cdef int64_t nulls = _count_nulls(c.valid, n) if c.valid != NULL else 0
+    cdef int k
+    cdef uint8_t* packed
+    if aa_init(a, n, c.nkids):
+        return -1
+    a.null_count = nulls
+    if nulls:
+        packed = _pack_bits(c.valid, n)
+        if packed == NULL:
+            return -1
+        aa_set(a, 0, packed, -1)
+    if c.what == C_FIXED:
+        if c.bits:
+            packed = _pack_bits(c.data, n)
+            if packed == NULL:
+                return -1
+            aa_set(a, 1, packed, -1)
+        else:
+            aa_set(a, 1, c.data, c.cap * c.width)
+            c.data = NULL
+    elif c.what == C_VAR:
+        aa_set(a, 1, c.offs, (c.cap + 1) * 8)
+        aa_set(a, 2, c.vdata, c.vcap)
+        c.offs = NULL
+        c.vdata = NULL
+    elif c.what == C_LIST:
+        aa_set(a, 1, c.offs, (c.cap + 1) * 8)
+        c.offs = NULL
+    for k in range(c.nkids):
+        if col_to_c(c.kids[k], a.children[k]):
+            return -1
+    return 0
+
+
+cdef int aa_nulls(ArrowArray* a, int64_t n, int nbuf, int width) noexcept nogil:
+    """A column of ``n`` nulls: ``nbuf`` 2 (fixed ``width`` bytes a slot) or 3
+    (64-bit offsets, no data), zeroed blocks (calloc: large ones are pages the
+    system maps zeroed when first read)."""
+    cdef void* p
+    if aa_init(a, n, 0):
+        return -1
+    a.null_count = n
+    p = calloc((n + 7) >> 3 if n else 1, 1)
+    aa_set(a, 0, p, -1)
+    if p == NULL:
+        return -1
+    p = calloc(n + 1 if nbuf == 3 else (n if n else 1), 8 if nbuf == 3 else width)
+    aa_set(a, 1, p, -1)
+    if p == NULL:
+        return -1
+    if nbuf == 3:
+        p = malloc(1)
+        aa_set(a, 2, p, -1)
+        if p == NULL:
+            return -1
+    return 0
+
+
+cdef int aa_strings(ArrowArray* a, int64_t n, const int64_t* rows, list texts) except -1:
+    """A large_string column of ``n`` rows: ``texts[j]`` at row ``rows[j]`` (ascending), null elsewhere."""
+    cdef int64_t m = len(texts), j, i = 0, at = 0
+    cdef bytes t
+    cdef list data = [(<str>x).encode("utf-8") for x in texts]
+    cdef int64_t total = sum([len(<bytes>x) for x in data])
+    cdef uint8_t* valid
+    cdef int64_t* offs
+    cdef uint8_t* chars
+    if aa_init(a, n, 0):
+        raise MemoryError()
+    a.null_count = n - m
+    valid = <uint8_t*>calloc((n + 7) >> 3 if n else 1, 1)
+    aa_set(a, 0, valid, -1)
+    offs = <int64_t*>malloc((n + 1) * 8)
+    aa_set(a, 1, offs, -1)
+    chars = <uint8_t*>malloc(total if total else 1)
+    aa_set(a, 2, chars, -1)
+    if valid == NULL or offs == NULL or chars == NULL:
+        raise MemoryError()
+    offs[0] = 0
+    for j in range(m):
+        while i < rows[j]:
+            offs[i + 1] = at
+            i += 1
+        t = data[j]
+        memcpy(chars + at, PyBytes_AS_STRING(t), len(t))
+        at += len(t)
+        valid[i >> 3] |= 1 << (i & 7)
+        offs[i + 1] = at
+        i += 1
+    while i < n:
+        offs[i + 1] = at
+        i += 1
+    return 0

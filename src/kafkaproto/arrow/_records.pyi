@@ -1,7 +1,7 @@
 """Types of kafkaproto.arrow._records (_records.pyx), the compiled records loop
 behind kafkaproto.arrow.records, and of its twin _records_py."""
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,3 +45,25 @@ def arrow_records(
     batches bring the call's past a ``max_*_per_call`` cap (counted across
     rows: ``budget``, shared with other calls).
     """
+
+def records_table(
+    blobs: Any,
+    topic: Any = None,
+    partition: Any = None,
+    columns: Iterable[str] | None = None,
+    check_crc: bool = True,
+    max_decompressed_size: int = 67108864,
+    batches: bool = False,
+    max_records_per_batch: int | None = 1000000,
+    max_headers_per_record: int | None = 10000,
+    max_headers_per_batch: int | None = 1000000,
+    control: bool = False,
+    partial: bool = False,
+    max_records_per_call: int | None = 4000000,
+    max_headers_per_call: int | None = 4000000,
+    max_decompressed_per_call: int | None = 268435456,
+) -> pa.Table | tuple[pa.Table, pa.Table]:
+    """kafkaproto.arrow.records: the table (with ``batches``, the records and the
+    batches tables) of a column of records blobs, one walk of every chunk (the
+    compiled module hands the columns to pyarrow through the Arrow C data
+    interface; the twin builds them with pa.Array.from_buffers)."""

@@ -8,13 +8,20 @@ records of a v2 batch are checked and written into the columns in one loop
 without the GIL.  Control records are checked and left out, as a Kafka
 consumer does.  A blob that fails becomes one row of nulls whose error is the
 text records.decode raises for it, taken from the walker's failure record.
+
+``records_table`` is the whole of ``kafkaproto.arrow.records``: the caps
+checked and the call's budget kept in C, every chunk of the column walked,
+and the finished columns (topic, partition and error included) handed to
+pyarrow through the Arrow C data interface, one record batch per chunk: no
+Python per column, per batch or per row.
 """
 
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_READ
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.object cimport PyObject
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport malloc, free, realloc
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport malloc, calloc, free, realloc
 from libc.string cimport memcpy, memset
 
 from kafkaproto._wire cimport (
@@ -25,9 +32,11 @@ from kafkaproto._codec cimport crc32_of
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_grow, col_reserve, col_mark_valid, col_mark_null,
     col_vappend, col_vgrow, col_put_null, col_truncate, col_export, col_valid_init, C_FIXED, C_VAR, C_STRUCT, C_LIST,
+    ArrowArray, aa_init, aa_release, aa_set, col_to_c, aa_nulls, aa_strings, IN_LARGE,
 )
 
 import numpy as np
+import pyarrow as pa
 
 from crc32c import crc32c as _crc32c
 
@@ -53,8 +62,29 @@ from kafkaproto.records._common import (
     legacy_records_error as _legacy_records_error,
     record_failure as _record_failure,
 )
+from kafkaproto.arrow._build import (
+    BATCHES_SCHEMA as _BATCHES_SCHEMA,
+    RECORDS_SCHEMA as _RECORDS_SCHEMA,
+    _chunks,
+    _pass_through,
+)
+from kafkaproto.records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED
 
 COMPILED = True
+
+cdef extern from *:
+    """
+    /* _put_record (below) goes into the record walk inline, however large the compiler
+       finds it: called out of line it cost a fifth of the walk (this names Cython's C
+       name of it; were that to change, the declaration would only go unused) */
+    #if defined(__GNUC__)
+    #include <stdint.h>
+    struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols;
+    static inline int __pyx_f_10kafkaproto_5arrow_8_records__put_record(
+        struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols *, uint8_t const *, int32_t, uint8_t const *, int32_t,
+        int64_t, int64_t, int32_t, int32_t) __attribute__((always_inline));
+    #endif
+    """
 
 cdef object _decompress = _compression.decompress
 
@@ -71,28 +101,9 @@ cdef enum:
 cdef int64_t _US_LIMIT = 9223372036854775  # |milliseconds| that still fit in int64 microseconds
 
 
-cdef enum:
-    # records staged before they are written out, column by column
-    STAGE = 2048
-
-cdef struct Stage:
-    const uint8_t* key[STAGE]       # NULL: null
-    int32_t klen[STAGE]
-    const uint8_t* value[STAGE]
-    int32_t vlen[STAGE]
-    int64_t offset[STAGE]
-    int64_t ts[STAGE]               # milliseconds
-    int32_t ts_type[STAGE]
-    int32_t headers[STAGE]          # how many (0: null)
-    int n
-    int64_t kbytes                  # bytes of the staged keys, values
-    int64_t vbytes
-    int64_t emitted                 # records staged since the call began
-
 cdef struct RecCols:
     Col* root
     Col* c[RC_COUNT]        # NULL: column not asked for (parsed, not stored)
-    Stage* stage
     # the batch being written
     int64_t row
     int64_t base_offset
@@ -103,132 +114,107 @@ cdef struct RecCols:
     bint keep_control        # control records go into the columns too
     int ctl_type             # the batch's first control record: its type (-1: none)
     int64_t ctl_epoch        # and a transaction marker's coordinator epoch (-1: none)
-    int64_t first_off        # offsets of the first and last records staged for the batch
+    int64_t n                # records in the columns, with those of the batch being written
+    int64_t first_off        # offsets of the first and last records of a legacy batch
     int64_t last_off
     bint any_off
 
 
 cdef int _reserve_rows(RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
     """Room for ``count`` more records whose keys and values take at most ``nbytes``
-    (the batch's bytes: a record cannot hold more than its batch), besides the
-    records staged already."""
+    (the batch's bytes: a record cannot hold more than its batch): the records are
+    then written without a check of room."""
     cdef int k
-    cdef int64_t need
-    cdef Stage* st = rc.stage
-    for k in range(RC_COUNT):
-        if rc.c[k] != NULL and k != RC_HEADERS:
-            if col_reserve(rc.c[k], count + st.n):
-                return -1
-            if rc.c[k].what == C_VAR:
-                need = rc.c[k].vlen + nbytes + (st.kbytes if k == RC_KEY else st.vbytes)
-                if need > rc.c[k].vcap and col_vgrow(rc.c[k], need):
-                    return -1
-    return 0
-
-
-cdef void _blobs(Col* c, const uint8_t** ptr, const int32_t* size, int n) noexcept nogil:
-    cdef int i
-    cdef int64_t k = c.n, vlen = c.vlen
-    cdef int64_t* offs = c.offs
-    cdef uint8_t* data = c.vdata
-    for i in range(n):
-        if ptr[i] != NULL:
-            if size[i]:  # (an empty key or value: a NULL buffer must not meet memcpy)
-                memcpy(data + vlen, ptr[i], size[i])
-            vlen += size[i]
-        offs[k + i + 1] = vlen
-    c.vlen = vlen
-
-
-cdef int _validity(Col* c, const uint8_t** ptr, int n) noexcept nogil:
-    """Validity of the staged blobs (NULL pointer: null)."""
-    cdef int i
-    for i in range(n):
-        if ptr[i] == NULL:
-            if c.valid == NULL and col_valid_init(c):
-                return -1
-            break
-    if c.valid != NULL:
-        for i in range(n):
-            c.valid[c.n + i] = ptr[i] != NULL
-    return 0
-
-
-cdef int _flush(RecCols* rc) noexcept nogil:
-    """Write the staged records out, one column at a time (room was reserved)."""
-    cdef Stage* st = rc.stage
-    cdef int n = st.n, i
     cdef Col* c
-    cdef int64_t* d64
-    cdef int32_t* d32
-    cdef int64_t ts
-    if n == 0:
-        return 0
-    st.n = 0
-    st.kbytes = st.vbytes = 0
-    c = rc.c[RC_KEY]
-    if c != NULL:
-        _blobs(c, st.key, st.klen, n)
-        if _validity(c, st.key, n):
+    for k in range(RC_COUNT):
+        c = rc.c[k]
+        if c != NULL:
+            if col_reserve(c, count):
+                return -1
+            if c.what == C_VAR and c.vlen + nbytes > c.vcap and col_vgrow(c, c.vlen + nbytes):
+                return -1
+    return 0
+
+
+cdef int _null_at(Col* c, int64_t k) noexcept nogil:
+    """Slot ``k`` of a column is null (its validity made at the first null: the
+    slots before it, from c.n on those of the batch being written, are valid)."""
+    if c.valid == NULL:
+        if col_valid_init(c):
             return -1
-        c.n += n
+        memset(c.valid + c.n, 1, k - c.n)
+    c.valid[k] = 0
+    return 0
+
+
+cdef inline int _put_record(RecCols* rc, const uint8_t* key, int32_t klen, const uint8_t* value, int32_t vlen,
+                            int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
+    """One record into slot rc.n of the columns asked for (room reserved; its headers
+    are in already).  The columns' own counts are brought up to rc.n by _sync."""
+    cdef int64_t k = rc.n
+    cdef Col* c = rc.c[RC_KEY]
+    if c != NULL:
+        if key != NULL:
+            if klen > 0:  # (an empty key: a NULL buffer must not meet memcpy)
+                memcpy(c.vdata + c.vlen, key, klen)
+                c.vlen += klen
+            if c.valid != NULL:
+                c.valid[k] = 1
+        elif _null_at(c, k):
+            return -1
+        c.offs[k + 1] = c.vlen
     c = rc.c[RC_VALUE]
     if c != NULL:
-        _blobs(c, st.value, st.vlen, n)
-        if _validity(c, st.value, n):
+        if value != NULL:
+            if vlen > 0:
+                memcpy(c.vdata + c.vlen, value, vlen)
+                c.vlen += vlen
+            if c.valid != NULL:
+                c.valid[k] = 1
+        elif _null_at(c, k):
             return -1
-        c.n += n
+        c.offs[k + 1] = c.vlen
     c = rc.c[RC_OFFSET]
     if c != NULL:
-        d64 = <int64_t*>c.data + c.n
-        for i in range(n):
-            d64[i] = st.offset[i]
+        (<int64_t*>c.data)[k] = offset
         if c.valid != NULL:
-            memset(c.valid + c.n, 1, n)
-        c.n += n
-    c = rc.c[RC_TS_TYPE]
-    if c != NULL:
-        d32 = <int32_t*>c.data + c.n
-        for i in range(n):
-            d32[i] = st.ts_type[i]
-        if c.valid != NULL:
-            memset(c.valid + c.n, 1, n)
-        c.n += n
-    c = rc.c[RC_ROW]
-    d64 = <int64_t*>c.data + c.n
-    for i in range(n):
-        d64[i] = rc.row
-    c.n += n
+            c.valid[k] = 1
     c = rc.c[RC_TIMESTAMP]
     if c != NULL:
-        d64 = <int64_t*>c.data + c.n
-        for i in range(n):
-            ts = st.ts[i]
-            if -_US_LIMIT <= ts <= _US_LIMIT:
-                d64[i] = ts * 1000
-            else:
-                # beyond int64 microseconds: null
-                d64[i] = 0
-                if c.valid == NULL and col_valid_init(c):
-                    return -1
+        if -_US_LIMIT <= ts <= _US_LIMIT:
+            (<int64_t*>c.data)[k] = ts * 1000
+            if c.valid != NULL:
+                c.valid[k] = 1
+        else:
+            # beyond int64 microseconds: null
+            (<int64_t*>c.data)[k] = 0
+            if _null_at(c, k):
+                return -1
+    c = rc.c[RC_TS_TYPE]
+    if c != NULL:
+        (<int32_t*>c.data)[k] = ts_type
         if c.valid != NULL:
-            for i in range(n):
-                c.valid[c.n + i] = -_US_LIMIT <= st.ts[i] <= _US_LIMIT
-        c.n += n
+            c.valid[k] = 1
     c = rc.c[RC_HEADERS]
     if c != NULL:
-        if col_reserve(c, n):
-            return -1
-        for i in range(n):
-            c.offs[c.n + i + 1] = c.offs[c.n + i] + st.headers[i]
-            if st.headers[i] == 0 and c.valid == NULL and col_valid_init(c):
-                # no headers: null, as Spark's Kafka source shows it (legacy records have none)
+        c.offs[k + 1] = c.offs[k] + headers
+        if headers == 0:
+            # no headers: null, as Spark's Kafka source shows it (legacy records have none)
+            if _null_at(c, k):
                 return -1
-        if c.valid != NULL:
-            for i in range(n):
-                c.valid[c.n + i] = st.headers[i] != 0
-        c.n += n
+        elif c.valid != NULL:
+            c.valid[k] = 1
+    (<int64_t*>rc.c[RC_ROW].data)[k] = rc.row
+    rc.n = k + 1
     return 0
+
+
+cdef inline void _sync(RecCols* rc) noexcept nogil:
+    """The columns' counts up to the records written (rc.n)."""
+    cdef int k
+    for k in range(RC_COUNT):
+        if rc.c[k] != NULL:
+            rc.c[k].n = rc.n
 
 
 cdef inline void _v2_header(int64_t* r, BatchView* v) noexcept nogil:
@@ -248,29 +234,6 @@ cdef inline void _v2_header(int64_t* r, BatchView* v) noexcept nogil:
     r[B_BSEQ] = v.bseq
 
 
-cdef inline int _stage(RecCols* rc, const uint8_t* key, int32_t klen, const uint8_t* value, int32_t vlen,
-                       int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
-    cdef Stage* st = rc.stage
-    cdef int i = st.n
-    st.key[i] = key
-    st.klen[i] = klen
-    st.value[i] = value
-    st.vlen[i] = vlen
-    st.offset[i] = offset
-    st.ts[i] = ts
-    st.ts_type[i] = ts_type
-    st.headers[i] = headers
-    st.emitted += 1
-    if klen > 0:
-        st.kbytes += klen
-    if vlen > 0:
-        st.vbytes += vlen
-    st.n = i + 1
-    if st.n == STAGE:
-        return _flush(rc)
-    return 0
-
-
 cdef inline int _rc_blob(Col* c, const uint8_t* p, int32_t n) noexcept nogil:
     if col_reserve(c, 1):
         return -1
@@ -284,8 +247,7 @@ cdef inline int _rc_blob(Col* c, const uint8_t* p, int32_t n) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------
-# the v2 record sink (see records/_walk.pxi): records are staged, then written
-# out column by column per batch (tight loops over one column at a time)
+# the v2 record sink (see records/_walk.pxi): each record straight into the columns
 
 ctypedef RecCols* RSink
 
@@ -313,8 +275,8 @@ cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
                 s.ctl_epoch = <int32_t>kp_ld32(r.value + 2)
         if not s.keep_control:
             return 0  # checked, and left out as a consumer does
-    if _stage(s, r.key, r.key_len, r.value, r.value_len, _wadd(s.base_offset, r.offset_delta),
-              s.max_ts if s.ts_type == 1 else _wadd(s.base_ts, r.timestamp_delta), s.ts_type, r.header_count):
+    if _put_record(s, r.key, r.key_len, r.value, r.value_len, _wadd(s.base_offset, r.offset_delta),
+                   s.max_ts if s.ts_type == 1 else _wadd(s.base_ts, r.timestamp_delta), s.ts_type, r.header_count):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     return 0
 
@@ -333,13 +295,12 @@ cdef int ls_buffer(LSink s, object buf, const uint8_t* base) except -1:
 cdef int ls_begin(LSink s, int count, Py_ssize_t nbytes) except -1:
     if _reserve_rows(s.rc, count, nbytes):
         raise MemoryError()
+    s.rc.n = s.rc.c[RC_ROW].n
     return 0
 
 
 cdef int ls_end(LSink s, bint gone) except -1:
-    # staged records point into their buffer: out with them before a decompressed one goes
-    if gone and _flush(s.rc):
-        raise MemoryError()
+    _sync(s.rc)  # (every record was copied into the columns as it came)
     return 0
 
 
@@ -348,8 +309,8 @@ cdef int ls_record(LSink s, const uint8_t* b, LMsg* m, int64_t offset, int64_t t
         s.rc.first_off = offset
         s.rc.any_off = True
     s.rc.last_off = offset
-    if _stage(s.rc, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
-              offset, ts, ts_type, 0):
+    if _put_record(s.rc, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
+                   offset, ts, ts_type, 0):
         raise MemoryError()
     return 0
 
@@ -360,9 +321,9 @@ include "kafkaproto/records/_walk.pxi"
 # ---------------------------------------------------------------------------
 # blobs
 
-cdef object _v2_error(Cur* c, object base, Py_ssize_t batch_at, object budget, int64_t batch_cap):
+cdef object _v2_error(Cur* c, object base, Py_ssize_t batch_at, const Budget* budget, int64_t batch_cap):
     path = [c.path[k].value for k in range(c.depth - 1, -1, -1)]
-    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget, batch_cap)
+    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget_call(budget), batch_cap)
 
 
 # the columns of a batch row, in the order of BATCH_FIELDS (kafkaproto.arrow.BATCHES_SCHEMA less error)
@@ -394,6 +355,31 @@ BATCH_FIELDS = ("row", "position", "magic", "codec", "bytes", "records", "trunca
                 "producer_epoch", "base_sequence", "control_type", "coordinator_epoch")
 _BATCH_TYPES = (np.int64, np.int64, np.int8, np.int8, np.int64, np.int64, np.bool_, np.int64, np.int64, np.int32,
                 np.int32, np.int64, np.int16, np.int64, np.int64, np.int64, np.int16, np.int32, np.int16, np.int64)
+# their widths in bytes (0: bits)
+cdef int _B_WIDTH[B_FIELDS]
+for _k, _t in enumerate(_BATCH_TYPES):
+    _B_WIDTH[_k] = 0 if _t is np.bool_ else np.dtype(_t).itemsize
+
+
+cdef int _error_column(ArrowArray* a, int64_t n, dict errors) except -1:
+    """The error column of ``n`` rows: ``errors`` (row -> text), null elsewhere."""
+    cdef int64_t* rows
+    cdef int64_t j
+    if not errors:
+        if aa_nulls(a, n, 3, 0):
+            raise MemoryError()
+        return 0
+    keys = sorted(errors)
+    rows = <int64_t*>malloc(len(keys) * sizeof(int64_t))
+    if rows == NULL:
+        raise MemoryError()
+    try:
+        for j in range(len(keys)):
+            rows[j] = keys[j]
+        aa_strings(a, n, rows, [errors[r] for r in keys])
+    finally:
+        free(rows)
+    return 0
 
 
 cdef class _BatchRows:
@@ -491,6 +477,42 @@ cdef class _BatchRows:
         for k in range(first, self.n):
             self.v[k * B_FIELDS + B_RECORDS] = 0
 
+    cdef object to_c(self, ArrowArray* a):
+        """The rows as the columns of BATCHES_SCHEMA (a struct node): 0, or raises."""
+        cdef int64_t n = self.n, i
+        cdef int k, w
+        cdef uint8_t* p
+        cdef const int64_t* v = self.v
+        if aa_init(a, n, B_FIELDS + 1):
+            raise MemoryError()
+        for k in range(B_FIELDS):
+            w = _B_WIDTH[k]
+            if aa_init(a.children[k], n, 0):
+                raise MemoryError()
+            p = <uint8_t*>malloc(((n + 7) >> 3 if w == 0 else n * w) + 1)
+            aa_set(a.children[k], 1, p, -1)
+            if p == NULL:
+                raise MemoryError()
+            if w == 8:
+                for i in range(n):
+                    (<int64_t*>p)[i] = v[i * B_FIELDS + k]
+            elif w == 4:
+                for i in range(n):
+                    (<int32_t*>p)[i] = <int32_t>v[i * B_FIELDS + k]
+            elif w == 2:
+                for i in range(n):
+                    (<int16_t*>p)[i] = <int16_t>v[i * B_FIELDS + k]
+            elif w == 1:
+                for i in range(n):
+                    (<int8_t*>p)[i] = <int8_t>v[i * B_FIELDS + k]
+            else:
+                memset(p, 0, (n + 7) >> 3)
+                for i in range(n):
+                    if v[i * B_FIELDS + k]:
+                        p[i >> 3] |= 1 << (i & 7)
+        _error_column(a.children[B_FIELDS], n, self.errors)
+        return 0
+
     def export(self):
         cdef int64_t k
         block = np.empty((self.n, B_FIELDS), dtype=np.int64)
@@ -504,7 +526,7 @@ cdef class _BatchRows:
 
 cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object limit, RecCols* rc,
                LSink ls, _BatchRows out, int32_t max_records, int32_t max_headers,
-               int64_t max_batch_headers, bint partial, object budget) except -1:
+               int64_t max_batch_headers, bint partial, Budget* budget) except -1:
     """Every batch of one blob into the columns; raises the blob's error (``partial``:
     stops at it instead, keeping the records of the batches before it, and lists
     it among the batches with its error).  What the blob takes of the call's
@@ -521,41 +543,35 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
     cdef int64_t before, mark = 0, count, headers = 0, shift = 0, headers_left
     cdef bint whole
     cdef int k
-    taken = None
+    cdef Budget taken
     mv = PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ)
     rc.row = row
-    rc.stage.n = 0
-    rc.stage.kbytes = rc.stage.vbytes = 0
     while True:
         if partial:
             # the batches before are out for good: a failure rolls back to here
-            if _flush(rc):
-                raise MemoryError()
             mark = rc.c[RC_ROW].n
-            taken = budget.mark()
+            taken = budget[0]
         whole = False
         try:
             st = _batch_at(p, pos, n, &v)
             if st != BATCH_WHOLE:
                 # the end, or a partial batch at the end: normal in a Fetch response
-                if _flush(rc):
-                    raise MemoryError()
                 if st == BATCH_TRUNCATED and out is not None:
                     out.cut(row, &v)
                 return 0
             whole = True
-            before = rc.stage.emitted
+            before = rc.c[RC_ROW].n
             rc.ctl_type = -1
             rc.ctl_epoch = -1
             rc.any_off = False
             if v.magic < 2:
                 count = _legacy_walk(mv, p, n, &v, check_crc, limit, ls, &w, max_records, budget, True, &shift)
                 if out is not None:
-                    out.legacy(row, &v, &w, count, rc.stage.emitted - before, rc)
+                    out.legacy(row, &v, &w, count, rc.c[RC_ROW].n - before, rc)
                 pos = v.end
                 continue
-            region, start, end = _v2_records(&v, mv, check_crc, limit, max_records, budget)
-            headers_left = budget.headers_left(max_batch_headers)
+            region = _v2_records(&v, mv, check_crc, limit, max_records, budget, &start, &end)
+            headers_left = budget_headers_left(budget, max_batch_headers)
             if region is None:
                 rb = p
             else:
@@ -574,9 +590,9 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
                     if _reserve_rows(rc, v.count, end - start):
                         st = -2
                     else:
+                        rc.n = rc.c[RC_ROW].n
                         st = _walk_records(&c, v.count, rc.control, rc, max_headers, headers_left, &headers)
-                        if st == 0 and _flush(rc):
-                            st = -2
+                        _sync(rc)
             finally:
                 if region is not None:
                     PyBuffer_Release(&view)
@@ -586,16 +602,14 @@ cdef int _blob(const uint8_t* p, int64_t n, int64_t row, bint check_crc, object 
                 raise _v2_error(&c, 0 if region is None else None, v.at, budget, max_batch_headers)
             budget.headers += headers
             if out is not None:
-                out.v2(row, &v, rc.stage.emitted - before, rc)
+                out.v2(row, &v, rc.c[RC_ROW].n - before, rc)
         except KafkaProtocolError as exc:
             if not partial:
                 raise
-            rc.stage.n = 0
-            rc.stage.kbytes = rc.stage.vbytes = 0
             for k in range(RC_COUNT):
                 if rc.c[k] != NULL:
                     col_truncate(rc.c[k], mark)
-            budget.reset(taken)
+            budget[0] = taken
             out.failed(row, p, pos, n, &v, whole, str(exc))
             return 0
         pos = v.end
@@ -627,12 +641,91 @@ cdef int64_t _rows_bytes(Rows* r, arr):
     return arr.nbytes
 
 
+cdef int _cols_new(RecCols* rc, const bint* want, int64_t cap, bint control) except -1:
+    """The columns asked for (``want``: one flag per RC_ column; the row column always)."""
+    cdef int k, m = 0, nkids = 0
+    cdef Col* c
+    rc.keep_control = control
+    for k in range(RC_COUNT):
+        rc.c[k] = NULL
+        nkids += want[k] or k == RC_ROW
+    rc.root = col_new(C_STRUCT, 0, nkids, 16)
+    if rc.root == NULL:
+        raise MemoryError()
+    for k in range(RC_COUNT):
+        if not (want[k] or k == RC_ROW):
+            continue
+        if k == RC_KEY or k == RC_VALUE:
+            c = col_new(C_VAR, 0, 0, cap)
+        elif k == RC_HEADERS:
+            c = col_new(C_LIST, 0, 1, cap)
+        else:
+            c = col_new(C_FIXED, 4 if k == RC_TS_TYPE else 8, 0, cap)
+        if c == NULL:
+            raise MemoryError()
+        rc.root.kids[m] = rc.c[k] = c
+        m += 1
+        if k == RC_HEADERS:
+            # list<struct<key: string, value: binary>>
+            c.kids[0] = col_new(C_STRUCT, 0, 2, 64)
+            if c.kids[0] == NULL:
+                raise MemoryError()
+            c.kids[0].kids[0] = col_new(C_VAR, 0, 0, 64)
+            c.kids[0].kids[1] = col_new(C_VAR, 0, 0, 64)
+            if c.kids[0].kids[0] == NULL or c.kids[0].kids[1] == NULL:
+                raise MemoryError()
+    return 0
+
+
+cdef int _walk_rows(RowsIn rin, int64_t row0, bint check_crc, object limit, RecCols* rc, _BatchRows out,
+                    int32_t max_records, int32_t max_headers, int64_t max_batch_headers, bint partial,
+                    Budget* budget, list failed) except -1:
+    """Every blob of the rows into the columns (row numbers from ``row0``); a blob that
+    fails rolls back and is one row of nulls: (input row, its output row, its error)
+    appended to ``failed``."""
+    cdef int64_t n = rin.r.n, i, blen
+    cdef const uint8_t* p
+    cdef Py_ssize_t first
+    cdef int k
+    cdef Budget taken
+    cdef LSink ls = LSink()
+    ls.rc = rc
+    for i in range(n):
+        first = out.n if out is not None else 0
+        taken = budget[0]
+        error = None
+        if not row_at(&rin.r, i, &p, &blen):
+            if partial:
+                out.add(row0 + i, 0)
+                out.errors[out.n - 1] = "null records blob"
+            else:
+                error = "null records blob"
+        else:
+            try:
+                _blob(p, blen, row0 + i, check_crc, limit, rc, ls, out, max_records, max_headers, max_batch_headers,
+                      partial, budget)
+            except KafkaProtocolError as exc:
+                error = str(exc)
+        if error is not None:
+            budget[0] = taken
+            if out is not None:
+                out.blob_failed(first)
+            # roll the blob's records back; one row of nulls stands for it
+            for k in range(RC_COUNT):
+                if rc.c[k] != NULL:
+                    col_truncate(rc.c[k], rc.root.n)
+            failed.append((i, rc.root.n, error))
+            _error_row(rc, row0 + i)
+        rc.root.n = rc.c[RC_ROW].n
+    return 0
+
+
 def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bint batches=False,
                   max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
                   max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS, bint partial=False, bint control=False,
                   max_records_per_call=_DEFAULT_MAX_CALL_RECORDS, max_headers_per_call=_DEFAULT_MAX_CALL_HEADERS,
                   max_decompressed_per_call=_DEFAULT_MAX_CALL_DECOMPRESSED, budget=None):
-    """Decode every records blob of ``arr`` into the Spark-shaped columns.
+    """Decode every records blob of ``arr`` into the Spark-shaped columns, as a column tree.
 
     ``want``: 7 flags (key, value, offset, timestamp, timestampType, headers,
     row) telling which columns to fill.  Returns ``(status, tree, errors,
@@ -650,95 +743,330 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     ``max_headers_per_record``, is its blob's error (RecordLimitError's text);
     the header caps are checked before a record's headers go into the columns.
     The ``max_*_per_call`` caps count across every row (``budget``: a
-    CallBudget shared with other calls, the caps then its own): the row that
-    would pass one is an error row, and gives back what it took (a partial
-    walk stops at the batch that would, as at any bad batch).
+    CallBudget shared with other calls, the caps then its own, kept up to
+    date): the row that would pass one is an error row, and gives back what
+    it took (a partial walk stops at the batch that would, as at any bad
+    batch).  (records_table is the same walk, handed to pyarrow whole.)
     """
     cdef RowsIn rin = rows_in(arr, kind)
-    cdef int64_t n = rin.r.n, i, blen
-    cdef const uint8_t* p
     cdef RecCols rc
-    cdef Col* c
-    cdef int k, m = 0
+    cdef int k
+    cdef bint flags[RC_COUNT]
     cdef int64_t cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
-    cdef LSink ls = LSink()
     cdef _BatchRows out = _BatchRows() if batches else None
-    cdef Py_ssize_t first
     cdef int32_t max_records, max_headers
     cdef int64_t max_batch_headers
+    cdef Budget bud
     max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
                                                                max_headers_per_batch)
     if partial and not batches:
         raise ValueError("a partial walk reports its failures among the batches: pass batches=True")
     if budget is None:
-        budget = _CallBudget(*_call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
+        call_records, call_headers, call_decompressed = _call_caps(max_records_per_call, max_headers_per_call,
+                                                                   max_decompressed_per_call)
+        budget_init(&bud, call_records, call_headers, call_decompressed)
+    else:
+        budget_load(&bud, budget)
     wanted = [bool(w) for w in want]
-    rc.keep_control = control
-    rc.stage = <Stage*>malloc(sizeof(Stage))
-    if rc.stage == NULL:
-        raise MemoryError()
-    rc.stage.emitted = 0
     if not wanted[RC_ROW]:
         raise ValueError("the row column is always filled")
-    rc.root = col_new(C_STRUCT, 0, sum(wanted), 16)
-    if rc.root == NULL:
-        free(rc.stage)
-        raise MemoryError()
-    ls.rc = &rc
-    status = np.zeros(n, dtype=np.uint8)
+    for k in range(RC_COUNT):
+        flags[k] = wanted[k]
+    status = np.zeros(rin.r.n, dtype=np.uint8)
     errors = {}
+    failed = []
+    rc.root = NULL
     try:
-        for k in range(RC_COUNT):
-            rc.c[k] = NULL
-            if not wanted[k]:
-                continue
-            if k == RC_KEY or k == RC_VALUE:
-                c = col_new(C_VAR, 0, 0, cap)
-            elif k == RC_HEADERS:
-                c = col_new(C_LIST, 0, 1, cap)
-            else:
-                c = col_new(C_FIXED, 4 if k == RC_TS_TYPE else 8, 0, cap)
-            if c == NULL:
-                raise MemoryError()
-            rc.root.kids[m] = rc.c[k] = c
-            m += 1
-            if k == RC_HEADERS:
-                # list<struct<key: string, value: binary>>
-                c.kids[0] = col_new(C_STRUCT, 0, 2, 64)
-                if c.kids[0] == NULL:
-                    raise MemoryError()
-                c.kids[0].kids[0] = col_new(C_VAR, 0, 0, 64)
-                c.kids[0].kids[1] = col_new(C_VAR, 0, 0, 64)
-                if c.kids[0].kids[0] == NULL or c.kids[0].kids[1] == NULL:
-                    raise MemoryError()
-        for i in range(n):
-            first = out.n if out is not None else 0
-            taken = budget.mark()
-            if not row_at(&rin.r, i, &p, &blen):
-                if partial:
-                    out.add(i, 0)
-                    out.errors[out.n - 1] = "null records blob"
-                else:
-                    errors[i] = "null records blob"
-            else:
-                try:
-                    _blob(p, blen, i, check_crc, max_decompressed_size, &rc, ls, out, max_records, max_headers,
-                          max_batch_headers, partial, budget)
-                except KafkaProtocolError as exc:
-                    errors[i] = str(exc)
-            if i in errors:
-                status[i] = 1
-                budget.reset(taken)
-                if out is not None:
-                    out.blob_failed(first)
-                # roll the blob's records back; one row of nulls stands for it
-                for k in range(RC_COUNT):
-                    if rc.c[k] != NULL:
-                        col_truncate(rc.c[k], rc.root.n)
-                _error_row(&rc, i)
-            rc.root.n = rc.c[RC_ROW].n
+        _cols_new(&rc, flags, cap, control)
+        try:
+            _walk_rows(rin, 0, check_crc, max_decompressed_size, &rc, out, max_records, max_headers,
+                       max_batch_headers, partial, &bud, failed)
+        finally:
+            if budget is not None:
+                budget_store(&bud, budget)
+        for i, _, error in failed:
+            status[i] = 1
+            errors[i] = error
         tree = col_export(rc.root)
     finally:
         col_free(rc.root)
-        free(rc.stage)
     return status, tree, errors, None if out is None else out.export()
+
+
+# ---------------------------------------------------------------------------
+# records_table: the whole of kafkaproto.arrow.records
+
+# RECORDS_SCHEMA's columns in order, and where each comes from
+cdef enum:
+    S_KEY = 0
+    S_VALUE = 1
+    S_TOPIC = 2
+    S_PARTITION = 3
+    S_OFFSET = 4
+    S_TIMESTAMP = 5
+    S_TS_TYPE = 6
+    S_HEADERS = 7
+    S_ROW = 8
+    S_ERROR = 9
+    S_COUNT = 10
+
+cdef int _S_RC[S_COUNT]       # the RC_ column of a schema column (-1: topic, partition, error)
+_S_RC[:] = [RC_KEY, RC_VALUE, -1, -1, RC_OFFSET, RC_TIMESTAMP, RC_TS_TYPE, RC_HEADERS, RC_ROW, -1]
+cdef dict _S_BIT = {name: 1 << k for k, name in enumerate(_RECORDS_SCHEMA.names)}
+cdef int _S_ALL = (1 << S_COUNT) - 1
+cdef int _S_ALWAYS = (1 << S_ROW) | (1 << S_ERROR)
+cdef dict _SCHEMAS = {}
+cdef object _LARGE_STRING = pa.large_string()
+cdef object _INT32 = pa.int32()
+cdef object _import_batch = pa.RecordBatch._import_from_c
+cdef object _from_batches = pa.Table.from_batches
+cdef dict _KIND_OF = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
+
+
+cdef object _schema(int mask):
+    got = _SCHEMAS.get(mask)
+    if got is None:
+        got = _SCHEMAS[mask] = pa.schema([f for k, f in enumerate(_RECORDS_SCHEMA) if mask & (1 << k)])
+    return got
+
+
+cdef inline bint _plain(object x, int64_t least, int64_t most, int64_t* out):
+    """``x`` is an int within [least, most] (the common case of a cap: nothing to check)."""
+    cdef int overflow = 0
+    cdef long long v
+    if type(x) is not int:
+        return False
+    v = PyLong_AsLongLongAndOverflow(x, &overflow)
+    if overflow or v < least or v > most:
+        return False
+    out[0] = v
+    return True
+
+
+cdef int _take_strings(ArrowArray* a, object values, const int64_t* rows, int64_t n, int64_t row0) except -1:
+    """A large_string column: ``values[rows[i] - row0]`` for each of ``n`` rows."""
+    cdef RowsIn src = rows_in(values, IN_LARGE)
+    cdef int64_t i, total = 0, len_, at = 0, nulls = 0
+    cdef const uint8_t* p
+    cdef int64_t* offs
+    cdef uint8_t* data
+    cdef uint8_t* valid = NULL
+    for i in range(n):
+        if row_at(&src.r, rows[i] - row0, &p, &len_):
+            total += len_
+        else:
+            nulls += 1
+    if aa_init(a, n, 0):
+        raise MemoryError()
+    a.null_count = nulls
+    if nulls:
+        valid = <uint8_t*>calloc(((n + 7) >> 3) + 1, 1)
+        aa_set(a, 0, valid, -1)
+        if valid == NULL:
+            raise MemoryError()
+    offs = <int64_t*>malloc((n + 1) * 8)
+    aa_set(a, 1, offs, -1)
+    data = <uint8_t*>malloc(total + 1)
+    aa_set(a, 2, data, -1)
+    if offs == NULL or data == NULL:
+        raise MemoryError()
+    offs[0] = 0
+    for i in range(n):
+        if row_at(&src.r, rows[i] - row0, &p, &len_):
+            if len_:
+                memcpy(data + at, p, len_)
+            at += len_
+            if valid != NULL:
+                valid[i >> 3] |= 1 << (i & 7)
+        offs[i + 1] = at
+    return 0
+
+
+cdef int _take_int32(ArrowArray* a, object values, const int64_t* rows, int64_t n, int64_t row0) except -1:
+    """An int32 column: ``values[rows[i] - row0]`` for each of ``n`` rows."""
+    cdef int64_t i, j, off = values.offset, nulls = 0
+    bufs = values.buffers()
+    cdef const uint8_t* src_valid = NULL
+    cdef const int32_t* src = NULL
+    cdef int32_t* data
+    cdef uint8_t* valid = NULL
+    if bufs[0] is not None and values.null_count:
+        src_valid = <const uint8_t*><uintptr_t>bufs[0].address
+    if bufs[1] is not None:
+        src = <const int32_t*><uintptr_t>bufs[1].address
+    if aa_init(a, n, 0):
+        raise MemoryError()
+    data = <int32_t*>malloc(n * 4 + 4)
+    aa_set(a, 1, data, -1)
+    if data == NULL:
+        raise MemoryError()
+    if src_valid != NULL:
+        valid = <uint8_t*>calloc(((n + 7) >> 3) + 1, 1)
+        aa_set(a, 0, valid, -1)
+        if valid == NULL:
+            raise MemoryError()
+    for i in range(n):
+        j = rows[i] - row0 + off
+        if src_valid != NULL and not (src_valid[j >> 3] >> (j & 7)) & 1:
+            data[i] = 0
+            nulls += 1
+        else:
+            data[i] = src[j]
+            if valid != NULL:
+                valid[i >> 3] |= 1 << (i & 7)
+    a.null_count = nulls
+    return 0
+
+
+cdef object _records_batch(RecCols* rc, int mask, object schema, object topic, object partition, int64_t row0,
+                           list failed):
+    """The columns of one chunk → a pyarrow RecordBatch of ``schema`` (through the C data interface)."""
+    cdef ArrowArray root
+    cdef int64_t n = rc.c[RC_ROW].n, j
+    cdef const int64_t* rows = <const int64_t*>rc.c[RC_ROW].data
+    cdef int k, m = 0
+    cdef int64_t* at
+    cdef ArrowArray* kid
+    if aa_init(&root, n, len(schema)):
+        raise MemoryError()
+    try:
+        for k in range(S_COUNT):
+            if not mask & (1 << k):
+                continue
+            kid = root.children[m]
+            m += 1
+            if k == S_TOPIC:
+                if topic is None:
+                    if aa_nulls(kid, n, 3, 0):
+                        raise MemoryError()
+                else:
+                    _take_strings(kid, topic, rows, n, row0)
+            elif k == S_PARTITION:
+                if partition is None:
+                    if aa_nulls(kid, n, 2, 4):
+                        raise MemoryError()
+                else:
+                    _take_int32(kid, partition, rows, n, row0)
+            elif k == S_ERROR:
+                if not failed:
+                    if aa_nulls(kid, n, 3, 0):
+                        raise MemoryError()
+                else:
+                    at = <int64_t*>malloc(len(failed) * sizeof(int64_t))
+                    if at == NULL:
+                        raise MemoryError()
+                    try:
+                        for j in range(len(failed)):
+                            at[j] = failed[j][1]
+                        aa_strings(kid, n, at, [f[2] for f in failed])
+                    finally:
+                        free(at)
+            elif k != S_ROW:
+                if col_to_c(rc.c[_S_RC[k]], kid):
+                    raise MemoryError()
+        # the row column last: topic and partition read it
+        m = 0
+        for k in range(S_ROW):
+            m += (mask >> k) & 1
+        if col_to_c(rc.c[RC_ROW], root.children[m]):
+            raise MemoryError()
+        return _import_batch(<uintptr_t>&root, schema)
+    finally:
+        aa_release(&root)  # (nothing left to release once pyarrow took it)
+
+
+cdef object _batches_batch(_BatchRows out):
+    cdef ArrowArray root
+    try:
+        out.to_c(&root)
+        return _import_batch(<uintptr_t>&root, _BATCHES_SCHEMA)
+    finally:
+        aa_release(&root)
+
+
+def records_table(blobs, topic=None, partition=None, columns=None, check_crc=True,
+                  max_decompressed_size=_DEFAULT_MAX_DECOMPRESSED, batches=False,
+                  max_records_per_batch=_DEFAULT_MAX_RECORDS, max_headers_per_record=_DEFAULT_MAX_HEADERS,
+                  max_headers_per_batch=_DEFAULT_MAX_BATCH_HEADERS, control=False, partial=False,
+                  max_records_per_call=_DEFAULT_MAX_CALL_RECORDS, max_headers_per_call=_DEFAULT_MAX_CALL_HEADERS,
+                  max_decompressed_per_call=_DEFAULT_MAX_CALL_DECOMPRESSED):
+    """kafkaproto.arrow.records: the table (with ``batches``, the records and the
+    batches tables) of a column of records blobs, one walk of every chunk."""
+    cdef int64_t max_records = 0, max_headers = 0, max_batch_headers = 0
+    cdef int64_t call_records = 0, call_headers = 0, call_decompressed = 0
+    cdef int mask, k
+    cdef bint flags[RC_COUNT]
+    cdef Budget bud
+    cdef RecCols rc
+    cdef RowsIn rin
+    cdef int64_t start = 0, n, cap
+    cdef _BatchRows out
+    cdef bint want_batches = batches, want_partial = partial
+    # the caps, as records.decode checks them (the Python check only for what is not a plain int in range)
+    if not (_plain(max_records_per_batch, 1, 0x7FFFFFFF, &max_records)
+            and _plain(max_headers_per_record, 0, 0x7FFFFFFF, &max_headers)
+            and _plain(max_headers_per_batch, 0, 0x7FFFFFFFFFFFFFFF, &max_batch_headers)):
+        max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
+                                                                   max_headers_per_batch)
+    if not (_plain(max_records_per_call, 0, 0x7FFFFFFFFFFFFFFF, &call_records)
+            and _plain(max_headers_per_call, 0, 0x7FFFFFFFFFFFFFFF, &call_headers)
+            and _plain(max_decompressed_per_call, 0, 0x7FFFFFFFFFFFFFFF, &call_decompressed)):
+        call_records, call_headers, call_decompressed = _call_caps(max_records_per_call, max_headers_per_call,
+                                                                   max_decompressed_per_call)
+    budget_init(&bud, call_records, call_headers, call_decompressed)
+    if columns is None:
+        mask = _S_ALL
+    else:
+        mask = _S_ALWAYS
+        unknown = None
+        for name in set(columns):
+            bit = _S_BIT.get(name)
+            if bit is None:
+                unknown = [name] if unknown is None else unknown + [name]
+            else:
+                mask |= <int>bit
+        if unknown is not None:
+            raise ValueError(f"no such records column: {', '.join(sorted(unknown))}")
+    kind = _KIND_OF.get(type(blobs))
+    if kind is not None:
+        chunks = ((blobs, kind),)
+        n = len(blobs)
+    else:
+        chunks, _ = _chunks(blobs)
+        n = sum([len(a) for a, _ in chunks])
+    if topic is not None:
+        topic = _pass_through(topic, n, _LARGE_STRING, "topic")
+    if partition is not None:
+        partition = _pass_through(partition, n, _INT32, "partition")
+    if want_partial and not want_batches:
+        raise ValueError("partial=True reports the failing batch in the batches table: pass batches=True too")
+    schema = _schema(mask)
+    for k in range(RC_COUNT):
+        flags[k] = False
+    for k in range(S_COUNT):
+        if _S_RC[k] >= 0 and mask & (1 << k):
+            flags[_S_RC[k]] = True
+    tables = []
+    walks = []
+    for arr, kind in chunks:
+        rin = rows_in(arr, kind)
+        cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
+        out = _BatchRows() if want_batches else None
+        failed = []
+        rc.root = NULL
+        try:
+            _cols_new(&rc, flags, cap, control)
+            _walk_rows(rin, start, check_crc, max_decompressed_size, &rc, out, <int32_t>max_records,
+                       <int32_t>max_headers, max_batch_headers, want_partial, &bud, failed)
+            tables.append(_records_batch(&rc, mask, schema, None if topic is None else topic[start:start + rin.r.n],
+                                         None if partition is None else partition[start:start + rin.r.n], start,
+                                         failed))
+        finally:
+            col_free(rc.root)
+        if want_batches:
+            walks.append(_batches_batch(out))
+        start += rin.r.n
+    table = _from_batches(tables, schema)
+    if not want_batches:
+        return table
+    return table, _from_batches(walks, _BATCHES_SCHEMA)

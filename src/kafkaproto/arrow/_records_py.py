@@ -5,6 +5,7 @@ it is read."""
 from __future__ import annotations
 
 import struct
+import sys
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from .._limits import (
 )
 from ..errors import KafkaProtocolError
 from ..records._common import CallBudget
+from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from ._columns_py import Col, rows
 
 COMPILED = False
@@ -225,3 +227,21 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
                for k, (name, typ) in enumerate(zip(BATCH_FIELDS, _BATCH_TYPES))}
         out["error"] = failed
     return status, root.export(), errors, out
+
+
+def records_table(blobs, topic=None, partition=None, columns=None, check_crc=True,
+                  max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, batches=False,
+                  max_records_per_batch=DEFAULT_MAX_RECORDS_PER_BATCH,
+                  max_headers_per_record=DEFAULT_MAX_HEADERS_PER_RECORD,
+                  max_headers_per_batch=DEFAULT_MAX_HEADERS_PER_BATCH, control=False, partial=False,
+                  max_records_per_call=DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
+                  max_headers_per_call=DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
+                  max_decompressed_per_call=DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL):
+    """kafkaproto.arrow.records: the table (with ``batches``, the records and batches
+    tables) of a column of records blobs, every chunk walked by arrow_records."""
+    from . import _build
+
+    return _build.records_tables(sys.modules[__name__], blobs, topic, partition, columns, check_crc,
+                                 max_decompressed_size, batches, max_records_per_batch, max_headers_per_record,
+                                 max_headers_per_batch, control, partial, max_records_per_call, max_headers_per_call,
+                                 max_decompressed_per_call)

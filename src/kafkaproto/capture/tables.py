@@ -530,7 +530,7 @@ class CaptureDecoder:
             "api": self._api(keys, has),
             **{k: fb.column(k) for k in ("api_version", "correlation_id", "client_id", "size")},
             "removed_in_kafka4": pa.array(self._removed_flags(keys, versions, has)),
-            "status": _STATUS_NAMES.take(pa.array(status)),
+            "status": pa.DictionaryArray.from_arrays(pa.array(status), pa.array(_STATUS_TEXTS)).cast(pa.string()),
             "error": _sparse_errors(n, error),
         }
         topic_col = _scatter_lists(n, topic_parts, pa.list_(pa.string()))
@@ -696,7 +696,7 @@ class CaptureDecoder:
         return [("topic_ids", _batch("topic_ids", cols, len(items)))]
 
 
-_STATUS_NAMES = pa.array(["framed", "unpaired", "decoded", "undecodable"], pa.string())
+_STATUS_TEXTS = ("framed", "unpaired", "decoded", "undecodable")
 
 
 def _blob_views(blob, idx: np.ndarray):

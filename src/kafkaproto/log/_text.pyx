@@ -576,6 +576,7 @@ cdef class TextWalk:
         cdef const uint8_t* p
         cdef const uint8_t* rb
         cdef Py_ssize_t n, pos, rstart, rend
+        cdef Budget budget
         cdef int st, status = S_END, magic = -1
         cdef int64_t need = 0, nb = 0, headers = 0, shift = 0, last_legacy = 0, mark, k
         cdef int64_t first_base = -1, first_last = -1, last_base = -1, last_last = -1, last_ts = -1
@@ -593,7 +594,7 @@ cdef class TextWalk:
             _room(o, min(max(4 * (stop - start), 4096), 1 << 28))
             ls.st = &self.st
             pos = start - base
-            budget = _CallBudget(1 << 62, 1 << 62, 1 << 62)
+            budget_init(&budget, 1 << 62, 1 << 62, 1 << 62)
             while pos + base < stop:
                 try:
                     st = _batch_at(p, pos, n, &v)
@@ -614,14 +615,14 @@ cdef class TextWalk:
                 try:
                     if v.magic < 2:
                         _legacy_walk(mv, p, n, &v, self.flags & T_CHECK_CRC, self.limit, ls, &w,
-                                     self.max_records, budget, True, &shift)
+                                     self.max_records, &budget, True, &shift)
                         last_legacy = w.offset
                         v.crc = w.crc
                         if not (self.flags & T_CHECK_CRC):
                             valid = crc32_of(p + pos + 16, v.end - pos - 16) == w.crc
                     else:
-                        region, rstart, rend = _v2_records(&v, mv, self.flags & T_CHECK_CRC, self.limit,
-                                                           self.max_records, budget)
+                        region = _v2_records(&v, mv, self.flags & T_CHECK_CRC, self.limit, self.max_records,
+                                             &budget, &rstart, &rend)
                         if not (self.flags & T_CHECK_CRC):
                             valid = _crc32c(mv[pos + 21:v.end]) == v.crc
                         if region is None:
@@ -643,7 +644,7 @@ cdef class TextWalk:
                             if st and c.fail == F_MEMORY:
                                 raise MemoryError()
                             if st:
-                                raise _v2_error(&c, 0 if region is None else None, v.at, budget,
+                                raise _v2_error(&c, 0 if region is None else None, v.at, budget_call(&budget),
                                                 self.max_batch_headers)
                             self._lines(o, &v, &w, last_legacy, valid)
                         finally:

@@ -8,9 +8,11 @@ encoding, which are tagged) and handed to the engine: the compiled one in
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import inspect
 
 from .. import _kinds as K
 from .._impl import codec, engine
@@ -168,6 +170,8 @@ class _FieldsSignature:
     def __get__(self, obj, cls) -> inspect.Signature:
         sig = cls.__dict__.get("_SIGNATURE")
         if sig is None:
+            import inspect  # when asked: a bare import of kafkaproto does not load it
+
             kw = inspect.Parameter.KEYWORD_ONLY
             params = [inspect.Parameter(f.attr, kw, default=f.make_default()) for f in cls._FIELDS]
             params.append(inspect.Parameter("unknown_tagged_fields", kw, default=()))

@@ -324,7 +324,7 @@ include "_walk.pxi"
 
 
 cdef object _decode_legacy(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                           bint copy, int32_t max_records, object budget):
+                           bint copy, int32_t max_records, Budget* budget):
     """One top-level legacy message → a RecordBatch (as Kafka's classes present it);
     a compressed one's inner messages are checked now and built when read."""
     cdef LSink s = LSink()
@@ -392,10 +392,10 @@ cdef int _hold(object obj, Py_buffer* view, const unsigned char** start, Py_ssiz
     return 0
 
 
-cdef object _failure(Cur* c, object base, Py_ssize_t batch_at, object budget, int64_t batch_cap):
+cdef object _failure(Cur* c, object base, Py_ssize_t batch_at, const Budget* budget, int64_t batch_cap):
     """The error for the record walker's failure record."""
     path = [c.path[k].value for k in range(c.depth - 1, -1, -1)]
-    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget, batch_cap)
+    return _record_failure(c.fail, c.what, c.at, c.x, c.y, path, base, batch_at, budget_call(budget), batch_cap)
 
 
 cdef void _sink_init(kp_rsink* s) noexcept:
@@ -600,10 +600,11 @@ cdef class _RecordIter:
 # batches
 
 cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, object limit, bint copy,
-                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers, object budget):
+                       int32_t max_records, int32_t max_headers, int64_t max_batch_headers, Budget* budget):
     cdef RecordList rl = RecordList.__new__(RecordList)
     cdef int64_t headers = 0
-    region, start, end = _v2_records(v, mv, check_crc, limit, max_records, budget)
+    cdef Py_ssize_t start, end
+    region = _v2_records(v, mv, check_crc, limit, max_records, budget, &start, &end)
     # the records hold on to the buffer they live in: the blob, or the decompressed records
     rl.data = data if region is None else region
     cdef Py_ssize_t held
@@ -627,7 +628,7 @@ cdef object _decode_v2(object data, BatchView* v, object mv, bint check_crc, obj
     s.base_offset = v.base_offset  # (the walker checks each record's offset against it)
     cur_init(&c, rl.b, rl.start, rl.end)
     c.path = steps
-    if _walk_records(&c, v.count, control, &s, max_headers, budget.headers_left(max_batch_headers), &headers):
+    if _walk_records(&c, v.count, control, &s, max_headers, budget_headers_left(budget, max_batch_headers), &headers):
         kp_rsink_clear(&s)
         if c.fail == F_PYTHON:
             _reraise()
@@ -661,7 +662,8 @@ cdef class _Batches:
     cdef int32_t max_records
     cdef int32_t max_headers
     cdef int64_t max_batch_headers
-    cdef object budget
+    cdef Budget budget
+    cdef object call          # a CallBudget shared with other calls (kept up to date), or None
 
     def __dealloc__(self):
         if self.has_view:
@@ -683,12 +685,18 @@ cdef class _Batches:
             if v.size < 0:
                 return _TruncatedBatch(v.at, v.available, None, v.base_offset if v.available >= 8 else None)
             return _TruncatedBatch(v.at, v.available, <int64_t>v.size + 12, v.base_offset)
-        if v.magic == 2:
-            batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy, self.max_records,
-                               self.max_headers, self.max_batch_headers, self.budget)
-        else:
-            batch = _decode_legacy(self.mv, self.b, self.n, &v, self.check_crc,
-                                   self.limit, self.copy, self.max_records, self.budget)
+        if self.call is not None:
+            budget_load(&self.budget, self.call)
+        try:
+            if v.magic == 2:
+                batch = _decode_v2(self.data, &v, self.mv, self.check_crc, self.limit, self.copy, self.max_records,
+                                   self.max_headers, self.max_batch_headers, &self.budget)
+            else:
+                batch = _decode_legacy(self.mv, self.b, self.n, &v, self.check_crc,
+                                       self.limit, self.copy, self.max_records, &self.budget)
+        finally:
+            if self.call is not None:
+                budget_store(&self.budget, self.call)
         self.done = False
         self.pos = v.end
         return batch
@@ -714,10 +722,14 @@ def decode_record_batches(blob, check_crc=True, max_decompressed_size=_DEFAULT_M
     """
     max_records, max_headers, max_batch_headers = _record_caps(max_records_per_batch, max_headers_per_record,
                                                                max_headers_per_batch)
-    if budget is None:
-        budget = _CallBudget(*_call_caps(max_records_per_call, max_headers_per_call, max_decompressed_per_call))
     cdef _Batches it = _Batches.__new__(_Batches)
-    it.budget = budget
+    if budget is None:
+        call_records, call_headers, call_decompressed = _call_caps(max_records_per_call, max_headers_per_call,
+                                                                   max_decompressed_per_call)
+        budget_init(&it.budget, call_records, call_headers, call_decompressed)
+    else:
+        budget_load(&it.budget, budget)
+    it.call = budget
     it.max_records = max_records
     it.max_headers = max_headers
     it.max_batch_headers = max_batch_headers

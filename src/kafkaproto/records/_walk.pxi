@@ -71,7 +71,21 @@ cdef inline int _rfail(Cur* c, int code, int field, Py_ssize_t at, int64_t x, in
 
 cdef inline int _rv32(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) noexcept nogil:
     cdef uint32_t u
-    cdef int st = _uv32(b, pos, end, &u)
+    cdef Py_ssize_t p = pos[0]
+    cdef int st
+    if p + 1 < end:
+        # one and two bytes (lengths and deltas below 8192) read straight
+        u = b[p]
+        if u < 0x80:
+            out[0] = _unzig32(u)
+            pos[0] = p + 1
+            return 0
+        if b[p + 1] < 0x80:
+            u = (u & 0x7F) | (<uint32_t>b[p + 1] << 7)
+            out[0] = _unzig32(u)
+            pos[0] = p + 2
+            return 0
+    st = _uv32(b, pos, end, &u)
     out[0] = _unzig32(u)
     return st
 
@@ -80,10 +94,17 @@ cdef inline int _rv64(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int64_t
     cdef uint64_t u
     cdef Py_ssize_t p = pos[0]
     cdef int st
-    if p < end and b[p] < 0x80:
-        out[0] = _unzig64(b[p])
-        pos[0] = p + 1
-        return 0
+    if p + 1 < end:
+        u = b[p]
+        if u < 0x80:
+            out[0] = _unzig64(u)
+            pos[0] = p + 1
+            return 0
+        if b[p + 1] < 0x80:
+            u = (u & 0x7F) | (<uint64_t>b[p + 1] << 7)
+            out[0] = _unzig64(u)
+            pos[0] = p + 2
+            return 0
     st = _uv64(b, pos, end, &u)
     out[0] = _unzig64(u)
     return st
@@ -225,6 +246,76 @@ cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max
 
 
 # ---------------------------------------------------------------------------
+# What one call (records.decode with every batch it yields, arrow.records with
+# every row of its column) has taken of its per-call caps: a C struct, so
+# that the walk spends no Python on it per batch; its errors are
+# records._common.CallBudget's, made from it when one is raised.
+
+cdef struct Budget:
+    int64_t records
+    int64_t headers
+    int64_t decompressed
+    int64_t max_records
+    int64_t max_headers
+    int64_t max_decompressed
+
+
+cdef inline void budget_init(Budget* b, int64_t max_records, int64_t max_headers, int64_t max_decompressed) noexcept:
+    b.records = b.headers = b.decompressed = 0
+    b.max_records = max_records
+    b.max_headers = max_headers
+    b.max_decompressed = max_decompressed
+
+
+cdef int budget_load(Budget* b, object call) except -1:
+    """Take a records._common.CallBudget's caps and counts."""
+    b.records, b.headers, b.decompressed = call.records, call.headers, call.decompressed
+    b.max_records, b.max_headers, b.max_decompressed = call.max_records, call.max_headers, call.max_decompressed
+    return 0
+
+
+cdef int budget_store(const Budget* b, object call) except -1:
+    call.records, call.headers, call.decompressed = b.records, b.headers, b.decompressed
+    return 0
+
+
+cdef object budget_call(const Budget* b):
+    """The budget as a records._common.CallBudget (what its error texts read)."""
+    call = _CallBudget(b.max_records, b.max_headers, b.max_decompressed)
+    budget_store(b, call)
+    return call
+
+
+cdef inline int budget_take_records(Budget* b, int64_t count, Py_ssize_t at, bint message) except -1:
+    """A batch's ``count`` records, counted; RecordLimitError past the call's cap."""
+    if count > b.max_records - b.records:
+        budget_call(b).take_records(count, at, "message" if message else "record batch")  # (raises)
+    b.records += count
+    return 0
+
+
+cdef inline int64_t budget_records_left(const Budget* b, int64_t batch_cap) noexcept nogil:
+    return batch_cap if batch_cap < b.max_records - b.records else b.max_records - b.records
+
+
+cdef inline int64_t budget_headers_left(const Budget* b, int64_t batch_cap) noexcept nogil:
+    return batch_cap if batch_cap < b.max_headers - b.headers else b.max_headers - b.headers
+
+
+cdef object budget_decompress(Budget* b, int codec, object data, int magic, object limit, Py_ssize_t at):
+    """A batch's records (or a legacy wrapper's value) decompressed within the batch's
+    cap and what the call has left, counted (CallBudget.decompress)."""
+    if b.max_decompressed - b.decompressed >= limit:
+        out = _decompress(codec, data, magic, limit, at)
+        b.decompressed += len(out)
+        return out
+    call = budget_call(b)
+    out = call.decompress(codec, data, magic, limit, at)
+    b.decompressed = call.decompressed
+    return out
+
+
+# ---------------------------------------------------------------------------
 # The walk over the batches of a blob (v2 batches and legacy top-level
 # messages), shared the same way: the header checks of a batch, then for v2
 # its CRC, codec and count checks and its decompression.  These run with the
@@ -295,11 +386,13 @@ cdef int _batch_at(const uint8_t* b, Py_ssize_t pos, Py_ssize_t n, BatchView* v)
     return BATCH_WHOLE
 
 
-cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, int32_t max_records, object budget):
-    """The records region of a whole v2 batch → (None, start, end) when stored as is,
-    or (decompressed bytes, 0, their length); after the CRC, codec and count checks
-    (the count against ``max_records`` and what the call's ``budget`` has left,
-    before anything is decompressed; the decompressed bytes against both too)."""
+cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, int32_t max_records, Budget* budget,
+                        Py_ssize_t* start, Py_ssize_t* end):
+    """The records region of a whole v2 batch → None (stored as is: ``start``/``end``
+    set to where it lies in the blob) or the decompressed bytes (0, their length);
+    after the CRC, codec and count checks (the count against ``max_records`` and
+    what the call's ``budget`` has left, before anything is decompressed; the
+    decompressed bytes against both too)."""
     cdef Py_ssize_t pos = v.at
     cdef uint32_t computed
     cdef int codec = v.attrs & 0x07
@@ -315,15 +408,18 @@ cdef object _v2_records(BatchView* v, object mv, bint check_crc, object limit, i
         raise _batch_error(f"invalid record count {v.count}", pos + 57)
     if v.count > max_records:
         raise _batch_limit_error(v.count, max_records, pos + 57)
-    budget.take_records(v.count, pos + 57)
+    budget_take_records(budget, v.count, pos + 57, False)
     if codec == 0:
-        data, start, end = None, pos + 61, v.end
+        data = None
+        start[0] = pos + 61
+        end[0] = v.end
     else:
-        data = budget.decompress(codec, mv[pos + 61:v.end], 2, limit, pos + 61)
-        start, end = 0, len(data)
-    if v.count > end - start:
-        raise _batch_error(f"record count {v.count} larger than the {end - start} bytes of records", pos + 57)
-    return data, start, end
+        data = budget_decompress(budget, codec, mv[pos + 61:v.end], 2, limit, pos + 61)
+        start[0] = 0
+        end[0] = len(data)
+    if v.count > end[0] - start[0]:
+        raise _batch_error(f"record count {v.count} larger than the {end[0] - start[0]} bytes of records", pos + 57)
+    return data
 
 
 # ---------------------------------------------------------------------------
@@ -428,7 +524,7 @@ cdef object _legacy_error(Cur* c, object index, Py_ssize_t batch_at):
 
 
 cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, bint check_crc, object limit,
-                      LSink s, LMsg* w, int32_t max_records, object budget, bint emit, int64_t* pshift) except -1:
+                      LSink s, LMsg* w, int32_t max_records, Budget* budget, bint emit, int64_t* pshift) except -1:
     """The top-level legacy message of ``v`` (whole) into the sink: its one record,
     or its inner messages' (``w``: the wrapper, read here; more than ``max_records``
     of them, or than the call's ``budget`` has left, raise before the sink gets
@@ -448,7 +544,7 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
     codec = w.attrs & 0x07
     ts_type = -1 if w.magic == 0 else (1 if w.attrs & 0x08 else 0)
     if codec == 0:
-        budget.take_records(1, v.at, "message")
+        budget_take_records(budget, 1, v.at, True)
         ls_begin(s, 1, w.size)
         ls_record(s, b, w, w.offset, w.ts, ts_type)
         ls_end(s, False)
@@ -460,8 +556,8 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
         cur_fail(&c, LF_NULL_VALUE, LW_NONE, v.at + 12 + w.size - 4, 0, 0)
         raise _legacy_error(&c, None, v.at)
     vat = w.vpos
-    data = budget.decompress(codec, mv[vat:vat + w.vlen], w.magic, limit, vat)
-    cap = budget.records_left(max_records)
+    data = budget_decompress(budget, codec, mv[vat:vat + w.vlen], w.magic, limit, vat)
+    cap = budget_records_left(budget, max_records)
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         ls_buffer(s, data, <const uint8_t*>view.buf)
@@ -471,7 +567,7 @@ cdef int _legacy_walk(object mv, const uint8_t* b, Py_ssize_t n, BatchView* v, b
         i = 0
         while q < c.end:
             if i >= cap:
-                raise _legacy_records_error(cap, max_records, budget, v.at)
+                raise _legacy_records_error(cap, max_records, budget_call(budget), v.at)
             if c.end - q < 12:
                 cur_fail(&c, LF_CUT, LW_SIZE, q, c.end - q, 0)
                 raise _legacy_error(&c, i, v.at)

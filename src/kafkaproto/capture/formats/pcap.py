@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from ..accounting import Accounting
 from ..frames import FrameBatch, take_batch
-from ..walker.streams import Extractor
+from ..walker.streams import walker
 
 __all__ = [
     "packet_batches",
@@ -292,16 +292,15 @@ def _idb_options(opts: bytes, order: str) -> tuple[int, int]:
 
 def packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, batch_rows: int,
                     batch_bytes: int, limits, cut=None) -> Iterator[FrameBatch]:
-    """The files of one capture, in order, through one extractor (a connection
+    """The files of one capture, in order, through one walker (a connection
     runs on from one file into the next).
 
     A path may also be an open binary stream (a pipe: read record by record,
     named by its ``name``).  ``cut``: called after each packet that left
     frames in the sink; True hands them out as a batch at once (a live view
     asks whenever its input has nothing more waiting)."""
-    ext = Extractor(ports, acc, max_frame_size, batch_rows=batch_rows, batch_bytes=batch_bytes, **(limits or {}))
-    sink = ext.sink
-    scan = ext.scanner()
+    walk = walker(ports, acc, max_frame_size, batch_rows=batch_rows, batch_bytes=batch_bytes, **(limits or {}))
+    sink = walk.sink
     try:
         for path in paths:
             stream = hasattr(path, "read")
@@ -311,29 +310,28 @@ def packet_batches(paths: list, ports, acc: Accounting, max_frame_size: int, bat
                 cap = CaptureFile(fh)
                 try:
                     if cap.open() == "pcap" and cut is None:
-                        # classic pcap: the scanner reads the records itself, in large blocks
+                        # classic pcap: the walker reads the records itself, in large blocks
                         order, ticks, linktype = cap.pcap_header()
-                        scan.read_pcap(fh, order == ">", ticks, linktype)
-                        while scan.run():
+                        walk.read_pcap(fh, order == ">", ticks, linktype)
+                        while walk.run():
                             yield take_batch(sink)
                     else:
                         for ts, linktype, data, _orig in cap.iter_records():
-                            scan.packet(ts, linktype, data)
+                            walk.packet(ts, linktype, data)
                             if sink.full() or (cut is not None and sink.size and cut()):
-                                scan.flush()
+                                walk.flush()
                                 yield take_batch(sink)
                 finally:
-                    scan.flush()
+                    walk.flush()
                     if stream:  # a file of another filesystem says its size; a pipe, what was read
                         acc.file_bytes += getattr(path, "known_size", None) or cap.bytes_read
-                    error = cap.error or scan.error
+                    error = cap.error or walk.error
                     if error:
                         acc.errors.append(f"{path.name if stream else os.fspath(path)}: {error}")
-                    acc.unread_bytes += cap.unread_bytes + scan.unread_bytes
+                    acc.unread_bytes += cap.unread_bytes + walk.unread_bytes
                     acc.bad_timestamps += cap.bad_timestamps
-                    scan.error, scan.unread_bytes = None, 0
+                    walk.error, walk.unread_bytes = None, 0
     finally:
-        ext.finish()
-        scan.flush()
+        walk.finish()
     if sink.size or sink.unanswered:
         yield take_batch(sink)

@@ -12,14 +12,14 @@ ranges that are read in two stages:
   flags, and where its payload lies in the file -- not the payload), plus
   one statistics row (what was not TCP, where reading started and stopped,
   errors).  The compiled walker reads pcap records in C
-  (capture.walker._scan.index_pcap); what crosses to the second stage is about 70
-  bytes a packet, whatever the packet's size.
+  (capture.walker._index.index_pcap); what crosses to the second stage is
+  about 70 bytes a packet, whatever the packet's size.
 - **frames** (:func:`feed`): the rows of each connection, put in capture
   order (``order``: the file's rank and the record's byte offset, as if the
-  files were one), go to an :class:`~kafkaproto.capture.walker.streams.Extractor`
-  with the payloads read again from the files mapped in memory
+  files were one), go to a walker (:func:`kafkaproto.capture.walker.streams.walker`)
+  as columns, with the payloads read again from the files mapped in memory
   (:class:`Files`): the same reassembly, detection, framing and pairing as a
-  whole-file read.
+  whole-file read, in C.
 
 Where a range's first record starts: a range that does not start at the
 file's beginning looks, from its first byte on, for the first position
@@ -60,7 +60,7 @@ import numpy as np
 
 from ..._impl import load as _load
 from ..accounting import Accounting
-from ..walker.packets import TcpSegment, addr4, addr6, decode_tcp
+from ..walker.packets import decode_tcp
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, sniff_format
 
 _index = _load("capture.walker._index")
@@ -521,28 +521,31 @@ def read_ranges_checked(got: dict, reread) -> tuple[list, list[dict], int]:
 # the frames stage
 
 
-def _text(b: bytes, family: int) -> str:
-    return addr4(b[:4]) if family == 4 else addr6(b)
-
-
 class Positions:
-    """A batch of segment positions (:func:`segment_schema`) as numpy columns,
-    converted once; :func:`feed` hands slices of it to the walker."""
+    """A batch of segment positions (:func:`segment_schema`) as numpy columns
+    of the walker's types, converted once; :func:`feed` hands slices of it
+    to the walker."""
 
-    __slots__ = ("n", "capture", "key", "order", "rank", "ts", "ts_ok", "family", "src", "dst", "sport", "dport",
-                 "seq", "ack", "flags", "length", "at", "caplen")
+    __slots__ = ("n", "capture", "key", "order", "rank", "ts", "family", "src", "dst", "sport", "dport", "seq", "ack",
+                 "flags", "length", "at", "caplen")
+
+    #: the walker's type of each column (Walker.segments)
+    TYPES = {"capture": np.int32, "key": np.int64, "order": np.int64, "family": np.int8, "sport": np.int32,
+             "dport": np.int32, "seq": np.int64, "ack": np.int64, "flags": np.int16, "length": np.int64,
+             "at": np.int64, "caplen": np.int32}
 
     def __init__(self, batch) -> None:
         import pyarrow as pa
 
         n = self.n = batch.num_rows
         col = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
-        for name in ("capture", "key", "order", "family", "sport", "dport", "seq", "ack", "flags", "length", "at",
-                     "caplen"):
-            setattr(self, name, col[name].fill_null(0).to_numpy(zero_copy_only=False))
+        for name, dtype in self.TYPES.items():
+            setattr(self, name, np.ascontiguousarray(col[name].fill_null(0).to_numpy(zero_copy_only=False),
+                                                     dtype=dtype))
         self.rank = self.order >> _OFFSET_BITS
-        self.ts_ok = col["ts"].is_valid().to_numpy(zero_copy_only=False) if col["ts"].null_count else None
-        self.ts = col["ts"].fill_null(0).to_numpy(zero_copy_only=False)
+        # a row without a time: the walker's NO_TS
+        self.ts = np.ascontiguousarray(col["ts"].cast(pa.int64()).fill_null(_NO_TS).to_numpy(zero_copy_only=False),
+                                       dtype=np.int64)
 
         def addrs(arr):
             if not pa.types.is_fixed_size_binary(arr.type):
@@ -552,39 +555,21 @@ class Positions:
         self.src, self.dst = addrs(col["src"]), addrs(col["dst"])
 
 
-def feed(ext, pos: Positions, a: int, b: int, scan, files: Files) -> None:
+def feed(walk, pos: Positions, a: int, b: int, files: Files) -> None:
     """Hand the segments ``pos[a:b]`` (one connection's, in capture order; no
-    statistics rows) to ``ext`` through ``scan`` (``ext.scanner()``: the
-    compiled fast path takes in-order segments of settled connections, as it
-    does packets; the others go through
-    :meth:`~kafkaproto.capture.walker.streams.Extractor.tcp`), their payloads read
-    from ``files``."""
-
+    statistics rows) to the walker (:meth:`Walker.segments
+    <kafkaproto.capture.walker._scan.Walker.segments>`, in C), their payloads
+    read from ``files``."""
     cap = int(pos.capture[a])
     rank = pos.rank
-    tcp = ext.tcp
     # runs of one file
     change = np.flatnonzero(rank[a + 1:b] != rank[a:b - 1]) + a + 1
     bounds = [a, *change.tolist(), b]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        data = files[(cap, int(rank[lo]))]
-
-        def slow(i: int, lo=lo, data=data) -> None:
-            j = lo + i
-            fam = int(pos.family[j])
-            at, cl = int(pos.at[j]), int(pos.caplen[j])
-            ts = None if pos.ts_ok is not None and not pos.ts_ok[j] else int(pos.ts[j])
-            tcp(ts, TcpSegment(_text(pos.src[j].tobytes(), fam), int(pos.sport[j]), _text(pos.dst[j].tobytes(), fam),
-                               int(pos.dport[j]), int(pos.seq[j]), int(pos.ack[j]), int(pos.flags[j]),
-                               bytes(data[at:at + cl]), int(pos.length[j])))
-
-        if pos.ts_ok is not None and not pos.ts_ok[lo:hi].all():
-            for i in range(hi - lo):
-                slow(i)
-            continue
         sl = slice(lo, hi)
-        scan.segments(pos.ts[sl], pos.family[sl], pos.src[sl], pos.dst[sl], pos.sport[sl], pos.dport[sl],
-                      pos.seq[sl], pos.ack[sl], pos.flags[sl], pos.length[sl], pos.at[sl], pos.caplen[sl], data, slow)
+        walk.segments(pos.ts[sl], pos.family[sl], pos.src[sl], pos.dst[sl], pos.sport[sl], pos.dport[sl],
+                      pos.seq[sl], pos.ack[sl], pos.flags[sl], pos.length[sl], pos.at[sl], pos.caplen[sl],
+                      files[(cap, int(rank[lo]))])
 
 
 def range_accounting(stats: Sequence[dict]) -> Accounting:
@@ -627,24 +612,24 @@ def connection_frames(batches, files: Files, extractor, *, stats: dict | None = 
     """The one loop over segment positions: ``batches`` (record batches of
     :func:`segment_schema`, sorted by capture, connection key and order) are
     fed connection by connection, each closed after its last segment, to
-    ``extractor(capture)`` (an :class:`~kafkaproto.capture.walker.streams.Extractor`
-    per capture, made by the caller), the payloads read from ``files``.
-    Yields ``(capture, FrameBatch)`` whenever a capture's sink is full, and
-    what each holds at the end.  Statistics rows (key :data:`STATS_KEY`) go
-    to ``stats[capture]`` (a list per capture) when ``stats`` is given.
-    The pages of the files read are let go every ``release_bytes``: a
-    reader's memory is what it holds, not what it has read."""
+    ``extractor(capture)`` (a walker per capture, made by the caller:
+    :func:`kafkaproto.capture.walker.streams.walker`), the payloads read
+    from ``files``.  Yields ``(capture, FrameBatch)`` whenever a capture's
+    sink is full, and what each holds at the end.  Statistics rows (key
+    :data:`STATS_KEY`) go to ``stats[capture]`` (a list per capture) when
+    ``stats`` is given.  The pages of the files read are let go every
+    ``release_bytes``: a reader's memory is what it holds, not what it has
+    read."""
     from ..frames import take_batch
 
-    seen: dict[int, tuple] = {}  # capture -> (extractor, scanner)
+    seen: dict[int, object] = {}  # capture -> its walker
     current = None  # (capture, key) being fed
     fed = 0
 
     def of(cap: int):
         got = seen.get(cap)
         if got is None:
-            ext = extractor(cap)
-            got = seen[cap] = (ext, ext.scanner())
+            got = seen[cap] = extractor(cap)
         return got
 
     for batch in batches:
@@ -662,7 +647,7 @@ def connection_frames(batches, files: Files, extractor, *, stats: dict | None = 
                         json.loads(v) for v in batch.column("info").slice(a, b - a).to_pylist())
                 continue
             if current is not None and current != (cap, key):
-                prev = of(current[0])[0]
+                prev = of(current[0])
                 prev.close_all()  # the previous connection's last segment was fed
                 if prev.sink.full():
                     yield current[0], take_batch(prev.sink)
@@ -670,16 +655,15 @@ def connection_frames(batches, files: Files, extractor, *, stats: dict | None = 
                     files.release()
                     fed = 0
             current = (cap, key)
-            ext, scan = of(cap)
-            feed(ext, pos, a, b, scan, files)
+            walk = of(cap)
+            feed(walk, pos, a, b, files)
             fed += int(pos.caplen[a:b].sum())
-            if ext.sink.full():
-                yield cap, take_batch(ext.sink)
-    for cap, (ext, _scan) in sorted(seen.items()):
-        ext.close_all()
-        ext.sink.flush()
-        if ext.sink.size or ext.sink.unanswered:
-            yield cap, take_batch(ext.sink)
+            if walk.sink.full():
+                yield cap, take_batch(walk.sink)
+    for cap, walk in sorted(seen.items()):
+        walk.close_all()
+        if walk.sink.size or walk.sink.unanswered:
+            yield cap, take_batch(walk.sink)
 
 
 def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, acc: Accounting | None = None,
@@ -692,7 +676,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     into one (grouped by connection)."""
     import pyarrow as pa
 
-    from ..walker.streams import Extractor
+    from ..walker.streams import walker
 
     acc = acc if acc is not None else Accounting()
     ordered = file_order(list(paths))
@@ -707,7 +691,7 @@ def read_frames_ranged(paths: Sequence[str], range_bytes: int, *, ports=None, ac
     stats: dict[int, list] = {}
     try:
         for _cap, fb in connection_frames(table.combine_chunks().to_batches(), files,
-                                          lambda cap: Extractor(ports, acc, **kw), stats=stats):
+                                          lambda cap: walker(ports, acc, **kw), stats=stats):
             yield from fb.frames()
     finally:
         files.close()

@@ -356,16 +356,14 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
     ``filesystem``: the pyarrow filesystem ``path`` is in (None: local)."""
     import numpy as np
 
-    from ...protocol import header_table
     from ..walker import streams
-    from ..walker.streams import MAX_OUTSTANDING
 
     scan = streams._sink
     pa = _pa()
     import pyarrow.compute as pc
 
     acc = acc if acc is not None else Accounting()
-    sink = scan.FrameSink(acc, header_table(True), header_table(False), MAX_OUTSTANDING, batch_rows, 32 << 20)
+    sink = streams.new_sink(acc, batch_rows, 32 << 20)
     # (conn, client, server) -> its number; states[2 * number + (0 request, 1 response)]
     conns: dict[tuple, int] = {}
     pairings: list = []

@@ -1,9 +1,10 @@
 # Packet parsing shared by the walker's compiled units (_scan: packets in
 # capture order; _index: the byte-range index): link, IP and TCP headers read
 # in place, and the classic pcap record header.  Inline C only; decode_tcp
-# (kafkaproto.capture.formats.pcap) is the same rule in Python, for the twins
-# and for the packets these functions leave to it.
+# (kafkaproto.capture.walker.packets) is the same rule in Python, for the
+# twins.
 
+from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from kafkaproto._wire cimport kp_ld16, kp_ld32
@@ -48,11 +49,10 @@ cdef enum:
 
 
 cdef inline int _cap_parse(int linktype, const unsigned char* d, Py_ssize_t n, _Seg* s) noexcept nogil:
-    """1: a TCP segment the fast path may take (decoded exactly as decode_tcp
-    would); -R_*: not a TCP segment, for the reason decode_tcp gives; 0:
-    anything else (decode_tcp decides)."""
-    cdef Py_ssize_t pos = 0, at, ihl, l4, doff, start
-    cdef int etype
+    """1: a TCP segment (decoded exactly as decode_tcp would), or -R_*: not
+    one, for the reason decode_tcp gives."""
+    cdef Py_ssize_t pos = 0, at, ihl, l4, doff, start, ext
+    cdef int etype, nxt, i
     cdef uint32_t fam, le, be
     cdef int64_t total, l4_len
     if linktype == 1:  # Ethernet
@@ -95,10 +95,13 @@ cdef inline int _cap_parse(int linktype, const unsigned char* d, Py_ssize_t n, _
             return -R_MALFORMED
         total = kp_ld16(d + pos + 2)
         if total < ihl:
-            return 0  # offload captures: decode_tcp's business
+            # TCP segmentation offload captures show total length 0
+            if total != 0:
+                return -R_MALFORMED
+            total = n - pos
         if d[pos + 9] != 6:
             return -R_NOT_TCP
-        if kp_ld16(d + pos + 6) & 0x3FFF:
+        if kp_ld16(d + pos + 6) & 0x3FFF:  # MF flag + offset
             return -R_FRAGMENT
         s.family = 4
         s.src_at = pos + 12
@@ -108,13 +111,28 @@ cdef inline int _cap_parse(int linktype, const unsigned char* d, Py_ssize_t n, _
     elif etype == 0x86DD:
         if n < pos + 40 or d[pos] >> 4 != 6:
             return -R_MALFORMED
-        l4_len = kp_ld16(d + pos + 4)
-        if l4_len == 0 or d[pos + 6] != 6:
-            return 0  # jumbograms, extension headers: decode_tcp's business
         s.family = 6
         s.src_at = pos + 8
         s.dst_at = pos + 24
+        nxt = d[pos + 6]
         l4 = pos + 40
+        l4_len = kp_ld16(d + pos + 4)
+        if l4_len == 0:
+            l4_len = n - l4  # jumbogram / offload: use what is there
+        for i in range(8):  # extension headers, bounded
+            if nxt == 44:
+                return -R_FRAGMENT
+            if nxt != 0 and nxt != 43 and nxt != 60 and nxt != 51:
+                break
+            if n < l4 + 2:
+                return -R_MALFORMED
+            # the authentication header counts 4-byte units less 2, the others 8-byte units less 1
+            ext = (d[l4 + 1] + 2) * 4 if nxt == 51 else (d[l4 + 1] + 1) * 8
+            nxt = d[l4]
+            l4 += ext
+            l4_len -= ext
+        if nxt != 6:
+            return -R_NOT_TCP
     else:
         return -R_NOT_IP
     if l4_len < 20 or n < l4 + 20:
@@ -143,3 +161,85 @@ cdef inline int pcap_record(const unsigned char* h, bint big, uint64_t scale, ui
     incl[0] = _cap_ld32(h + 8, big)
     ts[0] = <uint64_t>sec * 1000000000 + <uint64_t>frac * scale
     return incl[0] <= CAP_MAX_RECORD
+
+
+cdef inline int _hex_group(char* out, unsigned int g) noexcept nogil:
+    """``g`` (< 65536) in lowercase hex without leading zeros; its length."""
+    cdef int n = 0, shift
+    cdef unsigned int d
+    for shift in range(12, -1, -4):
+        d = (g >> shift) & 0xF
+        if d or n or shift == 0:
+            out[n] = (b"0123456789abcdef")[d]
+            n += 1
+    return n
+
+
+cdef inline int _decimal(char* out, unsigned int v) noexcept nogil:
+    """``v`` in decimal; its length."""
+    cdef char tmp[12]
+    cdef int n = 0, i
+    while True:
+        tmp[n] = <char>(48 + v % 10)
+        n += 1
+        v //= 10
+        if not v:
+            break
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+
+cdef inline str endpoint_text(int family, const unsigned char* a, unsigned int port):
+    """``ip:port`` (IPv4) or ``[ip]:port`` (IPv6, RFC 5952: hex groups
+    without leading zeros, the longest run of two or more zero groups -- the
+    first of equal ones -- written ``::``), as packets.endpoint_text."""
+    cdef char buf[64]
+    cdef int n = 0, i, start = -1, best = -1, run = 0, best_len = 0
+    cdef unsigned int g[8]
+    if family == 4:
+        for i in range(4):
+            n += _decimal(buf + n, a[i])
+            buf[n] = b"." if i < 3 else b":"
+            n += 1
+        n += _decimal(buf + n, port)
+        return PyUnicode_DecodeASCII(buf, n, NULL)
+    for i in range(8):
+        g[i] = (a[2 * i] << 8) | a[2 * i + 1]
+        if g[i] == 0:
+            if start < 0:
+                start = i
+            run += 1
+            if run > best_len:
+                best_len = run
+                best = start
+        else:
+            start = -1
+            run = 0
+    buf[0] = b"["
+    n = 1
+    if best_len > 1:
+        for i in range(best):
+            if i:
+                buf[n] = b":"
+                n += 1
+            n += _hex_group(buf + n, g[i])
+        buf[n] = b":"
+        buf[n + 1] = b":"
+        n += 2
+        for i in range(best + best_len, 8):
+            if i > best + best_len:
+                buf[n] = b":"
+                n += 1
+            n += _hex_group(buf + n, g[i])
+    else:
+        for i in range(8):
+            if i:
+                buf[n] = b":"
+                n += 1
+            n += _hex_group(buf + n, g[i])
+    buf[n] = b"]"
+    buf[n + 1] = b":"
+    n += 2
+    n += _decimal(buf + n, port)
+    return PyUnicode_DecodeASCII(buf, n, NULL)

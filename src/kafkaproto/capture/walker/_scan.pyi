@@ -1,39 +1,41 @@
-"""Types of kafkaproto.capture.walker._scan, the scanner (packets in, frames into the sink), and of its twin
-_scan_py (same names)."""
+"""Types of kafkaproto.capture.walker._scan, the capture walker (packets in, frames into the
+sink), and of its twin _scan_py (same names)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
-from ._sink import FrameSink, KafkaState
+from ._judge import BodyCheck
+from ._sink import FrameSink
+from ._tcp import Tcp
 
 COMPILED: bool
+#: bytes per direction looked at to tell whether a connection is Kafka
+DETECT_BYTES: int
+MAX_OPEN_CONNECTIONS: int
+MAX_PENDING_BYTES: int
+MAX_PENDING_TOTAL: int
 
-class HalfState:
-    """Reassembly state of one TCP direction (tcp.HalfStream.state)."""
+class Walker(Tcp):
+    """Packets in (one at a time, the records of a classic pcap file, segments
+    indexed elsewhere as columns, or a raw stream of requests); frames out, into
+    ``sink``; counts in the Accounting once flushed."""
 
-    base: int | None  # sequence number of stream offset 0; None until known
-    next: int  # next expected stream offset
-    pending: dict[int, list[tuple[int | None, bytes, int]]]  # offset -> [(ts, payload, length)] behind a hole
-    heap: list[int]  # the offsets of ``pending``, a heap
-    ended: bool
-    def __init__(self) -> None: ...
-
-_Lookup = Callable[[int, bytes, int, bytes, int], tuple[HalfState, HalfState, KafkaState | None] | None]
-
-class CaptureScanner:
-    """Packets in (one at a time, the records of a classic pcap file, or
-    segments indexed elsewhere); frames out, into the sink; counts in ``acc``
-    once flushed."""
-
+    sink: FrameSink
+    max_frame_size: int
     error: str | None  # why reading a pcap file stopped early
     unread_bytes: int  # file bytes left after a damaged or cut record
     records: int  # pcap records read
-    def __init__(self, packet: Callable[[int | None, int, bytes], None], lookup: _Lookup, acc: Any,
-                 sink: FrameSink) -> None: ...
-    def packet(self, ts: int | None, linktype: int, data: bytes) -> None: ...
-    def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
-    def run(self) -> bool: ...
-    def flush(self) -> None: ...
+    def __init__(self, acc: Any, sink: FrameSink, connection_factory: Callable[[int, str, str, int | None], Any],
+                 check: BodyCheck, versions: bytes, ports: Iterable[int] | None = None, *, max_frame_size: int = ...,
+                 max_open_connections: int = ..., max_pending_bytes: int = ..., max_pending_total: int = ...
+                 ) -> None: ...
+    def packet(self, ts: int | None, linktype: int, data: Any) -> None:
+        """One packet (``data``: its bytes; ``ts``: nanoseconds, or None)."""
     def segments(self, ts: Any, family: Any, src: Any, dst: Any, sport: Any, dport: Any, seq: Any, ack: Any,
-                 flags: Any, length: Any, at: Any, caplen: Any, payload: Any, slow: Callable[[int], None]) -> None:
-        """Segments of the byte-range path (numpy columns); row i not taken goes to ``slow(i)``."""
+                 flags: Any, length: Any, at: Any, caplen: Any, payload: Any) -> None:
+        """TCP segments of the byte-range path (numpy columns), their payloads in ``payload``."""
+    def stream(self, conn: Any, data: Any) -> None:
+        """The next bytes of a raw stream of requests (None: the stream is over)."""
+    def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
+    def run(self) -> bool:
+        """Read records until the sink is full (True) or the file ends (False)."""

@@ -1,106 +1,114 @@
 # cython: language_level=3
 # The capture walker: packets in, Kafka frames out as columns (one pass).
 #
-# It reads classic pcap files in large blocks, reassembles the common case --
-# a packet of an established, settled connection whose segment is exactly the
-# next expected one, with no SYN/FIN/RST and nothing waiting out of order --
-# frames it, pairs each response with its request and numbers the frames, all
-# in C.  Everything else goes to the Python capture layer (the ``packet``
-# callback, Extractor.packet: connection set-up and tear-down, reordering,
-# detection, resynchronization) unchanged, and the frames that layer makes
-# come back here (FrameSink.emit), so there is one framing-and-pairing rule
-# and one place frames land.
+# Every packet is taken here, in C: its link, IP and TCP headers parsed in
+# place (_packets), its segment reassembled (_tcp.Tcp, which Walker
+# extends), the bytes of each direction held until the connection is known
+# to be Kafka or not (detection), then framed (the frame rule of _wire.pxd),
+# resynchronized after a gap or a size prefix that makes no sense (_judge),
+# and every frame handed to the FrameSink (_sink), which pairs and numbers
+# it.  No Python object is made per packet, segment or frame; a Kafka
+# connection costs one Connection (made by the factory the layer above
+# hands in), its Pairing and the KafkaState of each direction (the sink's).
 #
-# Frames land in a FrameSink (_sink): one fixed-size row per frame (time, connection,
-# direction, stream offset, api key and version, correlation id, client id,
-# frame number, the request a response answers, header size, flags) and
-# the frames' bytes back to back in one data buffer.  The capture layer turns
-# a sink's contents into an Arrow record batch (kafkaproto.capture.frames)
-# without a Python object per frame.
-#
-# This module sits below the Python capture layer and imports nothing from
-# it: the connection objects, the callbacks, the accounting object and the
-# header-version tables are handed to it.  The state both paths work on lives
-# in the small state classes below, which the Python classes hold
-# (tcp.HalfStream.state, streams.KafkaHalf.state) and the fast path reads and
-# advances directly.  The twin (_scan_py.py) has the same classes in plain
-# Python.
+# This module imports nothing from the layers above it: the connection
+# factory, the accounting object, the sink and the judge (whose message
+# programs come from above) are handed to it.  Its twin (_scan_py.py, over
+# _tcp_py.py) is the same rule in Python.
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
-from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.dict cimport PyDict_GetItem, PyDict_DelItem, PyDict_Size
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memmove
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN
+from libc.string cimport memcmp, memcpy, memmove, memset
 
-from kafkaproto._wire cimport kp_st16, _frame_at, FRAME_COMPLETE, FRAME_BAD_SIZE
-from kafkaproto.capture.walker._packets cimport (
-    _Seg, _cap_parse, pcap_record, _FIN, _SYN, _RST, _ACK, N_REASONS,
+from kafkaproto._wire cimport _frame_at, FRAME_BAD_SIZE, FRAME_COMPLETE
+from kafkaproto.capture.walker._packets cimport _Seg, _cap_parse, endpoint_text, pcap_record, N_REASONS
+from kafkaproto.capture.walker._sink cimport FrameSink, KafkaState, Pairing, FL_RESYNC
+from kafkaproto.capture.walker._judge cimport BodyCheck, find_start, judge_claim
+from kafkaproto.capture.walker._tcp cimport (
+    Tcp, Conn, Half, Held, TO_HELD, TO_KAFKA, TO_OTHER, SKIP_GAP, SKIP_NOT_KAFKA, UNDECIDED, KAFKA, OTHER,
 )
-from kafkaproto.capture.walker._sink cimport FrameSink, KafkaState
+from kafkaproto.capture.walker._tcp import MAX_OPEN_CONNECTIONS, MAX_PENDING_BYTES, MAX_PENDING_TOTAL
 
-import numpy as np
+cdef extern from "Python.h":
+    # the cyclic collector, paused while the walker runs (Python >= 3.10)
+    int PyGC_Enable()
+    int PyGC_Disable()
 
 COMPILED = True
 
-cdef Py_ssize_t _CAP_BLOCK = 1 << 20
-cdef Py_ssize_t _CAP_MAX_DIRS = 1 << 18
+#: bytes per direction looked at to tell whether a connection is Kafka
+DETECT_BYTES = 64 * 1024
+cdef int64_t _DETECT = DETECT_BYTES
+cdef int64_t NO_TS = INT64_MIN
+cdef Py_ssize_t _BLOCK = 1 << 20
+cdef Py_ssize_t _COMPACT = 1 << 16
 
 _REASONS = (None, "malformed", "not_ip", "not_tcp", "ip_fragment", "unsupported_link")
+cdef dict _NO_REQUESTS = {}
 
 
-cdef class HalfState:
-    """Reassembly state of one TCP direction (held by tcp.HalfStream as ``state``).
-
-    ``base``: sequence number of stream offset 0 (None until known); ``next``:
-    the next expected stream offset; ``pending``/``heap``: segments waiting
-    behind a hole, by offset; ``ended``: the stream is over."""
-    cdef public object base
-    cdef public int64_t next
-    cdef public dict pending
-    cdef public list heap
-    cdef public bint ended
-
-    def __init__(self):
-        self.base = None
-        self.next = 0
-        self.pending = {}
-        self.heap = []
-        self.ended = False
+cdef int _grow(unsigned char** buf, Py_ssize_t* cap, Py_ssize_t need) except -1:
+    """``buf`` holds ``need`` bytes at least."""
+    cdef Py_ssize_t c = cap[0]
+    cdef unsigned char* b
+    if need <= c:
+        return 0
+    c = c * 2 if c else 256
+    while c < need:
+        c *= 2
+    b = <unsigned char*>PyMem_Realloc(buf[0], c)
+    if b == NULL:
+        raise MemoryError()
+    buf[0] = b
+    cap[0] = c
+    return 0
 
 
-cdef class _FastDir:
-    """One direction of a settled connection, as the fast path sees it."""
-    cdef HalfState hs, ohs
-    cdef KafkaState kh  # None: the connection is not Kafka
-
-
-cdef class CaptureScanner:
-    """Packets in, frames out (into the FrameSink), taking the common case in C.
+cdef class Walker(Tcp):
+    """Packets in, frames out, into ``sink``; counts in ``acc`` once flushed.
 
     ``packet(ts, linktype, data)`` takes one packet; ``read_pcap(...)`` then
     ``run()`` read the records of a classic pcap file in large blocks;
-    ``segments(...)`` takes TCP segments decoded elsewhere (the byte-range
-    path).  Counts of the fast path are kept here and added to the
-    Accounting by :meth:`flush` (``run`` flushes before it returns).
+    ``segments(...)`` takes the TCP segments of the byte-range path as
+    columns; ``stream(conn, data)`` the bytes of a raw stream of requests.
 
-    What the scanner needs from the layer above is handed to it here:
+    What it needs from the layers above is handed to it: ``acc`` (an
+    Accounting), ``sink`` (the FrameSink every frame lands in),
+    ``connection_factory(id, client, server, first_ts)`` making a Kafka
+    connection's object (its ends as ``ip:port`` or ``[ip]:port``; the ts
+    None when unknown), ``check`` (the judge of a frame, a BodyCheck) and
+    ``versions`` (512 bytes: the lowest and highest request version of each
+    api key below 256).  ``ports``: the
+    brokers' ports (a connection is Kafka when either end uses one); None:
+    detect Kafka connections from their first bytes, each on its own.
 
-    ``packet(ts, linktype, data)``
-        takes a packet the fast path does not (Extractor.packet);
-    ``lookup(family, src, sport, dst, dport)``
-        the state of a settled connection's direction (addresses as 4 or 16
-        raw bytes): ``(half, other_half, kafka)`` -- the two HalfStates and
-        the sending direction's KafkaState, None when the connection is not
-        Kafka -- or None while the Python code must see its packets;
-    ``acc``, ``sink``
-        the Accounting, and the FrameSink every frame lands in.
-    """
-    cdef object acc, sink_packet, lookup
-    cdef FrameSink sink
-    cdef dict dirs
-    # deferred counters
-    cdef int64_t n_packets, n_tcp, n_payload, b_not_kafka
+    The state kept is bounded: ``max_open_connections`` open at once (past
+    it the one opened first is closed: ``acc.evicted_connections``), the
+    bytes waiting behind holes, ``max_pending_bytes`` per direction and
+    ``max_pending_total`` in all (past either a hole is given up on:
+    ``acc.gaps_forced``), the bytes held while detection decides whether a
+    connection is Kafka count against ``max_pending_total`` too (past it the
+    oldest undecided connection is judged on what it sent:
+    ``acc.detections_forced``), and a claim a direction judges before it
+    takes it holds at most ``max_pending_bytes`` meanwhile."""
+    cdef readonly FrameSink sink
+    cdef object factory
+    cdef BodyCheck check
+    cdef bytes versions
+    cdef const unsigned char* vt
+    cdef readonly int64_t max_frame_size
+    cdef bint have_ports
+    cdef unsigned char ports[8192]
+    cdef Conn* und_head
+    cdef Conn* und_tail
+    cdef int64_t held_total
+    cdef Conn* raw  # the connection of stream()
+    # counts not added to the Accounting yet
+    cdef int64_t n_packets, n_tcp, n_payload, n_not_kafka, n_gap, n_trunc_bytes, n_trunc_frames, n_detect_forced
     cdef int64_t reasons[N_REASONS]
     # pcap reading
     cdef object fh
@@ -112,19 +120,43 @@ cdef class CaptureScanner:
     cdef public object error
     cdef public int64_t unread_bytes, records
 
-    def __init__(self, packet, lookup, acc, FrameSink sink):
-        self.sink_packet = packet
-        self.lookup = lookup
-        self.acc = acc
+    def __init__(self, acc, FrameSink sink, connection_factory, BodyCheck check, bytes versions, ports=None, *,
+                 int64_t max_frame_size=104857600, Py_ssize_t max_open_connections=MAX_OPEN_CONNECTIONS,
+                 int64_t max_pending_bytes=MAX_PENDING_BYTES, int64_t max_pending_total=MAX_PENDING_TOTAL):
+        Tcp.__init__(self, acc, max_open_connections=max_open_connections, max_pending_bytes=max_pending_bytes,
+                     max_pending_total=max_pending_total)
+        if PyBytes_GET_SIZE(versions) != 512:
+            raise ValueError("versions must be 512 bytes")
         self.sink = sink
-        self.dirs = {}
+        self.factory = connection_factory
+        self.check = check
+        self.versions = versions
+        self.vt = <const unsigned char*>PyBytes_AS_STRING(versions)
+        self.max_frame_size = max_frame_size
+        memset(self.ports, 0, sizeof(self.ports))
+        self.have_ports = ports is not None
+        if ports is not None:
+            for p in ports:
+                if 0 <= p < 65536:
+                    self.ports[p >> 3] |= 1 << (p & 7)
         self.error = None
+
+    def __dealloc__(self):
+        if self.raw != NULL:
+            self.on_free(self.raw)
+            self._free_raw()
+
+    cdef void _free_raw(self) noexcept:
+        PyMem_Free(self.raw.h[0].buf)
+        PyMem_Free(self.raw)
+        self.raw = NULL
 
     # -- accounting --------------------------------------------------------
     def flush(self):
-        """Add the fast path's counts (and the sink's) to the Accounting."""
+        """Add the counts kept here (and the sink's) to the Accounting."""
         cdef int k
         acc = self.acc
+        self.flush_counts()
         if self.n_packets:
             acc.packets_total += self.n_packets
             acc.payload_bytes_total += self.n_payload
@@ -135,221 +167,536 @@ cdef class CaptureScanner:
                     acc.packets[_REASONS[k]] += self.reasons[k]
                     self.reasons[k] = 0
             self.n_packets = self.n_tcp = self.n_payload = 0
-        if self.b_not_kafka:
-            acc.bytes["not_kafka"] += self.b_not_kafka
-            self.b_not_kafka = 0
+        if self.n_not_kafka:
+            acc.bytes["not_kafka"] += self.n_not_kafka
+            self.n_not_kafka = 0
+        if self.n_gap:
+            acc.bytes["gap"] += self.n_gap
+            self.n_gap = 0
+        if self.n_trunc_bytes:
+            acc.bytes["truncated"] += self.n_trunc_bytes
+            self.n_trunc_bytes = 0
+        if self.n_trunc_frames:
+            acc.frames["truncated"] += self.n_trunc_frames
+            self.n_trunc_frames = 0
+        if self.n_detect_forced:
+            acc.detections_forced += self.n_detect_forced
+            self.n_detect_forced = 0
         self.sink.flush()
 
     # -- packets -----------------------------------------------------------
     def packet(self, ts, int linktype, data):
-        """One packet (``data``: bytes); its frames land in the sink."""
+        """One packet (``data``: its bytes; ``ts``: nanoseconds, or None)."""
         cdef const unsigned char[::1] view = data
-        if view.shape[0] == 0:
-            self._packet(ts, linktype, <const unsigned char*>b"", 0, data)
-            return
-        self._packet(ts, linktype, &view[0], view.shape[0], data)
+        cdef int gc = PyGC_Disable()
+        try:
+            self._packet(NO_TS if ts is None else <int64_t>ts, linktype,
+                         &view[0] if view.shape[0] else <const unsigned char*>b"", view.shape[0])
+        finally:
+            if gc:
+                PyGC_Enable()
 
-    cdef _FastDir _lookup(self, _Seg* s, const unsigned char* src, const unsigned char* dst, bytes key):
-        """The settled connection this segment belongs to, or None."""
-        cdef _FastDir fd
-        cdef Py_ssize_t alen = 4 if s.family == 4 else 16
-        found = self.lookup(s.family, PyBytes_FromStringAndSize(<const char*>src, alen), s.sport,
-                            PyBytes_FromStringAndSize(<const char*>dst, alen), s.dport)
-        if found is None:
-            return None
-        hs, ohs, kh = found
-        if type(hs) is not HalfState or type(ohs) is not HalfState:
-            return None
-        if kh is not None and type(kh) is not KafkaState:
-            return None
-        fd = _FastDir()
-        fd.hs = hs
-        fd.ohs = ohs
-        fd.kh = kh
-        if PyDict_Size(self.dirs) >= _CAP_MAX_DIRS:
-            self.dirs.clear()  # only a cache: closed connections are dropped from it when seen again
-        self.dirs[key] = fd
-        return fd
-
-    cdef int _packet(self, ts, int linktype, const unsigned char* d, Py_ssize_t n, data) except -1:
+    cdef int _packet(self, int64_t ts, int linktype, const unsigned char* d, Py_ssize_t n) except -1:
         cdef _Seg s
         cdef int r = _cap_parse(linktype, d, n, &s)
+        self.n_packets += 1
         if r < 0:
-            # not a TCP segment: counted here as Extractor.packet would count it
-            self.n_packets += 1
             self.reasons[-r] += 1
             return 0
-        if r == 0 or not self._fast(ts, &s, d + s.src_at, d + s.dst_at, d + s.payload_at):
-            return self._slow(ts, linktype, d, n, data)
-        return 0
-
-    cdef int _fast(self, ts, _Seg* s, const unsigned char* src, const unsigned char* dst,
-                   const unsigned char* payload) except -1:
-        """Take one parsed segment on the fast path: 1, or 0 when the Python
-        code must (nothing was changed then).  ``src``/``dst``: the raw
-        addresses (4 or 16 bytes, by ``s.family``); ``payload``: its bytes."""
-        cdef unsigned char kb[37]
-        cdef Py_ssize_t alen
-        cdef _FastDir fd
-        cdef HalfState hs, ohs
-        cdef PyObject* hit
-        cdef uint32_t base
-        alen = 4 if s.family == 4 else 16
-        kb[0] = <unsigned char>s.family
-        memcpy(kb + 1, src, alen)
-        memcpy(kb + 1 + alen, dst, alen)
-        kp_st16(kb + 1 + 2 * alen, s.sport)
-        kp_st16(kb + 3 + 2 * alen, s.dport)
-        key = PyBytes_FromStringAndSize(<const char*>kb, 5 + 2 * alen)
-        hit = PyDict_GetItem(self.dirs, key)
-        if hit != NULL:
-            fd = <_FastDir>hit
-        else:
-            if s.flags & (_SYN | _FIN | _RST):
-                return 0
-            fd = self._lookup(s, src, dst, key)
-            if fd is None:
-                return 0
-        hs = fd.hs
-        ohs = fd.ohs
-        if hs.ended or ohs.ended:
-            PyDict_DelItem(self.dirs, key)  # a closed connection: maybe replaced
-            return 0
-        if s.flags & (_SYN | _FIN | _RST):
-            return 0
-        if s.length:
-            if hs.base is None or PyDict_Size(hs.pending) or s.caplen != s.length:
-                return 0
-            base = <uint32_t>hs.base
-            if <uint32_t>(s.seq - base - <uint32_t>hs.next) != 0:
-                return 0
-        if (s.flags & _ACK) and ohs.base is not None and len(ohs.heap):
-            return 0
-        # the fast path: what Extractor.packet/segment and HalfStream.segment do here
-        if s.length:
-            if fd.kh is None:
-                self.b_not_kafka += s.caplen
-            elif not self._kafka_data(fd.kh, ts, payload, s.caplen):
-                return 0
-            hs.next += s.caplen
-        self.n_packets += 1
         self.n_tcp += 1
         self.n_payload += s.caplen
-        return 1
+        return self.segment(ts, s.family, d + s.src_at, s.sport, d + s.dst_at, s.dport, s.seq, s.ack, s.flags,
+                            d + s.payload_at, s.caplen, s.length)
 
-    def segments(self, ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, payload, slow):
-        """TCP segments indexed elsewhere (a connection's rows of the byte-range
-        path): the fast path takes what it can, ``slow(i)`` gets row ``i``
-        otherwise (Extractor.tcp).  Columns (numpy): ``ts`` int64 (no nulls),
-        ``family`` int8 (4 or 6), ``src``/``dst`` uint8[n, 16] raw addresses,
-        ports (any int), ``seq``/``ack`` int64, ``flags`` int16, ``length``
-        int64 (bytes on the wire), ``at`` int64 and ``caplen`` int32: where
-        each payload lies in ``payload`` (any buffer: a capture file mapped in
-        memory)."""
-        cdef const int64_t[::1] t = np.ascontiguousarray(ts, dtype=np.int64)
-        cdef const int8_t[::1] fam = np.ascontiguousarray(family, dtype=np.int8)
-        cdef const uint8_t[:, ::1] sa = np.ascontiguousarray(src, dtype=np.uint8)
-        cdef const uint8_t[:, ::1] da = np.ascontiguousarray(dst, dtype=np.uint8)
-        cdef const int32_t[::1] sp = np.ascontiguousarray(sport, dtype=np.int32)
-        cdef const int32_t[::1] dp = np.ascontiguousarray(dport, dtype=np.int32)
-        cdef const int64_t[::1] sq = np.ascontiguousarray(seq, dtype=np.int64)
-        cdef const int64_t[::1] ak = np.ascontiguousarray(ack, dtype=np.int64)
-        cdef const int16_t[::1] fl = np.ascontiguousarray(flags, dtype=np.int16)
-        cdef const int64_t[::1] ln = np.ascontiguousarray(length, dtype=np.int64)
-        cdef const int64_t[::1] pa_ = np.ascontiguousarray(at, dtype=np.int64)
-        cdef const int32_t[::1] cl = np.ascontiguousarray(caplen, dtype=np.int32)
+    def segments(self, const int64_t[::1] ts, const int8_t[::1] family, const uint8_t[:, ::1] src,
+                 const uint8_t[:, ::1] dst, const int32_t[::1] sport, const int32_t[::1] dport,
+                 const int64_t[::1] seq, const int64_t[::1] ack, const int16_t[::1] flags,
+                 const int64_t[::1] length, const int64_t[::1] at, const int32_t[::1] caplen, payload):
+        """TCP segments decoded elsewhere (a connection's rows of the byte-range
+        path), each counted as the packet it came from: columns ``ts`` int64
+        (INT64_MIN: no time), ``family`` int8 (4 or 6), ``src``/``dst``
+        uint8[n, 16] raw addresses, ports int32, ``seq``/``ack`` int64,
+        ``flags`` int16, ``length`` int64 (bytes on the wire), ``at`` int64
+        and ``caplen`` int32: where each payload lies in ``payload`` (any
+        buffer: a capture file mapped in memory).  A row whose family is
+        neither or whose payload lies outside ``payload`` counts as a
+        malformed packet."""
         cdef const unsigned char[::1] data = payload
-        cdef Py_ssize_t i, n = t.shape[0], size = data.shape[0]
-        cdef _Seg s
-        cdef const unsigned char* pd = &data[0] if size else NULL
-        for i in range(n):
-            if (fam[i] != 4 and fam[i] != 6) or pa_[i] < 0 or cl[i] < 0 or pa_[i] + cl[i] > size:
-                slow(i)
-                continue
-            s.family = fam[i]
-            s.sport = <uint16_t>sp[i]
-            s.dport = <uint16_t>dp[i]
-            s.seq = <uint32_t>sq[i]
-            s.ack = <uint32_t>ak[i]
-            s.flags = <uint8_t>fl[i]
-            s.caplen = cl[i]
-            s.length = ln[i]
-            if not self._fast(t[i], &s, &sa[i, 0], &da[i, 0], pd + pa_[i] if pd != NULL else pd):
-                slow(i)
+        cdef Py_ssize_t n = ts.shape[0], size = data.shape[0]
+        cdef const unsigned char* pd = &data[0] if size else <const unsigned char*>b""
+        cdef int gc
+        if family.shape[0] != n or src.shape[0] != n or dst.shape[0] != n or sport.shape[0] != n or \
+                dport.shape[0] != n or seq.shape[0] != n or ack.shape[0] != n or flags.shape[0] != n or \
+                length.shape[0] != n or at.shape[0] != n or caplen.shape[0] != n or \
+                (n and (src.shape[1] != 16 or dst.shape[1] != 16)):
+            raise ValueError("segment columns of different lengths, or addresses not of 16 bytes")
+        gc = PyGC_Disable()
+        try:
+            self._segments(ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, pd, size)
+        finally:
+            if gc:
+                PyGC_Enable()
         self.flush()
 
-    cdef int _slow(self, ts, int linktype, const unsigned char* d, Py_ssize_t n, data) except -1:
-        if data is None:
-            data = PyBytes_FromStringAndSize(<const char*>d, n)
-        self.sink_packet(ts, linktype, data)
+    cdef int _segments(self, const int64_t[::1] ts, const int8_t[::1] family, const uint8_t[:, ::1] src,
+                       const uint8_t[:, ::1] dst, const int32_t[::1] sport, const int32_t[::1] dport,
+                       const int64_t[::1] seq, const int64_t[::1] ack, const int16_t[::1] flags,
+                       const int64_t[::1] length, const int64_t[::1] at, const int32_t[::1] caplen,
+                       const unsigned char* pd, Py_ssize_t size) except -1:
+        cdef Py_ssize_t i, n = ts.shape[0]
+        cdef int64_t a, c
+        for i in range(n):
+            self.n_packets += 1
+            a, c = at[i], caplen[i]
+            if (family[i] != 4 and family[i] != 6) or a < 0 or c < 0 or a + c > size or c > length[i]:
+                self.reasons[1] += 1
+                continue
+            self.n_tcp += 1
+            self.n_payload += c
+            self.segment(ts[i], family[i], &src[i, 0], <uint16_t>sport[i], &dst[i, 0], <uint16_t>dport[i],
+                         <uint32_t>seq[i], <uint32_t>ack[i], <uint8_t>flags[i], pd + a, c, length[i])
         return 0
 
-    # -- Kafka framing (KafkaHalf.data / _run) ------------------------------
-    cdef int _kafka_data(self, KafkaState kh, ts, const unsigned char* p, Py_ssize_t n) except -1:
-        """Frame ``p[:n]``, the next bytes of ``kh``'s stream: 1, or 0 when
-        the Python code must take the packet (``kh`` is then as it was)."""
-        cdef bytearray buf = kh.buf
-        cdef Py_ssize_t old = PyByteArray_GET_SIZE(buf), pos, end, q
-        cdef int32_t size
-        cdef int64_t minimum = 8 if kh.is_request else 4
-        cdef int st
-        if not kh.synced:
-            return 0  # resynchronizing is the Python code's business
-        if kh.pos == old:
-            # nothing buffered: frame straight from the packet, keep only its tail
-            q = 0
-            while True:
-                st = _frame_at(p, q, n, minimum, kh.max_frame_size, &size)
-                if st == FRAME_BAD_SIZE:
-                    return 0
-                if st != FRAME_COMPLETE:
-                    break
-                q += 4 + size
-            if ts is not None:
-                kh.ts = ts
-            if old:
-                del buf[:old]
-                kh.base += old
-                kh.pos = 0
-            q = 0
-            while _frame_at(p, q, n, minimum, kh.max_frame_size, &size) == FRAME_COMPLETE:
-                self.sink.add(kh, p + q + 4, size, kh.base + q)
-                q += 4 + size
-            kh.base += q
-            if q < n:
-                PyByteArray_Resize(buf, n - q)
-                memcpy(PyByteArray_AS_STRING(buf), p + q, n - q)
+    # -- what the reassembly tells ----------------------------------------
+    cdef int on_new(self, Conn* c) except -1:
+        c.h[0].ts = c.h[1].ts = NO_TS
+        c.h[0].target = c.h[1].target = TO_HELD
+        c.undecided = True
+        c.unext = NULL
+        c.uprev = self.und_tail
+        if self.und_tail != NULL:
+            self.und_tail.unext = c
+        else:
+            self.und_head = c
+        self.und_tail = c
+        return 0
+
+    cdef void _unlink_undecided(self, Conn* c) noexcept:
+        if not c.undecided:
+            return
+        c.undecided = False
+        if c.uprev != NULL:
+            c.uprev.unext = c.unext
+        else:
+            self.und_head = c.unext
+        if c.unext != NULL:
+            c.unext.uprev = c.uprev
+        else:
+            self.und_tail = c.uprev
+        c.uprev = c.unext = NULL
+
+    cdef void on_free(self, Conn* c) noexcept:
+        cdef int side
+        self._unlink_undecided(c)
+        for side in range(2):
+            if c.h[side].target == TO_HELD:
+                self.held_total -= c.h[side].nbytes
+            Py_XDECREF(c.h[side].kh)
+            c.h[side].kh = NULL
+        Py_XDECREF(c.conn)
+        Py_XDECREF(c.pairing)
+        c.conn = c.pairing = NULL
+
+    cdef int on_data(self, Conn* c, int side, int64_t ts, const unsigned char* p, Py_ssize_t n) except -1:
+        cdef Half* h = &c.h[side]
+        if h.target == TO_KAFKA:
+            return self._kafka_data(c, side, ts, p, n)
+        if h.target == TO_OTHER:
+            self.n_not_kafka += n
+            return 0
+        return self._held_data(c, side, ts, p, n)
+
+    cdef int on_gap(self, Conn* c, int side, int64_t n) except -1:
+        cdef Half* h = &c.h[side]
+        if h.target == TO_KAFKA:
+            return self._kafka_gap(c, side, n)
+        if h.target == TO_HELD:
+            return self._held_item(h, NO_TS, n, True)
+        return 0
+
+    cdef int on_end(self, Conn* c, int side) except -1:
+        if c.h[side].target == TO_HELD:
+            self._decide(c, True)
+        if c.h[side].target == TO_KAFKA:
+            self._drop_rest(c, side)
+        return 0
+
+    cdef int on_close(self, Conn* c) except -1:
+        if c.state == UNDECIDED:
+            self._decide(c, True)
+        if c.pairing != NULL:
+            self.sink.close(<Pairing>c.pairing)
+            Py_XDECREF(c.pairing)
+            c.pairing = NULL
+        return 0
+
+    # -- detection ---------------------------------------------------------
+    cdef int _held_item(self, Half* h, int64_t ts, int64_t n, bint gap) except -1:
+        cdef Held* items
+        if h.nitems == h.items_cap:
+            items = <Held*>PyMem_Realloc(h.items, (h.items_cap * 2 + 4) * sizeof(Held))
+            if items == NULL:
+                raise MemoryError()
+            h.items = items
+            h.items_cap = h.items_cap * 2 + 4
+        h.items[h.nitems].ts = ts
+        h.items[h.nitems].n = n
+        h.items[h.nitems].gap = gap
+        h.nitems += 1
+        return 0
+
+    cdef int _held_data(self, Conn* c, int side, int64_t ts, const unsigned char* p, Py_ssize_t n) except -1:
+        cdef Half* h = &c.h[side]
+        self._held_item(h, ts, n, False)
+        _grow(&h.data, &h.dcap, h.dlen + n)
+        memcpy(h.data + h.dlen, p, n)
+        h.dlen += n
+        h.nbytes += n
+        self.held_total += n
+        self._decide(c, False)
+        if self.held_total > self.max_pending_total:
+            self._judge_oldest()
+        return 0
+
+    cdef int _judge_oldest(self) except -1:
+        """More bytes are held for detection than ``max_pending_total``: judge
+        the connections waited on longest with what they sent so far."""
+        cdef Conn* c
+        while self.held_total > self.max_pending_total and self.und_head != NULL:
+            c = self.und_head
+            self.n_detect_forced += 1
+            self._decide(c, True)
+            self._unlink_undecided(c)
+        return 0
+
+    cdef inline bint _broker(self, uint16_t port) noexcept:
+        return (self.ports[port >> 3] >> (port & 7)) & 1
+
+    cdef int _scan_requests(self, Half* h) except -2:
+        """A request frame that reads somewhere in the first DETECT_BYTES held
+        (the resynchronization rule)?  1, 0, or -1: maybe, later.  The scan
+        resumes where the last one could not decide."""
+        cdef Py_ssize_t n = h.dlen if h.dlen < _DETECT else _DETECT, p
+        cdef int v
+        p = find_start(h.data, h.scanned, n, True, self.max_frame_size, self.vt, _NO_REQUESTS, self.check, None,
+                       self.max_pending_bytes, &v)
+        if p >= 0 and v == 1:
             return 1
-        PyByteArray_Resize(buf, old + n)
-        memcpy(PyByteArray_AS_STRING(buf) + old, p, n)
-        end = old + n
-        # Every size prefix now buffered must be a frame's before anything is
-        # emitted: a bad one means the stream is out of step from there, and
-        # the Python code frames the packet instead (and resynchronizes).
-        pos = kh.pos
-        while True:
-            st = _frame_at(<const unsigned char*>PyByteArray_AS_STRING(buf), pos, end, minimum, kh.max_frame_size,
-                           &size)
-            if st == FRAME_BAD_SIZE:
-                PyByteArray_Resize(buf, old)
+        if p >= 0:
+            h.scanned = p
+            return -1
+        if n - 7 > h.scanned:
+            h.scanned = n - 7
+        return -1 if n < _DETECT else 0
+
+    cdef int _request_start(self, Half* h) except -2:
+        """Could a request start at the first byte held?  1, 0, or -1: not
+        enough bytes to say yet (its header alone is judged)."""
+        cdef Py_ssize_t n = h.dlen if h.dlen < _DETECT else _DETECT, p
+        cdef int v
+        p = find_start(h.data, 0, n, True, self.max_frame_size, self.vt, _NO_REQUESTS, None, None, 0, &v)
+        if p == 0 and v == 1:
+            return 1
+        if p == 0 or (p < 0 and n < 14):
+            return -1
+        return 0
+
+    cdef int _decide(self, Conn* c, bint final) except -1:
+        """Settle whether the connection is Kafka, and which end is the client."""
+        cdef int cl, sv, v, side
+        if c.state != UNDECIDED:
+            return 0
+        if c.port[0] == c.port[1] and memcmp(c.addr, c.addr + 16, 16) == 0:
+            # a socket connected to itself (TCP self-connect): one stream, no client
+            # and server to tell apart, so not a Kafka conversation
+            return self._settle(c, False)
+        if self.have_ports:
+            if self._broker(c.port[0]) or self._broker(c.port[1]):
+                if c.client < 0:
+                    c.client = 1 if self._broker(c.port[0]) and not self._broker(c.port[1]) else 0
+                return self._settle(c, True)
+            return self._settle(c, False)
+        # Each connection is judged on its own packets alone (no endpoint
+        # learnt from other connections): that is what lets connections be
+        # reassembled in parallel, in any grouping, with the same verdicts.
+        if c.client >= 0:
+            cl = c.client
+            sv = 1 - cl
+            if c.h[sv].nbytes and not c.h[cl].nbytes:
+                return self._settle(c, False)  # the server spoke first: Kafka clients always do
+            v = self._request_start(&c.h[cl]) if c.d[cl].from_start else self._scan_requests(&c.h[cl])
+            if v < 0 and (final or c.h[cl].nbytes >= _DETECT):
+                v = 0
+            if v >= 0:
+                self._settle(c, v == 1)
+            return 0
+        # caught mid-stream: whichever side carries decodable requests is the client
+        for side in range(2):
+            if self._scan_requests(&c.h[side]) == 1:
+                c.client = side
+                return self._settle(c, True)
+        # give up once both sides sent enough, or one side alone a lot (bounded memory)
+        if final or (c.h[0].nbytes >= _DETECT and c.h[1].nbytes >= _DETECT) or c.h[0].nbytes >= 16 * _DETECT \
+                or c.h[1].nbytes >= 16 * _DETECT:
+            self._settle(c, False)
+        return 0
+
+    cdef int _settle(self, Conn* c, bint kafka) except -1:
+        cdef int cl, sv, side
+        cdef KafkaState kh
+        self._unlink_undecided(c)
+        if not kafka:
+            c.state = OTHER
+            self._release(c, 0, TO_OTHER)
+            self._release(c, 1, TO_OTHER)
+            return 0
+        # counted as a Kafka connection (by the sink) once a frame of it is made
+        c.state = KAFKA
+        cl = c.client
+        sv = 1 - cl
+        conn = self.factory(c.id, endpoint_text(c.family, c.addr + 16 * cl, c.port[cl]),
+                            endpoint_text(c.family, c.addr + 16 * sv, c.port[sv]),
+                            None if c.first_ts == NO_TS else c.first_ts)
+        pairing = self.sink.connection(conn)
+        Py_INCREF(conn)
+        c.conn = <PyObject*>conn
+        Py_INCREF(pairing)
+        c.pairing = <PyObject*>pairing
+        for side in (cl, sv):
+            kh = KafkaState(conn, pairing, self.sink, side == cl, c.d[side].from_start, self.max_frame_size)
+            Py_INCREF(kh)
+            c.h[side].kh = <PyObject*>kh
+            c.h[side].synced = c.d[side].from_start
+            c.h[side].unsure = side == cl and c.d[side].from_start
+            c.h[side].skip = SKIP_GAP
+            self._release(c, side, TO_KAFKA)
+        return 0
+
+    cdef int _release(self, Conn* c, int side, uint8_t target) except -1:
+        """The direction's bytes go to ``target`` from now on: those held first."""
+        cdef Half* h = &c.h[side]
+        cdef Held* items = h.items
+        cdef unsigned char* data = h.data
+        cdef Py_ssize_t n = h.nitems, i, at = 0
+        h.target = target
+        self.held_total -= h.nbytes
+        h.items = NULL
+        h.data = NULL
+        h.nitems = h.items_cap = h.dlen = h.dcap = 0
+        try:
+            for i in range(n):
+                if items[i].gap:
+                    self.on_gap(c, side, items[i].n)
+                else:
+                    self.on_data(c, side, items[i].ts, data + at, items[i].n)
+                    at += items[i].n
+        finally:
+            PyMem_Free(items)
+            PyMem_Free(data)
+        return 0
+
+    # -- framing -----------------------------------------------------------
+    # A direction of a Kafka connection: its bytes not framed yet are
+    # ``buf[pos:len]`` (``base``: the stream offset of buf[0]).  In step
+    # (``synced``), a frame is taken at its word -- except the first request
+    # of a connection seen from its start and a request claiming more than
+    # the judge's limit, which are judged first (judge_claim): a claimed
+    # size never hides the frames behind it.  Out of step (after a gap, or a
+    # size prefix that makes no sense), the next plausible frame is looked
+    # for (find_start) and the bytes passed over are counted (``skip``).
+
+    cdef int _kafka_data(self, Conn* c, int side, int64_t ts, const unsigned char* p, Py_ssize_t n) except -1:
+        cdef Half* h = &c.h[side]
+        cdef KafkaState kh = <KafkaState>h.kh
+        cdef int64_t minimum = 8 if kh.is_request else 4
+        cdef Py_ssize_t q = 0
+        cdef int32_t size
+        if ts != NO_TS:
+            h.ts = ts
+        if h.synced and not h.unsure and h.pos == h.len:
+            # nothing buffered: frame straight from the packet, keep only the rest
+            h.base += h.len
+            h.pos = h.len = 0
+            while _frame_at(p, q, n, minimum, self.max_frame_size, &size) == FRAME_COMPLETE:
+                if kh.is_request and size > self.check.limit and h.base + q != h.taken:
+                    break  # to be judged first
+                self._emit(h, kh, p + q + 4, size, h.base + q)
+                q += 4 + size
+            h.base += q
+            if q == n:
                 return 0
-            if st != FRAME_COMPLETE:
+        _grow(&h.buf, &h.cap, h.len + n - q)
+        memcpy(h.buf + h.len, p + q, n - q)
+        h.len += n - q
+        return self._run(c, side)
+
+    cdef inline int _emit(self, Half* h, KafkaState kh, const unsigned char* f, Py_ssize_t n,
+                          int64_t offset) except -1:
+        return self.sink.add_at(kh, f, n, offset, h.ts, NO_TS)
+
+    cdef int _run(self, Conn* c, int side) except -1:
+        cdef Half* h = &c.h[side]
+        while True:
+            if h.synced:
+                if self._frames(h):
+                    h.synced = False
+                    h.unsure = False
+                    h.skip = SKIP_NOT_KAFKA
+                    continue
                 break
-            pos += 4 + size
-        if ts is not None:
-            kh.ts = ts
-        kh.drain()
-        kh.compact()
-        return 1
+            if not self._resync(h):
+                break
+        # drop the framed bytes once they are all of them, or many and more than what is left
+        if h.pos == h.len or (h.pos > _COMPACT and 2 * h.pos > h.len):
+            if h.pos < h.len:
+                memmove(h.buf, h.buf + h.pos, h.len - h.pos)
+            h.base += h.pos
+            h.len -= h.pos
+            h.pos = 0
+        return 0
+
+    cdef int _frames(self, Half* h) except -1:
+        """Frame the bytes buffered (a direction in step): each whole frame
+        goes to the sink.  1: a size prefix that makes no sense, or a frame
+        judged to be none, stopped it (``pos`` is there); 0: the rest is a
+        partial frame."""
+        cdef KafkaState kh = <KafkaState>h.kh
+        cdef int64_t minimum = 8 if kh.is_request else 4
+        cdef int32_t size
+        cdef int st, v
+        cdef Py_ssize_t wait
+        while True:
+            st = _frame_at(h.buf, h.pos, h.len, minimum, self.max_frame_size, &size)
+            if st == FRAME_BAD_SIZE:
+                return 1
+            if h.len - h.pos < 4:
+                return 0
+            if kh.is_request and (h.unsure or (size > self.check.limit and h.base + h.pos != h.taken)):
+                if h.base + h.len < h.claim_wait:
+                    return 0  # too few bytes yet to say more than last time
+                v = judge_claim(h.buf, h.pos, h.len, self.max_frame_size, self.vt, self.check,
+                                self.max_pending_bytes, &wait)
+                if v < 0:
+                    h.claim_wait = h.base + wait
+                    return 0
+                h.claim_wait = 0
+                if v == 0:
+                    return 1
+                h.unsure = False
+                h.taken = h.base + h.pos
+            if st != FRAME_COMPLETE:
+                return 0
+            self._emit(h, kh, h.buf + h.pos + 4, size, h.base + h.pos)
+            h.pos += 4 + size
+
+    cdef int _resync(self, Half* h) except -1:
+        """Look for the next plausible frame; True when found (in step)."""
+        cdef KafkaState kh = <KafkaState>h.kh
+        cdef Pairing pr = kh.pairing
+        cdef Py_ssize_t p, wait = 0
+        cdef int v
+        if h.base + h.len < h.claim_wait:
+            return False  # too few bytes yet to say more than last time
+        p = find_start(h.buf, h.pos, h.len, kh.is_request, self.max_frame_size, self.vt, pr.pending, self.check,
+                       pr, self.max_pending_bytes, &v, &wait)
+        if p < 0:
+            p = h.len - (7 if kh.is_request else 0)
+            self._skip(h, p if p > h.pos else h.pos)
+            return False
+        self._skip(h, p)
+        if v < 0:  # wait for more bytes before judging this position
+            h.claim_wait = h.base + wait
+            return False
+        h.claim_wait = 0
+        h.synced = True
+        kh.flags |= FL_RESYNC
+        return True
+
+    cdef void _skip(self, Half* h, Py_ssize_t p) noexcept:
+        if p > h.pos:
+            if h.skip == SKIP_GAP:
+                self.n_gap += p - h.pos
+            else:
+                self.n_not_kafka += p - h.pos
+            h.pos = p
+
+    cdef int _drop_rest(self, Conn* c, int side) except -1:
+        """The bytes not framed are lost (a gap, or the end): a partial frame
+        when in step (``truncated``), else as what skipped bytes count as."""
+        cdef Half* h = &c.h[side]
+        cdef Py_ssize_t rest = h.len - h.pos
+        if rest:
+            if h.synced:
+                self.n_trunc_bytes += rest
+                if rest >= 4:
+                    self.n_trunc_frames += 1
+            elif h.skip == SKIP_GAP:
+                self.n_gap += rest
+            else:
+                self.n_not_kafka += rest
+        h.base += h.len
+        h.pos = h.len = 0
+        return 0
+
+    cdef int _kafka_gap(self, Conn* c, int side, int64_t n) except -1:
+        cdef Half* h = &c.h[side]
+        self._drop_rest(c, side)
+        h.base += n
+        h.synced = False
+        h.unsure = False
+        h.claim_wait = 0
+        h.skip = SKIP_GAP
+        return 0
+
+    # -- a raw stream of requests ------------------------------------------
+    def stream(self, conn, data):
+        """The next bytes of a raw stream of size-prefixed requests, one
+        connection (``conn``, its object; the first call opens it), framed and
+        resynchronized as a Kafka connection's requests are.  ``data`` None:
+        the stream is over (its requests are never answered, so none counts
+        as unanswered); a new one may start."""
+        cdef const unsigned char[::1] view
+        cdef Conn* c = self.raw
+        cdef KafkaState kh
+        if data is None:
+            if c != NULL:
+                self._drop_rest(c, 0)
+                (<Pairing>c.pairing).take_waiting()
+                self.on_free(c)
+                self._free_raw()
+            return
+        if c == NULL:
+            c = self.raw = <Conn*>PyMem_Malloc(sizeof(Conn))
+            if c == NULL:
+                raise MemoryError()
+            memset(c, 0, sizeof(Conn))
+            pairing = self.sink.connection(conn)
+            kh = KafkaState(conn, pairing, self.sink, True, True, self.max_frame_size)
+            Py_INCREF(conn)
+            c.conn = <PyObject*>conn
+            Py_INCREF(pairing)
+            c.pairing = <PyObject*>pairing
+            Py_INCREF(kh)
+            c.h[0].kh = <PyObject*>kh
+            c.h[0].target = TO_KAFKA
+            c.h[0].synced = True
+            c.h[0].unsure = True
+            c.h[0].taken = -1
+            c.h[0].ts = NO_TS
+            c.state = KAFKA
+        view = data
+        if view.shape[0]:
+            self._kafka_data(c, 0, NO_TS, &view[0], view.shape[0])
 
     # -- classic pcap files ------------------------------------------------
     def read_pcap(self, fh, bint big_endian, uint64_t ticks, int linktype):
-        """Read the records of a pcap file whose 24-byte header ``fh`` is past."""
+        """Read the records of a pcap file whose 24-byte header ``fh`` is past
+        (:meth:`run` reads them)."""
         self.fh = fh
         self.big = big_endian
         self.scale = 1000000000 // ticks
         self.linktype = linktype
-        self.blk = bytearray(_CAP_BLOCK)
+        self.blk = bytearray(_BLOCK)
         self.start = self.end = 0
         self.eof = False
 
@@ -398,6 +745,25 @@ cdef class CaptureScanner:
 
     def run(self):
         """Read records until the sink is full (True) or the file ends (False)."""
+        cdef int gc
+        if self.fh is None:
+            return False
+        # No reference cycle is made here, and the collector would scan the
+        # connections' objects over and over (a fifth of the time on traffic
+        # of short connections): paused, as the message decoder does.
+        gc = PyGC_Disable()
+        try:
+            full = self._records()
+        finally:
+            if gc:
+                PyGC_Enable()
+        if not full:
+            self.fh = None
+            self.blk = None
+        self.flush()
+        return full
+
+    cdef bint _records(self) except -1:
         cdef Py_ssize_t avail
         cdef const unsigned char* h
         cdef uint32_t incl
@@ -423,9 +789,28 @@ cdef class CaptureScanner:
             self.records += 1
             h = <const unsigned char*>PyByteArray_AS_STRING(self.blk) + self.start
             self.start += 16 + incl
-            self._packet(ts, self.linktype, h + 16, incl, None)
-            if sink.nrows >= sink.batch_rows or sink.dlen >= sink.batch_bytes:
-                self.flush()
+            self._packet(<int64_t>ts, self.linktype, h + 16, incl)
+            if sink.full():
                 return True
-        self.flush()
         return False
+
+    def finish(self):
+        """The end of the capture: every open connection closes (oldest first)."""
+        cdef int gc = PyGC_Disable()
+        try:
+            self.close_every()
+        finally:
+            if gc:
+                PyGC_Enable()
+        self.flush()
+
+    def close_all(self):
+        """Close every connection and forget them all (the byte-range path
+        calls it after the last segment of a connection)."""
+        cdef int gc = PyGC_Disable()
+        try:
+            Tcp.close_all(self)
+        finally:
+            if gc:
+                PyGC_Enable()
+        self.flush()

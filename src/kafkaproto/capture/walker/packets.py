@@ -3,17 +3,18 @@
 raw IP; IPv4 and IPv6) or to the reason it is not one.
 
 The same rule as the compiled walker's packet parsing (``_packets.pxd``),
-in Python: the twins use it, and so do the packets the compiled code leaves
-to Python (IP options it does not read, offload captures, jumbograms).
+in Python: the twins use it (:func:`parse_tcp`, positions and raw
+addresses), and so does :func:`decode_tcp` (a :class:`TcpSegment` with the
+addresses as text).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import struct
 from typing import NamedTuple
 
-__all__ = ["ACK", "FIN", "PSH", "RST", "SYN", "TcpSegment", "addr4", "addr6", "decode_tcp"]
+__all__ = ["ACK", "FIN", "PSH", "RST", "SYN", "TcpSegment", "addr4", "addr6", "decode_tcp", "endpoint_text",
+           "parse_tcp"]
 
 # link-layer header types (tcpdump.org LINKTYPE_* values)
 LINKTYPE_NULL = 0
@@ -72,10 +73,37 @@ def addr4(b: bytes) -> str:
 def addr6(b: bytes) -> str:
     s = _ip_cache.get(b)
     if s is None:
-        s = str(ipaddress.IPv6Address(b))
+        s = _text6(b)
         if len(_ip_cache) < 65536:
             _ip_cache[b] = s
     return s
+
+
+def _text6(b: bytes) -> str:
+    """RFC 5952: hex groups without leading zeros, the longest run of two or
+    more zero groups (the first of equal ones) written ``::`` (what
+    ``ipaddress`` writes, but the same on every Python: 3.13 writes IPv4
+    mapped addresses its own way)."""
+    groups = struct.unpack(">8H", b)
+    best, best_len, start, run = -1, 0, -1, 0
+    for i, g in enumerate(groups):
+        if g == 0:
+            if start < 0:
+                start = i
+            run += 1
+            if run > best_len:
+                best, best_len = start, run
+        else:
+            start, run = -1, 0
+    text = [f"{g:x}" for g in groups]
+    if best_len > 1:
+        return ":".join(text[:best]) + "::" + ":".join(text[best + best_len:])
+    return ":".join(text)
+
+
+def endpoint_text(family: int, addr: bytes, port: int) -> str:
+    """``ip:port`` (IPv4: ``addr`` 4 raw bytes) or ``[ip]:port`` (IPv6, 16)."""
+    return f"{addr4(addr)}:{port}" if family == 4 else f"[{addr6(addr)}]:{port}"
 
 
 _tcp = struct.Struct(">HHIIBB")
@@ -83,9 +111,13 @@ _tcp = struct.Struct(">HHIIBB")
 _COOKED = {LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
 
 
-def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
-    """A :class:`TcpSegment`, or one of the reasons ``"unsupported_link"``,
-    ``"not_ip"``, ``"not_tcp"``, ``"ip_fragment"``, ``"malformed"``."""
+def parse_tcp(linktype: int, data) -> tuple | str:
+    """The TCP segment of a packet as positions: ``(family, src_at, dst_at,
+    sport, dport, seq, ack, flags, payload_at, length)`` (the addresses are
+    ``data[src_at:src_at + 4]`` (IPv4) or 16 bytes (IPv6); ``length``
+    payload bytes on the wire, of which ``data[payload_at:]`` holds what was
+    captured) -- or one of the reasons ``"unsupported_link"``, ``"not_ip"``,
+    ``"not_tcp"``, ``"ip_fragment"``, ``"malformed"``."""
     pos = 0
     if linktype == LINKTYPE_ETHERNET:
         if len(data) < 14:
@@ -129,8 +161,7 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
         total = (data[pos + 2] << 8) | data[pos + 3]
         frag = ((data[pos + 6] << 8) | data[pos + 7]) & 0x3FFF  # MF flag + offset
         proto = data[pos + 9]
-        src = addr4(data[pos + 12:pos + 16])
-        dst = addr4(data[pos + 16:pos + 20])
+        family, src_at, dst_at = 4, pos + 12, pos + 16
         if total < ihl:
             # TCP segmentation offload captures show total length 0
             total = len(data) - pos if total == 0 else -1
@@ -149,8 +180,7 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
             return "malformed"
         plen = (data[pos + 4] << 8) | data[pos + 5]
         nxt = data[pos + 6]
-        src = addr6(data[pos + 8:pos + 24])
-        dst = addr6(data[pos + 24:pos + 40])
+        family, src_at, dst_at = 6, pos + 8, pos + 24
         l4 = pos + 40
         l4_len = plen if plen else len(data) - l4  # jumbogram / offload: use what is there
         for _ in range(8):  # extension headers, bounded
@@ -176,7 +206,16 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
     doff = (off >> 4) * 4
     if doff < 20 or doff > l4_len or len(data) < l4 + doff:
         return "malformed"
-    start = l4 + doff
-    length = l4_len - doff
-    payload = data[start:start + length]
-    return TcpSegment(src, sport, dst, dport, seq, ack, flags, payload, length, start)
+    return family, src_at, dst_at, sport, dport, seq, ack, flags, l4 + doff, l4_len - doff
+
+
+def decode_tcp(linktype: int, data: bytes) -> TcpSegment | str:
+    """A :class:`TcpSegment`, or one of the reasons ``"unsupported_link"``,
+    ``"not_ip"``, ``"not_tcp"``, ``"ip_fragment"``, ``"malformed"``."""
+    got = parse_tcp(linktype, data)
+    if isinstance(got, str):
+        return got
+    family, src_at, dst_at, sport, dport, seq, ack, flags, start, length = got
+    conv, alen = (addr4, 4) if family == 4 else (addr6, 16)
+    return TcpSegment(conv(bytes(data[src_at:src_at + alen])), sport, conv(bytes(data[dst_at:dst_at + alen])),
+                      dport, seq, ack, flags, bytes(data[start:start + length]), length, start)
