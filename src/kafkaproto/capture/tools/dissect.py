@@ -147,27 +147,53 @@ def _walk_errors(obj, path: list, out: list) -> None:
             path.pop()
 
 
+_TOPIC_ATTRS = ("topics", "topic_data", "responses", "creatable_topics")
+_LABELLED = (("group_id", "group"), ("key", "key"), ("transactional_id", "txn"))
+_SUMMARY_PLANS: dict[type, tuple] = {}
+
+
+def _summary_plan(cls) -> tuple:
+    """What :func:`summary` reads of a message class, found once: the topic
+    list attributes it has, its labelled strings, whether it has coordinator
+    keys, a client software name, brokers, and (a response) error codes.  An
+    attribute the class does not have is not asked for on every message (a
+    missing attribute costs an exception inside ``getattr``)."""
+    plan = _SUMMARY_PLANS.get(cls)
+    if plan is None:
+        has = set(getattr(cls, "_ATTRS", ()))
+        plan = _SUMMARY_PLANS[cls] = (
+            tuple(a for a in _TOPIC_ATTRS if a in has),
+            tuple((a, label) for a, label in _LABELLED if a in has),
+            "coordinator_keys" in has, "client_software_name" in has, "brokers" in has,
+            getattr(cls, "KIND", "") == "response" and any(_error_plan(cls)))
+    return plan
+
+
 def summary(msg) -> str:
     """A short description: topics, group, coordinator key, software, errors."""
+    topics, labelled, has_keys, has_software, has_brokers, has_errors = _summary_plan(type(msg))
     parts = []
-    for attr in ("topics", "topic_data", "responses", "creatable_topics"):
-        names = _names(getattr(msg, attr, None) if isinstance(getattr(msg, attr, None), list) else None)
+    for attr in topics:
+        items = getattr(msg, attr)
+        names = _names(items) if isinstance(items, list) else None
         if names:
             parts.append("topics=" + ",".join(names))
             break
-    for attr, label in (("group_id", "group"), ("key", "key"), ("transactional_id", "txn")):
-        v = getattr(msg, attr, None)
+    for attr, label in labelled:
+        v = getattr(msg, attr)
         if isinstance(v, str) and v:
             parts.append(f"{label}={v}")
-    keys = getattr(msg, "coordinator_keys", None)
-    if keys:
-        parts.append("keys=" + ",".join(map(str, keys[:3])))
-    if getattr(msg, "client_software_name", ""):
+    if has_keys:
+        keys = msg.coordinator_keys
+        if keys:
+            parts.append("keys=" + ",".join(map(str, keys[:3])))
+    if has_software and msg.client_software_name:
         parts.append(f"software={msg.client_software_name}/{msg.client_software_version}")
-    brokers = getattr(msg, "brokers", None)
-    if isinstance(brokers, list) and brokers and hasattr(brokers[0], "host"):
-        parts.append("brokers=" + ",".join(f"{b.host}:{b.port}" for b in brokers[:3]))
-    if getattr(msg, "KIND", "") == "response":
+    if has_brokers:
+        brokers = msg.brokers
+        if isinstance(brokers, list) and brokers and hasattr(brokers[0], "host"):
+            parts.append("brokers=" + ",".join(f"{b.host}:{b.port}" for b in brokers[:3]))
+    if has_errors:
         errors: dict[str, int] = {}
         for _path, code in error_codes(msg):
             name = error_name(code)

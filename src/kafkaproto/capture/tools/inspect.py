@@ -706,67 +706,77 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
             conns, clients = batch.conns, batch.clients
             mv = memoryview(batch.data)
             lines = []
-            for j, (direction, status, flags, key, version, corr, client, ts, rts, conn, seq, rseq, offset,
-                    end) in enumerate(zip(*cols)):
-                frame = mv[starts[j]:end]
-                is_request = direction == 0
-                has_header = flags & _FL_HEADER
-                is_unpaired = status == 1
-                if is_unpaired:
-                    header = msg = exc = None
-                else:
-                    header, msg, exc = decode_frame(frame, is_request, key, version, zero_copy=True)
-                    acc.move("framed", "decoded" if exc is None else "undecodable", len(frame) + 4)
-                examined += 1
-                if exc is not None or is_unpaired:
-                    bad += 1
-                    unpaired += is_unpaired
-                else:
-                    if removed_in_kafka4(key if has_header else None, version):
-                        removed += 1
-                    if trailing_bytes(msg):
-                        trailing += 1
-                if errors_only and exc is None and not is_unpaired and not error_codes(msg):
-                    continue
-                shown += 1
-                if limit is not None and printed >= limit:
-                    if live:
-                        stopped = True
+            moved = [0, 0, 0, 0]  # decoded frames, bytes; undecodable frames, bytes: moved once a batch
+            objects = json_out or verbose
+            try:
+                for j, (direction, status, flags, key, version, corr, client, ts, rts, conn, seq, rseq, offset,
+                        end) in enumerate(zip(*cols)):
+                    frame = mv[starts[j]:end]
+                    is_request = direction == 0
+                    has_header = flags & _FL_HEADER
+                    is_unpaired = status == 1
+                    if is_unpaired:
+                        header = msg = exc = None
+                    else:
+                        header, msg, exc = decode_frame(frame, is_request, key, version, zero_copy=True)
+                        k = 0 if exc is None else 2
+                        moved[k] += 1
+                        moved[k + 1] += len(frame) + 4
+                    examined += 1
+                    if exc is not None or is_unpaired:
+                        bad += 1
+                        unpaired += is_unpaired
+                    else:
+                        if removed_in_kafka4(key if has_header else None, version):
+                            removed += 1
+                        if trailing_bytes(msg):
+                            trailing += 1
+                    if errors_only and exc is None and not is_unpaired and not error_codes(msg):
+                        continue
+                    shown += 1
+                    if limit is not None and printed >= limit:
+                        if live:
+                            stopped = True
+                            break
+                        continue  # a file is read on, for the summary
+                    printed += 1
+                    ts = None if ts == _NO_TS else ts
+                    api_key = key if has_header else None
+                    api_version = version if has_header else None
+                    correlation_id = corr if has_header or not is_request else None
+                    client_id = header.client_id if is_request and exc is None else (
+                        clients[client] if client >= 0 else None)
+                    latency = None if is_request or rts == _NO_TS or ts is None else ts - rts
+                    error = UNPAIRED if is_unpaired else None if exc is None else str(exc)
+                    if not json_out:
+                        lines.append(frame_line(numbers[j], conns[conn] if place else None, is_request, ts,
+                                                api_key, api_version, correlation_id, client_id, msg, error,
+                                                is_unpaired, latency))
+                    if objects:  # a frame object only for the JSON line and the field dump
+                        f = _Frame()
+                        f.n, f.conn, f.is_request, f.ts = numbers[j], conns[conn], is_request, ts
+                        f.api_key, f.api_version, f.correlation_id = api_key, api_version, correlation_id
+                        f.client_id, f.unpaired, f.latency_ns = client_id, is_unpaired, latency
+                        f.header, f.message, f.exc = header, msg, exc
+                        f.size, f.flags, f.seq, f.offset = len(frame) + 4, flags, seq, offset
+                        f.request_seq = None if is_request or rseq < 0 else rseq
+                        if json_out:
+                            lines.append(dumps(frame_json(f)))
+                        else:
+                            lines += _verbose(f)
+                    if live and printed == limit:
+                        stopped = True  # a stream stops there: it may run on for ever
                         break
-                    continue  # a file is read on, for the summary
-                printed += 1
-                f = _Frame()
-                f.n = numbers[j]
-                f.conn = conns[conn]
-                f.is_request = is_request
-                f.ts = None if ts == _NO_TS else ts
-                f.api_key = key if has_header else None
-                f.api_version = version if has_header else None
-                f.correlation_id = corr if has_header or not is_request else None
-                f.client_id = header.client_id if is_request and exc is None else (
-                    clients[client] if client >= 0 else None)
-                f.unpaired = is_unpaired
-                f.header, f.message, f.exc = header, msg, exc
-                f.latency_ns = None if is_request or rts == _NO_TS or f.ts is None else f.ts - rts
-                f.size, f.flags, f.seq, f.offset = len(frame) + 4, flags, seq, offset
-                f.request_seq = None if is_request or rseq < 0 else rseq
-                if json_out:
-                    lines.append(dumps(frame_json(f)))
-                else:
-                    lines.append(frame_line(f.n, f.conn if place else None, is_request, f.ts, f.api_key,
-                                            f.api_version, f.correlation_id, f.client_id, msg,
-                                            UNPAIRED if is_unpaired else None if exc is None else str(exc),
-                                            is_unpaired, f.latency_ns))
-                    if verbose:
-                        lines += _verbose(f)
-                if live and printed == limit:
-                    stopped = True  # a stream stops there: it may run on for ever
-                    break
-                if len(lines) >= _FLUSH_LINES:
-                    # out in pieces: a reader that went away (| head) stops the read soon after
-                    out.write("\n".join(lines) + "\n")
-                    out.flush()
-                    lines = []
+                    if len(lines) >= _FLUSH_LINES:
+                        # out in pieces: a reader that went away (| head) stops the read soon after
+                        out.write("\n".join(lines) + "\n")
+                        out.flush()
+                        lines = []
+            finally:
+                if moved[0]:
+                    acc.move("framed", "decoded", moved[1], moved[0])
+                if moved[2]:
+                    acc.move("framed", "undecodable", moved[3], moved[2])
             if lines:
                 out.write("\n".join(lines) + "\n")
                 out.flush()
