@@ -14,10 +14,11 @@ ranges that are read in two stages:
   errors).  The compiled walker reads pcap records in C
   (capture.walker._index.index_pcap); what crosses to the second stage is
   about 70 bytes a packet, whatever the packet's size.
-- **frames** (:func:`feed`): the rows of each connection, put in capture
-  order (``order``: the file's rank and the record's byte offset, as if the
-  files were one), go to a walker (:func:`kafkaproto.capture.walker.streams.walker`)
-  as columns, with the payloads read again from the files mapped in memory
+- **frames** (:func:`connection_frames`): the rows of each connection, put
+  in capture order (``order``: the file's rank and the record's byte offset,
+  as if the files were one), go to a walker (:func:`kafkaproto.capture.walker.streams.walker`)
+  as columns, a batch of connections a call (the walker closes each after
+  its last row), with the payloads read again from the files mapped in memory
   (:class:`Files`): the same reassembly, detection, framing and pairing as a
   whole-file read, in C.
 
@@ -66,7 +67,7 @@ from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile, sniff_format
 _index = _load("capture.walker._index")
 _NO_TS = -(1 << 63)  # a row without a time (the sink's NO_TS)
 
-__all__ = ["CONFIRM", "RELEASE_BYTES", "STATS_KEY", "Files", "Positions", "check_chains", "connection_frames", "feed",
+__all__ = ["CONFIRM", "RELEASE_BYTES", "STATS_KEY", "Files", "Positions", "check_chains", "connection_frames",
            "file_order", "packet_files", "plan_ranges", "range_accounting", "range_stats", "ranges_to_redo",
            "read_frames_ranged", "read_range", "read_ranges_checked", "redo_range", "segment_schema"]
 
@@ -523,8 +524,8 @@ def read_ranges_checked(got: dict, reread) -> tuple[list, list[dict], int]:
 
 class Positions:
     """A batch of segment positions (:func:`segment_schema`) as numpy columns
-    of the walker's types, converted once; :func:`feed` hands slices of it
-    to the walker."""
+    of the walker's types, converted once; :func:`connection_frames` hands
+    slices of it to the walker."""
 
     __slots__ = ("n", "capture", "key", "order", "rank", "ts", "family", "src", "dst", "sport", "dport", "seq", "ack",
                  "flags", "length", "at", "caplen")
@@ -553,23 +554,6 @@ class Positions:
             return np.frombuffer(arr.buffers()[1], dtype=np.uint8)[arr.offset * 16:(arr.offset + n) * 16].reshape(n, 16)
 
         self.src, self.dst = addrs(col["src"]), addrs(col["dst"])
-
-
-def feed(walk, pos: Positions, a: int, b: int, files: Files) -> None:
-    """Hand the segments ``pos[a:b]`` (one connection's, in capture order; no
-    statistics rows) to the walker (:meth:`Walker.segments
-    <kafkaproto.capture.walker._scan.Walker.segments>`, in C), their payloads
-    read from ``files``."""
-    cap = int(pos.capture[a])
-    rank = pos.rank
-    # runs of one file
-    change = np.flatnonzero(rank[a + 1:b] != rank[a:b - 1]) + a + 1
-    bounds = [a, *change.tolist(), b]
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        sl = slice(lo, hi)
-        walk.segments(pos.ts[sl], pos.family[sl], pos.src[sl], pos.dst[sl], pos.sport[sl], pos.dport[sl],
-                      pos.seq[sl], pos.ack[sl], pos.flags[sl], pos.length[sl], pos.at[sl], pos.caplen[sl],
-                      files[(cap, int(rank[lo]))])
 
 
 def range_accounting(stats: Sequence[dict]) -> Accounting:
@@ -636,8 +620,10 @@ def connection_frames(batches, files: Files, extractor, *, stats: dict | None = 
         if not batch.num_rows:
             continue
         pos = Positions(batch)
-        caps, keys = pos.capture, pos.key
-        change = np.flatnonzero((caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])) + 1
+        caps, keys, rank = pos.capture, pos.key, pos.rank
+        stat = keys == STATS_KEY
+        # runs of one capture and one file: the walker feeds their connections one by one
+        change = np.flatnonzero((caps[1:] != caps[:-1]) | (rank[1:] != rank[:-1]) | (stat[1:] != stat[:-1])) + 1
         bounds = [0, *change.tolist(), pos.n]
         for a, b in zip(bounds[:-1], bounds[1:]):
             cap, key = int(caps[a]), int(keys[a])
@@ -654,10 +640,22 @@ def connection_frames(batches, files: Files, extractor, *, stats: dict | None = 
                 if fed > release_bytes:
                     files.release()
                     fed = 0
-            current = (cap, key)
             walk = of(cap)
-            feed(walk, pos, a, b, files)
-            fed += int(pos.caplen[a:b].sum())
+            payload = files[(cap, int(rank[a]))]
+            while a < b:
+                sl = slice(a, b)
+                done = walk.segments(pos.ts[sl], pos.family[sl], pos.src[sl], pos.dst[sl], pos.sport[sl],
+                                     pos.dport[sl], pos.seq[sl], pos.ack[sl], pos.flags[sl], pos.length[sl],
+                                     pos.at[sl], pos.caplen[sl], payload, keys[sl], max(0, release_bytes - fed))
+                fed += int(pos.caplen[a:a + done].sum())
+                a += done
+                if a < b:  # stopped where a connection ended: its sink full, or pages to let go
+                    if walk.sink.full():
+                        yield cap, take_batch(walk.sink)
+                    if fed > release_bytes:
+                        files.release()
+                        fed = 0
+            current = (cap, int(keys[b - 1]))
             if walk.sink.full():
                 yield cap, take_batch(walk.sink)
     for cap, walk in sorted(seen.items()):

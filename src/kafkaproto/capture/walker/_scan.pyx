@@ -211,16 +211,25 @@ cdef class Walker(Tcp):
     def segments(self, const int64_t[::1] ts, const int8_t[::1] family, const uint8_t[:, ::1] src,
                  const uint8_t[:, ::1] dst, const int32_t[::1] sport, const int32_t[::1] dport,
                  const int64_t[::1] seq, const int64_t[::1] ack, const int16_t[::1] flags,
-                 const int64_t[::1] length, const int64_t[::1] at, const int32_t[::1] caplen, payload):
-        """TCP segments decoded elsewhere (a connection's rows of the byte-range
-        path), each counted as the packet it came from: columns ``ts`` int64
+                 const int64_t[::1] length, const int64_t[::1] at, const int32_t[::1] caplen, payload,
+                 const int64_t[::1] keys=None, int64_t stop_bytes=-1):
+        """TCP segments decoded elsewhere (the rows of the byte-range path),
+        each counted as the packet it came from: columns ``ts`` int64
         (INT64_MIN: no time), ``family`` int8 (4 or 6), ``src``/``dst``
         uint8[n, 16] raw addresses, ports int32, ``seq``/``ack`` int64,
         ``flags`` int16, ``length`` int64 (bytes on the wire), ``at`` int64
         and ``caplen`` int32: where each payload lies in ``payload`` (any
         buffer: a capture file mapped in memory).  A row whose family is
         neither or whose payload lies outside ``payload`` counts as a
-        malformed packet."""
+        malformed packet.
+
+        ``keys`` (int64, each row's connection; rows grouped by it): where the
+        key changes, the previous connection had its last segment and every
+        connection closes; the call stops there, before the row, when the
+        sink is :meth:`~FrameSink.full` or more than ``stop_bytes`` payload
+        bytes were fed (``stop_bytes`` < 0: no such stop).  Returns the rows
+        fed: ``n``, or the row it stopped before (the caller takes the
+        sink's batch and calls again from there)."""
         cdef const unsigned char[::1] data = payload
         cdef Py_ssize_t n = ts.shape[0], size = data.shape[0]
         cdef const unsigned char* pd = &data[0] if size else <const unsigned char*>b""
@@ -230,22 +239,54 @@ cdef class Walker(Tcp):
                 length.shape[0] != n or at.shape[0] != n or caplen.shape[0] != n or \
                 (n and (src.shape[1] != 16 or dst.shape[1] != 16)):
             raise ValueError("segment columns of different lengths, or addresses not of 16 bytes")
+        if keys is not None and keys.shape[0] != n:
+            raise ValueError("segment columns of different lengths, or addresses not of 16 bytes")
+        cdef Py_ssize_t fed = n
         gc = PyGC_Disable()
         try:
-            self._segments(ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, pd, size)
+            if keys is None:
+                self._segments(ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, pd, size,
+                               0, n)
+            else:
+                fed = self._connections(ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen,
+                                        pd, size, keys, stop_bytes)
         finally:
             if gc:
                 PyGC_Enable()
         self.flush()
+        return fed
+
+    cdef Py_ssize_t _connections(self, const int64_t[::1] ts, const int8_t[::1] family, const uint8_t[:, ::1] src,
+                                 const uint8_t[:, ::1] dst, const int32_t[::1] sport, const int32_t[::1] dport,
+                                 const int64_t[::1] seq, const int64_t[::1] ack, const int16_t[::1] flags,
+                                 const int64_t[::1] length, const int64_t[::1] at, const int32_t[::1] caplen,
+                                 const unsigned char* pd, Py_ssize_t size, const int64_t[::1] keys,
+                                 int64_t stop_bytes) except -1:
+        """:meth:`segments` with ``keys``: connection by connection."""
+        cdef Py_ssize_t a = 0, b, i, n = ts.shape[0]
+        cdef int64_t fed = 0
+        while a < n:
+            b = a + 1
+            while b < n and keys[b] == keys[a]:
+                b += 1
+            if a:  # a new connection: the previous one had its last segment
+                Tcp.close_all(self)
+                if self.sink.full() or (0 <= stop_bytes < fed):
+                    return a
+            self._segments(ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, pd, size, a, b)
+            for i in range(a, b):
+                fed += caplen[i]
+            a = b
+        return n
 
     cdef int _segments(self, const int64_t[::1] ts, const int8_t[::1] family, const uint8_t[:, ::1] src,
                        const uint8_t[:, ::1] dst, const int32_t[::1] sport, const int32_t[::1] dport,
                        const int64_t[::1] seq, const int64_t[::1] ack, const int16_t[::1] flags,
                        const int64_t[::1] length, const int64_t[::1] at, const int32_t[::1] caplen,
-                       const unsigned char* pd, Py_ssize_t size) except -1:
-        cdef Py_ssize_t i, n = ts.shape[0]
+                       const unsigned char* pd, Py_ssize_t size, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        cdef Py_ssize_t i
         cdef int64_t a, c
-        for i in range(n):
+        for i in range(lo, hi):
             self.n_packets += 1
             a, c = at[i], caplen[i]
             if (family[i] != 4 and family[i] != 6) or a < 0 or c < 0 or a + c > size or c > length[i]:

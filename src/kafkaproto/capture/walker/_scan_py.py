@@ -123,16 +123,40 @@ class Walker(Tcp):
         self.segment(ts, family, bytes(data[src_at:src_at + alen]), sport, bytes(data[dst_at:dst_at + alen]),
                      dport, seq, ack, flags, payload, length)
 
-    def segments(self, ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, payload) -> None:
+    def segments(self, ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, payload,
+                 keys=None, stop_bytes: int = -1) -> int:
         """See the compiled module."""
         n = len(ts)
         if any(len(col) != n for col in (family, src, dst, sport, dport, seq, ack, flags, length, at, caplen)) or \
-                (n and (len(src[0]) != 16 or len(dst[0]) != 16)):
+                (n and (len(src[0]) != 16 or len(dst[0]) != 16)) or (keys is not None and len(keys) != n):
             raise ValueError("segment columns of different lengths, or addresses not of 16 bytes")
+        cols = (ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, payload)
+        if keys is None:
+            self._segments(*cols, 0, n)
+            self.flush()
+            return n
+        a = fed = 0
+        while a < n:
+            b = a + 1
+            while b < n and keys[b] == keys[a]:
+                b += 1
+            if a:  # a new connection: the previous one had its last segment
+                Tcp.close_all(self)
+                if self.sink.full() or 0 <= stop_bytes < fed:
+                    self.flush()
+                    return a
+            self._segments(*cols, a, b)
+            fed += sum(int(c) for c in caplen[a:b])
+            a = b
+        self.flush()
+        return n
+
+    def _segments(self, ts, family, src, dst, sport, dport, seq, ack, flags, length, at, caplen, payload,
+                  lo: int, hi: int) -> None:
         w = self._w
         size = len(payload)
         no_ts = -(1 << 63)
-        for i in range(n):
+        for i in range(lo, hi):
             w["packets"] += 1
             fam, a, c = int(family[i]), int(at[i]), int(caplen[i])
             if fam not in (4, 6) or a < 0 or c < 0 or a + c > size or c > int(length[i]):
@@ -145,7 +169,6 @@ class Walker(Tcp):
             self.segment(None if t == no_ts else t, fam, bytes(src[i][:alen]), int(sport[i]) & 0xFFFF,
                          bytes(dst[i][:alen]), int(dport[i]) & 0xFFFF, int(seq[i]) & 0xFFFFFFFF,
                          int(ack[i]) & 0xFFFFFFFF, int(flags[i]) & 0xFF, bytes(payload[a:a + c]), int(length[i]))
-        self.flush()
 
     # -- what the reassembly tells ----------------------------------------
     def on_new(self, c: Conn) -> None:
