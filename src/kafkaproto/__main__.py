@@ -252,8 +252,8 @@ def main(argv=None) -> int:
                    help="byte ranges a large or rolled capture is read in (default 128M)")
     r.add_argument("--whole-file-max", type=_bytes, default=None,
                    help="a capture up to this size is read whole by one task (default: embedded, the larger of "
-                        "64M and a core's share of the input; Spark, 256M on 6 cores or more, else any size; "
-                        "0: always in byte ranges)")
+                        "64M and a core's share of the input on 4 workers or more, else any size; Spark, 256M on "
+                        "6 cores or more, else any size; 0: always in byte ranges)")
     r.add_argument("--ports", type=_ports, default=None,
                    help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
     r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")

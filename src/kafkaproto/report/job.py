@@ -73,8 +73,14 @@ RANGE_BYTES = 128 << 20
 WHOLE_FILE_MAX = 256 << 20
 SPLIT_MIN_CORES = 6
 #: the embedded engine reads a capture whole up to this size at least (past
-#: it, when it is more than a core's share of the run)
+#: it, when it is more than a core's share of the run), and splits one only
+#: on EMBEDDED_SPLIT_MIN_CORES workers or more: measured on 2 workers, the
+#: byte-range path cost 2.0x the CPU of one whole read on 100 MB of real
+#: small-frame traffic (the positions of its ~150-byte packets cross
+#: processes twice) and 1.2x on 315 MB of mixed traffic, and finished later
+#: on both
 EMBEDDED_WHOLE_MIN = 64 << 20
+EMBEDDED_SPLIT_MIN_CORES = 4
 
 
 @dataclass
@@ -508,8 +514,9 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     processes (default: the machine's cores).  ``range_bytes`` /
     ``whole_file_max``: how captures are split (:data:`RANGE_BYTES`;
     ``whole_file_max`` None: on Spark :data:`WHOLE_FILE_MAX` on
-    :data:`SPLIT_MIN_CORES` cores or more, else no limit; embedded: a share
-    of the cores' work, so every core has some); ``partitions``: tasks of the
+    :data:`SPLIT_MIN_CORES` cores or more, else no limit; embedded, on
+    :data:`EMBEDDED_SPLIT_MIN_CORES` workers or more: a share of the cores'
+    work, so every core has some, else no limit); ``partitions``: tasks of the
     ranges' second stage (default: one per core, in whole rounds).
 
     ``out`` is held while the job writes into it (:class:`output_folder`):
@@ -551,7 +558,8 @@ def _run_job(paths, out, spark, master, remote, ports, progress, conf, log, rang
                               master=f"embedded[{cores}]", cores=cores, engine="embedded")
             if whole_file_max is None:
                 # every core gets a share: a capture larger than that is read in ranges
-                whole_file_max = max(EMBEDDED_WHOLE_MIN, -(-data.input_bytes // cores)) if cores > 1 else 1 << 62
+                whole_file_max = max(EMBEDDED_WHOLE_MIN, -(-data.input_bytes // cores)) \
+                    if cores >= EMBEDDED_SPLIT_MIN_CORES else 1 << 62
         # ranges of at most range_bytes, as many as it takes to fill whole rounds of the cores
         split = sum(c.bytes for c in ds.captures if c.packets and c.bytes > whole_file_max)
         if split:
