@@ -238,6 +238,9 @@ def format_line(n: int, d: Dissected, *, with_place: bool = True) -> str:
                       f.correlation_id, d.client_id, d.message, d.error, f.status == "unpaired", f.latency_ns)
 
 
+_heads: dict = {}  # (connection, direction) / (api key, version) -> their text in a line
+
+
 def frame_line(n: int, conn, is_request: bool, ts: int | None, api_key: int | None, api_version: int | None,
                correlation_id: int | None, client_id: str | None, message, error: str | None, unpaired: bool,
                latency_ns: int | None) -> str:
@@ -245,12 +248,18 @@ def frame_line(n: int, conn, is_request: bool, ts: int | None, api_key: int | No
     connection or direction, as in a raw stream of requests)."""
     head = f"#{n:<4}"
     if conn is not None:
-        arrow = f"{conn.client} > {conn.server}" if is_request else f"{conn.client} < {conn.server}"
-        head += f" {_clock(ts)} c{conn.id} {arrow}"
-    if api_key is not None:
-        head += f" {_api(api_key):<16} v{api_version:<3}"
-    else:
-        head += f" {'?':<16} {'':4}"
+        place = _heads.get((conn, is_request))
+        if place is None:
+            if len(_heads) > 1 << 16:
+                _heads.clear()
+            arrow = f"{conn.client} > {conn.server}" if is_request else f"{conn.client} < {conn.server}"
+            place = _heads[(conn, is_request)] = f" c{conn.id} {arrow}"
+        head += f" {_clock(ts)}{place}"
+    api = _heads.get((api_key, api_version))
+    if api is None:
+        api = _heads[(api_key, api_version)] = f" {_api(api_key):<16} v{api_version:<3}" if api_key is not None \
+            else f" {'?':<16} {'':4}"
+    head += api
     cid = correlation_id if correlation_id is not None else "-"
     head += f" cid={cid!s:<5}"
     if client_id is not None or is_request:
