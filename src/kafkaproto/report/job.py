@@ -124,7 +124,9 @@ class ReportData:
         d = {k: v for k, v in self.__dict__.items() if k not in ("accounting", "accounting_by_capture")}
         d["accounting"] = self.accounting.to_dict() if self.accounting else None
         d["accounting_by_capture"] = {k: v.to_dict() for k, v in self.accounting_by_capture.items()}
-        return json.dumps(d, indent=1, default=str)
+        # a key a line, each value in one line: json's C encoder (with ``indent`` it
+        # writes in Python: ~1 CPU-s for the 1.6 MB of a 45 k-connection capture)
+        return "{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v, default=str)}" for k, v in d.items()) + "\n}"
 
 
 # ---------------------------------------------------------------------------
