@@ -29,7 +29,7 @@ from kafkaproto.capture.formats.pcap import CaptureFile
 from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
 from kafkaproto.capture.objects import CapturedFrame
 from kafkaproto.capture.tools import inspect as inspect_mod
-from kafkaproto.capture.tools.dissect import dissect, error_codes
+from kafkaproto.capture.tools.dissect import dissect, error_codes, format_line
 from kafkaproto.capture.walker.packets import LINKTYPE_ETHERNET
 from kafkaproto.capture.walker.streams import Connection
 from kafkaproto.messages import get, request_class, response_class
@@ -657,3 +657,40 @@ def test_the_decoded_count_agrees_with_the_ledger(tmp_path):
     decoded = int(re.search(r"\((\d+) decoded\)", text).group(1))
     ledger = int(re.search(r"^frames: \d+: .*?decoded (\d+)", text, re.M).group(1))
     assert decoded == ledger == 3
+
+
+def _fresh_lines(path) -> list[str]:
+    """What each frame's line says decoded on its own (the objects path), without its number."""
+    return [format_line(0, d).split(" ", 1)[1].lstrip() for d in dissect(read_frames(str(path)))]
+
+
+def _numbered(out: str) -> list[str]:
+    return [line.split(" ", 1)[1].lstrip() for line in out.splitlines() if LINE.match(line)]
+
+
+def test_a_body_seen_before_is_said_as_a_fresh_decode_says_it(tmp_path):
+    """inspect remembers what a line says of a body by the body's bytes (real
+    traffic repeats them); every line is what decoding that frame alone gives."""
+    from support.replica import replicate
+
+    path = tmp_path / "rep.pcap"
+    replicate(PCAP, path, 3)
+    status, out, _ = run_inspect(path)
+    assert status == 0
+    got = _numbered(out)
+    assert got == _fresh_lines(path) and len(got) > 3000
+
+
+def test_a_known_body_behind_a_damaged_header_is_not_taken_for_the_known_one(tmp_path):
+    req, resp = metadata_pair(1)
+    req2, resp2 = metadata_pair(2)
+    # the second response's flexible header claims a tagged field its frame does not hold
+    bad = bytearray(resp2)
+    assert bad[8] == 0  # size (4), correlation id (4), then the header's tagged-field count
+    bad[8] = 0x7F
+    path = write_conversation(tmp_path / "c.pcap", [(req, resp), (req2, bytes(bad)), (req, resp)])
+    status, out, _ = run_inspect(path)
+    lines = _numbered(out)
+    assert lines == _fresh_lines(path)
+    assert "undecodable" in lines[3] and "undecodable" not in lines[1] + lines[5]
+    assert status == 1

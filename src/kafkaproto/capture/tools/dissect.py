@@ -16,15 +16,16 @@ import time
 from collections.abc import Iterable, Iterator
 
 from ... import _kinds as K
+from ..._impl import codec as _codec
 from ...error_codes import error_name
 from ...errors import KafkaProtocolError
 from ...messages import api_name, removed_in_kafka4
-from ...protocol import decode_request, decode_response, trailing_bytes
+from ...protocol import decode_request, decode_response, request_header_version, response_header_version, trailing_bytes
 from ..accounting import Accounting
 from ..objects import REQUEST, CapturedFrame
 
-__all__ = ["UNPAIRED", "Dissected", "decode_frame", "dissect", "error_codes", "format_line", "frame_line",
-           "removed_in_kafka4", "summary"]
+__all__ = ["UNPAIRED", "Dissected", "Summaries", "decode_frame", "dissect", "error_codes", "format_line",
+           "frame_line", "line_text", "removed_in_kafka4", "summary"]
 
 #: the error of a response whose request is not in the capture
 UNPAIRED = "no request with this correlation id in the capture"
@@ -246,6 +247,16 @@ def frame_line(n: int, conn, is_request: bool, ts: int | None, api_key: int | No
                latency_ns: int | None) -> str:
     """:func:`format_line` from a frame's parts (``conn`` None: no time,
     connection or direction, as in a raw stream of requests)."""
+    return line_text(n, conn, is_request, ts, api_key, api_version, correlation_id, client_id, error, unpaired,
+                     latency_ns, "" if error is not None else summary(message),
+                     0 if error is not None else trailing_bytes(message))
+
+
+def line_text(n: int, conn, is_request: bool, ts: int | None, api_key: int | None, api_version: int | None,
+              correlation_id: int | None, client_id: str | None, error: str | None, unpaired: bool,
+              latency_ns: int | None, desc: str, extra: int) -> str:
+    """:func:`frame_line` with the message's :func:`summary` (``desc``) and
+    trailing bytes (``extra``) given."""
     head = f"#{n:<4}"
     if conn is not None:
         place = _heads.get((conn, is_request))
@@ -267,12 +278,52 @@ def frame_line(n: int, conn, is_request: bool, ts: int | None, api_key: int | No
     if error is not None:
         what = "unpaired" if unpaired else "undecodable"
         return f"{head} {what}: {error}"
-    text = f"{head} {summary(message)}".rstrip()
+    text = f"{head} {desc}".rstrip()
     if latency_ns is not None:
         text += f" {latency_ns / 1e6:.3f}ms"
     if removed_in_kafka4(api_key, api_version):
         text += "  [removed in Kafka 4.0]"
-    extra = trailing_bytes(message)
     if extra:
         text += f"  [{extra} bytes after the body]"
     return text
+
+
+class Summaries:
+    """What a line says of a message body, remembered by the body's bytes:
+    real client traffic repeats its bodies (ApiVersions, Metadata,
+    heartbeats, coordinator look-ups: most frames of a capture), and a
+    body's summary depends on nothing else (its api key, version and
+    direction).  ``key(frame, ...)`` decodes the frame's header alone and
+    gives ``(memo key, client id)``, or None when the header does not decode
+    or the body is too long to remember (the caller decodes the frame
+    whole); ``memo`` maps a key to ``(summary, trailing bytes, has errors)``
+    of a body that decoded.  Bounded: at most ``entries`` bodies of at most
+    ``body_bytes`` each."""
+
+    __slots__ = ("memo", "entries", "body_bytes")
+
+    def __init__(self, entries: int = 4096, body_bytes: int = 2048) -> None:
+        self.memo: dict = {}
+        self.entries, self.body_bytes = entries, body_bytes
+
+    def key(self, frame, is_request: bool, api_key: int, api_version: int):
+        try:
+            if is_request:
+                hv = request_header_version(api_key, api_version)
+                _, _, _, client_id, _, end = _codec.decode_request_header(frame, hv, 0)
+            else:
+                hv = response_header_version(api_key, api_version)
+                _, _, end = _codec.decode_response_header(frame, hv, 0)
+                client_id = None
+        except (KafkaProtocolError, KeyError):
+            return None
+        if len(frame) - end > self.body_bytes:
+            return None
+        return (is_request, api_key, api_version, bytes(frame[end:])), client_id
+
+    def remember(self, key, msg) -> tuple:
+        got = (summary(msg), trailing_bytes(msg), bool(error_codes(msg)))
+        if len(self.memo) >= self.entries:
+            self.memo.clear()
+        self.memo[key] = got
+        return got

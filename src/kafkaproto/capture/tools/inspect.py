@@ -46,7 +46,7 @@ from ..formats.raw import raw_batches
 from ..frames import BATCH_BYTES, BATCH_ROWS, FLAGS, FrameBatch
 from ..read import capture_kind
 from ..walker import streams
-from .dissect import UNPAIRED, decode_frame, error_codes, frame_line, removed_in_kafka4
+from .dissect import UNPAIRED, Summaries, decode_frame, error_codes, frame_line, line_text, removed_in_kafka4
 
 __all__ = ["FrameFilter", "InputError", "StreamInput", "check_raw", "frame_json", "inspect", "open_input",
            "parse_apis", "parse_time"]
@@ -688,6 +688,8 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
     stopped = False
     interrupted = False
     dumps = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+    summaries = Summaries()
+    memo = summaries.memo
     try:
         for batch in batches:
             base = total
@@ -715,10 +717,16 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
                     is_request = direction == 0
                     has_header = flags & _FL_HEADER
                     is_unpaired = status == 1
-                    if is_unpaired:
-                        header = msg = exc = None
-                    else:
-                        header, msg, exc = decode_frame(frame, is_request, key, version, zero_copy=True)
+                    header = msg = exc = said = None
+                    if not is_unpaired:
+                        # a line alone: a body seen before says what it said then (Summaries)
+                        mkey = summaries.key(frame, is_request, key, version) if not objects and has_header else None
+                        if mkey is not None:
+                            said = memo.get(mkey[0])
+                        if said is None:
+                            header, msg, exc = decode_frame(frame, is_request, key, version, zero_copy=True)
+                            if mkey is not None and exc is None:
+                                said = summaries.remember(mkey[0], msg)
                         k = 0 if exc is None else 2
                         moved[k] += 1
                         moved[k + 1] += len(frame) + 4
@@ -729,9 +737,10 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
                     else:
                         if removed_in_kafka4(key if has_header else None, version):
                             removed += 1
-                        if trailing_bytes(msg):
+                        if (said[1] if said is not None else trailing_bytes(msg)):
                             trailing += 1
-                    if errors_only and exc is None and not is_unpaired and not error_codes(msg):
+                    if errors_only and exc is None and not is_unpaired and \
+                            not (said[2] if said is not None else error_codes(msg)):
                         continue
                     shown += 1
                     if limit is not None and printed >= limit:
@@ -744,11 +753,18 @@ def inspect(path: str, out=None, *, err=None, ports=None, limit: int | None = No
                     api_key = key if has_header else None
                     api_version = version if has_header else None
                     correlation_id = corr if has_header or not is_request else None
-                    client_id = header.client_id if is_request and exc is None else (
-                        clients[client] if client >= 0 else None)
+                    if said is not None and is_request:
+                        client_id = mkey[1]
+                    else:
+                        client_id = header.client_id if is_request and exc is None else (
+                            clients[client] if client >= 0 else None)
                     latency = None if is_request or rts == _NO_TS or ts is None else ts - rts
                     error = UNPAIRED if is_unpaired else None if exc is None else str(exc)
-                    if not json_out:
+                    if said is not None:
+                        lines.append(line_text(numbers[j], conns[conn] if place else None, is_request, ts,
+                                               api_key, api_version, correlation_id, client_id, error,
+                                               is_unpaired, latency, said[0], said[1]))
+                    elif not json_out:
                         lines.append(frame_line(numbers[j], conns[conn] if place else None, is_request, ts,
                                                 api_key, api_version, correlation_id, client_id, msg, error,
                                                 is_unpaired, latency))
