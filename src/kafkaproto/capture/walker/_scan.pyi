@@ -32,8 +32,10 @@ class Walker(Tcp):
     def packet(self, ts: int | None, linktype: int, data: Any) -> None:
         """One packet (``data``: its bytes; ``ts``: nanoseconds, or None)."""
     def segments(self, ts: Any, family: Any, src: Any, dst: Any, sport: Any, dport: Any, seq: Any, ack: Any,
-                 flags: Any, length: Any, at: Any, caplen: Any, payload: Any) -> None:
-        """TCP segments of the byte-range path (numpy columns), their payloads in ``payload``."""
+                 flags: Any, length: Any, at: Any, caplen: Any, payload: Any, keys: Any = ...,
+                 stop_bytes: int = ...) -> int:
+        """TCP segments of the byte-range path (numpy columns), their payloads in ``payload``;
+        with ``keys``, connection by connection: returns the rows fed."""
     def stream(self, conn: Any, data: Any) -> None:
         """The next bytes of a raw stream of requests (None: the stream is over)."""
     def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
