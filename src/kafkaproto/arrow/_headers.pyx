@@ -4,10 +4,13 @@
 A flat loop (the tens-of-millions-of-frames-a-second path) over the header
 walker of ``kafkaproto/_wire.pxd``, which ``decode_request_header`` uses too;
 a failed row keeps its failure record, which becomes its error text.
+``request_headers_array`` / ``response_headers_array`` are the whole of
+``kafkaproto.arrow.request_headers`` / ``response_headers``: the columns go to
+pyarrow through the Arrow C data interface, one import per chunk.
 """
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
-from libc.stdlib cimport realloc, free
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uintptr_t
+from libc.stdlib cimport malloc, realloc, free
 
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_take, cur_skip_tags, cur_request_head, F_OK, F_MEMORY,
@@ -15,9 +18,13 @@ from kafkaproto._wire cimport (
 )
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_valid_init, col_vappend, col_export, C_VAR,
+    ArrowArray, aa_init, aa_release, col_to_c, aa_errors, aa_fixed, IntsIn, ints_in,
 )
 
 import numpy as np
+import pyarrow as pa
+
+from kafkaproto.arrow import _build, _common
 
 from kafkaproto.errors import TruncatedError, UnknownApiError, UnsupportedVersionError, failure
 from kafkaproto.messages import request_class, response_class
@@ -257,3 +264,171 @@ def arrow_response_headers(arr, int kind, hv_table, keys, versions, kvalid):
     finally:
         free(fails.items)
     return status, corr, hsize, errors
+
+
+# ---------------------------------------------------------------------------
+# the whole calls
+
+cdef object _import_array = pa.Array._import_from_c
+cdef object _chunked = pa.chunked_array
+cdef dict _KIND_OF = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
+cdef dict _INT_TYPES = {
+    pa.lib.Int8Array: 1, pa.lib.Int16Array: 2, pa.lib.Int32Array: 4, pa.lib.Int64Array: 8,
+    pa.lib.UInt8Array: -1, pa.lib.UInt16Array: -2, pa.lib.UInt32Array: -4, pa.lib.UInt64Array: -8,
+}
+cdef object _REQ_TYPE = _build.REQUEST_HEADER_TYPE
+cdef object _RESP_TYPE = _build.RESPONSE_HEADER_TYPE
+cdef object _HV_REQ = _common.header_table(True)
+cdef object _HV_RESP = _common.header_table(False)
+
+
+cdef int _fail_rows(HeadFails* f, int64_t** at) except -1:
+    cdef int64_t j
+    at[0] = <int64_t*>malloc(f.n * sizeof(int64_t) + 8)
+    if at[0] == NULL:
+        raise MemoryError()
+    for j in range(f.n):
+        at[0][j] = f.items[j].row
+    return 0
+
+
+cdef object _request_chunk(arr, int kind):
+    cdef RowsIn rin = rows_in(arr, kind)
+    cdef int64_t n = rin.r.n, j
+    cdef int8_t[:, ::1] hv = _HV_REQ
+    cdef uint8_t* status = <uint8_t*>malloc(n + 1)
+    cdef int16_t* key = <int16_t*>malloc(n * 2 + 2)
+    cdef int16_t* ver = <int16_t*>malloc(n * 2 + 2)
+    cdef int32_t* corr = <int32_t*>malloc(n * 4 + 4)
+    cdef int32_t* hsize = <int32_t*>malloc(n * 4 + 4)
+    cdef int64_t* at = NULL
+    cdef Col* cid = col_new(C_VAR, 0, 0, n)
+    cdef HeadFails fails
+    cdef ArrowArray aa
+    cdef int rc = 0
+    fails.items = NULL
+    fails.n = fails.cap = 0
+    aa.release = NULL
+    try:
+        if status == NULL or key == NULL or ver == NULL or corr == NULL or hsize == NULL or cid == NULL \
+                or col_valid_init(cid):
+            raise MemoryError()
+        with nogil:
+            rc = _req_headers_loop(&rin.r, &hv[0, 0], hv.shape[0], status, key, ver, corr, hsize, cid, &fails)
+        if rc:
+            raise MemoryError()
+        texts = [_text(&fails.items[j], True) for j in range(fails.n)]
+        _fail_rows(&fails, &at)
+        if aa_init(&aa, n, 6):
+            raise MemoryError()
+        rc = aa_fixed(aa.children[0], n, key, status, fails.n)
+        key = NULL
+        rc |= aa_fixed(aa.children[1], n, ver, status, fails.n)
+        ver = NULL
+        rc |= aa_fixed(aa.children[2], n, corr, status, fails.n)
+        corr = NULL
+        rc |= col_to_c(cid, aa.children[3])
+        rc |= aa_fixed(aa.children[4], n, hsize, status, fails.n)
+        hsize = NULL
+        if rc:
+            raise MemoryError()
+        aa_errors(aa.children[5], n, at, texts)
+        return _import_array(<uintptr_t>&aa, _REQ_TYPE)
+    finally:
+        aa_release(&aa)  # (nothing left to release once pyarrow took it)
+        col_free(cid)
+        free(fails.items)
+        free(status)
+        free(key)
+        free(ver)
+        free(corr)
+        free(hsize)
+        free(at)
+
+
+def request_headers_array(frames):
+    """kafkaproto.arrow.request_headers."""
+    kind = _KIND_OF.get(type(frames))
+    if kind is not None:
+        return _request_chunk(frames, kind)
+    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return _chunked([], type=_REQ_TYPE)
+    chunks, chunked = _build._chunks(frames)
+    out = [_request_chunk(arr, kind) for arr, kind in chunks]
+    return _chunked(out, type=_REQ_TYPE) if chunked else out[0]
+
+
+cdef object _response_chunk(arr, int kind, IntsIn kin, IntsIn vin, const uint8_t* ok, int64_t start):
+    cdef RowsIn rin = rows_in(arr, kind)
+    cdef int64_t n = rin.r.n, j
+    cdef int8_t[:, ::1] hv = _HV_RESP
+    cdef uint8_t* status = <uint8_t*>malloc(n + 1)
+    cdef int16_t* key = <int16_t*>malloc(n * 2 + 2)
+    cdef int16_t* ver = <int16_t*>malloc(n * 2 + 2)
+    cdef int32_t* corr = <int32_t*>malloc(n * 4 + 4)
+    cdef int32_t* hsize = <int32_t*>malloc(n * 4 + 4)
+    cdef int64_t* at = NULL
+    cdef HeadFails fails
+    cdef ArrowArray aa
+    cdef int rc = 0
+    fails.items = NULL
+    fails.n = fails.cap = 0
+    aa.release = NULL
+    try:
+        if status == NULL or key == NULL or ver == NULL or corr == NULL or hsize == NULL:
+            raise MemoryError()
+        with nogil:
+            rc = _resp_headers_loop(&rin.r, &hv[0, 0], hv.shape[0], kin.v + start, vin.v + start, ok + start,
+                                    status, corr, hsize, &fails)
+            for j in range(n):
+                key[j] = <int16_t>kin.v[start + j]
+                ver[j] = <int16_t>vin.v[start + j]
+        if rc:
+            raise MemoryError()
+        texts = [_text(&fails.items[j], False) for j in range(fails.n)]
+        _fail_rows(&fails, &at)
+        if aa_init(&aa, n, 5):
+            raise MemoryError()
+        rc = aa_fixed(aa.children[0], n, key, status, fails.n)
+        key = NULL
+        rc |= aa_fixed(aa.children[1], n, ver, status, fails.n)
+        ver = NULL
+        rc |= aa_fixed(aa.children[2], n, corr, status, fails.n)
+        corr = NULL
+        rc |= aa_fixed(aa.children[3], n, hsize, status, fails.n)
+        hsize = NULL
+        if rc:
+            raise MemoryError()
+        aa_errors(aa.children[4], n, at, texts)
+        return _import_array(<uintptr_t>&aa, _RESP_TYPE)
+    finally:
+        aa_release(&aa)
+        free(fails.items)
+        free(status)
+        free(key)
+        free(ver)
+        free(corr)
+        free(hsize)
+        free(at)
+
+
+def response_headers_array(frames, api_key, api_version):
+    """kafkaproto.arrow.response_headers."""
+    cdef int64_t n = len(frames), j, start = 0
+    cdef IntsIn kin = ints_in(api_key, n, "api_key", -32768, 32767, _INT_TYPES, _build._int_column)
+    cdef IntsIn vin = ints_in(api_version, n, "api_version", -32768, 32767, _INT_TYPES, _build._int_column)
+    ok = bytearray(n + 1)
+    cdef uint8_t* okp = ok
+    for j in range(n):
+        okp[j] = kin.ok[j] & vin.ok[j]
+    kind = _KIND_OF.get(type(frames))
+    if kind is not None:
+        return _response_chunk(frames, kind, kin, vin, okp, 0)
+    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return _chunked([], type=_RESP_TYPE)
+    chunks, chunked = _build._chunks(frames)
+    out = []
+    for arr, kind in chunks:
+        out.append(_response_chunk(arr, kind, kin, vin, okp, start))
+        start += len(arr)
+    return _chunked(out, type=_RESP_TYPE) if chunked else out[0]

@@ -3,7 +3,7 @@
 
 The record batches' own walkers (``records/_walk.pxi``: batches, v2 records,
 legacy message sets) run here with column sinks.  Decompression goes through
-kafkaproto.records._compression, once per batch (or legacy wrapper); the
+kafkaproto.records.walk.decompress, once per batch (or legacy wrapper); the
 records of a v2 batch are checked and written into the columns in one loop
 without the GIL.  Control records are checked and left out, as a Kafka
 consumer does.  A blob that fails becomes one row of nulls whose error is the
@@ -32,7 +32,7 @@ from kafkaproto._codec cimport crc32_of
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_grow, col_reserve, col_mark_valid, col_mark_null,
     col_vappend, col_vgrow, col_put_null, col_truncate, col_export, col_valid_init, C_FIXED, C_VAR, C_STRUCT, C_LIST,
-    ArrowArray, aa_init, aa_release, aa_set, col_to_c, aa_nulls, aa_strings, IN_LARGE,
+    ArrowArray, aa_init, aa_release, aa_set, col_to_c, aa_nulls, aa_strings, IN_LARGE, rows_bytes,
 )
 
 import numpy as np
@@ -41,7 +41,6 @@ import pyarrow as pa
 from crc32c import crc32c as _crc32c
 
 from kafkaproto.errors import KafkaProtocolError
-from kafkaproto.records import _compression
 from kafkaproto._limits import (
     DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
@@ -52,7 +51,7 @@ from kafkaproto._limits import (
     call_caps as _call_caps,
     record_caps as _record_caps,
 )
-from kafkaproto.records._common import (
+from kafkaproto.records.walk import (
     batch_error as _batch_error,
     past_int64 as _past_int64,
     CallBudget as _CallBudget,
@@ -68,7 +67,7 @@ from kafkaproto.arrow._build import (
     _chunks,
     _pass_through,
 )
-from kafkaproto.records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED
+from kafkaproto.records.walk import DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED, decompress as _decompress_py
 
 COMPILED = True
 
@@ -86,7 +85,7 @@ cdef extern from *:
     #endif
     """
 
-cdef object _decompress = _compression.decompress
+cdef object _decompress = _decompress_py
 
 cdef enum:
     RC_KEY = 0
@@ -630,17 +629,6 @@ cdef int _error_row(RecCols* rc, int64_t row) except -1:
     return 0
 
 
-cdef int64_t _rows_bytes(Rows* r, arr):
-    """The bytes of the rows (what arr.nbytes would say of their data, without its cost)."""
-    if r.n == 0:
-        return 0
-    if r.off64 != NULL:
-        return r.off64[r.off + r.n] - r.off64[r.off]
-    if r.off32 != NULL:
-        return r.off32[r.off + r.n] - r.off32[r.off]
-    return arr.nbytes
-
-
 cdef int _cols_new(RecCols* rc, const bint* want, int64_t cap, bint control) except -1:
     """The columns asked for (``want``: one flag per RC_ column; the row column always)."""
     cdef int k, m = 0, nkids = 0
@@ -752,7 +740,7 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     cdef RecCols rc
     cdef int k
     cdef bint flags[RC_COUNT]
-    cdef int64_t cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
+    cdef int64_t cap = min(max(rows_bytes(&rin.r) // 64, 64), 1 << 20)
     cdef _BatchRows out = _BatchRows() if batches else None
     cdef int32_t max_records, max_headers
     cdef int64_t max_batch_headers
@@ -1050,7 +1038,7 @@ def records_table(blobs, topic=None, partition=None, columns=None, check_crc=Tru
     walks = []
     for arr, kind in chunks:
         rin = rows_in(arr, kind)
-        cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
+        cap = min(max(rows_bytes(&rin.r) // 64, 64), 1 << 20)
         out = _BatchRows() if want_batches else None
         failed = []
         rc.root = NULL
