@@ -5,7 +5,9 @@ Growable C columns and the blocks that carry them to Python; the rows of an
 input array.  See _columns.pxd for what each structure holds.
 """
 
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.buffer cimport (
+    PyObject_GetBuffer, PyBuffer_Release, PyObject_CheckBuffer, PyBUF_SIMPLE, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT,
+)
 from cpython.bytes cimport PyBytes_AS_STRING
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -639,13 +641,72 @@ cdef class IntsIn:
         free(self.ok)
 
 
+cdef void _read_ints(IntsIn h, const uint8_t* src, const uint8_t* valid, int64_t off, int64_t n, int width,
+                     int64_t least, int64_t most) noexcept nogil:
+    """n values of ``width`` bytes (negative: unsigned) from ``src`` (from slot ``off``, validity
+    bitmap ``valid`` or NULL) into h, -1 outside [least, most]."""
+    cdef int64_t i, j, x
+    for i in range(n):
+        j = i + off
+        if valid != NULL and not (valid[j >> 3] >> (j & 7)) & 1:
+            h.ok[i] = 0
+            h.v[i] = 0
+            continue
+        h.ok[i] = 1
+        if width == 1:
+            x = (<const int8_t*>src)[j]
+        elif width == 2:
+            x = (<const int16_t*>src)[j]
+        elif width == 4:
+            x = (<const int32_t*>src)[j]
+        elif width == 8:
+            x = (<const int64_t*>src)[j]
+        elif width == -1:
+            x = src[j]
+        elif width == -2:
+            x = (<const uint16_t*>src)[j]
+        elif width == -4:
+            x = (<const uint32_t*>src)[j]
+        else:
+            x = -1 if (<const uint64_t*>src)[j] > <uint64_t>most else <int64_t>(<const uint64_t*>src)[j]
+        h.v[i] = <int32_t>(x if least <= x <= most else -1)
+
+
+cdef int _buffer_width(values):
+    """The width of a one-dimensional, C-contiguous integer buffer (a numpy array...):
+    bytes a value, negative when unsigned; 0 for anything else."""
+    cdef Py_buffer view
+    cdef bytes fmt
+    cdef int w
+    if not PyObject_CheckBuffer(values) or isinstance(values, (bytes, bytearray)):
+        return 0
+    try:
+        PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+    except (BufferError, TypeError, ValueError):
+        return 0
+    try:
+        if view.ndim != 1 or view.format == NULL:
+            return 0
+        fmt = view.format
+        if fmt[:1] in (b"<", b"=", b"@"):
+            fmt = fmt[1:]
+        w = view.itemsize
+        if len(fmt) != 1 or w not in (1, 2, 4, 8) or fmt not in b"bhilqBHILQ":
+            return 0
+        return -w if fmt.isupper() else w
+    finally:
+        PyBuffer_Release(&view)
+
+
 cdef IntsIn ints_in(values, int64_t n, str what, int64_t least, int64_t most, dict int_types, fallback):
-    """``values`` (an int, a pyarrow integer array: read here; anything else through
+    """``values`` (an int, a pyarrow integer array, a one-dimensional integer buffer such as
+    a numpy array: read here; anything else through
     ``fallback(values, n, what)`` → (int32 ndarray, uint8 ndarray), already mapped to
     the range) → n values in [least, most] (-1 outside it) and their validity."""
     cdef IntsIn h = IntsIn.__new__(IntsIn)
-    cdef int64_t i, j, x, off
+    cdef int64_t i, x
     cdef int width
+    cdef Py_buffer view
     cdef const uint8_t* src
     cdef const uint8_t* valid = NULL
     cdef const int32_t[::1] fv
@@ -668,34 +729,20 @@ cdef IntsIn ints_in(values, int64_t n, str what, int64_t least, int64_t most, di
         if len(values) != n:
             raise ValueError(f"{what}: {len(values)} values for {n} frames")
         bufs = values.buffers()
-        off = values.offset
         if values.null_count and bufs[0] is not None:
             valid = <const uint8_t*><uintptr_t>bufs[0].address
         src = <const uint8_t*><uintptr_t>bufs[1].address if bufs[1] is not None else EMPTY_BYTE
-        for i in range(n):
-            j = i + off
-            if valid != NULL and not (valid[j >> 3] >> (j & 7)) & 1:
-                h.ok[i] = 0
-                h.v[i] = 0
-                continue
-            h.ok[i] = 1
-            if width == 1:
-                x = (<const int8_t*>src)[j]
-            elif width == 2:
-                x = (<const int16_t*>src)[j]
-            elif width == 4:
-                x = (<const int32_t*>src)[j]
-            elif width == 8:
-                x = (<const int64_t*>src)[j]
-            elif width == -1:
-                x = src[j]
-            elif width == -2:
-                x = (<const uint16_t*>src)[j]
-            elif width == -4:
-                x = (<const uint32_t*>src)[j]
-            else:
-                x = -1 if (<const uint64_t*>src)[j] > <uint64_t>most else <int64_t>(<const uint64_t*>src)[j]
-            h.v[i] = <int32_t>(x if least <= x <= most else -1)
+        _read_ints(h, src, valid, values.offset, n, width, least, most)
+        return h
+    width = _buffer_width(values)
+    if width:
+        PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+        try:
+            if view.len // view.itemsize != n:
+                raise ValueError(f"{what}: {view.len // view.itemsize} values for {n} frames")
+            _read_ints(h, <const uint8_t*>view.buf, NULL, 0, n, width, least, most)
+        finally:
+            PyBuffer_Release(&view)
         return h
     got, ok = fallback(values, n, what)
     fv = got
