@@ -28,6 +28,13 @@ from ..records.walk import CallBudget
 from . import _common
 
 _IN_KIND = {pa.binary(): 0, pa.large_binary(): 1, pa.binary_view(): 2}
+#: the compiled calls' fast paths: an input array's class -> its row layout (_columns IN_*),
+#: an integer array's class -> its value width in bytes (negative: unsigned)
+ARRAY_KIND = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
+INT_WIDTH = {
+    pa.lib.Int8Array: 1, pa.lib.Int16Array: 2, pa.lib.Int32Array: 4, pa.lib.Int64Array: 8,
+    pa.lib.UInt8Array: -1, pa.lib.UInt16Array: -2, pa.lib.UInt32Array: -4, pa.lib.UInt64Array: -8,
+}
 _AS_BINARY = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(), pa.string_view(): pa.binary_view()}
 
 _ERROR = pa.field("error", pa.large_string())

@@ -633,11 +633,8 @@ cdef class _ClassInfo:
 cdef dict _INFO = {}
 cdef object _import_array = pa.Array._import_from_c
 cdef object _chunked = pa.chunked_array
-cdef dict _KIND_OF = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
-cdef dict _INT_TYPES = {
-    pa.lib.Int8Array: 1, pa.lib.Int16Array: 2, pa.lib.Int32Array: 4, pa.lib.Int64Array: 8,
-    pa.lib.UInt8Array: -1, pa.lib.UInt16Array: -2, pa.lib.UInt32Array: -4, pa.lib.UInt64Array: -8,
-}
+cdef dict _KIND_OF = _build.ARRAY_KIND
+cdef dict _INT_TYPES = _build.INT_WIDTH
 cdef object _int_column = _build._int_column
 
 

@@ -61,6 +61,7 @@ from kafkaproto.records.walk import (
     legacy_records_error as _legacy_records_error,
     record_failure as _record_failure,
 )
+from kafkaproto.arrow import _build
 from kafkaproto.arrow._build import (
     BATCHES_SCHEMA as _BATCHES_SCHEMA,
     RECORDS_SCHEMA as _RECORDS_SCHEMA,
@@ -76,14 +77,40 @@ cdef extern from *:
     /* _put_record (below) goes into the record walk inline, however large the compiler
        finds it: called out of line it cost a fifth of the walk (this names Cython's C
        name of it; were that to change, the declaration would only go unused) */
-    #if defined(__GNUC__)
     #include <stdint.h>
+    #include <string.h>
+    /* |milliseconds| that still fit in int64 microseconds */
+    #define KP_US_LIMIT INT64_C(9223372036854775)
+    /* A key or value of at most 32 bytes copied in place (fixed-size moves, all loads
+       before the stores): a call to memcpy cost more than the copy itself, and the
+       walk's registers spilled around it.  Longer ones go to memcpy. */
+    static inline void kp_copy(uint8_t* d, const uint8_t* s, size_t n) {
+        uint64_t a, b, c, e;
+        uint32_t x, y;
+        if (n > 32) {
+            memcpy(d, s, n);
+        } else if (n > 16) {
+            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
+        } else if (n >= 8) {
+            memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+        } else if (n >= 4) {
+            memcpy(&x, s, 4); memcpy(&y, s + n - 4, 4);
+            memcpy(d, &x, 4); memcpy(d + n - 4, &y, 4);
+        } else if (n) {
+            d[0] = s[0]; d[n >> 1] = s[n >> 1]; d[n - 1] = s[n - 1];
+        }
+    }
+    #if defined(__GNUC__)
     struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols;
     static inline int __pyx_f_10kafkaproto_5arrow_8_records__put_record(
         struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols *, uint8_t const *, int32_t, uint8_t const *, int32_t,
         int64_t, int64_t, int32_t, int32_t) __attribute__((always_inline));
     #endif
     """
+    void kp_copy(uint8_t* d, const uint8_t* s, size_t n) nogil
+    const int64_t _US_LIMIT "KP_US_LIMIT"
 
 cdef object _decompress = _decompress_py
 
@@ -97,7 +124,6 @@ cdef enum:
     RC_ROW = 6
     RC_COUNT = 7
 
-cdef int64_t _US_LIMIT = 9223372036854775  # |milliseconds| that still fit in int64 microseconds
 
 
 cdef struct RecCols:
@@ -154,9 +180,8 @@ cdef inline int _put_record(RecCols* rc, const uint8_t* key, int32_t klen, const
     cdef Col* c = rc.c[RC_KEY]
     if c != NULL:
         if key != NULL:
-            if klen > 0:  # (an empty key: a NULL buffer must not meet memcpy)
-                memcpy(c.vdata + c.vlen, key, klen)
-                c.vlen += klen
+            kp_copy(c.vdata + c.vlen, key, klen)  # (nothing for an empty one: NULL may not meet memcpy)
+            c.vlen += klen
             if c.valid != NULL:
                 c.valid[k] = 1
         elif _null_at(c, k):
@@ -165,9 +190,8 @@ cdef inline int _put_record(RecCols* rc, const uint8_t* key, int32_t klen, const
     c = rc.c[RC_VALUE]
     if c != NULL:
         if value != NULL:
-            if vlen > 0:
-                memcpy(c.vdata + c.vlen, value, vlen)
-                c.vlen += vlen
+            kp_copy(c.vdata + c.vlen, value, vlen)
+            c.vlen += vlen
             if c.valid != NULL:
                 c.valid[k] = 1
         elif _null_at(c, k):
@@ -808,7 +832,7 @@ cdef object _LARGE_STRING = pa.large_string()
 cdef object _INT32 = pa.int32()
 cdef object _import_batch = pa.RecordBatch._import_from_c
 cdef object _from_batches = pa.Table.from_batches
-cdef dict _KIND_OF = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
+cdef dict _KIND_OF = _build.ARRAY_KIND
 
 
 cdef object _schema(int mask):
