@@ -8,7 +8,9 @@ from the error they raise (all fields None, ``error`` = the exception's text).
 
 import random
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 
 from kafkaproto import arrow, encode_request, encode_response
@@ -195,3 +197,76 @@ def test_trailing_bytes_are_a_column():
     resp = encode_response(response_class(18)(), 3, 1)[4:] + b"\x00" * 5
     (row,) = arrow.messages(pa.array([resp]), 18, "response", 3).to_pylist()
     assert row["trailing_bytes"] == 5 and row["error"] is None
+
+
+@pytest.mark.parametrize("kind", ["request", "response"])
+@pytest.mark.parametrize("api_key", [0, 1, 3, 18, 19, 60])
+def test_header_sizes_given_same_rows(api_key, kind):
+    """Bodies decoded from the header sizes a caller read: the same rows, errors and
+    trailing bytes as reading every header again."""
+    rng = random.Random(f"hs{kind}{api_key}")
+    if kind == "request":
+        frames = request_frames(api_key, rng) + [None, b"", b"\x00"]
+        want = arrow.messages(pa.array(frames, pa.binary()), api_key)
+        heads = arrow.request_headers(pa.array(frames, pa.binary()))
+        # the caller vouches for the api key: it gives sizes only for frames of this one
+        # (a row whose header did not read, or of another key, has a null size: read as usual)
+        mine = pa.compute.equal(heads.field("api_key"), api_key)
+        hs = pa.compute.if_else(mine, heads.field("header_size"), None)
+        got = arrow.messages(pa.array(frames, pa.binary()), api_key, api_version=heads.field("api_version"),
+                             header_size=hs)
+        assert pa.compute.sum(mine.cast(pa.int64())).as_py() > len(frames) // 2
+    else:
+        frames, v = response_frames(api_key, rng)
+        frames += [None]
+        v += [v[-1]]
+        want = arrow.messages(pa.array(frames, pa.binary()), api_key, "response", pa.array(v, pa.int16()))
+        heads = arrow.response_headers(pa.array(frames, pa.binary()), api_key, pa.array(v, pa.int16()))
+        hs = heads.field("header_size")
+        got = arrow.messages(pa.array(frames, pa.binary()), api_key, "response", pa.array(v, pa.int16()),
+                             header_size=hs)
+        # as numpy columns, and as a chunked input
+        got2 = arrow.messages(pa.chunked_array([pa.array(frames[:3], pa.binary()), pa.array(frames[3:], pa.binary())]),
+                              api_key, "response", np.array(v), header_size=hs.fill_null(-1).to_numpy())
+        assert got2.combine_chunks().equals(want)
+    assert got.equals(want)
+
+
+def test_header_size_arguments():
+    cls = response_class(18)
+    f3 = encode_response(cls(api_keys=[]), 3, 9)[4:]
+    ok = arrow.messages(pa.array([f3]), 18, "response", 3).to_pylist()
+    assert arrow.messages(pa.array([f3]), 18, "response", 3, header_size=4).to_pylist() == ok
+    assert arrow.messages(pa.array([f3]), 18, "response", 3, header_size=pa.array([None], pa.int32())).to_pylist() == ok
+    # a size past the frame: an error row
+    row = arrow.messages(pa.array([f3]), 18, "response", 3, header_size=len(f3) + 1).to_pylist()[0]
+    assert row == null_row(cls, f"header size {len(f3) + 1} past the end of a {len(f3)}-byte frame")
+    # requests: the versions given, not read
+    req = request_class(18)
+    fr = encode_request(req(client_software_name="a", client_software_version="1"), 3, 1, "abc")[4:]
+    hs = arrow.request_headers(pa.array([fr])).field("header_size")[0].as_py()
+    want = arrow.messages(pa.array([fr]), 18)
+    assert arrow.messages(pa.array([fr]), 18, api_version=3, header_size=hs).equals(want)
+    row = arrow.messages(pa.array([fr]), 18, api_version=77, header_size=hs).to_pylist()[0]
+    assert row["error"] == ("request header at byte 2: ApiVersionsRequest v77 is not supported "
+                            f"(versions {req.VALID_VERSIONS})")
+    with pytest.raises(TypeError, match="header_size needs api_version"):
+        arrow.messages(pa.array([fr]), 18, header_size=hs)
+    with pytest.raises(ValueError, match="header_size: 2 values for 1 frames"):
+        arrow.messages(pa.array([fr]), 18, api_version=3, header_size=[hs, hs])
+
+
+def test_api_versions_fallback_is_the_protocol_rule():
+    """One KIP-511 rule: the Arrow loops apply kafkaproto.protocol's (decode_response_body)."""
+    from kafkaproto import protocol
+
+    cls = response_class(protocol.KIP511_API_KEY)
+    for code in (protocol.KIP511_ERROR, 0):
+        v0 = encode_response(cls(error_code=code, api_keys=[]), protocol.KIP511_VERSION, 5)[4:]
+        row = arrow.messages(pa.array([v0]), 18, "response", 3).to_pylist()[0]
+        try:
+            msg, read, _ = protocol.decode_response_body(cls, v0, 3, 4)
+        except Exception as exc:
+            assert row == null_row(cls, str(exc)) or row["error"].endswith(str(exc).split(": ", 1)[1])
+        else:
+            assert read == protocol.KIP511_VERSION and row["error"] is None and row["error_code"] == msg.error_code

@@ -36,6 +36,7 @@ __all__ = [
     "api_versions_handshake",
     "decode_request",
     "decode_response",
+    "decode_response_body",
     "encode_request",
     "encode_request_into",
     "encode_request_parts",
@@ -333,14 +334,7 @@ def decode_response(frame, api_key: int, version: int, *, with_end: bool = False
                                       cls.NAME)
     header, offset = decode_response_header(mv, response_header_version(api_key, version))
     try:
-        try:
-            msg, end = cls.decode(mv, version, offset, with_end=True, zero_copy=zero_copy)
-        except KafkaProtocolError:
-            if api_key != API_VERSIONS or version == 0:
-                raise
-            msg, end = _kip511(mv, offset)
-            if msg is None:
-                raise
+        msg, _, end = decode_response_body(cls, mv, version, offset, zero_copy=zero_copy)
         _keep_trailing(msg, mv, end, strict)
     except KafkaProtocolError as exc:
         exc.header = header
@@ -349,12 +343,36 @@ def decode_response(frame, api_key: int, version: int, *, with_end: bool = False
     return (header, msg, end) if with_end else (header, msg)
 
 
-def _kip511(mv, offset):
-    """An ApiVersions error reply in the v0 layout (KIP-511) → (message, end), or
-    (None, None) when it reads in that layout but is not one; raises the v0
-    layout's own error when it does not read in it either."""
-    msg, end = response_class(API_VERSIONS).decode(mv, 0, offset, with_end=True)
-    return (msg, end) if msg.error_code == ErrorCode.UNSUPPORTED_VERSION else (None, None)
+# KIP-511: a broker asked for an ApiVersions version it does not know answers
+# in the v0 layout with UNSUPPORTED_VERSION, so that the client can retry at a
+# version it lists.  The one statement of the rule: decode_response_body
+# applies it, and the compiled Arrow loop reads these facts from here.
+#: the api key whose responses may come in the fallback layout
+KIP511_API_KEY = API_VERSIONS
+#: the version of that layout
+KIP511_VERSION = 0
+#: the error code a body read in it must carry to be taken as one
+KIP511_ERROR = int(ErrorCode.UNSUPPORTED_VERSION)
+
+
+def decode_response_body(cls, frame, version: int, offset: int, *, zero_copy: bool = False):
+    """The body of a response of class ``cls`` at ``version``, from byte ``offset`` of
+    ``frame`` (after its header) → ``(message, version read, end)``.
+
+    An ApiVersions body that does not read at ``version`` is read in the KIP-511
+    layout (v0): taken when it carries UNSUPPORTED_VERSION (the version read is
+    then 0); otherwise the error of the version asked for is raised (or, when
+    the body does not read in the v0 layout either, that one's)."""
+    try:
+        msg, end = cls.decode(frame, version, offset, with_end=True, zero_copy=zero_copy)
+        return msg, version, end
+    except KafkaProtocolError:
+        if cls.API_KEY != KIP511_API_KEY or version == KIP511_VERSION:
+            raise
+        msg, end = cls.decode(frame, KIP511_VERSION, offset, with_end=True, zero_copy=zero_copy)
+        if msg.error_code != KIP511_ERROR:
+            raise
+        return msg, KIP511_VERSION, end
 
 
 # ---------------------------------------------------------------------------

@@ -33,13 +33,13 @@ class Impl:
                 return getattr(mod, attr)
         raise AttributeError(attr)
 
-    def arrow_messages(self, arr, kind, cls, versions=None, vvalid=None):
+    def arrow_messages(self, arr, kind, cls, versions=None, vvalid=None, hsizes=None):
         """The message loop with what kafkaproto.arrow hands it (plans, header table)."""
-        from kafkaproto.arrow import _common, _plans
+        from kafkaproto.arrow import _build, _common
 
         lib = self.modules["arrow._messages"]
-        return lib.arrow_messages(arr, kind, cls, _plans(cls, lib.ENGINE), _common.header_table(cls.KIND == "request"),
-                                  versions, vvalid)
+        return lib.arrow_messages(arr, kind, cls, _build.message_plans(lib, cls),
+                                  _common.header_table(cls.KIND == "request"), versions, vvalid, hsizes)
 
 
 def compiled_impl():

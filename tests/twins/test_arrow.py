@@ -70,6 +70,19 @@ def test_messages_twins(kind):
         assert ea == eb, cls.NAME
         assert (tra == trb).all(), cls.NAME
         assert plain_tree(ta) == plain_tree(tb), cls.NAME
+        # the one-call functions (kafkaproto.arrow.messages): chunked, with header sizes
+        # (some null, one past its frame: read the header there, or an error row)
+        chunked = pa.chunked_array([arr[:5], arr[5:]])
+        hs = pa.array([None if i % 3 == 0 else (1 << 20) if i == 1 else 4 if kind == "response"
+                       else None for i in range(len(arr))], pa.int32())
+        for h in (None, hs):
+            if kind == "request" and h is None:
+                args = (None, None)
+            else:
+                args = (pa.array(vers, pa.int16()), h)
+            a = C.module("arrow._messages").messages_array(chunked, cls, *args)
+            b = P.module("arrow._messages").messages_array(chunked, cls, *args)
+            assert a.equals(b), cls.NAME
 
 
 def test_headers_twins():
@@ -87,6 +100,13 @@ def test_headers_twins():
     ok = np.ones(len(frames), dtype=np.uint8)
     assert arrow._response_headers(C.module("arrow._headers"), arr, 0, keys, ok, vers, ok).equals(
         arrow._response_headers(P.module("arrow._headers"), arr, 0, keys, ok, vers, ok))
+    # the one-call functions (kafkaproto.arrow.request_headers / response_headers)
+    chunked = pa.chunked_array([arr[:3], arr[3:]])
+    assert C.module("arrow._headers").request_headers_array(chunked).equals(
+        P.module("arrow._headers").request_headers_array(chunked))
+    nk = pa.array([None if i == 2 else int(k) for i, k in enumerate(keys)], pa.int32())
+    assert C.module("arrow._headers").response_headers_array(chunked, nk, pa.array(vers)).equals(
+        P.module("arrow._headers").response_headers_array(chunked, nk, pa.array(vers)))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -57,7 +57,8 @@ rm -rf "$out/pkg"
 mkdir -p "$out/pkg"
 cp -r src/kafkaproto "$out/pkg/"
 find "$out/pkg" \( -name '*.so' -o -name '__pycache__' \) -prune -exec rm -rf {} +
-cp "$out"/lib/kafkaproto/_codec*.so "$out/pkg/kafkaproto/"
+# every compiled module (a module left out would fall back to its twin unseen)
+(cd "$out/lib" && find kafkaproto -name '*.so' -exec cp --parents {} "$out/pkg/" \;)
 
 # Reports go to files (pytest would swallow them with the output of the test
 # that aborted) and are printed at the end: any report fails the run.
@@ -80,7 +81,9 @@ export PYTHONMALLOC=malloc
 export PYTHONPATH="$out/pkg${PYTHONPATH:+:$PYTHONPATH}"
 
 "$PYTHON" -c "import kafkaproto, sys; f = kafkaproto._impl.codec.__file__; print('sanitize: using', f); \
-sys.exit(0 if kafkaproto.COMPILED and '$out/pkg/' in f else 'the sanitized build did not load')"
+mods = [kafkaproto._impl.load(m) for m in ('messages._engine', 'records._batches', 'arrow._records', 'arrow._messages')]; \
+sys.exit(0 if kafkaproto.COMPILED and all('$out/pkg/' in m.__file__ for m in [kafkaproto._impl.codec] + mods) \
+else 'the sanitized build did not load')"
 
 if [ "$mode" = fuzz ]; then
     "$PYTHON" fuzz/run.py --all "$seconds" --work "$out/work" "$@"

@@ -35,8 +35,6 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .. import _kinds as K
-from .._impl import engine as _engine
 from .._impl import load
 from .._limits import (
     DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL,
@@ -48,10 +46,7 @@ from .._limits import (
     DEFAULT_MAX_RECORDS_PER_BATCH,
 )
 from ..errors import frame_size_error
-from ..messages import request_class, response_class
-from ..messages._runtime import build_plan
-from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
-from . import _common
+from ..records import DEFAULT_MAX_DECOMPRESSED_SIZE
 from ._build import (  # noqa: F401  (the helpers the log reader and the tests use from here too)
     _AS_BINARY,
     _ERROR,
@@ -60,22 +55,33 @@ from ._build import (  # noqa: F401  (the helpers the log reader and the tests u
     _RECORD_LAYOUTS,
     _RECORD_NAMES,
     _STRING_LAYOUT,
+    _TRAILING,
     BATCHES_SCHEMA,
     RECORDS_SCHEMA,
+    REQUEST_HEADER_TYPE,
+    RESPONSE_HEADER_TYPE,
     _all_null,
     _batches_table,
     _binary_array,
     _chunks,
     _errors,
+    _field_type,
     _fixed,
     _from_tree,
+    _int_column,
     _layout,
+    _message_class,
+    _message_column,
+    _message_info,
     _ok_validity,
     _pass_through,
     _per_chunk,
     _records_schema,
     _records_table,
+    _request_headers,
+    _response_headers,
     _sparse_strings,
+    _struct_type,
     _total,
     _validity,
 )
@@ -100,118 +106,12 @@ __all__ = [
     "split_frames",
 ]
 
-#: bytes a frame had after its message body (Kafka ignores them; decode_request keeps them)
-_TRAILING = pa.field("trailing_bytes", pa.int32())
-
-REQUEST_HEADER_TYPE = pa.struct([
-    ("api_key", pa.int16()), ("api_version", pa.int16()), ("correlation_id", pa.int32()),
-    ("client_id", pa.large_string()), ("header_size", pa.int32()), _ERROR,
-])
-
-RESPONSE_HEADER_TYPE = pa.struct([
-    ("api_key", pa.int16()), ("api_version", pa.int16()), ("correlation_id", pa.int32()),
-    ("header_size", pa.int32()), _ERROR,
-])
-
-_SCALAR = {
-    K.BOOL: pa.bool_(), K.INT8: pa.int8(), K.INT16: pa.int16(), K.INT32: pa.int32(), K.INT64: pa.int64(),
-    K.UINT16: pa.int32(), K.UINT32: pa.int64(), K.FLOAT64: pa.float64(), K.UUID: pa.binary(16),
-    K.STRING: pa.large_string(), K.BYTES: pa.large_binary(), K.RECORDS: pa.large_binary(),
-}
-
-
-# ---------------------------------------------------------------------------
-# types
-
-
-def _field_type(f):
-    if f.kind == K.ARRAY:
-        return pa.large_list(_struct_type(f.struct) if f.elem == K.STRUCT else _SCALAR[f.elem])
-    if f.kind == K.STRUCT:
-        return _struct_type(f.struct)
-    return _SCALAR[f.kind]
-
-
-def _struct_type(cls):
-    return pa.struct([pa.field(f.attr, _field_type(f)) for f in cls._FIELDS])
-
-
-def _message_class(api_key: int, kind: str):
-    if kind == "request":
-        return request_class(api_key)
-    if kind == "response":
-        return response_class(api_key)
-    raise ValueError(f"kind must be 'request' or 'response', not {kind!r}")
-
-
-# per message class: (struct type, its fields, layouts of the columns); keyed by
-# class because hashing a nested pyarrow type costs tens of microseconds
-_TYPES: dict = {}
-
-
-def _message_info(cls):
-    got = _TYPES.get(cls)
-    if got is None:
-        typ = pa.struct(list(_struct_type(cls)) + [_TRAILING, _ERROR])
-        got = (typ, list(typ), _layout(typ)[2])
-        _TYPES[cls] = got
-    return got
-
 
 def message_type(api_key: int, kind: str = "request") -> pa.StructType:
     """The struct type :func:`messages` returns for ``api_key``: every field of
     every version, plus ``trailing_bytes`` (bytes after the body; null for a
     row that did not decode) and ``error``."""
     return _message_info(_message_class(api_key, kind))[0]
-
-
-
-def _int_column(values, n: int, what: str):
-    """An int argument (scalar or per-row column) → (int32 ndarray, uint8 validity)."""
-    if values is None:
-        raise TypeError(f"{what} is required")
-    if isinstance(values, (int, np.integer)):
-        v = np.full(n, int(values), dtype=np.int64)
-        ok = np.ones(n, dtype=np.uint8)
-    else:
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        if isinstance(values, pa.Array):
-            ok = np.ones(n, dtype=np.uint8) if values.null_count == 0 else \
-                values.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8)
-            v = values.fill_null(0).to_numpy(zero_copy_only=False)
-        else:
-            arr = np.asarray(values)
-            if arr.dtype == object:
-                ok = np.array([x is not None for x in arr], dtype=np.uint8)
-                v = np.array([0 if x is None else x for x in arr], dtype=np.int64)
-            else:
-                v = arr
-                ok = np.ones(n, dtype=np.uint8)
-        if len(v) != n:
-            raise ValueError(f"{what}: {len(v)} values for {n} frames")
-        v = np.asarray(v, dtype=np.int64)
-    # out of the int16 range: not a valid key or version (the loops reject -1)
-    bad = (v < -32768) | (v > 32767)
-    if bad.any():
-        v = np.where(bad, -1, v)
-    return np.ascontiguousarray(v, dtype=np.int32), np.ascontiguousarray(ok, dtype=np.uint8)
-
-
-
-# ---------------------------------------------------------------------------
-# headers
-
-
-def _request_headers(lib, arr, kind):
-    status, key, ver, corr, hsize, cid, errors = lib.arrow_request_headers(arr, kind, _common.header_table(True))
-    vbuf, nulls = _ok_validity(status)
-    children = [
-        _fixed(pa.int16(), key, vbuf, nulls), _fixed(pa.int16(), ver, vbuf, nulls),
-        _fixed(pa.int32(), corr, vbuf, nulls), _from_tree(_STRING_LAYOUT, cid),
-        _fixed(pa.int32(), hsize, vbuf, nulls), _errors(len(status), errors),
-    ]
-    return pa.StructArray.from_arrays(children, fields=list(REQUEST_HEADER_TYPE))
 
 
 def request_headers(frames):
@@ -221,20 +121,7 @@ def request_headers(frames):
     (:func:`kafkaproto.request_header_version`); ``header_size`` is where
     the body starts.
     """
-    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
-        return pa.chunked_array([], type=REQUEST_HEADER_TYPE)
-    return _per_chunk(frames, lambda arr, kind: _request_headers(_HEADERS, arr, kind))
-
-
-def _response_headers(lib, arr, kind, keys, kvalid, vers, vvalid):
-    ok = (kvalid & vvalid).astype(np.uint8)
-    status, corr, hsize, errors = lib.arrow_response_headers(arr, kind, _common.header_table(False), keys, vers, ok)
-    vbuf, nulls = _ok_validity(status)
-    children = [
-        _fixed(pa.int16(), keys.astype(np.int16), vbuf, nulls), _fixed(pa.int16(), vers.astype(np.int16), vbuf, nulls),
-        _fixed(pa.int32(), corr, vbuf, nulls), _fixed(pa.int32(), hsize, vbuf, nulls), _errors(len(status), errors),
-    ]
-    return pa.StructArray.from_arrays(children, fields=list(RESPONSE_HEADER_TYPE))
+    return _HEADERS.request_headers_array(frames)
 
 
 def response_headers(frames, api_key, api_version):
@@ -244,59 +131,31 @@ def response_headers(frames, api_key, api_version):
     the requests answered: ints, or columns with one value per frame) decide
     the header version (ApiVersions responses always use v0).
     """
-    n = _total(frames)
-    keys, kvalid = _int_column(api_key, n, "api_key")
-    vers, vvalid = _int_column(api_version, n, "api_version")
-    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
-        return pa.chunked_array([], type=RESPONSE_HEADER_TYPE)
-    return _per_chunk(frames, lambda arr, kind, k, kv, v, vv: _response_headers(_HEADERS, arr, kind, k, kv, v, vv),
-                      keys, kvalid, vers, vvalid)
+    return _HEADERS.response_headers_array(frames, api_key, api_version)
 
 
 # ---------------------------------------------------------------------------
 # messages
 
 
-_PLANS: dict = {}
-
-
-def _plans(cls, engine) -> tuple:
-    """The class's plan for each version 0..63 (None where it has none), for ``engine``
-    (the message engine a loop runs: the compiled loop runs compiled plans)."""
-    got = _PLANS.get((cls, engine))
-    if got is None:
-        cache = None if engine is _engine else {}
-        got = _PLANS[(cls, engine)] = tuple(
-            build_plan(cls, v, cls.is_flexible(v), f"{cls.NAME} v{v}", eng=engine, cache=cache)
-            if cls.supports(v) else None for v in range(64))
-    return got
-
-
-def _message_column(lib, arr, kind, cls, vers=None, vvalid=None):
-    typ, fields, layouts = _message_info(cls)
-    status, tree, errors, trailing = lib.arrow_messages(arr, kind, cls, _plans(cls, lib.ENGINE),
-                                                        _common.header_table(cls.KIND == "request"), vers, vvalid)
-    children = [_from_tree(lay, kid) for lay, kid in zip(layouts, tree[4])]
-    children.append(pa.array(trailing, mask=trailing < 0, type=pa.int32()))
-    children.append(_errors(len(status), errors))
-    return pa.StructArray.from_arrays(children, fields=fields)
-
-
-def messages(frames, api_key: int, kind: str = "request", api_version=None):
+def messages(frames, api_key: int, kind: str = "request", api_version=None, *, header_size=None):
     """Frames of one API key → a struct column of :func:`message_type`.
 
     Request frames carry their version in the header.  Response frames need
     ``api_version`` (an int, or a column with one version per frame: that of
     the request each one answers).  A frame of another API key, an unsupported
     version or bytes that do not decode give a row of nulls with ``error`` set.
+
+    ``header_size`` (an int, or a column with one per frame, as
+    :func:`request_headers` / :func:`response_headers` or a capture's frame
+    table give it) says where each body starts: those headers are not read
+    again, and ``api_version`` (then needed for requests too) gives each
+    frame's version; the caller vouches that the frames are of ``api_key``.
+    A null (or negative) header size reads that frame's header as usual.
+    Errors and ``trailing_bytes`` are the same either way (byte offsets count
+    from the frame's start).
     """
-    cls = _message_class(api_key, kind)
-    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
-        return pa.chunked_array([], type=message_type(api_key, kind))
-    if kind == "request":
-        return _per_chunk(frames, lambda arr, k: _message_column(_MESSAGES, arr, k, cls))
-    vers, vvalid = _int_column(api_version, _total(frames), "api_version")
-    return _per_chunk(frames, lambda arr, k, v, vv: _message_column(_MESSAGES, arr, k, cls, v, vv), vers, vvalid)
+    return _MESSAGES.messages_array(frames, _message_class(api_key, kind), api_version, header_size)
 
 
 # ---------------------------------------------------------------------------

@@ -1,14 +1,17 @@
 """What the Arrow decoders and their twins share in Python: their input
-checks, the output schemas, and the building of pyarrow arrays from column
+checks, the output types, and the building of pyarrow arrays from column
 trees (the twins' way out; the compiled loops hand theirs to pyarrow through
-the Arrow C data interface).  ``records_tables`` is the twin's
-``arrow.records``, over any loop module's ``arrow_records``."""
+the Arrow C data interface).  ``records_tables``, ``messages_array``,
+``request_headers_array`` and ``response_headers_array`` are the twins'
+``arrow.records``, ``arrow.messages`` and ``arrow.*_headers``, over a loop
+module's column-tree functions."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
+from .. import _kinds as K
 from .._limits import (
     DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL,
     DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
@@ -19,10 +22,19 @@ from .._limits import (
     call_caps,
     record_caps,
 )
-from ..records._common import CallBudget
-from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from ..messages import request_class, response_class, version_plans
+from ..records import DEFAULT_MAX_DECOMPRESSED_SIZE
+from ..records.walk import CallBudget
+from . import _common
 
 _IN_KIND = {pa.binary(): 0, pa.large_binary(): 1, pa.binary_view(): 2}
+#: the compiled calls' fast paths: an input array's class -> its row layout (_columns IN_*),
+#: an integer array's class -> its value width in bytes (negative: unsigned)
+ARRAY_KIND = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
+INT_WIDTH = {
+    pa.lib.Int8Array: 1, pa.lib.Int16Array: 2, pa.lib.Int32Array: 4, pa.lib.Int64Array: 8,
+    pa.lib.UInt8Array: -1, pa.lib.UInt16Array: -2, pa.lib.UInt32Array: -4, pa.lib.UInt64Array: -8,
+}
 _AS_BINARY = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(), pa.string_view(): pa.binary_view()}
 
 _ERROR = pa.field("error", pa.large_string())
@@ -341,3 +353,184 @@ def records_tables(lib, blobs, topic=None, partition=None, columns=None, check_c
     if not batches:
         return table
     return table, (walks[0] if len(walks) == 1 else pa.concat_tables(walks) if walks else BATCHES_SCHEMA.empty_table())
+
+
+# ---------------------------------------------------------------------------
+# headers and messages: their types, and the twins' assembly
+
+#: bytes a frame had after its message body (Kafka ignores them; decode_request keeps them)
+_TRAILING = pa.field("trailing_bytes", pa.int32())
+
+REQUEST_HEADER_TYPE = pa.struct([
+    ("api_key", pa.int16()), ("api_version", pa.int16()), ("correlation_id", pa.int32()),
+    ("client_id", pa.large_string()), ("header_size", pa.int32()), _ERROR,
+])
+
+RESPONSE_HEADER_TYPE = pa.struct([
+    ("api_key", pa.int16()), ("api_version", pa.int16()), ("correlation_id", pa.int32()),
+    ("header_size", pa.int32()), _ERROR,
+])
+
+_SCALAR = {
+    K.BOOL: pa.bool_(), K.INT8: pa.int8(), K.INT16: pa.int16(), K.INT32: pa.int32(), K.INT64: pa.int64(),
+    K.UINT16: pa.int32(), K.UINT32: pa.int64(), K.FLOAT64: pa.float64(), K.UUID: pa.binary(16),
+    K.STRING: pa.large_string(), K.BYTES: pa.large_binary(), K.RECORDS: pa.large_binary(),
+}
+
+
+def _field_type(f):
+    if f.kind == K.ARRAY:
+        return pa.large_list(_struct_type(f.struct) if f.elem == K.STRUCT else _SCALAR[f.elem])
+    if f.kind == K.STRUCT:
+        return _struct_type(f.struct)
+    return _SCALAR[f.kind]
+
+
+def _struct_type(cls):
+    return pa.struct([pa.field(f.attr, _field_type(f)) for f in cls._FIELDS])
+
+
+def _message_class(api_key: int, kind: str):
+    if kind == "request":
+        return request_class(api_key)
+    if kind == "response":
+        return response_class(api_key)
+    raise ValueError(f"kind must be 'request' or 'response', not {kind!r}")
+
+
+# per message class: (struct type, its fields, layouts of the columns); keyed by
+# class because hashing a nested pyarrow type costs tens of microseconds
+_TYPES: dict = {}
+
+
+def _message_info(cls):
+    got = _TYPES.get(cls)
+    if got is None:
+        typ = pa.struct(list(_struct_type(cls)) + [_TRAILING, _ERROR])
+        got = (typ, list(typ), _layout(typ)[2])
+        _TYPES[cls] = got
+    return got
+
+
+#: the range of each int argument of the header and message decoders (a value
+#: outside it is no valid one: -1, which the loops reject or, for a header size,
+#: read the header instead)
+_INT_RANGE = {"api_key": (-32768, 32767), "api_version": (-32768, 32767), "header_size": (0, 0x7FFFFFFF)}
+
+
+def _int_column(values, n: int, what: str):
+    """An int argument (scalar or per-row column) → (int32 ndarray, uint8 validity)."""
+    if values is None:
+        raise TypeError(f"{what} is required")
+    if isinstance(values, (int, np.integer)):
+        v = np.full(n, int(values), dtype=np.int64)
+        ok = np.ones(n, dtype=np.uint8)
+    else:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if isinstance(values, pa.Array):
+            ok = np.ones(n, dtype=np.uint8) if values.null_count == 0 else \
+                values.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8)
+            v = values.fill_null(0).to_numpy(zero_copy_only=False)
+        else:
+            arr = np.asarray(values)
+            if arr.dtype == object:
+                ok = np.array([x is not None for x in arr], dtype=np.uint8)
+                v = np.array([0 if x is None else x for x in arr], dtype=np.int64)
+            else:
+                v = arr
+                ok = np.ones(n, dtype=np.uint8)
+        if len(v) != n:
+            raise ValueError(f"{what}: {len(v)} values for {n} frames")
+        v = np.asarray(v, dtype=np.int64)
+    lo, hi = _INT_RANGE[what]
+    bad = (v < lo) | (v > hi)
+    if bad.any():
+        v = np.where(bad, -1, v)
+    return np.ascontiguousarray(v, dtype=np.int32), np.ascontiguousarray(ok, dtype=np.uint8)
+
+
+def _request_headers(lib, arr, kind):
+    status, key, ver, corr, hsize, cid, errors = lib.arrow_request_headers(arr, kind, _common.header_table(True))
+    vbuf, nulls = _ok_validity(status)
+    children = [
+        _fixed(pa.int16(), key, vbuf, nulls), _fixed(pa.int16(), ver, vbuf, nulls),
+        _fixed(pa.int32(), corr, vbuf, nulls), _from_tree(_STRING_LAYOUT, cid),
+        _fixed(pa.int32(), hsize, vbuf, nulls), _errors(len(status), errors),
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(REQUEST_HEADER_TYPE))
+
+
+def request_headers_array(lib, frames):
+    """arrow.request_headers over ``lib.arrow_request_headers`` (the twin's way)."""
+    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return pa.chunked_array([], type=REQUEST_HEADER_TYPE)
+    return _per_chunk(frames, lambda arr, kind: _request_headers(lib, arr, kind))
+
+
+def _response_headers(lib, arr, kind, keys, kvalid, vers, vvalid):
+    ok = (kvalid & vvalid).astype(np.uint8)
+    status, corr, hsize, errors = lib.arrow_response_headers(arr, kind, _common.header_table(False), keys, vers, ok)
+    vbuf, nulls = _ok_validity(status)
+    children = [
+        _fixed(pa.int16(), keys.astype(np.int16), vbuf, nulls), _fixed(pa.int16(), vers.astype(np.int16), vbuf, nulls),
+        _fixed(pa.int32(), corr, vbuf, nulls), _fixed(pa.int32(), hsize, vbuf, nulls), _errors(len(status), errors),
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(RESPONSE_HEADER_TYPE))
+
+
+def response_headers_array(lib, frames, api_key, api_version):
+    """arrow.response_headers over ``lib.arrow_response_headers`` (the twin's way)."""
+    n = _total(frames)
+    keys, kvalid = _int_column(api_key, n, "api_key")
+    vers, vvalid = _int_column(api_version, n, "api_version")
+    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return pa.chunked_array([], type=RESPONSE_HEADER_TYPE)
+    return _per_chunk(frames, lambda arr, kind, k, kv, v, vv: _response_headers(lib, arr, kind, k, kv, v, vv),
+                      keys, kvalid, vers, vvalid)
+
+
+def message_plans(lib, cls) -> tuple:
+    """What ``lib.arrow_messages`` is handed as its plans: those of the engine it runs
+    (none for the twin, which decodes with the message classes)."""
+    return () if lib.ENGINE is None else version_plans(cls, lib.ENGINE)
+
+
+def _message_column(lib, arr, kind, cls, vers=None, vvalid=None, hsizes=None):
+    typ, fields, layouts = _message_info(cls)
+    status, tree, errors, trailing = lib.arrow_messages(arr, kind, cls, message_plans(lib, cls),
+                                                        _common.header_table(cls.KIND == "request"), vers, vvalid,
+                                                        hsizes)
+    children = [_from_tree(lay, kid) for lay, kid in zip(layouts, tree[4])]
+    children.append(pa.array(trailing, mask=trailing < 0, type=pa.int32()))
+    children.append(_errors(len(status), errors))
+    return pa.StructArray.from_arrays(children, fields=fields)
+
+
+def message_args(cls, n: int, api_version, header_size):
+    """arrow.messages' version and header-size arguments → (versions, their validity,
+    header sizes (-1: read the header) or None); (None, None, None) for request
+    frames read whole."""
+    if header_size is None:
+        if cls.KIND == "request":
+            return None, None, None
+        vers, vvalid = _int_column(api_version, n, "api_version")
+        return vers, vvalid, None
+    if api_version is None:
+        raise TypeError("header_size needs api_version: the versions of frames whose headers are not read")
+    vers, vvalid = _int_column(api_version, n, "api_version")
+    hs, hvalid = _int_column(header_size, n, "header_size")
+    return vers, vvalid, np.where(hvalid != 0, hs, -1).astype(np.int32)
+
+
+def messages_array(lib, frames, cls, api_version=None, header_size=None):
+    """arrow.messages over ``lib.arrow_messages`` (the twin's way)."""
+    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return pa.chunked_array([], type=_message_info(cls)[0])
+    vers, vvalid, hsizes = message_args(cls, _total(frames), api_version, header_size)
+    if vers is None:
+        return _per_chunk(frames, lambda arr, k: _message_column(lib, arr, k, cls))
+    if hsizes is None:
+        return _per_chunk(frames, lambda arr, k, v, vv: _message_column(lib, arr, k, cls, v, vv), vers, vvalid)
+    return _per_chunk(frames, lambda arr, k, v, vv, hs: _message_column(lib, arr, k, cls, v, vv, hs),
+                      vers, vvalid, hsizes)

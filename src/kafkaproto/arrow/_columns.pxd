@@ -77,10 +77,19 @@ cdef class RowsIn:
     cdef const uint8_t** vb
 
 
+cdef class IntsIn:
+    # an int argument of a decoder (a value, or a column with one per row) as n
+    # int32 values within the argument's range (-1 where outside it) and 0/1 validity
+    cdef int32_t* v
+    cdef uint8_t* ok
+    cdef int64_t n
+
+
 cdef void* mem_get(size_t size) noexcept nogil
 cdef void mem_put(void* p, size_t size) noexcept nogil
 cdef CMem cmem(void* ptr, Py_ssize_t size, Py_ssize_t alloc=*)
 cdef RowsIn rows_in(arr, int kind)
+cdef int64_t rows_bytes(const Rows* r) noexcept nogil
 cdef void col_free(Col* c) noexcept nogil
 cdef Col* col_new(int what, int width, int nkids, int64_t cap) noexcept nogil
 cdef int col_grow(Col* c, int64_t need) noexcept nogil
@@ -96,6 +105,9 @@ cdef void aa_set(ArrowArray* a, int k, void* block, int64_t alloc) noexcept nogi
 cdef int col_to_c(Col* c, ArrowArray* a) noexcept nogil
 cdef int aa_nulls(ArrowArray* a, int64_t n, int nbuf, int width) noexcept nogil
 cdef int aa_strings(ArrowArray* a, int64_t n, const int64_t* rows, list texts) except -1
+cdef int aa_errors(ArrowArray* a, int64_t n, const int64_t* rows, list texts) except -1
+cdef int aa_fixed(ArrowArray* a, int64_t n, void* block, const uint8_t* status, int64_t failed) noexcept nogil
+cdef IntsIn ints_in(values, int64_t n, str what, int64_t least, int64_t most, dict int_types, fallback)
 
 cdef inline bint row_at(const Rows* r, int64_t i, const uint8_t** p, int64_t* n) noexcept nogil:
     """Row i → (pointer, length); False for a null row."""

@@ -2,7 +2,8 @@
 compiled Arrow loops share, and of its twin _columns_py.
 
 The compiled module's classes (``CMem``, a malloc'd block exposed through the
-buffer protocol, and ``RowsIn``, the input rows of a loop) are C-level types
+buffer protocol, ``RowsIn``, the input rows of a loop, and ``IntsIn``, an int
+argument of a loop: a value or a column) are C-level types
 the other loops use through _columns.pxd; the twin builds the same column
 trees from lists and bytes instead.  What both hand to kafkaproto.arrow is a
 column tree, described here for the other loops' stubs.

@@ -5,9 +5,11 @@ Growable C columns and the blocks that carry them to Python; the rows of an
 input array.  See _columns.pxd for what each structure holds.
 """
 
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.buffer cimport (
+    PyObject_GetBuffer, PyBuffer_Release, PyObject_CheckBuffer, PyBUF_SIMPLE, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT,
+)
 from cpython.bytes cimport PyBytes_AS_STRING
-from libc.stdint cimport int32_t, int64_t, uint8_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 
@@ -205,6 +207,23 @@ cdef RowsIn rows_in(arr, int kind):
     else:
         h.r.off32 = <const int32_t*>_addr(bufs[1])
     return h
+
+
+cdef int64_t rows_bytes(const Rows* r) noexcept nogil:
+    """The bytes of the rows' values (arr.nbytes counts whole buffers: a view
+    array's rows may point into a far larger one)."""
+    cdef int64_t i, total = 0
+    cdef int32_t L
+    if r.n == 0:
+        return 0
+    if r.off64 != NULL:
+        return r.off64[r.off + r.n] - r.off64[r.off]
+    if r.off32 != NULL:
+        return r.off32[r.off + r.n] - r.off32[r.off]
+    for i in range(r.n):
+        memcpy(&L, r.views + 16 * (i + r.off), 4)
+        total += L
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -426,12 +445,13 @@ cdef void aa_release(ArrowArray* a) noexcept nogil:
     cdef ArrowArray* kid
     if a.release == NULL:
         return
-    for k in range(a.n_children):
-        kid = a.children[k]
-        if kid != NULL:
-            if kid.release != NULL:
-                kid.release(kid)
-            free(kid)
+    if a.children != NULL:  # (NULL only when aa_init ran out of memory)
+        for k in range(a.n_children):
+            kid = a.children[k]
+            if kid != NULL:
+                if kid.release != NULL:
+                    kid.release(kid)
+                free(kid)
     free(a.children)
     if priv != NULL:
         for k in range(3):
@@ -577,3 +597,157 @@ cdef int aa_strings(ArrowArray* a, int64_t n, const int64_t* rows, list texts) e
         offs[i + 1] = at
         i += 1
     return 0
+
+
+cdef int aa_errors(ArrowArray* a, int64_t n, const int64_t* rows, list texts) except -1:
+    """A decoder's error column: ``texts[j]`` at row ``rows[j]`` (ascending), null elsewhere."""
+    if not texts:
+        if aa_nulls(a, n, 3, 0):
+            raise MemoryError()
+        return 0
+    return aa_strings(a, n, rows, texts)
+
+
+cdef int aa_fixed(ArrowArray* a, int64_t n, void* block, const uint8_t* status, int64_t failed) noexcept nogil:
+    """A fixed-width column of ``n`` slots in ``block`` (malloc'd: now the node's), null
+    where ``status`` is not 0 (``failed`` rows).  0, or -1 out of memory (``a``
+    still released by aa_release)."""
+    cdef int64_t i
+    cdef uint8_t* valid
+    if aa_init(a, n, 0):
+        free(block)
+        return -1
+    aa_set(a, 1, block, -1)
+    if failed:
+        valid = <uint8_t*>calloc((n + 7) >> 3, 1)
+        if valid == NULL:
+            return -1
+        aa_set(a, 0, valid, -1)
+        for i in range(n):
+            if status[i] == 0:
+                valid[i >> 3] |= 1 << (i & 7)
+        a.null_count = failed
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# int arguments (api keys, versions, header sizes): a value or a column
+
+cdef class IntsIn:
+    """Owns the values and validity of one int argument (see _columns.pxd)."""
+
+    def __dealloc__(self):
+        free(self.v)
+        free(self.ok)
+
+
+cdef void _read_ints(IntsIn h, const uint8_t* src, const uint8_t* valid, int64_t off, int64_t n, int width,
+                     int64_t least, int64_t most) noexcept nogil:
+    """n values of ``width`` bytes (negative: unsigned) from ``src`` (from slot ``off``, validity
+    bitmap ``valid`` or NULL) into h, -1 outside [least, most]."""
+    cdef int64_t i, j, x
+    for i in range(n):
+        j = i + off
+        if valid != NULL and not (valid[j >> 3] >> (j & 7)) & 1:
+            h.ok[i] = 0
+            h.v[i] = 0
+            continue
+        h.ok[i] = 1
+        if width == 1:
+            x = (<const int8_t*>src)[j]
+        elif width == 2:
+            x = (<const int16_t*>src)[j]
+        elif width == 4:
+            x = (<const int32_t*>src)[j]
+        elif width == 8:
+            x = (<const int64_t*>src)[j]
+        elif width == -1:
+            x = src[j]
+        elif width == -2:
+            x = (<const uint16_t*>src)[j]
+        elif width == -4:
+            x = (<const uint32_t*>src)[j]
+        else:
+            x = -1 if (<const uint64_t*>src)[j] > <uint64_t>most else <int64_t>(<const uint64_t*>src)[j]
+        h.v[i] = <int32_t>(x if least <= x <= most else -1)
+
+
+cdef int _buffer_width(values):
+    """The width of a one-dimensional, C-contiguous integer buffer (a numpy array...):
+    bytes a value, negative when unsigned; 0 for anything else."""
+    cdef Py_buffer view
+    cdef bytes fmt
+    cdef int w
+    if not PyObject_CheckBuffer(values) or isinstance(values, (bytes, bytearray)):
+        return 0
+    try:
+        PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+    except (BufferError, TypeError, ValueError):
+        return 0
+    try:
+        if view.ndim != 1 or view.format == NULL:
+            return 0
+        fmt = view.format
+        if fmt[:1] in (b"<", b"=", b"@"):
+            fmt = fmt[1:]
+        w = view.itemsize
+        if len(fmt) != 1 or w not in (1, 2, 4, 8) or fmt not in b"bhilqBHILQ":
+            return 0
+        return -w if fmt.isupper() else w
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef IntsIn ints_in(values, int64_t n, str what, int64_t least, int64_t most, dict int_types, fallback):
+    """``values`` (an int, a pyarrow integer array, a one-dimensional integer buffer such as
+    a numpy array: read here; anything else through
+    ``fallback(values, n, what)`` → (int32 ndarray, uint8 ndarray), already mapped to
+    the range) → n values in [least, most] (-1 outside it) and their validity."""
+    cdef IntsIn h = IntsIn.__new__(IntsIn)
+    cdef int64_t i, x
+    cdef int width
+    cdef Py_buffer view
+    cdef const uint8_t* src
+    cdef const uint8_t* valid = NULL
+    cdef const int32_t[::1] fv
+    cdef const uint8_t[::1] fo
+    h.n = n
+    h.v = <int32_t*>malloc(n * 4 + 4)
+    h.ok = <uint8_t*>malloc(n + 1)
+    if h.v == NULL or h.ok == NULL:
+        raise MemoryError()
+    if values is None:
+        raise TypeError(f"{what} is required")
+    if type(values) is int:
+        x = values if least <= values <= most else -1
+        for i in range(n):
+            h.v[i] = <int32_t>x
+        memset(h.ok, 1, n)
+        return h
+    width = int_types.get(type(values), 0)
+    if width:
+        if len(values) != n:
+            raise ValueError(f"{what}: {len(values)} values for {n} frames")
+        bufs = values.buffers()
+        if values.null_count and bufs[0] is not None:
+            valid = <const uint8_t*><uintptr_t>bufs[0].address
+        src = <const uint8_t*><uintptr_t>bufs[1].address if bufs[1] is not None else EMPTY_BYTE
+        _read_ints(h, src, valid, values.offset, n, width, least, most)
+        return h
+    width = _buffer_width(values)
+    if width:
+        PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+        try:
+            if view.len // view.itemsize != n:
+                raise ValueError(f"{what}: {view.len // view.itemsize} values for {n} frames")
+            _read_ints(h, <const uint8_t*>view.buf, NULL, 0, n, width, least, most)
+        finally:
+            PyBuffer_Release(&view)
+        return h
+    got, ok = fallback(values, n, what)
+    fv = got
+    fo = ok
+    if n:
+        memcpy(h.v, &fv[0], n * 4)
+        memcpy(h.ok, &fo[0], n)
+    return h

@@ -7,6 +7,8 @@ _headers_py.
 (arrow._common.header_table).
 """
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -37,3 +39,9 @@ def arrow_response_headers(
     kvalid: npt.NDArray[np.uint8],
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int32], npt.NDArray[np.int32], _Errors]:
     """→ (status, correlation_id, header_size, errors); kvalid 0: the row's api key or version is null."""
+
+def request_headers_array(frames: Any) -> pa.Array | pa.ChunkedArray:
+    """kafkaproto.arrow.request_headers."""
+
+def response_headers_array(frames: Any, api_key: Any, api_version: Any) -> pa.Array | pa.ChunkedArray:
+    """kafkaproto.arrow.response_headers."""

@@ -4,10 +4,13 @@
 A flat loop (the tens-of-millions-of-frames-a-second path) over the header
 walker of ``kafkaproto/_wire.pxd``, which ``decode_request_header`` uses too;
 a failed row keeps its failure record, which becomes its error text.
+``request_headers_array`` / ``response_headers_array`` are the whole of
+``kafkaproto.arrow.request_headers`` / ``response_headers``: the columns go to
+pyarrow through the Arrow C data interface, one import per chunk.
 """
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
-from libc.stdlib cimport realloc, free
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uintptr_t
+from libc.stdlib cimport malloc, realloc, free
 
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_take, cur_skip_tags, cur_request_head, F_OK, F_MEMORY,
@@ -15,9 +18,13 @@ from kafkaproto._wire cimport (
 )
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_valid_init, col_vappend, col_export, C_VAR,
+    ArrowArray, aa_init, aa_release, col_to_c, aa_errors, aa_fixed, IntsIn, ints_in,
 )
 
 import numpy as np
+import pyarrow as pa
+
+from kafkaproto.arrow import _build, _common
 
 from kafkaproto.errors import TruncatedError, UnknownApiError, UnsupportedVersionError, failure
 from kafkaproto.messages import request_class, response_class
@@ -257,3 +264,124 @@ def arrow_response_headers(arr, int kind, hv_table, keys, versions, kvalid):
     finally:
         free(fails.items)
     return status, corr, hsize, errors
+
+
+# ---------------------------------------------------------------------------
+# the whole calls
+
+cdef object _import_array = pa.Array._import_from_c
+cdef object _chunked = pa.chunked_array
+cdef dict _KIND_OF = _build.ARRAY_KIND
+cdef dict _INT_TYPES = _build.INT_WIDTH
+cdef object _REQ_TYPE = _build.REQUEST_HEADER_TYPE
+cdef object _RESP_TYPE = _build.RESPONSE_HEADER_TYPE
+cdef object _HV_REQ = _common.header_table(True)
+cdef object _HV_RESP = _common.header_table(False)
+
+
+cdef object _chunk(arr, int kind, bint request, IntsIn kin, IntsIn vin, const uint8_t* ok, int64_t start):
+    """One chunk of frames → its header struct array (through the C data interface);
+    responses take their api keys and versions from ``kin`` / ``vin`` (rows from ``start``)."""
+    cdef RowsIn rin = rows_in(arr, kind)
+    cdef int64_t n = rin.r.n, j
+    cdef int8_t[:, ::1] hv = _HV_REQ if request else _HV_RESP
+    cdef uint8_t* status = <uint8_t*>malloc(n + 1)
+    cdef void* block[4]  # api_key, api_version, correlation_id, header_size: each the node's once handed over
+    cdef int16_t* key
+    cdef int16_t* ver
+    cdef int64_t* at = NULL
+    cdef Col* cid = NULL
+    cdef HeadFails fails
+    cdef ArrowArray aa
+    cdef int rc = 0, k, m
+    fails.items = NULL
+    fails.n = fails.cap = 0
+    aa.release = NULL
+    block[0] = malloc(n * 2 + 2)
+    block[1] = malloc(n * 2 + 2)
+    block[2] = malloc(n * 4 + 4)
+    block[3] = malloc(n * 4 + 4)
+    key = <int16_t*>block[0]
+    ver = <int16_t*>block[1]
+    try:
+        if status == NULL or block[0] == NULL or block[1] == NULL or block[2] == NULL or block[3] == NULL:
+            raise MemoryError()
+        if request:
+            cid = col_new(C_VAR, 0, 0, n)
+            if cid == NULL or col_valid_init(cid):
+                raise MemoryError()
+            with nogil:
+                rc = _req_headers_loop(&rin.r, &hv[0, 0], hv.shape[0], status, key, ver, <int32_t*>block[2],
+                                       <int32_t*>block[3], cid, &fails)
+        else:
+            with nogil:
+                rc = _resp_headers_loop(&rin.r, &hv[0, 0], hv.shape[0], kin.v + start, vin.v + start, ok + start,
+                                        status, <int32_t*>block[2], <int32_t*>block[3], &fails)
+                for j in range(n):
+                    key[j] = <int16_t>kin.v[start + j]
+                    ver[j] = <int16_t>vin.v[start + j]
+        if rc:
+            raise MemoryError()
+        texts = [_text(&fails.items[j], request) for j in range(fails.n)]
+        at = <int64_t*>malloc(fails.n * sizeof(int64_t) + 8)
+        if at == NULL:
+            raise MemoryError()
+        for j in range(fails.n):
+            at[j] = fails.items[j].row
+        if aa_init(&aa, n, 6 if request else 5):
+            raise MemoryError()
+        # children: api_key, api_version, correlation_id, [client_id,] header_size, error
+        m = 0
+        for k in range(4):
+            if k == 3 and request:
+                rc |= col_to_c(cid, aa.children[m])
+                m += 1
+            rc |= aa_fixed(aa.children[m], n, block[k], status, fails.n)
+            block[k] = NULL
+            m += 1
+        if rc:
+            raise MemoryError()
+        aa_errors(aa.children[m], n, at, texts)
+        return _import_array(<uintptr_t>&aa, _REQ_TYPE if request else _RESP_TYPE)
+    finally:
+        aa_release(&aa)  # (nothing left to release once pyarrow took it)
+        col_free(cid)
+        free(fails.items)
+        free(status)
+        for k in range(4):
+            free(block[k])
+        free(at)
+
+
+cdef object _headers(frames, bint request, IntsIn kin, IntsIn vin, const uint8_t* ok):
+    """Every chunk of ``frames`` → the header column (chunked in, chunked out)."""
+    cdef int64_t start = 0
+    typ = _REQ_TYPE if request else _RESP_TYPE
+    kind = _KIND_OF.get(type(frames))
+    if kind is not None:
+        return _chunk(frames, kind, request, kin, vin, ok, 0)
+    if isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return _chunked([], type=typ)
+    chunks, chunked = _build._chunks(frames)
+    out = []
+    for arr, kind in chunks:
+        out.append(_chunk(arr, kind, request, kin, vin, ok, start))
+        start += len(arr)
+    return _chunked(out, type=typ) if chunked else out[0]
+
+
+def request_headers_array(frames):
+    """kafkaproto.arrow.request_headers."""
+    return _headers(frames, True, None, None, NULL)
+
+
+def response_headers_array(frames, api_key, api_version):
+    """kafkaproto.arrow.response_headers."""
+    cdef int64_t n = len(frames), j
+    cdef IntsIn kin = ints_in(api_key, n, "api_key", -32768, 32767, _INT_TYPES, _build._int_column)
+    cdef IntsIn vin = ints_in(api_version, n, "api_version", -32768, 32767, _INT_TYPES, _build._int_column)
+    ok = bytearray(n + 1)
+    cdef uint8_t* okp = ok
+    for j in range(n):
+        okp[j] = kin.ok[j] & vin.ok[j]
+    return _headers(frames, False, kin, vin, okp)

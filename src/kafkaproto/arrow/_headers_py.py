@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import _kinds as K
 from ..headers import decode_request_header, decode_response_header
-from . import _common
+from . import _build, _common
 from ._columns_py import Col, rows
 
 COMPILED = False
@@ -56,3 +58,13 @@ def arrow_response_headers(arr, kind, hv_table, keys, versions, kvalid):
         h, end = decode_response_header(frame, int(hv_table[k, v]))
         corr[i], hsize[i] = h.correlation_id, end
     return status, corr, hsize, errors
+
+
+def request_headers_array(frames):
+    """kafkaproto.arrow.request_headers."""
+    return _build.request_headers_array(sys.modules[__name__], frames)
+
+
+def response_headers_array(frames, api_key, api_version):
+    """kafkaproto.arrow.response_headers."""
+    return _build.response_headers_array(sys.modules[__name__], frames, api_key, api_version)

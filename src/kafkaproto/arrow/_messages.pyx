@@ -7,10 +7,15 @@ class (every version's fields: a field a row's version lacks is null), row
 after row, without the GIL.  A row that fails is rolled back to nulls; its
 failure record (what, where, the field path) becomes the row's error text,
 the one the object decoders raise, without decoding it a second time.
+
+``messages_array`` is the whole of ``kafkaproto.arrow.messages``: arguments
+read in C, every chunk walked, the columns handed to pyarrow through the
+Arrow C data interface (one import per chunk).  A row whose header size the
+caller gives is decoded from there: its header is not read again.
 """
 
 from cpython.object cimport PyObject
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 
@@ -25,6 +30,7 @@ from kafkaproto._wire cimport (
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_grow, col_reserve, col_mark_valid, col_mark_null,
     col_vappend, col_put_null, col_truncate, col_set_vhint, col_export, C_FIXED, C_VAR, C_STRUCT, C_LIST,
+    ArrowArray, aa_init, aa_release, col_to_c, aa_errors, aa_fixed, IntsIn, ints_in, rows_bytes,
 )
 from kafkaproto.messages._engine cimport (
     Node, Op, Plan, path_error, K_BOOL, K_INT8, K_INT16, K_INT32, K_INT64, K_UINT16, K_UINT32, K_FLOAT64, K_UUID,
@@ -32,13 +38,22 @@ from kafkaproto.messages._engine cimport (
 )
 
 import numpy as np
+import pyarrow as pa
 
+from kafkaproto import protocol as _protocol
 from kafkaproto.errors import TruncatedError, UnknownApiError, UnsupportedVersionError
-from kafkaproto.messages import _engine as ENGINE, request_class
+# the engine whose plans this loop runs (it includes the engine's walker, messages/_walk.pxi)
+from kafkaproto.messages import _engine as ENGINE, request_class, version_plans
+from kafkaproto.arrow import _build, _common
 
 COMPILED = True
 
 cdef uint8_t _ZERO16[16]
+
+# KIP-511's fallback, as kafkaproto.protocol states it (decode_response_body)
+cdef int _KIP511_KEY = _protocol.KIP511_API_KEY
+cdef int _KIP511_VERSION = _protocol.KIP511_VERSION
+cdef int _KIP511_ERROR = _protocol.KIP511_ERROR
 
 
 # ---------------------------------------------------------------------------
@@ -305,6 +320,7 @@ cdef enum:
     R_FIRST = 8             # (in the loop only) the failure kept in `first`
     R_CURSOR = 5            # the cursor's failure: header (version -1) or body (version >= 0)
     R_MEMORY = 6
+    R_HSIZE = 9             # a header size given past the frame's end (x: the size, y: the frame's length)
 
 cdef struct RowFail:
     int64_t row
@@ -376,6 +392,8 @@ cdef object _row_error(RowFail* r, cls):
         other = request_class(r.y)
         return str(UnsupportedVersionError(
             f"{other.NAME} v{r.x} is not supported (versions {other.VALID_VERSIONS})", "request header", 2))
+    if r.kind == R_HSIZE:
+        return f"header size {r.x} past the end of a {r.y}-byte frame"
     if r.kind == R_MEMORY:
         raise MemoryError()
     c.path = r.path
@@ -406,9 +424,11 @@ cdef void _rollback(Col* root, int64_t i) noexcept nogil:
 
 
 cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* versions, const uint8_t* vvalid,
-                   const int8_t* table, int nkeys, Node** roots, Col* root, uint8_t* status, int32_t* trailing,
-                   int ec_col, Fails* fails) noexcept nogil:
-    # versions == NULL: request frames (the version is in the header); else response frames.
+                   const int32_t* hsizes, const int8_t* table, int nkeys, Node** roots, Col* root, uint8_t* status,
+                   int32_t* trailing, int ec_col, Fails* fails) noexcept nogil:
+    # request frames carry their version in the header; response frames (and request
+    # frames whose header size is given) take theirs from ``versions``.  hsizes: where
+    # each row's body starts (NULL, or -1 for a row: its header is read here).
     cdef int64_t i, n
     cdef const uint8_t* p
     cdef Cur c
@@ -416,6 +436,7 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
     cdef RowFail first
     cdef RequestHead h
     cdef int v, k, kind
+    cdef int32_t hs
     cdef Py_ssize_t body
     cdef RowFail* rf
     cdef const int8_t* hv = table + 64 * api_key   # this api key's header versions
@@ -423,11 +444,13 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
         kind = 0
         v = -1
         c.fail = F_OK
+        hs = -1 if hsizes == NULL else hsizes[i]
         if not row_at(rows, i, &p, &n):
             kind = R_NULL_ROW
-        elif request:
+        elif request and (hs < 0 or (vvalid != NULL and not vvalid[i])):
             # the checks of decode_request, in its order: the header (by its own
             # api key's rule), then whether it is this column's api key
+            hs = -1
             cur_init(&c, p, 0, n)
             if n < 4:
                 kind = R_SHORT
@@ -449,6 +472,11 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
             cur_init(&c, p, 0, n)
             if (vvalid != NULL and not vvalid[i]) or v < 0 or v > 63 or roots[v] == NULL:
                 kind = R_VERSION
+            elif hs >= 0:
+                if hs > n:
+                    kind = R_HSIZE
+                else:
+                    c.pos = hs
             elif cur_take(&c, 4, W_INT32, -1) < 0 or (hv[v] >= 1 and cur_skip_tags(&c)):
                 kind = R_CURSOR
                 v = -1
@@ -457,20 +485,21 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
             c.path = steps
             if _w_struct(&c, roots[v], root):
                 kind = R_CURSOR
-                if not request and api_key == 18 and v > 0 and c.fail != F_MEMORY:
-                    # KIP-511: a broker answers an ApiVersions version it does not
-                    # know with a v0 body carrying UNSUPPORTED_VERSION (35).
+                if (not request and api_key == _KIP511_KEY and v != _KIP511_VERSION and c.fail != F_MEMORY
+                        and roots[_KIP511_VERSION] != NULL):
+                    # KIP-511 (kafkaproto.protocol.decode_response_body): the body read in the
+                    # fallback layout, taken when it carries the fallback's error code
                     _fail_cursor(&first, &c, v)
                     col_truncate(root, i)
                     cur_init(&c, p, body, n)
                     c.path = steps
-                    if _w_struct(&c, roots[0], root) == 0:
-                        if (<int16_t*>root.kids[ec_col].data)[i] == 35:
+                    if _w_struct(&c, roots[_KIP511_VERSION], root) == 0:
+                        if (<int16_t*>root.kids[ec_col].data)[i] == _KIP511_ERROR:
                             kind = 0
                         else:
                             kind = R_FIRST  # the version's own failure, as decode_response raises it
                     else:
-                        v = 0  # the v0 reading's failure
+                        v = _KIP511_VERSION  # the fallback reading's failure
         if c.fail == F_MEMORY:
             kind = R_MEMORY
         trailing[i] = -1 if kind else <int32_t>(n - c.pos)
@@ -488,9 +517,12 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
             elif kind == R_VERSION:
                 rf.x = v
                 if request:
-                    rf.y = <int16_t>kp_ld16(p)
+                    rf.y = <int16_t>kp_ld16(p) if hs < 0 else api_key
                 else:
                     rf.y = 0 if (vvalid != NULL and not vvalid[i]) else 1
+            elif kind == R_HSIZE:
+                rf.x = hs
+                rf.y = n
             elif kind == R_CURSOR:
                 _fail_cursor(rf, &c, v)
             elif kind == R_FIRST:
@@ -504,17 +536,26 @@ cdef int _msg_loop(const Rows* rows, int api_key, bint request, const int32_t* v
     return 0
 
 
-def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=None):
+cdef Node** _roots(plans, Node** roots) except NULL:
+    cdef int v
+    for v in range(64):
+        plan = plans[v] if v < len(plans) else None
+        roots[v] = (<Plan?>plan).node() if plan is not None else NULL
+    return roots
+
+
+def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=None, hsizes=None):
     """Decode frames of one message class into the union column tree.
 
     ``plans``: the class's plan for each version 0..63 (None where it has
     none); ``hv_table``: header versions, int8[api keys, 64] (-1: unsupported
     version, -2: unknown key; see arrow._common.header_table).  ``versions``
-    (int32 ndarray, responses only) gives each row's version; request frames
-    carry theirs.  Returns ``(status uint8 ndarray, tree, errors, trailing)``:
-    ``errors`` maps each failed row to the text the object decoders raise for
-    it; ``trailing`` (int32) is each row's bytes after its body, -1 for a
-    failed row.
+    (int32 ndarray) gives each row's version: responses, and requests whose
+    ``hsizes`` (int32 ndarray: where the body starts, -1 to read the header)
+    are given; other request frames carry theirs.  Returns ``(status uint8
+    ndarray, tree, errors, trailing)``: ``errors`` maps each failed row to the
+    text the object decoders raise for it; ``trailing`` (int32) is each row's
+    bytes after its body, -1 for a failed row.
     """
     cdef RowsIn rin = rows_in(arr, kind)
     cdef int64_t n = rin.r.n
@@ -523,27 +564,34 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
     cdef int8_t[:, ::1] hv = hv_table
     cdef const int32_t* vp = NULL
     cdef const uint8_t* vv = NULL
-    cdef int32_t[::1] vmem
-    cdef uint8_t[::1] vvmem
+    cdef const int32_t* hp = NULL
+    cdef const int32_t[::1] vmem
+    cdef const uint8_t[::1] vvmem
+    cdef const int32_t[::1] hmem
     cdef Node* roots[64]
-    cdef int v, k
+    cdef int k
     cdef Fails fails
-    for v in range(64):
-        plan = plans[v]
-        roots[v] = (<Plan?>plan).node() if plan is not None else NULL
-    if not request:
+    _roots(plans, roots)
+    if versions is not None:
         vmem = versions
         vp = &vmem[0] if n else <const int32_t*>_ZERO16
         if vvalid is not None:
             vvmem = vvalid
             vv = &vvmem[0] if n else NULL
+    elif not request:
+        raise TypeError("response frames need their versions")
+    if hsizes is not None:
+        if versions is None:
+            raise TypeError("header sizes need versions")
+        hmem = hsizes
+        hp = &hmem[0] if n else <const int32_t*>_ZERO16
     status = np.empty(n, dtype=np.uint8)
     cdef uint8_t[::1] st = status
     cdef uint8_t* stp = &st[0] if n else _ZERO16
     trailing = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] tr = trailing
     cdef int32_t* trp = &tr[0] if n else <int32_t*>_ZERO16
-    cdef int64_t nbytes = arr.nbytes
+    cdef int64_t nbytes = rows_bytes(&rin.r)
     cdef Col* root = _struct_cols(cls, n, min(max(nbytes // 32, 64), 1 << 16))
     cdef const int8_t* hvp = &hv[0, 0]
     cdef int nkeys = hv.shape[0]
@@ -554,7 +602,7 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
     fails.n = fails.cap = 0
     try:
         with nogil:
-            rc = _msg_loop(&rin.r, api_key, request, vp, vv, hvp, nkeys, roots, root, stp, trp, ec, &fails)
+            rc = _msg_loop(&rin.r, api_key, request, vp, vv, hp, hvp, nkeys, roots, root, stp, trp, ec, &fails)
         if rc:
             raise MemoryError()
         errors = {fails.items[k].row: _row_error(&fails.items[k], cls) for k in range(fails.n)}
@@ -563,3 +611,140 @@ def arrow_messages(arr, int kind, cls, plans, hv_table, versions=None, vvalid=No
         col_free(root)
         free(fails.items)
     return status, tree, errors, trailing
+
+
+# ---------------------------------------------------------------------------
+# messages_array: the whole of kafkaproto.arrow.messages
+
+cdef class _ClassInfo:
+    """What a call needs of a message class, worked out once per class."""
+    cdef object cls
+    cdef object typ             # the struct type (arrow.message_type)
+    cdef object plans           # kept alive: roots point into them
+    cdef Node* roots[64]
+    cdef int ec                 # the error_code field's column, -1: none
+    cdef bint request
+    cdef int api_key
+    cdef object hv              # the header-version table (int8 ndarray) and its rows
+    cdef const int8_t* hvp
+    cdef int nkeys
+
+
+cdef dict _INFO = {}
+cdef object _import_array = pa.Array._import_from_c
+cdef object _chunked = pa.chunked_array
+cdef dict _KIND_OF = _build.ARRAY_KIND
+cdef dict _INT_TYPES = _build.INT_WIDTH
+cdef object _int_column = _build._int_column
+
+
+cdef _ClassInfo _info(cls):
+    cdef _ClassInfo info = _INFO.get(cls)
+    cdef int8_t[:, ::1] hv
+    if info is not None:
+        return info
+    info = _ClassInfo.__new__(_ClassInfo)
+    info.cls = cls
+    info.typ = _build._message_info(cls)[0]
+    info.plans = version_plans(cls, ENGINE)
+    _roots(info.plans, info.roots)
+    info.ec = cls._ATTRS.index("error_code") if "error_code" in cls._ATTRS else -1
+    info.request = cls.KIND == "request"
+    info.api_key = cls.API_KEY
+    info.hv = _common.header_table(info.request)
+    hv = info.hv
+    info.hvp = &hv[0, 0]
+    info.nkeys = hv.shape[0]
+    _INFO[cls] = info
+    return info
+
+
+cdef object _message_chunk(arr, int kind, _ClassInfo info, IntsIn vin, IntsIn hin, int64_t start):
+    """One chunk of frames → its struct array (through the C data interface)."""
+    cdef RowsIn rin = rows_in(arr, kind)
+    cdef int64_t n = rin.r.n, k, nfail
+    cdef int nf, rc
+    cdef const int32_t* vp = NULL
+    cdef const uint8_t* vv = NULL
+    cdef const int32_t* hp = NULL
+    cdef int64_t nbytes = rows_bytes(&rin.r)
+    cdef uint8_t* status = <uint8_t*>malloc(n + 1)
+    cdef int32_t* trailing = <int32_t*>malloc(n * 4 + 4)
+    cdef int64_t* at = NULL
+    cdef Col* root = NULL
+    cdef Fails fails
+    cdef ArrowArray aa
+    fails.items = NULL
+    fails.n = fails.cap = 0
+    aa.release = NULL
+    if vin is not None:
+        vp = vin.v + start
+        vv = vin.ok + start
+    if hin is not None:
+        hp = hin.v + start
+    try:
+        if status == NULL or trailing == NULL:
+            raise MemoryError()
+        root = _struct_cols(info.cls, n, min(max(nbytes // 32, 64), 1 << 16))
+        col_set_vhint(root, nbytes)  # no column's values can outgrow the frames
+        with nogil:
+            rc = _msg_loop(&rin.r, info.api_key, info.request, vp, vv, hp, info.hvp, info.nkeys, info.roots, root,
+                           status, trailing, info.ec, &fails)
+        if rc:
+            raise MemoryError()
+        nfail = fails.n
+        texts = [_row_error(&fails.items[k], info.cls) for k in range(nfail)]
+        at = <int64_t*>malloc(nfail * sizeof(int64_t) + 8)
+        if at == NULL:
+            raise MemoryError()
+        for k in range(nfail):
+            at[k] = fails.items[k].row
+        nf = root.nkids
+        if aa_init(&aa, n, nf + 2):
+            raise MemoryError()
+        for k in range(nf):
+            if col_to_c(root.kids[k], aa.children[k]):
+                raise MemoryError()
+        rc = aa_fixed(aa.children[nf], n, trailing, status, nfail)
+        trailing = NULL  # the node's now
+        if rc:
+            raise MemoryError()
+        aa_errors(aa.children[nf + 1], n, at, texts)
+        return _import_array(<uintptr_t>&aa, info.typ)
+    finally:
+        aa_release(&aa)  # (nothing left to release once pyarrow took it)
+        col_free(root)
+        free(fails.items)
+        free(status)
+        free(trailing)
+        free(at)
+
+
+def messages_array(frames, cls, api_version=None, header_size=None):
+    """kafkaproto.arrow.messages (for message class ``cls``)."""
+    cdef _ClassInfo info = _info(cls)
+    cdef IntsIn vin = None, hin = None
+    cdef int64_t n, start = 0, i
+    kind = _KIND_OF.get(type(frames))
+    if kind is None and isinstance(frames, pa.ChunkedArray) and frames.num_chunks == 0:
+        return _chunked([], type=info.typ)
+    n = len(frames)
+    if header_size is None:
+        if not info.request:
+            vin = ints_in(api_version, n, "api_version", -32768, 32767, _INT_TYPES, _int_column)
+    else:
+        if api_version is None:
+            raise TypeError("header_size needs api_version: the versions of frames whose headers are not read")
+        vin = ints_in(api_version, n, "api_version", -32768, 32767, _INT_TYPES, _int_column)
+        hin = ints_in(header_size, n, "header_size", 0, 0x7FFFFFFF, _INT_TYPES, _int_column)
+        for i in range(n):
+            if not hin.ok[i]:
+                hin.v[i] = -1
+    if kind is not None:
+        return _message_chunk(frames, kind, info, vin, hin, 0)
+    chunks, chunked = _build._chunks(frames)
+    out = []
+    for arr, kind in chunks:
+        out.append(_message_chunk(arr, kind, info, vin, hin, start))
+        start += len(arr)
+    return _chunked(out, type=info.typ) if chunked else out[0]

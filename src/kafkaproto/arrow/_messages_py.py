@@ -1,21 +1,25 @@
 """Pure-Python twin of the compiled message loop (``_messages.pyx``).
 
-Each row is decoded with the object decoders (the twin engine), then written
-into the same column tree; a row that fails gets the text they raise.
+Each row is decoded with the object decoders (the message classes), then
+written into the same column tree; a row that fails gets the text they raise.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
 from ..errors import KafkaProtocolError, UnsupportedVersionError
 from ..headers import decode_request_header, decode_response_header
-from ..messages import _engine_py as ENGINE  # noqa: F401  (arrow reads lib.ENGINE: the engine of these loops)
 from ..messages import request_class
-from . import _common
+from ..protocol import decode_response_body
+from . import _build, _common
 from ._columns_py import put_struct, rows, struct_cols
 
 COMPILED = False
+#: The engine whose plans arrow_messages runs: none (the message classes decode here).
+ENGINE = None
 
 
 class _RowError(Exception):
@@ -36,27 +40,36 @@ def _decode_request(frame, cls, table):
     return obj, version, len(frame) - end
 
 
-def _decode_response(frame, cls, version, table):
+def _header_size(frame, hs):
+    if hs > len(frame):
+        raise _RowError(f"header size {hs} past the end of a {len(frame)}-byte frame")
+    return hs
+
+
+def _decode_request_body(frame, cls, version, hs):
+    """A request body at ``hs`` (its header already read by the caller), at ``version``."""
+    if not cls.supports(version):
+        raise UnsupportedVersionError(f"{cls.NAME} v{version} is not supported (versions {cls.VALID_VERSIONS})",
+                                      "request header", 2)
+    obj, end = cls.decode(frame, version, _header_size(frame, hs), with_end=True)
+    return obj, version, len(frame) - end
+
+
+def _decode_response(frame, cls, version, table, hs):
     if version is None:
         raise _RowError("null api version")
     if not cls.supports(version):
         raise UnsupportedVersionError(f"{cls.NAME} v{version} is not supported (versions {cls.VALID_VERSIONS})",
                                       cls.NAME)
-    _, body = decode_response_header(frame, int(table[cls.API_KEY, version]))
-    try:
-        obj, end = cls.decode(frame, version, body, with_end=True)
-        return obj, version, len(frame) - end
-    except KafkaProtocolError:
-        # KIP-511: an unknown ApiVersions version is answered with a v0 body and error 35
-        if cls.API_KEY != 18 or version == 0:
-            raise
-        msg, end = cls.decode(frame, 0, body, with_end=True)
-        if msg.error_code != 35:
-            raise
-        return msg, 0, len(frame) - end
+    if hs >= 0:
+        body = _header_size(frame, hs)
+    else:
+        _, body = decode_response_header(frame, int(table[cls.API_KEY, version]))
+    obj, v, end = decode_response_body(cls, frame, version, body)
+    return obj, v, len(frame) - end
 
 
-def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None):
+def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None, hsizes=None):
     frames = rows(arr)
     n = len(frames)
     status = np.zeros(n, dtype=np.uint8)
@@ -64,14 +77,18 @@ def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None):
     errors = {}
     root = struct_cols(cls)
     for i, frame in enumerate(frames):
+        hs = -1 if hsizes is None else int(hsizes[i])
         try:
             if frame is None:
                 raise _RowError("null frame")
             if cls.KIND == "request":
-                obj, v, trailing[i] = _decode_request(frame, cls, hv_table)
+                if hs >= 0 and (vvalid is None or vvalid[i]):
+                    obj, v, trailing[i] = _decode_request_body(frame, cls, int(versions[i]), hs)
+                else:
+                    obj, v, trailing[i] = _decode_request(frame, cls, hv_table)
             else:
                 ver = None if vvalid is not None and not vvalid[i] else int(versions[i])
-                obj, v, trailing[i] = _decode_response(frame, cls, ver, hv_table)
+                obj, v, trailing[i] = _decode_response(frame, cls, ver, hv_table, hs)
         except (KafkaProtocolError, _RowError) as exc:
             status[i] = 1
             errors[i] = str(exc)
@@ -81,3 +98,8 @@ def arrow_messages(arr, kind, cls, plans, hv_table, versions=None, vvalid=None):
             continue
         put_struct(root, cls, obj, v)
     return status, root.export(), errors, trailing
+
+
+def messages_array(frames, cls, api_version=None, header_size=None):
+    """kafkaproto.arrow.messages (for message class ``cls``)."""
+    return _build.messages_array(sys.modules[__name__], frames, cls, api_version, header_size)

@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafkaproto.arrow._columns import _Column, _Errors
-from kafkaproto.records._common import CallBudget
+from kafkaproto.records.walk import CallBudget
 
 COMPILED: bool
 BATCH_FIELDS: tuple[str, ...]

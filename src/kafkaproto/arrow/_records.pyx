@@ -3,7 +3,7 @@
 
 The record batches' own walkers (``records/_walk.pxi``: batches, v2 records,
 legacy message sets) run here with column sinks.  Decompression goes through
-kafkaproto.records._compression, once per batch (or legacy wrapper); the
+kafkaproto.records.walk.decompress, once per batch (or legacy wrapper); the
 records of a v2 batch are checked and written into the columns in one loop
 without the GIL.  Control records are checked and left out, as a Kafka
 consumer does.  A blob that fails becomes one row of nulls whose error is the
@@ -32,7 +32,7 @@ from kafkaproto._codec cimport crc32_of
 from kafkaproto.arrow._columns cimport (
     Col, Rows, RowsIn, rows_in, row_at, col_new, col_free, col_grow, col_reserve, col_mark_valid, col_mark_null,
     col_vappend, col_vgrow, col_put_null, col_truncate, col_export, col_valid_init, C_FIXED, C_VAR, C_STRUCT, C_LIST,
-    ArrowArray, aa_init, aa_release, aa_set, col_to_c, aa_nulls, aa_strings, IN_LARGE,
+    ArrowArray, aa_init, aa_release, aa_set, col_to_c, aa_nulls, aa_strings, IN_LARGE, rows_bytes,
 )
 
 import numpy as np
@@ -41,7 +41,6 @@ import pyarrow as pa
 from crc32c import crc32c as _crc32c
 
 from kafkaproto.errors import KafkaProtocolError
-from kafkaproto.records import _compression
 from kafkaproto._limits import (
     DEFAULT_MAX_HEADERS_PER_BATCH as _DEFAULT_MAX_BATCH_HEADERS,
     DEFAULT_MAX_HEADERS_PER_RECORD as _DEFAULT_MAX_HEADERS,
@@ -52,7 +51,7 @@ from kafkaproto._limits import (
     call_caps as _call_caps,
     record_caps as _record_caps,
 )
-from kafkaproto.records._common import (
+from kafkaproto.records.walk import (
     batch_error as _batch_error,
     past_int64 as _past_int64,
     CallBudget as _CallBudget,
@@ -62,13 +61,14 @@ from kafkaproto.records._common import (
     legacy_records_error as _legacy_records_error,
     record_failure as _record_failure,
 )
+from kafkaproto.arrow import _build
 from kafkaproto.arrow._build import (
     BATCHES_SCHEMA as _BATCHES_SCHEMA,
     RECORDS_SCHEMA as _RECORDS_SCHEMA,
     _chunks,
     _pass_through,
 )
-from kafkaproto.records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED
+from kafkaproto.records.walk import DEFAULT_MAX_DECOMPRESSED_SIZE as _DEFAULT_MAX_DECOMPRESSED, decompress as _decompress_py
 
 COMPILED = True
 
@@ -77,16 +77,42 @@ cdef extern from *:
     /* _put_record (below) goes into the record walk inline, however large the compiler
        finds it: called out of line it cost a fifth of the walk (this names Cython's C
        name of it; were that to change, the declaration would only go unused) */
-    #if defined(__GNUC__)
     #include <stdint.h>
+    #include <string.h>
+    /* |milliseconds| that still fit in int64 microseconds */
+    #define KP_US_LIMIT INT64_C(9223372036854775)
+    /* A key or value of at most 32 bytes copied in place (fixed-size moves, all loads
+       before the stores): a call to memcpy cost more than the copy itself, and the
+       walk's registers spilled around it.  Longer ones go to memcpy. */
+    static inline void kp_copy(uint8_t* d, const uint8_t* s, size_t n) {
+        uint64_t a, b, c, e;
+        uint32_t x, y;
+        if (n > 32) {
+            memcpy(d, s, n);
+        } else if (n > 16) {
+            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
+        } else if (n >= 8) {
+            memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+        } else if (n >= 4) {
+            memcpy(&x, s, 4); memcpy(&y, s + n - 4, 4);
+            memcpy(d, &x, 4); memcpy(d + n - 4, &y, 4);
+        } else if (n) {
+            d[0] = s[0]; d[n >> 1] = s[n >> 1]; d[n - 1] = s[n - 1];
+        }
+    }
+    #if defined(__GNUC__)
     struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols;
     static inline int __pyx_f_10kafkaproto_5arrow_8_records__put_record(
         struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols *, uint8_t const *, int32_t, uint8_t const *, int32_t,
         int64_t, int64_t, int32_t, int32_t) __attribute__((always_inline));
     #endif
     """
+    void kp_copy(uint8_t* d, const uint8_t* s, size_t n) nogil
+    const int64_t _US_LIMIT "KP_US_LIMIT"
 
-cdef object _decompress = _compression.decompress
+cdef object _decompress = _decompress_py
 
 cdef enum:
     RC_KEY = 0
@@ -98,7 +124,6 @@ cdef enum:
     RC_ROW = 6
     RC_COUNT = 7
 
-cdef int64_t _US_LIMIT = 9223372036854775  # |milliseconds| that still fit in int64 microseconds
 
 
 cdef struct RecCols:
@@ -155,9 +180,8 @@ cdef inline int _put_record(RecCols* rc, const uint8_t* key, int32_t klen, const
     cdef Col* c = rc.c[RC_KEY]
     if c != NULL:
         if key != NULL:
-            if klen > 0:  # (an empty key: a NULL buffer must not meet memcpy)
-                memcpy(c.vdata + c.vlen, key, klen)
-                c.vlen += klen
+            kp_copy(c.vdata + c.vlen, key, klen)  # (nothing for an empty one: NULL may not meet memcpy)
+            c.vlen += klen
             if c.valid != NULL:
                 c.valid[k] = 1
         elif _null_at(c, k):
@@ -166,9 +190,8 @@ cdef inline int _put_record(RecCols* rc, const uint8_t* key, int32_t klen, const
     c = rc.c[RC_VALUE]
     if c != NULL:
         if value != NULL:
-            if vlen > 0:
-                memcpy(c.vdata + c.vlen, value, vlen)
-                c.vlen += vlen
+            kp_copy(c.vdata + c.vlen, value, vlen)
+            c.vlen += vlen
             if c.valid != NULL:
                 c.valid[k] = 1
         elif _null_at(c, k):
@@ -630,17 +653,6 @@ cdef int _error_row(RecCols* rc, int64_t row) except -1:
     return 0
 
 
-cdef int64_t _rows_bytes(Rows* r, arr):
-    """The bytes of the rows (what arr.nbytes would say of their data, without its cost)."""
-    if r.n == 0:
-        return 0
-    if r.off64 != NULL:
-        return r.off64[r.off + r.n] - r.off64[r.off]
-    if r.off32 != NULL:
-        return r.off32[r.off + r.n] - r.off32[r.off]
-    return arr.nbytes
-
-
 cdef int _cols_new(RecCols* rc, const bint* want, int64_t cap, bint control) except -1:
     """The columns asked for (``want``: one flag per RC_ column; the row column always)."""
     cdef int k, m = 0, nkids = 0
@@ -752,7 +764,7 @@ def arrow_records(arr, int kind, bint check_crc, max_decompressed_size, want, bi
     cdef RecCols rc
     cdef int k
     cdef bint flags[RC_COUNT]
-    cdef int64_t cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
+    cdef int64_t cap = min(max(rows_bytes(&rin.r) // 64, 64), 1 << 20)
     cdef _BatchRows out = _BatchRows() if batches else None
     cdef int32_t max_records, max_headers
     cdef int64_t max_batch_headers
@@ -820,7 +832,7 @@ cdef object _LARGE_STRING = pa.large_string()
 cdef object _INT32 = pa.int32()
 cdef object _import_batch = pa.RecordBatch._import_from_c
 cdef object _from_batches = pa.Table.from_batches
-cdef dict _KIND_OF = {pa.lib.BinaryArray: 0, pa.lib.LargeBinaryArray: 1, pa.lib.BinaryViewArray: 2}
+cdef dict _KIND_OF = _build.ARRAY_KIND
 
 
 cdef object _schema(int mask):
@@ -1050,7 +1062,7 @@ def records_table(blobs, topic=None, partition=None, columns=None, check_crc=Tru
     walks = []
     for arr, kind in chunks:
         rin = rows_in(arr, kind)
-        cap = min(max(_rows_bytes(&rin.r, arr) // 64, 64), 1 << 20)
+        cap = min(max(rows_bytes(&rin.r) // 64, 64), 1 << 20)
         out = _BatchRows() if want_batches else None
         failed = []
         rc.root = NULL

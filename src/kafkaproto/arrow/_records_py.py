@@ -21,8 +21,8 @@ from .._limits import (
     record_caps,
 )
 from ..errors import KafkaProtocolError
-from ..records._common import CallBudget
-from ..records._compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from ..records import DEFAULT_MAX_DECOMPRESSED_SIZE, RecordBatch
+from ..records.walk import CallBudget, decode_record_batches
 from ._columns_py import Col, rows
 
 COMPILED = False
@@ -132,8 +132,6 @@ def _truncate(col, n):
 def _v2_header(mv, pos):
     """The header of the v2 batch at ``pos`` (whole: its size is in range) as a RecordBatch without records,
     for the row of a batch that fails after its header was read; None if it is not one."""
-    from ..records._common import RecordBatch
-
     n = len(mv)
     if n - pos < 61 or mv[pos + 16] != 2:
         return None
@@ -153,8 +151,6 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
                   max_records_per_call=DEFAULT_ARROW_MAX_RECORDS_PER_CALL,
                   max_headers_per_call=DEFAULT_ARROW_MAX_HEADERS_PER_CALL,
                   max_decompressed_per_call=DEFAULT_ARROW_MAX_DECOMPRESSED_PER_CALL, budget=None):
-    from ..records import _impl as records_impl
-
     max_records, max_headers, max_batch_headers = record_caps(max_records_per_batch, max_headers_per_record,
                                                               max_headers_per_batch)
     if partial and not batches:
@@ -185,7 +181,7 @@ def arrow_records(arr, kind, check_crc, max_decompressed_size, want, batches=Fal
             # blob that fails is cut back out (partial: back to the failing batch)
             pos = 0
             try:
-                for b in records_impl.decode_record_batches(blob, check_crc, max_decompressed_size, True,
+                for b in decode_record_batches(blob, check_crc, max_decompressed_size, True,
                                                             max_records, max_headers, max_batch_headers,
                                                             budget=budget):
                     if b.truncated:

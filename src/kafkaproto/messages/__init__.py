@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._runtime import Message
 
 __all__ = ["APIS", "CLASSES", "INTERNAL_CLASSES", "INTERNAL_LOGS", "RETRIABLE_CODES", "ErrorCode", "Message",
-           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class"]
+           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class", "version_plans"]
 
 
 _LOADED: dict[str, type] = {}
@@ -100,6 +100,27 @@ def response_class(api_key: int) -> type[Message]:
 def api_name(api_key: int) -> str:
     """``"Metadata"`` for 3; raises UnknownApiError for keys without a schema."""
     return _api(api_key)[0][: -len("Request")]
+
+
+_VERSION_PLANS: dict = {}
+
+
+def version_plans(cls: type[Message], engine=None) -> tuple:
+    """The plan of each version 0..63 of message class ``cls`` (None where it has
+    none), for ``engine`` (a message engine module; default: the active one): what
+    a loop that runs the engine's programs over many frames (the Arrow decoders)
+    is handed.  Built once per class and engine."""
+    got = _VERSION_PLANS.get((cls, engine))
+    if got is None:
+        from ._runtime import build_plan
+        from ._runtime import engine as active
+
+        # plans of the active engine are cached on the class; another engine's here
+        cache = None if engine is None or engine is active else {}
+        got = _VERSION_PLANS[(cls, engine)] = tuple(
+            build_plan(cls, v, cls.is_flexible(v), f"{cls.NAME} v{v}", eng=engine, cache=cache)
+            if cls.supports(v) else None for v in range(64))
+    return got
 
 
 _removed: dict[tuple[int, int], bool] = {}
