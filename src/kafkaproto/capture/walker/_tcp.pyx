@@ -334,6 +334,47 @@ cdef class Tcp:
         self.on_new(c)
         return c
 
+    cdef Conn* _restore(self, Conn* key, bint closed) except NULL:
+        """A connection of a saved state (walker._resume): ``key``'s 4-tuple,
+        id and first time, the newest of the open connections (or of the
+        closed ones); the rest of its state is the caller's to fill."""
+        cdef Conn* c = <Conn*>PyMem_Malloc(sizeof(Conn))
+        cdef int side
+        if c == NULL:
+            raise MemoryError()
+        memset(c, 0, sizeof(Conn))
+        c.family = key.family
+        c.port[0], c.port[1] = key.port[0], key.port[1]
+        memcpy(c.addr, key.addr, 32)
+        c.hash = _hash(c)
+        c.id = key.id
+        c.first_ts = key.first_ts
+        c.client = -1
+        c.state = UNDECIDED
+        for side in range(2):
+            c.d[side].conn = c
+            c.d[side].side = side
+            c.h[side].taken = -1
+        self._insert(c)
+        c.closed = closed
+        if closed:
+            c.prev = self.closed_tail
+            if self.closed_tail != NULL:
+                self.closed_tail.next = c
+            else:
+                self.closed_head = c
+            self.closed_tail = c
+            self.nclosed += 1
+        else:
+            c.prev = self.open_tail
+            if self.open_tail != NULL:
+                self.open_tail.next = c
+            else:
+                self.open_head = c
+            self.open_tail = c
+            self.nopen += 1
+        return c
+
     cdef int close(self, Conn* c) except -1:
         """The connection is over (both directions end; it joins the closed ones)."""
         cdef Conn* old
