@@ -650,6 +650,17 @@ cdef class Walker(Tcp):
         return 0
 
     # -- its whole state (walker/snapshot.py, the _resume unit) -------------
+    def pairings(self):
+        """The Pairing of each open Kafka connection (its ``conn``: the
+        connection's object), oldest first."""
+        cdef Conn* c = self.open_head
+        out = []
+        while c != NULL:
+            if c.pairing != NULL:
+                out.append(<object>c.pairing)
+            c = c.next
+        return out
+
     def limits(self):
         """What a saved state must have been saved with to load here."""
         cdef int p

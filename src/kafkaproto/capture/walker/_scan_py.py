@@ -402,6 +402,10 @@ class Walker(Tcp):
         h.skip = "gap"
 
     # -- its whole state (walker/snapshot.py, the _resume unit) -------------
+    def pairings(self) -> list:
+        """See the compiled module."""
+        return [c.pairing for c in self._open.values() if c.pairing is not None]
+
     def limits(self) -> list:
         """What a saved state must have been saved with to load here."""
         return [self.max_frame_size, self.max_open_connections, self.max_pending_bytes, self.max_pending_total,
