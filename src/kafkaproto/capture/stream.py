@@ -127,7 +127,8 @@ def _natural(name: str):
 class GrowingCapture:
     """One capture that grows (see the module's text): ``path`` a folder of
     rolled pcap files or one pcap file; ``state_location`` a folder the
-    readers and the planner share.  ``ports``, ``limits``: as
+    readers and the planner share (None: the state is kept in this object,
+    for reads in order in one process: a live view).  ``ports``, ``limits``: as
     :func:`~kafkaproto.capture.open_capture`; ``name``: the ``capture``
     column (default: the folder's or file's name); ``unanswered_after``:
     nanoseconds a request may wait before it is an unanswered row (None:
@@ -148,6 +149,8 @@ class GrowingCapture:
         self.batch_rows, self.batch_bytes = batch_rows, batch_bytes
         self.limits = dict(limits)
         self._dataset = CaptureDataset([], ports=self.ports, limits=self.limits)
+        #: without a state location: the walker, decoder and stop of the last read, by its end's key
+        self._kept: dict = {}
 
     def __repr__(self) -> str:
         return f"GrowingCapture({self.path!r})"
@@ -293,7 +296,16 @@ class GrowingCapture:
         record_columns = record_columns_of(tables, columns)
         decoder = CaptureDecoder(self.name, acc, record_columns)
         stop = _Stop(start.file, start.pos)
-        if not start.fresh:
+        if start.fresh:
+            pass
+        elif self.state_location is None:  # kept in this process
+            try:
+                walk, decoder, stop = self._kept.pop(self._key(start, digest))
+            except KeyError:
+                raise StreamStateError("no state kept for this offset: a growing capture without a state "
+                                       "location is read in order, in one process", "stream state", None) from None
+            stop.problems = []
+        else:
             meta, state = self._load(self._key(start, digest))
             walk.load(state)
             _decoder_load(decoder, meta["decoder"])
@@ -303,6 +315,9 @@ class GrowingCapture:
                                             accounts={self.name: acc}, decoders={self.name: decoder})
         if problems is not None:
             problems += [CaptureProblem(self.name, m, f) for f, m in stop.problems]
+        if self.state_location is None:
+            self._kept = {self._key(end, digest): (walk, decoder, stop)}
+            return
         self._save(self._key(end, digest), {"resume": [stop.file, stop.pos], "newest": stop.newest,
                                            "decoder": _decoder_state(decoder, walk.pairings())}, walk.save())
 
