@@ -11,6 +11,8 @@
 # a hole is saved in the order the heap gives them, and a sorted array is a
 # heap: it is loaded as it comes.
 
+import struct
+
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
@@ -25,15 +27,19 @@ from kafkaproto.capture.walker._tcp cimport Tcp, Conn, Dir, Half, Held, Piece, T
 COMPILED = True
 
 cdef int64_t NO_TS = INT64_MIN
+# the packed parts of a state (the twin's text says what each holds)
+_CONN = struct.Struct(">B16sH16sHqqBbB")
+_DIR = struct.Struct(">BIBBq")
+_HALF = struct.Struct(">BqqqqBBBqqB")
+_ITEM = struct.Struct(">Bqq")
 
 
 cdef bytes _bytes(const unsigned char* p, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<const char*>p, n) if n else b""
 
 
-cdef list _key(Conn* c):
-    cdef int alen = 4 if c.family == 4 else 16
-    return [c.family, _bytes(c.addr, alen), c.port[0], _bytes(c.addr + 16, alen), c.port[1]]
+cdef bytes _addr(Conn* c, int end):
+    return _bytes(c.addr + 16 * end, 4 if c.family == 4 else 16)
 
 
 cdef list _dir(Dir* d):
@@ -44,18 +50,16 @@ cdef list _dir(Dir* d):
         p = &d.heap[i]
         pieces.append([p.off, p.serial, p.ts, p.length, _bytes(p.data, p.caplen)])
     pieces.sort(key=lambda q: (q[0], q[1]))
-    return [int(d.has_base), d.base if d.has_base else 0, int(d.from_start), int(d.ended), d.next, pieces]
+    return [_DIR.pack(d.has_base, d.base if d.has_base else 0, d.from_start, d.ended, d.next), pieces]
 
 
 cdef list _half(Half* h):
     cdef Py_ssize_t i
-    items = []
-    for i in range(h.nitems):
-        items.append([int(h.items[i].gap), h.items[i].ts, h.items[i].n])
+    items = b"".join([_ITEM.pack(h.items[i].gap, h.items[i].ts, h.items[i].n) for i in range(h.nitems)])
     kh = <KafkaState>h.kh if h.kh != NULL else None
-    return [h.target, items, _bytes(h.data, h.dlen), h.nbytes, h.scanned, _bytes(h.buf + h.pos, h.len - h.pos),
-            h.base + h.pos, h.ts, int(h.synced), h.skip, int(h.unsure), h.taken, h.claim_wait,
-            kh.flags if kh is not None else 0]
+    return [_HALF.pack(h.target, h.nbytes, h.scanned, h.base + h.pos, h.ts, h.synced, h.skip, h.unsure, h.taken,
+                       h.claim_wait, kh.flags if kh is not None else 0),
+            items, _bytes(h.data, h.dlen), _bytes(h.buf + h.pos, h.len - h.pos)]
 
 
 def save_tcp(Tcp t, list clients):
@@ -73,21 +77,28 @@ def save_tcp(Tcp t, list clients):
             waiting = [[corr, key, version, NO_TS if ts is None else ts, seq, clients[cl] if cl >= 0 else None]
                        for corr, key, version, ts, seq, cl in pr.waiting_list()]
             kafka = [pr.frames, waiting]
-        conns.append([*_key(c), c.id, c.first_ts, c.fins, c.client, c.state, [_dir(&c.d[0]), _dir(&c.d[1])],
-                      [_half(&c.h[0]), _half(&c.h[1])], kafka])
+        conns.append([_CONN.pack(c.family, _addr(c, 0), c.port[0], _addr(c, 1), c.port[1], c.id, c.first_ts,
+                                 c.fins, c.client, c.state),
+                      [_dir(&c.d[0]), _dir(&c.d[1])], [_half(&c.h[0]), _half(&c.h[1])], kafka])
         c = c.next
         i += 1
-    closed = []
+    cdef bytearray closed = bytearray(37 * t.nclosed)
+    cdef unsigned char* w = closed
     c = t.closed_head
     while c != NULL:
-        closed.append(_key(c))
+        w[0] = c.family
+        memcpy(w + 1, c.addr, 16)
+        w[17], w[18] = c.port[0] >> 8, c.port[0] & 0xFF
+        memcpy(w + 19, c.addr + 16, 16)
+        w[35], w[36] = c.port[1] >> 8, c.port[1] & 0xFF
+        w += 37
         c = c.next
     waiting = []
     d = t.wait_head
     while d != NULL:
         waiting.append([index[<size_t>d.conn], d.side])
         d = d.wnext
-    return [t.serial, t.next_id, conns, closed, waiting]
+    return [t.serial, t.next_id, conns, bytes(closed), waiting]
 
 
 cdef unsigned char* _copy(bytes b, Py_ssize_t* n) except? NULL:
@@ -102,22 +113,24 @@ cdef unsigned char* _copy(bytes b, Py_ssize_t* n) except? NULL:
     return p
 
 
-cdef int _fill_key(Conn* key, list k) except -1:
-    cdef bytes a0 = k[1], a1 = k[3]
+cdef int _fill_key(Conn* key, bytes head) except -1:
+    family, a0, p0, a1, p1, cid, first_ts, _fins, _client, _state = _CONN.unpack(head)
     memset(key, 0, sizeof(Conn))
-    key.family = k[0]
-    if key.family not in (4, 6) or len(a0) != (4 if key.family == 4 else 16) or len(a1) != len(a0):
-        raise ValueError("walker state: a connection's addresses do not fit its family")
-    memcpy(key.addr, PyBytes_AS_STRING(a0), len(a0))
-    memcpy(key.addr + 16, PyBytes_AS_STRING(a1), len(a1))
-    key.port[0], key.port[1] = <uint16_t>k[2], <uint16_t>k[4]
+    if family not in (4, 6):
+        raise ValueError("walker state: a connection of no family")
+    key.family = family
+    memcpy(key.addr, PyBytes_AS_STRING(a0), 16)
+    memcpy(key.addr + 16, PyBytes_AS_STRING(a1), 16)
+    key.port[0], key.port[1] = p0, p1
+    key.id, key.first_ts = cid, first_ts
     return 0
 
 
 cdef int _load_dir(Tcp t, Dir* d, list st) except -1:
     cdef Py_ssize_t i, n
     cdef Piece* p
-    has_base, base, from_start, ended, nxt, pieces = st
+    head, pieces = st
+    has_base, base, from_start, ended, nxt = _DIR.unpack(head)
     d.has_base, d.base = has_base, <uint32_t>base
     d.from_start, d.ended, d.next = from_start, ended, nxt
     if pieces:
@@ -136,8 +149,9 @@ cdef int _load_dir(Tcp t, Dir* d, list st) except -1:
 
 cdef int _load_half(Half* h, list st) except -1:
     cdef Py_ssize_t i, n
-    (target, items, held, nbytes, scanned, buf, bufbase, ts, synced, skip, unsure, taken, claim_wait,
-     _flags) = st
+    head, packed, held, buf = st
+    target, nbytes, scanned, bufbase, ts, synced, skip, unsure, taken, claim_wait, _flags = _HALF.unpack(head)
+    items = list(_ITEM.iter_unpack(packed))
     h.target = target
     if items:
         h.items = <Held*>PyMem_Malloc(len(items) * sizeof(Held))
@@ -171,10 +185,9 @@ def load_tcp(Tcp t, list st, FrameSink sink, factory, int64_t max_frame_size):
     cdef KafkaState kh
     serial, next_id, conns, closed, waiting = st
     t.serial, t.next_id = serial, next_id
-    for cs in conns:
-        family, a0, p0, a1, p1, cid, first_ts, fins, client, state, dirs, halves, kafka = cs
-        _fill_key(&key, cs[:5])
-        key.id, key.first_ts = cid, first_ts
+    for head, dirs, halves, kafka in conns:
+        _fill_key(&key, head)
+        _family, _a0, _p0, _a1, _p1, _cid, _first, fins, client, state = _CONN.unpack(head)
         c = t._restore(&key, False)
         made.append(<size_t>c)
         c.fins, c.client, c.state = fins, client, state
@@ -203,11 +216,20 @@ def load_tcp(Tcp t, list st, FrameSink sink, factory, int64_t max_frame_size):
             c.pairing = <PyObject*>pairing
             for side in range(2):
                 kh = KafkaState(conn, pairing, sink, side == cl, c.d[side].from_start, max_frame_size)
-                kh.flags = halves[side][13]
+                kh.flags = _HALF.unpack(halves[side][0])[10]
                 Py_INCREF(kh)
                 c.h[side].kh = <PyObject*>kh
-    for k in closed:
-        _fill_key(&key, k)
+    cdef const unsigned char[::1] r = closed
+    cdef Py_ssize_t at
+    for at in range(0, r.shape[0] - r.shape[0] % 37, 37):
+        memset(&key, 0, sizeof(Conn))
+        key.family = r[at]
+        if key.family not in (4, 6):
+            raise ValueError("walker state: a closed connection of no family")
+        memcpy(key.addr, &r[at + 1], 16)
+        key.port[0] = (r[at + 17] << 8) | r[at + 18]
+        memcpy(key.addr + 16, &r[at + 19], 16)
+        key.port[1] = (r[at + 35] << 8) | r[at + 36]
         t._restore(&key, True)
     for i, side in waiting:
         c = <Conn*><size_t>made[i]

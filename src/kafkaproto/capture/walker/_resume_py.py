@@ -5,21 +5,23 @@ compiled module's.
 
 The state is ``[serial, next_id, open, closed, waiting]``:
 
-- ``open``: the open connections, oldest first, each ``[family, address 0,
-  port 0, address 1, port 1, id, first ts, fins, client end, state,
-  [direction 0, direction 1], [half 0, half 1], kafka]``;
-- a direction (reassembly): ``[has base, base, from start, ended, next,
-  pieces]``, the segments waiting behind a hole as ``[offset, serial, ts,
-  length, bytes]`` in the order they are taken;
-- a half (the walker's side of a direction): ``[target, held items, held
-  bytes, bytes held, scanned, bytes not framed, their stream offset, ts,
-  synced, skip, unsure, taken, claim wait, frame flags]``, a held item
-  ``[gap, ts, n]``;
+- ``open``: the open connections, oldest first, each ``[head, [direction 0,
+  direction 1], [half 0, half 1], kafka]``, ``head`` packed (``_CONN``:
+  family, the two ends, id, first ts, FINs, client end, state);
+- a direction (reassembly): ``[head (_DIR: has base, base, from start,
+  ended, next), pieces]``, the segments waiting behind a hole as ``[offset,
+  serial, ts, length, bytes]`` in the order they are taken;
+- a half (the walker's side of a direction): ``[head (_HALF: target, bytes
+  held, scanned, the stream offset of the bytes not framed, ts, synced,
+  skip, unsure, taken, claim wait, frame flags), held items (_ITEM each:
+  gap, ts, n), held bytes, bytes not framed]``;
 - ``kafka``: None, or ``[frames, waiting requests]`` of a Kafka connection,
   a request ``[correlation id, api key, api version, ts, seq, client id]``;
 - ``closed``: the closed connections remembered, oldest first, by their
-  4-tuple; ``waiting``: the directions with bytes behind a hole, oldest
-  first, as ``[connection's index in open, side]``.
+  4-tuple, as bytes (``_CLOSED`` each); ``waiting``: the directions with
+  bytes behind a hole, oldest first, as ``[connection's index in open, side]``.
+
+Numbers are packed big-endian.
 
 Times are nanoseconds, ``NO_TS`` for none.
 """
@@ -27,6 +29,7 @@ Times are nanoseconds, ``NO_TS`` for none.
 from __future__ import annotations
 
 import importlib
+import struct
 
 from ._tcp_py import Conn
 
@@ -38,20 +41,26 @@ TO_HELD, TO_KAFKA = 0, 1
 UNDECIDED, KAFKA = 0, 1
 _SKIP = {"gap": 0, "not_kafka": 1}
 _SKIP_NAME = ("gap", "not_kafka")
+#: a closed connection remembered: family, address 0 (16 bytes, IPv4 in the first 4), port 0, address 1, port 1
+_CLOSED = struct.Struct(">B16sH16sH")
+#: a connection: family, its ends as _CLOSED, id, first ts, FINs, client end, state
+_CONN = struct.Struct(">B16sH16sHqqBbB")
+#: a direction's reassembly: has base, base, from start, ended, next
+_DIR = struct.Struct(">BIBBq")
+#: a half: target, bytes held, scanned, the stream offset of the bytes not framed, ts, synced, skip, unsure,
+#: taken, claim wait, frame flags
+_HALF = struct.Struct(">BqqqqBBBqqB")
+#: a held item: gap, ts, n
+_ITEM = struct.Struct(">Bqq")
 
 
 def _ts(t) -> int:
     return NO_TS if t is None else t
 
 
-def _key(c: Conn) -> list:
-    k = c.key
-    return [k[0], k[1], k[2], k[3], k[4]]
-
-
 def _dir(d) -> list:
     pieces = sorted(d.heap)
-    return [int(d.base is not None), d.base or 0, int(d.from_start), int(d.ended), d.next,
+    return [_DIR.pack(d.base is not None, d.base or 0, d.from_start, d.ended, d.next),
             [[off, serial, _ts(ts), length, data] for off, serial, ts, length, data in pieces]]
 
 
@@ -59,14 +68,14 @@ def _half(h) -> list:
     items, held = [], []
     for item in h.items:
         if item[0] == "gap":
-            items.append([1, NO_TS, item[1]])
+            items.append(_ITEM.pack(1, NO_TS, item[1]))
         else:
-            items.append([0, _ts(item[1]), len(item[2])])
+            items.append(_ITEM.pack(0, _ts(item[1]), len(item[2])))
             held.append(item[2])
     kh = h.kh
-    return [h.target, items, b"".join(held), h.nbytes, h.scanned, bytes(h.buf[h.pos:]), h.base + h.pos,
-            _ts(kh.ts) if kh is not None else NO_TS, int(h.synced), _SKIP[h.skip], int(h.unsure), h.taken,
-            h.claim_wait, kh.flags if kh is not None else 0]
+    return [_HALF.pack(h.target, h.nbytes, h.scanned, h.base + h.pos, _ts(kh.ts) if kh is not None else NO_TS,
+                       h.synced, _SKIP[h.skip], h.unsure, h.taken, h.claim_wait, kh.flags if kh is not None else 0),
+            b"".join(items), b"".join(held), bytes(h.buf[h.pos:])]
 
 
 def save_tcp(t, clients: list) -> list:
@@ -81,9 +90,10 @@ def save_tcp(t, clients: list) -> list:
             waiting = [[corr, key, version, _ts(ts), seq, clients[cl] if cl >= 0 else None]
                        for corr, key, version, ts, seq, cl in c.pairing.waiting_list()]
             kafka = [c.pairing.frames, waiting]
-        conns.append([*_key(c), c.id, _ts(c.first_ts), c.fins, c.client, c.state, [_dir(c.d[0]), _dir(c.d[1])],
-                      [_half(c.h[0]), _half(c.h[1])], kafka])
-    closed = [_key(c) for c in t._closed.values()]
+        k = c.key
+        conns.append([_CONN.pack(k[0], k[1], k[2], k[3], k[4], c.id, _ts(c.first_ts), c.fins, c.client, c.state),
+                      [_dir(c.d[0]), _dir(c.d[1])], [_half(c.h[0]), _half(c.h[1])], kafka])
+    closed = b"".join(_CLOSED.pack(k[0], k[1], k[2], k[3], k[4]) for k in t._closed)
     waiting = [[index[d.conn], d.side] for d in t._waiting]
     return [t._serial, t._next_id, conns, closed, waiting]
 
@@ -100,18 +110,20 @@ def load_tcp(t, st: list, sink, factory, max_frame_size: int) -> int:
     t._serial, t._next_id = serial, next_id
     made = []
     held_total = 0
-    for cs in conns:
-        family, a0, p0, a1, p1, cid, first_ts, fins, client, state, dirs, halves, kafka = cs
-        key = (family, a0, p0, a1, p1)
+    for head, dirs, halves, kafka in conns:
+        family, a0, p0, a1, p1, cid, first_ts, fins, client, state = _CONN.unpack(head)
+        alen = 4 if family == 4 else 16
+        key = (family, a0[:alen], p0, a1[:alen], p1)
         c = Conn(key, cid, None if first_ts == NO_TS else first_ts)
         t._open[key] = c
         c.fins, c.client, c.state = fins, client, state
         for side in (0, 1):
-            has_base, base, from_start, ended, nxt, pieces = dirs[side]
+            has_base, base, from_start, ended, nxt = _DIR.unpack(dirs[side][0])
             d = c.d[side]
             d.base = base if has_base else None
             d.from_start, d.ended, d.next = bool(from_start), bool(ended), nxt
-            d.heap = [(off, ser, None if ts == NO_TS else ts, length, data) for off, ser, ts, length, data in pieces]
+            d.heap = [(off, ser, None if ts == NO_TS else ts, length, data)
+                      for off, ser, ts, length, data in dirs[side][1]]
             d.pending = sum(len(p[4]) for p in d.heap)
             t._pool += d.pending
         if state == UNDECIDED:
@@ -128,12 +140,13 @@ def load_tcp(t, st: list, sink, factory, max_frame_size: int) -> int:
                 pairing.push((ts, seq, -1 if client_id is None else sink.client_of(client_id), corr, key_, version))
             c.conn, c.pairing = conn, pairing
         for side in (0, 1):
-            (target, items, held, nbytes, scanned, buf, bufbase, ts, synced, skip, unsure, taken, claim_wait,
-             flags) = halves[side]
+            head, items, held, buf = halves[side]
+            (target, nbytes, scanned, bufbase, ts, synced, skip, unsure, taken, claim_wait,
+             flags) = _HALF.unpack(head)
             h = c.h[side]
             h.target = target
             at = 0
-            for gap, its, n in items:
+            for gap, its, n in _ITEM.iter_unpack(items):
                 if gap:
                     h.items.append(("gap", n))
                 else:
@@ -151,8 +164,10 @@ def load_tcp(t, st: list, sink, factory, max_frame_size: int) -> int:
                 h.kh.ts = None if ts == NO_TS else ts
                 h.kh.flags = flags
         made.append(c)
-    for family, a0, p0, a1, p1 in closed:
-        key = (family, a0, p0, a1, p1)
+    for at in range(0, len(closed) - len(closed) % _CLOSED.size, _CLOSED.size):
+        family, a0, p0, a1, p1 = _CLOSED.unpack_from(closed, at)
+        alen = 4 if family == 4 else 16
+        key = (family, a0[:alen], p0, a1[:alen], p1)
         c = Conn(key, 0, None)
         c.closed = True
         c.h = [_Half(), _Half()]
