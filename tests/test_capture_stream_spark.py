@@ -96,11 +96,12 @@ from kafkaproto import sources
 from kafkaproto.report.job import session
 
 folder, work, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+TABLES = sys.argv[4].split(",")
 spark = session("local[2]", {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2",
                              "spark.scheduler.mode": "FAIR"})
 spark.sparkContext.setLogLevel("ERROR")
 sources.register(spark)
-for table in %r:
+for table in TABLES:
     df = (spark.readStream.format("kafkaproto.capture").option("table", table)
           .option("stateLocation", str(work / "state" / table))
           .option("maxBytesPerTrigger", "8k" if mode == "run" else "1g").load(folder))
@@ -117,11 +118,11 @@ for table in %r:
         time.sleep(0.1)
 if mode == "run":
     time.sleep(3600)
-for table in %r:
+for table in TABLES:
     t = spark.read.parquet(str(work / "out" / table)).toArrow()
     with pa.ipc.new_file(str(work / (table + ".arrow")), t.schema) as f:
         f.write_table(t)
-""" % (KILLED, KILLED)
+"""
 
 
 def _commits(work: Path, table: str) -> int:
@@ -141,7 +142,7 @@ def test_a_stream_killed_mid_stream_and_restarted_reads_every_row_once(tmp_path)
     script = tmp_path / "queries.py"
     script.write_text(_QUERIES)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.Popen([sys.executable, str(script), str(folder), str(work), "run"], env=env,
+    run = subprocess.Popen([sys.executable, str(script), str(folder), str(work), "run", ",".join(KILLED)], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
@@ -155,7 +156,7 @@ def test_a_stream_killed_mid_stream_and_restarted_reads_every_row_once(tmp_path)
     committed = {t: _commits(work, t) for t in KILLED}
     # the capture needs more micro-batches than any query committed: each was killed mid-stream
     assert all(n < len(b"".join(blobs)) // (8 << 10) for n in committed.values()), committed
-    done = subprocess.run([sys.executable, str(script), str(folder), str(work), "finish"], env=env,
+    done = subprocess.run([sys.executable, str(script), str(folder), str(work), "finish", ",".join(KILLED)], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     ds = open_capture(folder)
