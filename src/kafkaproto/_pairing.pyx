@@ -182,14 +182,7 @@ cdef class Pairing:
     def take_waiting(self):
         """Every request still waiting, oldest first: ``[(correlation id, api
         key, api version, ts or None, number, client index)]``; none wait after."""
-        cdef int32_t s = self.head
-        cdef Pend* p
-        out = []
-        while s >= 0:
-            p = &self.slots[s]
-            out.append((p.correlation_id, p.api_key, p.api_version, None if p.ts == INT64_MIN else p.ts,
-                        p.seq, p.client))
-            s = p.newer
+        out = self.waiting_list()
         self.clear()
         return out
 

@@ -95,8 +95,7 @@ class Pairing:
                 for _n, (ts, seq, client, corr, key, version), _p in self._order.values()]
 
     def take_waiting(self) -> list:
-        out = [(corr, key, version, None if ts == NO_TS else ts, seq, client)
-               for _n, (ts, seq, client, corr, key, version), _p in self._order.values()]
+        out = self.waiting_list()
         self.clear()
         return out
 

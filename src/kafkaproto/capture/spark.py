@@ -179,20 +179,25 @@ class _Reader(DataSourceReader):
 
     # -- reading (the executors) -----------------------------------------------
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         if partition.task is None:
             return
-        target = to_arrow_schema(self.schema, timezone="UTC")
         ds = CaptureDataset([], ports=self.ports)
         accounts: dict = {}
         rows = ds.read_task(partition.task, (self.table,), {self.table: self.names},
                             Filters.of(self.terms, self.table), accounts=accounts)
-        for _table, batch in rows:
-            if batch.num_rows:
-                yield pa.RecordBatch.from_arrays([batch.column(i).cast(target.field(i).type)
-                                                  for i in range(batch.num_columns)], schema=target)
+        yield from _as_spark(rows, self.schema)
         self._corrupt([CaptureProblem(name, e) for name, acc in accounts.items() for e in acc.errors])
+
+
+def _as_spark(rows, schema) -> Iterator[pa.RecordBatch]:
+    """The batches of ``(table, batch)`` pairs in the types of the Spark ``schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    target = to_arrow_schema(schema, timezone="UTC")
+    for _table, batch in rows:
+        if batch.num_rows:
+            yield pa.RecordBatch.from_arrays([batch.column(i).cast(target.field(i).type)
+                                              for i in range(batch.num_columns)], schema=target)
 
 
 class _PushdownReader(_Reader):
@@ -281,15 +286,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- an executor -------------------------------------------------------------
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        target = to_arrow_schema(self.schema, timezone="UTC")
         problems: list = []
         rows = self._capture().read(partition.start, partition.end, (self.table,), {self.table: self.names},
                                     problems=problems)
-        for _table, batch in rows:
-            if batch.num_rows:
-                yield pa.RecordBatch.from_arrays([batch.column(i).cast(target.field(i).type)
-                                                  for i in range(batch.num_columns)], schema=target)
+        yield from _as_spark(rows, self.schema)
         if problems and not self.ignore_corrupt:
             raise CaptureDamageError(problems[0], "option ignoreCorruptFiles=true reads it as far as it goes")
