@@ -97,8 +97,9 @@ from kafkaproto.report.job import session
 
 folder, work, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 TABLES = sys.argv[4].split(",")
+# (a loaded machine starts a Python worker slowly: it gets two minutes to connect back, not 15 s)
 spark = session("local[2]", {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2",
-                             "spark.scheduler.mode": "FAIR"})
+                             "spark.scheduler.mode": "FAIR", "spark.python.authenticate.socketTimeout": "120s"})
 spark.sparkContext.setLogLevel("ERROR")
 sources.register(spark)
 for table in TABLES:
