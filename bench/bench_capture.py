@@ -128,10 +128,12 @@ def _fix_checksum(old: int, before: bytes, after: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def replicate(src: Path, dst: Path, copies: int) -> None:
+def replicate(src: Path, dst: Path, copies: int, first: int = 0, shift: int = 31, header: bool = True) -> None:
     """``src`` (a little-endian pcap of Ethernet IPv4 packets between
-    127.0.0.1 ends) written ``copies`` times, copy i between 127.a.b.1 ends
-    (distinct 4-tuples, checksums kept right) and i * 31 s later."""
+    127.0.0.1 ends) written ``copies`` times, copy i (from ``first``) between
+    127.a.b.1 ends (distinct 4-tuples, checksums kept right) and i * ``shift``
+    seconds later; ``header``: the file header first (else records alone, to
+    append)."""
     data = src.read_bytes()
     records = []
     pos = 24
@@ -140,11 +142,12 @@ def replicate(src: Path, dst: Path, copies: int) -> None:
         records.append((sec, frac, incl, orig, data[pos + 16:pos + 16 + incl]))
         pos += 16 + incl
     with open(dst, "wb") as out:
-        out.write(data[:24])
-        for i in range(copies):
+        if header:
+            out.write(data[:24])
+        for i in range(first, first + copies):
             new = bytes([127, 1 + i // 250, 1 + i % 250, 1])
             for sec, frac, incl, orig, pkt in records:
-                out.write(struct.pack("<IIII", sec + 31 * i, frac, incl, orig))
+                out.write(struct.pack("<IIII", sec + shift * i, frac, incl, orig))
                 if len(pkt) >= 34 and pkt[12:14] == b"\x08\x00":
                     p = bytearray(pkt)
                     ihl = (p[14] & 0x0F) * 4

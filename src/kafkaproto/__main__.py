@@ -11,6 +11,11 @@
                                the traffic report: Parquet tables, a terminal
                                summary and an HTML page (embedded engine, or
                                Spark with --master/--remote)
+``kafkaproto report --follow DIR``
+                               the report live, over a capture that grows
+                               (tcpdump's rolled pcap files, or one pcap being
+                               written): a terminal view, the page and tables
+                               rewritten every few seconds
 ``kafkaproto dump-log FILE...`` Kafka's log segments, indexes and snapshots
                                as kafka-dump-log.sh prints them, as JSON
                                lines, or as a Parquet table
@@ -47,10 +52,41 @@ def inspect(path: str, out=None, ports=None, limit: int | None = None, *, err=No
                verbose=verbose)
 
 
+def follow(args) -> int:
+    """``kafkaproto report --follow``: the live view until Ctrl-C (or ``--duration``)."""
+    import time
+
+    if args.captures:
+        print("kafkaproto report: --follow takes the capture as its value, not CAPTURE arguments", file=sys.stderr)
+        return 2
+    try:
+        from .report.live import follow as run
+    except ImportError as exc:  # pragma: no cover - the capture extra is missing
+        print(f"kafkaproto report --follow needs pyarrow: pip install 'kafkaproto[capture]' ({exc})", file=sys.stderr)
+        return 2
+    until = None if args.duration is None else time.monotonic() + args.duration
+    try:
+        run(args.follow, args.out, refresh=args.refresh, window=args.window or None, ports=args.ports,
+            starting="earliest" if args.from_start else "latest",
+            stop=None if until is None else (lambda: time.monotonic() >= until))
+    except (OSError, ValueError) as exc:
+        print(f"kafkaproto report: {args.follow}: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _stdout_gone()
+    return 0
+
+
 def report(args) -> int:
     """``kafkaproto report``: run the job, print the summary and where the page is."""
     import glob
     import os
+
+    if args.follow is not None:
+        return follow(args)
+    if not args.captures or not args.out:
+        print("kafkaproto report: give CAPTURE... and --out DIR (or --follow DIR)", file=sys.stderr)
+        return 2
 
     def exists(c: str) -> bool:
         if os.path.exists(c) or glob.glob(c):
@@ -239,10 +275,21 @@ def main(argv=None) -> int:
     add_tap_arguments(sub.add_parser("tap", help="recording proxy: forward bytes, record every frame"))
     r = sub.add_parser("report", help="captures -> Parquet tables, a summary and an HTML report "
                                       "(embedded engine, or Spark with --master/--remote)")
-    r.add_argument("captures", nargs="+", metavar="CAPTURE",
+    r.add_argument("captures", nargs="*", metavar="CAPTURE",
                    help="a pcap/pcapng file; a folder of them (one capture rolled into files by tcpdump -C/-G); "
                         "NAME=FILE,FILE... (or a quoted glob); tap output (files or folders); raw request streams")
-    r.add_argument("--out", required=True, help="folder (or URI) for the tables, report.html and summary.txt")
+    r.add_argument("--out", default=None, help="folder (or URI) for the tables, report.html and summary.txt "
+                                               "(with --follow: a local folder, optional)")
+    r.add_argument("--follow", default=None, metavar="DIR",
+                   help="follow a capture that grows (a folder tcpdump rolls pcap files into, or one pcap file "
+                        "being written): a terminal view refreshed every --refresh seconds, and the page and the "
+                        "window's tables under --out rewritten")
+    r.add_argument("--refresh", type=float, default=2.0, help="--follow: seconds between refreshes (default 2)")
+    r.add_argument("--window", type=float, default=300.0,
+                   help="--follow: seconds of traffic the figures cover (default 300; 0: all since the start)")
+    r.add_argument("--from-start", action="store_true", help="--follow: read the capture from its start, "
+                                                            "not from what is written from now on")
+    r.add_argument("--duration", type=float, default=None, help="--follow: stop after this many seconds")
     r.add_argument("--workers", type=int, default=None,
                    help="worker processes of the embedded engine (default: the machine's cores)")
     r.add_argument("--master", default=None,

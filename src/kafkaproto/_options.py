@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["flag", "names", "paths", "ports", "size"]
+__all__ = ["duration", "flag", "names", "paths", "ports", "size"]
 
 
 def flag(options, name: str, default: bool) -> bool:
@@ -39,6 +39,29 @@ def size(options, name: str, default: int) -> int:
         n = int(float(t[:-1] if t[-1:] in "kmgt" else t) * scale)
     except (ValueError, OverflowError):
         raise ValueError(f"option {name} must be a size in bytes (e.g. 134217728, 128m), not {v!r}") from None
+    if n <= 0:
+        raise ValueError(f"option {name} must be positive, not {v!r}")
+    return n
+
+
+def duration(options, name: str) -> int | None:
+    """A duration in nanoseconds: ``30s``, ``500ms``, ``2m``, ``1h``, or a
+    number of milliseconds (None when the option is not given)."""
+    v = options.get(name)
+    if v is None or not str(v).strip():
+        return None
+    t = str(v).strip().lower().replace(" ", "")
+    units = (("ms", 1_000_000), ("us", 1_000), ("s", 1_000_000_000), ("m", 60_000_000_000),
+             ("h", 3_600_000_000_000))
+    scale = 1_000_000
+    for suffix, k in units:
+        if t.endswith(suffix):
+            t, scale = t[:-len(suffix)], k
+            break
+    try:
+        n = int(float(t) * scale)
+    except (ValueError, OverflowError):
+        raise ValueError(f"option {name} must be a duration (e.g. 30s, 500ms, 2m), not {v!r}") from None
     if n <= 0:
         raise ValueError(f"option {name} must be positive, not {v!r}")
     return n

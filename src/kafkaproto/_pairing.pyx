@@ -166,9 +166,9 @@ cdef class Pairing:
         s = <object>hit
         return self.slots[s].api_key, self.slots[s].api_version
 
-    def take_waiting(self):
-        """Every request still waiting, oldest first: ``[(correlation id, api
-        key, api version, ts or None, number, client index)]``; none wait after."""
+    def waiting_list(self):
+        """Every request still waiting, oldest first, as :meth:`take_waiting`
+        gives them, left waiting."""
         cdef int32_t s = self.head
         cdef Pend* p
         out = []
@@ -177,6 +177,12 @@ cdef class Pairing:
             out.append((p.correlation_id, p.api_key, p.api_version, None if p.ts == INT64_MIN else p.ts,
                         p.seq, p.client))
             s = p.newer
+        return out
+
+    def take_waiting(self):
+        """Every request still waiting, oldest first: ``[(correlation id, api
+        key, api version, ts or None, number, client index)]``; none wait after."""
+        out = self.waiting_list()
         self.clear()
         return out
 

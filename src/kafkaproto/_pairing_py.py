@@ -90,9 +90,12 @@ class Pairing:
         got = self.pending.get(corr)
         return None if got is None else (got[0][1][4], got[0][1][5])
 
+    def waiting_list(self) -> list:
+        return [(corr, key, version, None if ts == NO_TS else ts, seq, client)
+                for _n, (ts, seq, client, corr, key, version), _p in self._order.values()]
+
     def take_waiting(self) -> list:
-        out = [(corr, key, version, None if ts == NO_TS else ts, seq, client)
-               for _n, (ts, seq, client, corr, key, version), _p in self._order.values()]
+        out = self.waiting_list()
         self.clear()
         return out
 

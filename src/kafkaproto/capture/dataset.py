@@ -93,7 +93,7 @@ from .walker.streams import Extractor
 
 __all__ = ["DEFAULT_SPLIT", "CaptureDamageError", "CaptureDataset", "CaptureProblem", "CaptureReader",
            "CaptureSource", "Filters", "Index", "Plan", "RangeTask", "SegmentTask", "WholeTask", "open_capture",
-           "source_schema"]
+           "record_columns_of", "source_schema"]
 
 #: bytes of capture a task reads, by default
 DEFAULT_SPLIT = 128 << 20
@@ -572,16 +572,19 @@ class CaptureDataset:
 
     def table_rows(self, frames: Iterable[tuple[str, FrameBatch]], tables: Sequence[str] = ("frames",),
                    columns: Mapping[str, Sequence[str]] | None = None, filters=None, *,
-                   accounts: dict[str, Accounting] | None = None,
-                   topic_ids: bool = False) -> Iterator[tuple[str, pa.RecordBatch]]:
+                   accounts: dict[str, Accounting] | None = None, topic_ids: bool = False,
+                   decoders: dict[str, CaptureDecoder] | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
         """:meth:`read_task` over frame batches given (:meth:`frame_batches`,
-        :meth:`position_frames`): ``accounts`` must be the one they fill."""
+        :meth:`position_frames`): ``accounts`` must be the one they fill.
+        ``decoders``: each capture's decoder by name, to go on with (what
+        spans batches: topic ids, the waits long polls asked for); those
+        made here are added."""
         filt = Filters.of(filters)
         rows = [_Rows(t, (columns or {}).get(t) or table_schema_names(t), filt) for t in tables]
         record_columns = _record_columns(rows)
         bodies = [r for r in rows if r.table not in ("frames", "unanswered")]
         accounts = accounts if accounts is not None else {}
-        decoders: dict[str, CaptureDecoder] = {}
+        decoders = decoders if decoders is not None else {}
         for name, fb in frames:
             dec = decoders.get(name)
             if dec is None:
@@ -1000,6 +1003,13 @@ _BODY = {"topics", "software_name", "software_version", "status", "trailing_byte
          "error_codes"}
 _NAMED = {"topics", "topic"}
 _RECORD_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+
+
+def record_columns_of(tables: Sequence[str], columns: Mapping[str, Sequence[str]] | None = None
+                      ) -> list[str] | None:
+    """What the records walk copies when ``tables`` are read with ``columns``
+    (a :class:`~kafkaproto.capture.tables.CaptureDecoder`'s ``record_columns``)."""
+    return _record_columns([_Rows(t, (columns or {}).get(t) or table_schema_names(t), Filters()) for t in tables])
 
 
 def _record_columns(rows: list[_Rows]) -> list[str] | None:

@@ -48,6 +48,22 @@ Options: ``table`` (default ``frames``), ``columns``, ``splitBytes``
 Kafka connections are detected from their traffic), ``ignoreCorruptFiles``
 (default false: a capture that is cut or damaged fails the query; true: it
 is read as far as it goes, as the report does).
+
+Streaming (``spark.readStream.format("kafkaproto.capture")``): one capture
+that grows -- a folder tcpdump rolls its pcap files into (``-C``/``-G``), or
+one pcap file being written -- read by :class:`kafkaproto.capture.stream.GrowingCapture`:
+every table, each row exactly once across micro-batches, rotated files
+and restarts from the query's checkpoint (the walker's state between
+micro-batches is kept in ``stateLocation``, a folder the driver and the
+executors share; required).  Options besides the batch source's
+``table``, ``columns``, ``ports`` and ``ignoreCorruptFiles``:
+``startingPosition`` (``earliest``, the default, or ``latest``: what is
+written from now on), ``maxBytesPerTrigger`` (capture bytes a micro-batch
+reads at most; default: all there is), ``unansweredTimeout`` (a request
+waiting longer than this, in capture time, is an ``unanswered`` row at once,
+e.g. ``30s``; default: when its connection closes).  A micro-batch is one
+task: the walk over a capture is one sequence.  ``trigger(availableNow=True)``
+reads what is there when the query starts and stops.
 """
 
 from __future__ import annotations
@@ -55,12 +71,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, SupportsTriggerAvailableNow
 
 from .. import _options
 from ..filters import spark_term
 from .dataset import DEFAULT_SPLIT, CaptureDamageError, CaptureDataset, CaptureProblem, Filters, open_capture
 from .dataset import source_schema as _schema
+from .stream import GrowingCapture, Offset
 from .tables import TABLES
 
 __all__ = ["NAME", "KafkaCaptureDataSource", "register", "spark_schema"]
@@ -113,6 +131,9 @@ class KafkaCaptureDataSource(DataSource):
     def reader(self, schema):
         return _PushdownReader(self.options, self._table(), schema)
 
+    def streamReader(self, schema):
+        return _StreamReader(self.options, self._table(), schema)
+
 
 class KafkaCaptureDataSourceNoPushdown(KafkaCaptureDataSource):
     def reader(self, schema):
@@ -158,20 +179,25 @@ class _Reader(DataSourceReader):
 
     # -- reading (the executors) -----------------------------------------------
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         if partition.task is None:
             return
-        target = to_arrow_schema(self.schema, timezone="UTC")
         ds = CaptureDataset([], ports=self.ports)
         accounts: dict = {}
         rows = ds.read_task(partition.task, (self.table,), {self.table: self.names},
                             Filters.of(self.terms, self.table), accounts=accounts)
-        for _table, batch in rows:
-            if batch.num_rows:
-                yield pa.RecordBatch.from_arrays([batch.column(i).cast(target.field(i).type)
-                                                  for i in range(batch.num_columns)], schema=target)
+        yield from _as_spark(rows, self.schema)
         self._corrupt([CaptureProblem(name, e) for name, acc in accounts.items() for e in acc.errors])
+
+
+def _as_spark(rows, schema) -> Iterator[pa.RecordBatch]:
+    """The batches of ``(table, batch)`` pairs in the types of the Spark ``schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    target = to_arrow_schema(schema, timezone="UTC")
+    for _table, batch in rows:
+        if batch.num_rows:
+            yield pa.RecordBatch.from_arrays([batch.column(i).cast(target.field(i).type)
+                                              for i in range(batch.num_columns)], schema=target)
 
 
 class _PushdownReader(_Reader):
@@ -188,3 +214,81 @@ class _PushdownReader(_Reader):
                 self.terms.append(term)
             else:
                 yield f
+
+
+class _Batch(InputPartition):
+    """One micro-batch: the capture's bytes from ``start`` to ``end`` (offsets as dicts)."""
+
+    def __init__(self, start: dict, end: dict) -> None:
+        super().__init__(None)
+        self.start, self.end = start, end
+
+
+class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("kafkaproto.capture")`` (see the module's text)."""
+
+    def __init__(self, options, table: str, schema) -> None:
+        self.table = table
+        self.names = tuple(f.name for f in schema.fields)
+        full = _schema(table)
+        unknown = [n for n in self.names if full.get_field_index(n) < 0]
+        if unknown:
+            raise ValueError(f"{NAME} table {table} has no column {', '.join(unknown)} "
+                             f"(columns: {', '.join(full.names)})")
+        self.schema = schema
+        paths = _options.paths(options, NAME)
+        if len(paths) != 1:
+            raise ValueError(f"a {NAME} stream reads one capture (a folder of rolled pcap files, or one pcap "
+                             f"file), not {len(paths)}")
+        self.path = paths[0]
+        self.state = options.get("stateLocation")
+        if not self.state:
+            raise ValueError(f"a {NAME} stream needs option stateLocation: a folder the driver and the executors "
+                             "share, where the walker's state is kept between micro-batches")
+        self.ports = _options.ports(options)
+        self.starting = str(options.get("startingPosition") or "earliest").strip().lower()
+        if self.starting not in ("earliest", "latest"):
+            raise ValueError(f"option startingPosition must be earliest or latest, not {self.starting!r}")
+        self.max_bytes = _options.size(options, "maxBytesPerTrigger", 0) if options.get("maxBytesPerTrigger") \
+            else None
+        self.timeout = _options.duration(options, "unansweredTimeout")
+        self.ignore_corrupt = _options.flag(options, "ignoreCorruptFiles", False)
+        self.target: dict | None = None
+
+    def _capture(self) -> GrowingCapture:
+        return GrowingCapture(self.path, self.state, ports=self.ports, unanswered_after=self.timeout)
+
+    # -- the driver --------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        return self._capture().initial(self.starting).to_dict()
+
+    def getDefaultReadLimit(self):
+        return ReadAllAvailable() if self.max_bytes is None else ReadMaxBytes(self.max_bytes)
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        return self._capture().latest(start, max_bytes, self.target).to_dict()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        cap = self._capture()
+        self.target = cap.latest(cap.initial("earliest")).to_dict()
+
+    def reportLatestOffset(self):
+        return None
+
+    def partitions(self, start: dict, end: dict):
+        if Offset.of(start) == Offset.of(end):
+            return []
+        return [_Batch(start, end)]
+
+    def commit(self, end: dict) -> None:
+        self._capture().commit(end, (self.table,), {self.table: self.names})
+
+    # -- an executor -------------------------------------------------------------
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        problems: list = []
+        rows = self._capture().read(partition.start, partition.end, (self.table,), {self.table: self.names},
+                                    problems=problems)
+        yield from _as_spark(rows, self.schema)
+        if problems and not self.ignore_corrupt:
+            raise CaptureDamageError(problems[0], "option ignoreCorruptFiles=true reads it as far as it goes")

@@ -41,3 +41,11 @@ class Walker(Tcp):
     def read_pcap(self, fh: BinaryIO, big_endian: bool, ticks: int, linktype: int) -> None: ...
     def run(self) -> bool:
         """Read records until the sink is full (True) or the file ends (False)."""
+    def pairings(self) -> list[Any]:
+        """The Pairing of each open Kafka connection (its ``conn``: the connection's object), oldest first."""
+    def limits(self) -> list:
+        """What a saved state must have been saved with to load here."""
+    def save(self) -> bytes:
+        """The walker's whole state (walker/snapshot.py); the counts are flushed first."""
+    def load(self, data: bytes) -> None:
+        """Take a state :meth:`save` wrote, before the first packet."""

@@ -32,6 +32,7 @@ from kafkaproto.capture.walker._tcp cimport (
     Tcp, Conn, Half, Held, TO_HELD, TO_KAFKA, TO_OTHER, SKIP_GAP, SKIP_NOT_KAFKA, UNDECIDED, KAFKA, OTHER,
 )
 from kafkaproto.capture.walker._tcp import MAX_OPEN_CONNECTIONS, MAX_PENDING_BYTES, MAX_PENDING_TOTAL
+from kafkaproto.capture.walker import _resume, snapshot
 
 cdef extern from "Python.h":
     # the cyclic collector, paused while the walker runs (Python >= 3.10)
@@ -688,6 +689,43 @@ cdef class Walker(Tcp):
         h.claim_wait = 0
         h.skip = SKIP_GAP
         return 0
+
+    # -- its whole state (walker/snapshot.py, the _resume unit) -------------
+    def pairings(self):
+        """The Pairing of each open Kafka connection (its ``conn``: the
+        connection's object), oldest first."""
+        cdef Conn* c = self.open_head
+        out = []
+        while c != NULL:
+            if c.pairing != NULL:
+                out.append(<object>c.pairing)
+            c = c.next
+        return out
+
+    def limits(self):
+        """What a saved state must have been saved with to load here."""
+        cdef int p
+        ports = [p for p in range(65536) if self._broker(p)] if self.have_ports else None
+        return [self.max_frame_size, self.max_open_connections, self.max_pending_bytes, self.max_pending_total,
+                ports, DETECT_BYTES]
+
+    def save(self):
+        """The walker's whole state as bytes (walker/snapshot.py): a walker made
+        alike that loads them (:meth:`load`) goes on as this one would.  The
+        counts are flushed to the Accounting first; the frames in the sink are
+        not part of it (take them first)."""
+        if self.raw != NULL:
+            raise ValueError("the state of a raw stream is not saved")
+        self.flush()
+        return snapshot.dump(self.limits(), _resume.save_tcp(self, self.sink.clients))
+
+    def load(self, data):
+        """Take the state :meth:`save` wrote (by a walker with the same limits
+        and ports; else WalkerStateError), before the first packet."""
+        if self.nopen or self.nclosed or self.raw != NULL:
+            raise ValueError("a walker loads a state before it takes its first packet")
+        st = snapshot.load(data, self.limits())
+        self.held_total = _resume.load_tcp(self, st, self.sink, self.factory, self.max_frame_size)
 
     # -- a raw stream of requests ------------------------------------------
     def stream(self, conn, data):

@@ -16,6 +16,8 @@ import importlib
 import struct
 
 from ..._codec_py import FRAME_BAD_SIZE, FRAME_COMPLETE, frame_at
+from . import _resume_py as _resume
+from . import snapshot
 from ._judge_py import find_frame_start, find_start, judge_frame
 from ._tcp_py import MAX_OPEN_CONNECTIONS, MAX_PENDING_BYTES, MAX_PENDING_TOTAL, Conn, Tcp
 from .packets import endpoint_text, parse_tcp
@@ -421,6 +423,30 @@ class Walker(Tcp):
         h.unsure = False
         h.claim_wait = 0
         h.skip = "gap"
+
+    # -- its whole state (walker/snapshot.py, the _resume unit) -------------
+    def pairings(self) -> list:
+        """See the compiled module."""
+        return [c.pairing for c in self._open.values() if c.pairing is not None]
+
+    def limits(self) -> list:
+        """What a saved state must have been saved with to load here."""
+        return [self.max_frame_size, self.max_open_connections, self.max_pending_bytes, self.max_pending_total,
+                None if self._ports is None else sorted(self._ports), DETECT_BYTES]
+
+    def save(self) -> bytes:
+        """See the compiled module."""
+        if self._raw is not None:
+            raise ValueError("the state of a raw stream is not saved")
+        self.flush()
+        return snapshot.dump(self.limits(), _resume.save_tcp(self, self.sink.clients))
+
+    def load(self, data) -> None:
+        """See the compiled module."""
+        if self._open or self._closed or self._raw is not None:
+            raise ValueError("a walker loads a state before it takes its first packet")
+        st = snapshot.load(data, self.limits())
+        self._held = _resume.load_tcp(self, st, self.sink, self._factory, self.max_frame_size)
 
     # -- a raw stream of requests ------------------------------------------
     def stream(self, conn, data) -> None:

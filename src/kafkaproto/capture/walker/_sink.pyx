@@ -103,6 +103,15 @@ cdef class FrameSink:
         self.conns.append(conn)
         return p
 
+    def client_of(self, str text):
+        """The index of client id ``text`` in :attr:`clients` (added if new)."""
+        raw = text.encode("utf-8", "surrogatepass")
+        ix = self.client_index.get(raw)
+        if ix is None:
+            ix = self.client_index[raw] = len(self.clients)
+            self.clients.append(text)
+        return ix
+
     def close(self, Pairing p):
         """The connection is over: its waiting requests become unanswered rows."""
         waiting = p.take_waiting()

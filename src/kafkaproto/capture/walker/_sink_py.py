@@ -90,6 +90,14 @@ class FrameSink:
         self.conns.append(conn)
         return p
 
+    def client_of(self, text: str) -> int:
+        raw = text.encode("utf-8", "surrogatepass")
+        ix = self._client_index.get(raw)
+        if ix is None:
+            ix = self._client_index[raw] = len(self.clients)
+            self.clients.append(text)
+        return ix
+
     def close(self, p: Pairing) -> None:
         waiting = p.take_waiting()
         if waiting:

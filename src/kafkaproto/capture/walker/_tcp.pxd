@@ -153,6 +153,7 @@ cdef class Tcp:
     cdef void _remove(self, Conn* c) noexcept
     cdef void _free_conn(self, Conn* c) noexcept
     cdef Conn* _open(self, Conn* key, int64_t ts) except NULL
+    cdef Conn* _restore(self, Conn* key, bint closed) except NULL
     cdef int _half(self, Conn* c, int side, int64_t ts, uint32_t seq, const unsigned char* payload,
                    Py_ssize_t caplen, int64_t length) except -1
     cdef int _deliver(self, Conn* c, int side, int64_t ts, int64_t off, const unsigned char* payload,

@@ -297,7 +297,6 @@ cdef class Tcp:
     cdef Conn* _open(self, Conn* key, int64_t ts) except NULL:
         """A new connection (the one opened first is closed when too many are open)."""
         cdef Conn* c
-        cdef int side
         while self.nopen >= self.max_open_connections:
             # constant work per new connection: the one opened first is closed
             # (its frames so far are kept; its later packets start a new connection)
@@ -305,18 +304,30 @@ cdef class Tcp:
             self.close(c)
             self.forget(c)
             self.n_evicted += 1
-        c = <Conn*>PyMem_Malloc(sizeof(Conn))
+        self.next_id += 1
+        self.n_connections += 1
+        key.id = self.next_id
+        key.first_ts = ts
+        c = self._restore(key, False)
+        self.on_new(c)
+        return c
+
+    cdef Conn* _restore(self, Conn* key, bint closed) except NULL:
+        """A connection with ``key``'s 4-tuple (and hash, when it has one), id
+        and first time, the newest of the open connections (or, a saved
+        state's, of the closed ones: walker._resume); the rest of its state is
+        the caller's to fill."""
+        cdef Conn* c = <Conn*>PyMem_Malloc(sizeof(Conn))
+        cdef int side
         if c == NULL:
             raise MemoryError()
         memset(c, 0, sizeof(Conn))
-        c.hash = key.hash
         c.family = key.family
         c.port[0], c.port[1] = key.port[0], key.port[1]
         memcpy(c.addr, key.addr, 32)
-        self.next_id += 1
-        self.n_connections += 1
-        c.id = self.next_id
-        c.first_ts = ts
+        c.hash = key.hash if key.hash else _hash(c)
+        c.id = key.id
+        c.first_ts = key.first_ts
         c.client = -1
         c.state = UNDECIDED
         for side in range(2):
@@ -324,14 +335,23 @@ cdef class Tcp:
             c.d[side].side = side
             c.h[side].taken = -1
         self._insert(c)
-        c.prev = self.open_tail
-        if self.open_tail != NULL:
-            self.open_tail.next = c
+        c.closed = closed
+        if closed:
+            c.prev = self.closed_tail
+            if self.closed_tail != NULL:
+                self.closed_tail.next = c
+            else:
+                self.closed_head = c
+            self.closed_tail = c
+            self.nclosed += 1
         else:
-            self.open_head = c
-        self.open_tail = c
-        self.nopen += 1
-        self.on_new(c)
+            c.prev = self.open_tail
+            if self.open_tail != NULL:
+                self.open_tail.next = c
+            else:
+                self.open_head = c
+            self.open_tail = c
+            self.nopen += 1
         return c
 
     cdef int close(self, Conn* c) except -1:

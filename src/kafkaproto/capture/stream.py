@@ -1,0 +1,506 @@
+"""A capture that grows, read a piece at a time: what the streaming Spark
+source (``spark.readStream.format("kafkaproto.capture")``) and the live
+report (``kafkaproto report --follow``) read.
+
+>>> from kafkaproto.capture.stream import GrowingCapture
+>>> cap = GrowingCapture("/var/capture/", state_location="/var/capture-state/")   # doctest: +SKIP
+>>> start = cap.initial()                          # the offset before the first byte
+>>> end = cap.latest(start)                        # as far as the files go now
+>>> for table, batch in cap.read(start, end, ["responses"]): ...                   # doctest: +SKIP
+>>> cap.commit(end, ["responses"])                 # states before ``end`` are let go
+
+The capture is a folder of the pcap files one capture was rolled into
+(``tcpdump -C``/``-G``, in :func:`~kafkaproto.capture.formats.ranges.file_order`),
+or one pcap file, still being written.  An *offset* (:class:`Offset`, a
+dict of plain values as Spark keeps it in its checkpoint) names the file
+read last and how far, and the files a read finished with their sizes, so
+the same offsets always name the same bytes: the files are only ever
+appended to, and a file followed by another is complete.
+
+Reading ``[start, end)`` goes on from where the read that ended at
+``start`` stopped: the walker's whole state (every open connection's
+reassembly, detection, partial frame and waiting requests:
+:meth:`~kafkaproto.capture.walker._scan.Walker.save`), the decoder's (the
+topic ids Metadata responses named, the waits long polls asked for) and
+the record the read stopped at are saved in ``state_location`` under a
+key derived from the end offset, written atomically.  A read runs in a
+process that keeps nothing: it loads the state saved for ``start``,
+reads the records that end at or before ``end`` (a record still being
+written waits for the next read), and saves the state for ``end``.  A
+read done again (a task retried, a query restarted from its checkpoint)
+finds the same state and gives the same rows, so a frame that spans two
+reads or two files is read once, whole, and every row comes exactly once.
+:meth:`commit` lets the states before an offset go.
+
+The alternatives weighed: the state inside the offset (Spark writes
+every offset to its checkpoint log and hands it to the driver; the state
+holds partial frames and bytes waiting behind holes, up to the walker's
+limits: megabytes, too large for a log line), or no state at all and each
+read replaying from the oldest open connection's first byte (unbounded
+for the long-lived connections Kafka clients keep).
+
+Requests left waiting are unanswered rows when their connection closes;
+``unanswered_after`` (nanoseconds of capture time) gives them up sooner:
+a request waiting longer than that behind the newest packet read is an
+unanswered row at once (its response, if it comes later, is unpaired).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .accounting import Accounting
+from .dataset import CaptureDataset, CaptureProblem, Filters, record_columns_of
+from .formats.pcap import PCAP_MAGICS, PCAPNG_MAGIC
+from .formats.ranges import file_order
+from .frames import BATCH_BYTES, BATCH_ROWS, FrameBatch, take_batch
+from .tables import CaptureDecoder
+from .walker import snapshot
+from .walker.streams import walker
+
+__all__ = ["GrowingCapture", "Offset", "StreamStateError"]
+
+_STATE = ".kpstate"
+_REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
+_MAX_RECORD = 256 * 1024 * 1024
+_NO_TS = -(1 << 63)
+#: a file read to its end, and no further (damage, or not a capture)
+DONE = -1
+
+
+class StreamStateError(snapshot.WalkerStateError):
+    """The state a read needs is missing or damaged (the state folder was
+    emptied, or belongs to another query)."""
+
+
+@dataclass(frozen=True)
+class Offset:
+    """How far a capture is read: ``file`` (the one read last; ``""``: none
+    yet) to ``pos`` bytes, ``total`` bytes since the stream started (orders
+    offsets), ``passed`` the files the read that ends here finished, with
+    their sizes; ``fresh``: a start with no state before it."""
+
+    file: str = ""
+    pos: int = 0
+    total: int = 0
+    passed: tuple[tuple[str, int], ...] = ()
+    fresh: bool = False
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "pos": self.pos, "total": self.total,
+                "passed": [[n, s] for n, s in self.passed], "fresh": self.fresh}
+
+    @staticmethod
+    def of(d: Mapping | Offset) -> Offset:
+        if isinstance(d, Offset):
+            return d
+        try:
+            return Offset(str(d.get("file", "")), int(d.get("pos", 0)), int(d.get("total", 0)),
+                          tuple((str(n), int(s)) for n, s in d.get("passed", ())), bool(d.get("fresh", False)))
+        except (TypeError, ValueError, AttributeError):
+            raise ValueError(f"not an offset of a growing capture: {d!r}") from None
+
+
+@dataclass
+class _Stop:
+    """Where a read stopped: the file and the position of the first record
+    not read; the newest frame's time (for ``unanswered_after``)."""
+
+    file: str
+    pos: int
+    newest: int | None = None
+    problems: list = field(default_factory=list)
+
+
+def _natural(name: str):
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name)]
+
+
+class GrowingCapture:
+    """One capture that grows (see the module's text): ``path`` a folder of
+    rolled pcap files or one pcap file; ``state_location`` a folder the
+    readers and the planner share (None: the state is kept in this object,
+    for reads in order in one process: a live view).  ``ports``, ``limits``: as
+    :func:`~kafkaproto.capture.open_capture`; ``name``: the ``capture``
+    column (default: the folder's or file's name); ``unanswered_after``:
+    nanoseconds a request may wait before it is an unanswered row (None:
+    until its connection closes)."""
+
+    def __init__(self, path, state_location=None, *, ports: Iterable[int] | None = None, name: str | None = None,
+                 unanswered_after: int | None = None, batch_rows: int = BATCH_ROWS,
+                 batch_bytes: int = BATCH_BYTES, **limits: int) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        #: a folder of rolled files (one not made yet, unless named like a pcap file), or one file
+        self.folder = os.path.isdir(self.path) or (not os.path.exists(self.path) and
+                                                   not self.path.endswith((".pcap", ".cap")))
+        self._sniffed: dict[str, bool] = {}
+        self.state_location = None if state_location is None else os.path.abspath(os.fspath(state_location))
+        self.ports = None if ports is None else sorted({int(p) for p in ports})
+        self.name = name or os.path.basename(self.path.rstrip("/")) or self.path
+        self.unanswered_after = unanswered_after
+        self.batch_rows, self.batch_bytes = batch_rows, batch_bytes
+        self.limits = dict(limits)
+        self._dataset = CaptureDataset([], ports=self.ports, limits=self.limits)
+        #: without a state location: the walker, decoder and stop of the last read, by its end's key
+        self._kept: dict = {}
+
+    def __repr__(self) -> str:
+        return f"GrowingCapture({self.path!r})"
+
+    # -- the files ---------------------------------------------------------------
+    def _file(self, name: str) -> str:
+        return os.path.join(self.path, name) if self.folder else self.path
+
+    def files(self) -> list[tuple[str, int]]:
+        """``[(name, size)]`` of the capture's files now, in the order written
+        (pcap files only; a file too new to hold its magic bytes waits)."""
+        if not self.folder:
+            try:
+                return [(os.path.basename(self.path), os.path.getsize(self.path))]
+            except FileNotFoundError:
+                return []
+        try:
+            entries = list(os.scandir(self.path))
+        except FileNotFoundError:
+            return []
+        out = []
+        for e in entries:
+            if not e.is_file() or e.name.startswith("."):
+                continue
+            ok = self._sniffed.get(e.name)
+            if ok is None:
+                with open(e.path, "rb") as fh:
+                    head = fh.read(4)
+                if head == PCAPNG_MAGIC:
+                    raise ValueError(f"{e.path}: a pcapng file; a growing capture is read from pcap files "
+                                     "(tcpdump's format: tcpdump -w, or dumpcap -P)")
+                if len(head) < 4:
+                    continue  # too new to say
+                ok = self._sniffed[e.name] = head in PCAP_MAGICS
+            if ok:
+                out.append((e.name, e.stat().st_size))
+        order = {p: i for i, p in enumerate(file_order([n for n, _s in out]))}
+        return sorted(out, key=lambda f: order[f[0]])
+
+    # -- offsets (the driver) ----------------------------------------------------
+    def initial(self, starting: str = "earliest") -> Offset:
+        """The offset a new stream starts from: before the first byte
+        (``earliest``), or after the last whole record written so far
+        (``latest``: the connections open then are caught mid-stream)."""
+        if starting == "earliest":
+            return Offset(fresh=True)
+        if starting != "latest":
+            raise ValueError(f"startingPosition must be earliest or latest, not {starting!r}")
+        files = self.files()
+        if not files:
+            return Offset(fresh=True)
+        name, size = files[-1]
+        pos = _last_record_end(self._file(name), size)
+        return Offset(name, pos, 0, (), True)
+
+    def latest(self, start: Mapping | Offset, max_bytes: int | None = None,
+               upto: Mapping | Offset | None = None) -> Offset:
+        """The offset as far as the files go now from ``start`` (``start``
+        itself when nothing is new): at most ``max_bytes`` further, and not
+        past ``upto``."""
+        start = Offset.of(start)
+        files = self.files()
+        if upto is not None:
+            files = _cut(files, Offset.of(upto))
+        names = [n for n, _s in files]
+        if start.file and start.file not in names:
+            # a file gone (rotated away): those after it in order
+            later = [f for f in files if _natural(f[0]) > _natural(start.file)]
+            at, pos = -1, 0
+            files = later
+        else:
+            at = names.index(start.file) if start.file else -1
+            pos = start.pos
+        budget = max_bytes if max_bytes is not None else 1 << 62
+        cur, cur_pos = start.file, start.pos
+        passed: list[tuple[str, int]] = []
+        used = 0
+        todo = files[at:] if at >= 0 else files
+        for k, (name, size) in enumerate(todo):
+            from_ = pos if (at >= 0 and k == 0) else 0
+            last = k == len(todo) - 1
+            avail = max(0, size - from_)
+            if avail > budget:
+                cur, cur_pos = name, from_ + budget
+                used += budget
+                break
+            budget -= avail
+            used += avail
+            cur, cur_pos = name, max(size, from_)
+            if not last:
+                passed.append((name, size))
+        if used == 0 and cur == start.file:
+            return start
+        return Offset(cur, cur_pos, start.total + used, tuple(passed))
+
+    def commit(self, end: Mapping | Offset, tables: Sequence[str] = ("frames",),
+               columns: Mapping[str, Sequence[str]] | None = None, filters=None) -> None:
+        """The reads of ``tables`` (with ``columns`` and ``filters``, as
+        :meth:`read` was asked) up to ``end`` are done: the states they saved
+        before it go."""
+        if self.state_location is None:
+            return
+        end = Offset.of(end)
+        digest = self._digest(tables, columns, filters)
+        try:
+            entries = list(os.scandir(self.state_location))
+        except FileNotFoundError:
+            return
+        for e in entries:
+            m = re.match(rf"^{digest}-(\d{{20}})-[0-9a-f]{{16}}{re.escape(_STATE)}$", e.name)
+            if m and int(m.group(1)) < end.total:
+                try:
+                    os.unlink(e.path)
+                except FileNotFoundError:
+                    pass
+
+    # -- reading (an executor) ---------------------------------------------------
+    def _key(self, off: Offset, digest: str) -> str:
+        """The name of the state saved for offset ``off`` by reads of ``digest``."""
+        text = json.dumps([off.file, off.pos, off.total, [list(p) for p in off.passed]])
+        return f"{digest}-{off.total:020d}-{hashlib.sha1(text.encode()).hexdigest()[:16]}{_STATE}"
+
+    def _digest(self, tables, columns, filters) -> str:
+        """What the saved states depend on besides the bytes (two queries over
+        one capture with other options keep their states apart)."""
+        text = json.dumps([self.name, self.ports, sorted(self.limits.items()), list(tables),
+                           {k: list(v) for k, v in sorted((columns or {}).items())},
+                           [list(map(str, t)) for t in Filters.of(filters).terms], self.unanswered_after],
+                          default=str)
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+    def read(self, start: Mapping | Offset, end: Mapping | Offset, tables: Sequence[str] = ("frames",),
+             columns: Mapping[str, Sequence[str]] | None = None, filters=None, *,
+             problems: list | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """The rows of ``tables`` the bytes ``[start, end)`` give, as
+        ``(table, batch)``, going on from the state saved for ``start``; the
+        state for ``end`` is saved once the rows are all given.  Damage met
+        is added to ``problems`` (:class:`~kafkaproto.capture.CaptureProblem`)."""
+        start, end = Offset.of(start), Offset.of(end)
+        digest = self._digest(tables, columns, filters)
+        acc = Accounting()
+        walk = walker(self.ports, acc, batch_rows=self.batch_rows, batch_bytes=self.batch_bytes, **self.limits)
+        record_columns = record_columns_of(tables, columns)
+        decoder = CaptureDecoder(self.name, acc, record_columns)
+        stop = _Stop(start.file, start.pos)
+        if start.fresh:
+            pass
+        elif self.state_location is None:  # kept in this process
+            try:
+                walk, decoder, stop = self._kept.pop(self._key(start, digest))
+            except KeyError:
+                raise StreamStateError("no state kept for this offset: a growing capture without a state "
+                                       "location is read in order, in one process", "stream state", None) from None
+            stop.problems = []
+        else:
+            meta, state = self._load(self._key(start, digest))
+            walk.load(state)
+            _decoder_load(decoder, meta["decoder"])
+            stop = _Stop(*meta["resume"], meta.get("newest"))
+        frames = self._frames(walk, stop, end)
+        yield from self._dataset.table_rows(((self.name, fb) for fb in frames), tables, columns, filters,
+                                            accounts={self.name: acc}, decoders={self.name: decoder})
+        if problems is not None:
+            problems += [CaptureProblem(self.name, m, f) for f, m in stop.problems]
+        if self.state_location is None:
+            self._kept = {self._key(end, digest): (walk, decoder, stop)}
+            return
+        self._save(self._key(end, digest), {"resume": [stop.file, stop.pos], "newest": stop.newest,
+                                           "decoder": _decoder_state(decoder, walk.pairings())}, walk.save())
+
+    def _segments(self, stop: _Stop, end: Offset) -> list[tuple[str, int, int, bool]]:
+        """``(file, from, to, complete)`` of the bytes to read."""
+        sizes = dict(end.passed)
+        out = []
+        names = [n for n, _s in end.passed]
+        if end.file and end.file not in sizes:
+            names.append(end.file)
+        if stop.file and stop.file in names:
+            names = names[names.index(stop.file):]
+        elif stop.file:
+            names = [n for n in names if _natural(n) > _natural(stop.file)]
+        for name in names:
+            frm = stop.pos if name == stop.file else 0
+            if frm == DONE:
+                continue
+            to = sizes[name] if name in sizes else end.pos
+            out.append((name, frm, to, name in sizes))
+        return out
+
+    def _frames(self, walk, stop: _Stop, end: Offset) -> Iterator[FrameBatch]:
+        sink = walk.sink
+        for name, frm, to, complete in self._segments(stop, end):
+            stop.file, stop.pos = name, frm
+            if to <= frm or to < 24:
+                continue
+            path = self._file(name)
+            with open(path, "rb") as fh:
+                head = fh.read(24)
+                fmt = PCAP_MAGICS.get(head[:4])
+                if len(head) < 24 or fmt is None:
+                    stop.problems.append((path, "not a pcap file"))
+                    stop.pos = DONE
+                    continue
+                order, ticks = fmt
+                linktype = struct.unpack(order + "I", head[20:24])[0] & 0xFFFF
+                frm = max(frm, 24)
+                fh.seek(frm)
+                walk.read_pcap(_Slice(fh, to - frm), order == ">", ticks, linktype)
+                while walk.run():
+                    yield self._expire(walk, take_batch(sink), stop)
+                error, unread = walk.error, walk.unread_bytes
+                walk.error, walk.unread_bytes = None, 0
+                stop.pos = to - unread if error else to
+                if error and ("cut short" not in error or complete):
+                    # damage (a cut in a file another follows is damage too): the file is read as far as it goes
+                    stop.problems.append((path, error))
+                    stop.pos = to if complete else DONE
+            walk.flush()
+            if sink.size or sink.unanswered or self.unanswered_after is not None:
+                fb = self._expire(walk, take_batch(sink), stop)
+                if len(fb) or fb.unanswered:
+                    yield fb
+
+    def _expire(self, walk, fb: FrameBatch, stop: _Stop) -> FrameBatch:
+        """Requests waiting longer than ``unanswered_after`` behind the newest
+        frame's time become unanswered rows of ``fb``."""
+        if self.unanswered_after is None:
+            return fb
+        ts = fb.rows["ts"]
+        ts = ts[ts != _NO_TS]
+        if len(ts):
+            stop.newest = max(stop.newest if stop.newest is not None else int(ts[0]), int(ts.max()))
+        if stop.newest is None:
+            return fb
+        cutoff = stop.newest - self.unanswered_after
+        dropped = 0
+        for p in walk.pairings():
+            waiting = p.waiting_list()
+            k = 0
+            while k < len(waiting) and waiting[k][3] is not None and waiting[k][3] < cutoff:
+                k += 1
+            for corr, key, version, t, seq, client in waiting[:k]:
+                p.drop_oldest()
+                fb.unanswered.append((p.index, corr, key, version, t, seq, client))
+            dropped += k
+        walk.sink.acc.unanswered_requests += dropped
+        return fb
+
+    # -- states ------------------------------------------------------------------
+    def _save(self, key: str, meta: dict, state: bytes) -> None:
+        if self.state_location is None:
+            raise ValueError("a growing capture read in pieces needs a state location")
+        os.makedirs(self.state_location, exist_ok=True)
+        path = os.path.join(self.state_location, key)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        head = json.dumps(meta, separators=(",", ":")).encode()
+        with open(tmp, "wb") as fh:
+            fh.write(struct.pack(">I", len(head)) + head + state)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def _load(self, key: str) -> tuple[dict, bytes]:
+        if self.state_location is None:
+            raise ValueError("a growing capture read in pieces needs a state location")
+        path = os.path.join(self.state_location, key)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            raise StreamStateError(f"no state saved for this offset ({path}): the state location was emptied "
+                                   "or belongs to another query", "stream state", None) from None
+        try:
+            (n,) = struct.unpack_from(">I", data)
+            meta = json.loads(data[4:4 + n])
+            return meta, data[4 + n:]
+        except (struct.error, ValueError):
+            raise StreamStateError(f"damaged state {path}", "stream state", 0) from None
+
+
+class _Slice:
+    """``n`` bytes of a file from where it stands, as a file the walker reads."""
+
+    def __init__(self, fh, n: int) -> None:
+        self.fh, self.left = fh, n
+
+    def readinto(self, mv) -> int:
+        if self.left <= 0:
+            return 0
+        mv = memoryview(mv)
+        if len(mv) > self.left:
+            mv = mv[:self.left]
+        got = self.fh.readinto(mv) or 0
+        self.left -= got
+        return got
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        n = self.left if n is None or n < 0 else min(n, self.left)
+        data = self.fh.read(n)
+        self.left -= len(data)
+        return data
+
+
+def _cut(files: list[tuple[str, int]], upto: Offset) -> list[tuple[str, int]]:
+    """The files as they were at ``upto`` (a target no read goes past)."""
+    out = []
+    sizes = dict(upto.passed)
+    for name, size in files:
+        if upto.file and _natural(name) > _natural(upto.file):
+            break
+        if name == upto.file:
+            out.append((name, min(size, upto.pos)))
+            break
+        out.append((name, min(size, sizes.get(name, size))))
+    return out if upto.file else []
+
+
+def _last_record_end(path: str, size: int) -> int:
+    """Where the last whole record of a pcap file being written ends."""
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+        fmt = PCAP_MAGICS.get(head[:4])
+        if len(head) < 24 or fmt is None:
+            return 0
+        rec = _REC[fmt[0]]
+        pos = 24
+        while pos + 16 <= size:
+            fh.seek(pos)
+            rh = fh.read(16)
+            if len(rh) < 16:
+                break
+            incl = rec.unpack(rh)[2]
+            if incl > _MAX_RECORD or pos + 16 + incl > size:
+                break
+            pos += 16 + incl
+        return pos
+
+
+def _decoder_state(dec: CaptureDecoder, open_pairings: list) -> dict:
+    """What a decoder keeps across batches, for the connections still open."""
+    uids = {p.conn.uid for p in open_pairings}
+    return {"topic_ids": [[k.hex(), v] for k, v in dec.topic_ids.items()],
+            "conn_ids": [[u, [[t.hex(), s, n] for t, (s, n) in ids.items()]] for u, ids in dec.conn_ids.items()
+                         if u in uids],
+            "waits": [[k, v] for k, v in dec.waits.items() if (k >> 40) in uids]}
+
+
+def _decoder_load(dec: CaptureDecoder, st: dict) -> None:
+    dec.topic_ids = {bytes.fromhex(k): v for k, v in st["topic_ids"]}
+    dec.conn_ids = {u: {bytes.fromhex(t): (s, n) for t, s, n in ids} for u, ids in st["conn_ids"]}
+    dec.waits = {k: v for k, v in st["waits"]}

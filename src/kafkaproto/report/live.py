@@ -1,0 +1,217 @@
+"""The report, live: ``kafkaproto report --follow DIR`` (and ``kafkaproto tap
+... --report OUT``) reads a capture as it grows and keeps a terminal view
+and the report's page and tables up to date.
+
+>>> from kafkaproto.report.live import LiveReport
+>>> live = LiveReport("/var/capture/", "live-out", window=300)     # doctest: +SKIP
+>>> data = live.step()                  # read what is new; the window's figures
+>>> print(live.view(data))              # doctest: +SKIP
+
+The capture is read with :class:`~kafkaproto.capture.stream.GrowingCapture`
+(a folder of rolled pcap files, or one pcap file being written; the
+walker's state kept in memory between reads), the rows folded into the
+report's partial aggregates (:class:`~kafkaproto.report.aggregate.TaskAggregates`)
+of the current time slice, and the figures of the slices of the window
+merged as the report merges its tasks' (:func:`~kafkaproto.report.aggregate.merge`).
+The state is bounded by the window: slices older than it are let go
+(``window=None`` keeps everything), and the walker's by its own limits.
+
+Each refresh rewrites ``out/report.html`` (the report's page,
+:func:`~kafkaproto.report.render.html_page`), ``out/report.json`` and the
+window's ``connections`` table (``out/connections/part-live.parquet``),
+each written beside and renamed over the old one: a reader never sees a
+half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..capture.stream import GrowingCapture
+from .aggregate import CONNECTIONS_SCHEMA, TaskAggregates, merge
+from .job import ReportData
+from .render import _mb, _ms, _num, _table, html_page
+
+__all__ = ["LiveReport", "follow"]
+
+#: the tables the figures are made of
+_TABLES = ("requests", "responses", "record_sets", "unanswered")
+_CONN_SUMS = ("requests", "responses", "bytes_to_broker", "bytes_from_broker")
+
+
+class LiveReport:
+    """A capture followed as it grows (see the module's text).  ``window``:
+    the seconds of traffic the figures cover (None: all since the start);
+    ``slices``: how many pieces the window is kept in (the figures move by
+    one piece at a time); ``starting``: ``latest`` (what is written from now
+    on) or ``earliest`` (the capture from its start).  ``clock``: seconds,
+    as time.monotonic."""
+
+    def __init__(self, path, out=None, *, ports=None, window: float | None = 300.0, slices: int = 30,
+                 starting: str = "latest", unanswered_after: int | None = 30_000_000_000, clock=time.monotonic,
+                 **limits: int) -> None:
+        self.path = os.fspath(path)
+        self.out = None if out is None else os.fspath(out)
+        self.window = window
+        self.slice = None if window is None else max(window / max(slices, 1), 0.001)
+        self.clock = clock
+        self.capture = GrowingCapture(path, None, ports=ports, unanswered_after=unanswered_after, **limits)
+        self.offset = self.capture.initial(starting)
+        self.started = clock()
+        #: (start time, figures) of each slice, oldest first
+        self.slices: deque[tuple[float, TaskAggregates]] = deque()
+        self.read_bytes = 0
+
+    # -- reading -----------------------------------------------------------------
+    def step(self) -> ReportData:
+        """Read what was written since the last step; the window's figures."""
+        now = self.clock()
+        if not self.slices or (self.slice is not None and now - self.slices[-1][0] >= self.slice):
+            self.slices.append((now, TaskAggregates()))
+        agg = self.slices[-1][1]
+        end = self.capture.latest(self.offset)
+        if end != self.offset:
+            for table, batch in self.capture.read(self.offset, end, _TABLES):
+                agg.add(table, batch)
+            self.read_bytes += end.total - self.offset.total
+            self.offset = end
+        if self.window is not None:
+            while self.slices and self.slices[0][0] <= now - self.window:
+                self.slices.popleft()
+        return self.data(now)
+
+    def data(self, now: float | None = None) -> ReportData:
+        """The figures of the slices kept (a :class:`~kafkaproto.report.job.ReportData`)."""
+        now = self.clock() if now is None else now
+        parts: dict[str, list] = {}
+        conns = []
+        for _t, agg in self.slices:
+            for name, t in agg.parts().items():
+                parts.setdefault(name, []).append(t)
+            conns.append(agg.connections())
+        d = ReportData(out=self.out or "", master="live", engine="live")
+        d.captures = [{"name": self.capture.name, "path": self.path}]
+        d.seconds = now - (self.slices[0][0] if self.slices else now)
+        d.input_bytes = self.read_bytes
+        merge({name: pa.concat_tables(ts) for name, ts in parts.items()}, d)
+        c = connections(conns)
+        d.totals.update(connections=c.num_rows, requests=_sum(c, "requests"), responses=_sum(c, "responses"),
+                        unanswered=sum(r["requests"] for r in d.unanswered))
+        d.tables = {"connections": os.path.join(self.out or "", "connections")}
+        self._connections = c
+        return d
+
+    # -- showing -----------------------------------------------------------------
+    def view(self, d: ReportData, limit: int = 8) -> str:
+        """The terminal view: rates by api and client, latency, errors,
+        requests without a response, bytes each way, the busiest connections."""
+        c = self._connections
+        span = traffic_seconds(c)
+        to_b, from_b = _sum(c, "bytes_to_broker"), _sum(c, "bytes_from_broker")
+        window = "all since the start" if self.window is None else f"the last {self.window:g}s"
+        lines = [f"kafkaproto live: {self.path} ({window}: {span:,.1f}s of traffic; {_mb(self.read_bytes)} read)",
+                 f"  {_num(d.totals.get('connections'))} connections, {_num(d.totals.get('requests'))} requests "
+                 f"({d.totals.get('requests', 0) / span:,.1f}/s), bytes to brokers {_mb(to_b)} "
+                 f"({_mb(to_b / span)}/s), from brokers {_mb(from_b)} ({_mb(from_b / span)}/s), "
+                 f"{_num(d.totals.get('unanswered'))} unanswered", ""]
+        lat = {r["api"]: r for r in d.latency}
+        by_api: dict = {}
+        by_client: dict = {}
+        for r in d.api_use:
+            by_api[r["api"]] = by_api.get(r["api"], 0) + r["requests"]
+            by_client[r["client_id"]] = by_client.get(r["client_id"], 0) + r["requests"]
+        rows = [(api, f"{n / span:,.1f}", _ms(lat[api]["p50"]) if api in lat else "-",
+                 _ms(lat[api]["p99"]) if api in lat else "-")
+                for api, n in sorted(by_api.items(), key=lambda kv: -kv[1])[:limit]]
+        lines += _table(rows, ("API", "requests/s", "p50 ms", "p99 ms"))
+        lines += [""] + _table([(cid, f"{n / span:,.1f}") for cid, n in
+                                sorted(by_client.items(), key=lambda kv: -kv[1])[:limit]], ("client id", "requests/s"))
+        lines += ["", "Errors:" if d.errors else "Errors: none"]
+        if d.errors:
+            lines += _table([(e["api"], e["error"], e["code"], e["count"]) for e in d.errors[:limit]],
+                            ("API", "error", "code", "count"))
+        if d.unanswered:
+            lines += ["", "Requests without a response:"]
+            lines += _table([(r["api"], r["client_id"], r["requests"]) for r in d.unanswered[:limit]],
+                            ("API", "client id", "requests"))
+        if c.num_rows:
+            top = c.append_column("bytes", pc.add(c["bytes_to_broker"], c["bytes_from_broker"])).sort_by(
+                [("bytes", "descending")]).slice(0, limit)
+            lines += ["", "Busiest connections:"]
+            lines += _table([(r["client"], r["server"], ",".join(r["client_ids"] or []), r["requests"],
+                              _mb(r["bytes_to_broker"]), _mb(r["bytes_from_broker"])) for r in top.to_pylist()],
+                            ("client", "broker", "client ids", "requests", "to broker", "from broker"))
+        return "\n".join(lines)
+
+    def write(self, d: ReportData) -> None:
+        """The page, the figures and the window's connections under ``out``, each atomically."""
+        if self.out is None:
+            return
+        os.makedirs(os.path.join(self.out, "connections"), exist_ok=True)
+        _replace(os.path.join(self.out, "report.html"), html_page(d).encode())
+        _replace(os.path.join(self.out, "report.json"), d.to_json().encode())
+        path = os.path.join(self.out, "connections", "part-live.parquet")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        pq.write_table(self._connections, tmp)
+        os.replace(tmp, path)
+
+
+def connections(tables: list[pa.Table]) -> pa.Table:
+    """The ``connections`` rows of several slices, one row per connection."""
+    t = pa.concat_tables([CONNECTIONS_SCHEMA.empty_table(), *tables])
+    if not t.num_rows:
+        return t
+    t = t.append_column("row", pa.array(range(t.num_rows), pa.int64()))
+    g = t.group_by(["capture", "conn"], use_threads=False).aggregate(
+        [("first_ts", "min"), ("last_ts", "max"), *((k, "sum") for k in _CONN_SUMS), ("row", "max")])
+    last = t.take(g["row_max"])  # its addresses and client ids as its latest slice has them
+    return pa.table({"capture": g["capture"], "conn": g["conn"], "client": last["client"],
+                     "server": last["server"], "first_ts": g["first_ts_min"], "last_ts": g["last_ts_max"],
+                     **{k: g[f"{k}_sum"] for k in _CONN_SUMS}, "client_ids": last["client_ids"]})
+
+
+def traffic_seconds(conns: pa.Table) -> float:
+    """The seconds of capture time the connections' frames span (at least one:
+    the rates of a view are per second of traffic, however fast it was read)."""
+    if not conns.num_rows:
+        return 1.0
+    lo, hi = pc.min(conns["first_ts"]).value, pc.max(conns["last_ts"]).value
+    return 1.0 if lo is None or hi is None else max(1.0, (hi - lo) / 1e6)
+
+
+def _sum(t: pa.Table, col: str) -> int:
+    return int(pc.sum(t[col]).as_py() or 0) if t.num_rows else 0
+
+
+def _replace(path: str, data: bytes) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def follow(path, out=None, *, refresh: float = 2.0, window: float | None = 300.0, ports=None,
+           starting: str = "latest", stream=sys.stdout, stop=None, **kw) -> None:
+    """Follow ``path`` until ``stop()`` says so (or Ctrl-C): every ``refresh``
+    seconds, the terminal view on ``stream`` (redrawn in place on a terminal)
+    and the page and tables under ``out``."""
+    live = LiveReport(path, out, ports=ports, window=window, starting=starting, **kw)
+    tty = getattr(stream, "isatty", lambda: False)()
+    try:
+        while stop is None or not stop():
+            t0 = time.monotonic()
+            d = live.step()
+            live.write(d)
+            text = live.view(d)
+            stream.write(("\x1b[H\x1b[2J" if tty else "\n") + text + "\n")
+            stream.flush()
+            time.sleep(max(0.0, refresh - (time.monotonic() - t0)))
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,170 @@
+"""A capture that grows, read in pieces (kafkaproto.capture.stream): every
+committed capture, its segments cut inside size prefixes, headers and
+bodies, rolled into files right after cuts of every class (between frames,
+mid-header, mid-frame) and written in pieces that cut records anywhere, is
+read in micro-batches of random sizes -- some read twice, as a retried task
+does -- and gives every table of the batch read of the same files, row for
+row, each row once."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kafkaproto import encode_request, encode_response
+from kafkaproto.capture import open_capture
+from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
+from kafkaproto.capture.stream import GrowingCapture, Offset, StreamStateError
+from kafkaproto.messages import MetadataRequest, MetadataResponse
+from support.rotated import CLASSES, boundaries, grow, resegment, roll
+
+ROOT = Path(__file__).resolve().parents[1]
+CAPTURES = sorted(p for p in (ROOT / "samples" / "capture").glob("*.pcap"))
+TABLES = ("frames", "requests", "responses", "records", "record_sets", "unanswered")
+
+
+def canon(table: pa.Table) -> list:
+    return sorted(map(repr, table.to_pylist()))
+
+
+def stream(cap: GrowingCapture, writes, rng, tables=TABLES, budgets=(None, 1000, 20_000, 200_000), retry=0.2):
+    """Every row of ``tables`` read in micro-batches while ``writes`` (an
+    iterator that writes a piece at each step) grows the capture."""
+    got: dict = {t: [] for t in tables}
+    start = cap.initial()
+
+    def batch(start, max_bytes):
+        end = cap.latest(start, max_bytes)
+        if end == start:
+            return start
+        if rng.random() < retry:
+            # a task that dies part-way: its rows never count, the read is done again
+            it = cap.read(start, end, tables)
+            next(it, None)
+            it.close()
+        rows = list(cap.read(start, end, tables))
+        if rng.random() < retry:
+            assert [(t, b.to_pylist()) for t, b in cap.read(start, end, tables)] == \
+                [(t, b.to_pylist()) for t, b in rows], "a read done again gave other rows"
+        for t, b in rows:
+            got[t].append(b)
+        cap.commit(end, tables)
+        return end
+
+    for _ in writes:
+        start = batch(start, rng.choice(budgets))
+    while True:
+        end = batch(start, rng.choice(budgets))
+        if end == start:
+            return got, start
+        start = end
+
+
+def check_equal(got: dict, folder, tables=TABLES) -> None:
+    ds = open_capture(folder)
+    for t in tables:
+        want = ds.read_table(t)
+        have = pa.Table.from_batches(got[t], schema=want.schema)
+        assert want.num_rows or t == "unanswered", f"{t}: the batch read gives no row"
+        assert canon(have) == canon(want), f"{t}: {have.num_rows} rows read in pieces, {want.num_rows} at once"
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_a_rolled_growing_capture_read_in_micro_batches_is_the_batch_read(capture, tmp_path):
+    rng = random.Random(capture.name)
+    cut = tmp_path / "resegmented.pcap"
+    resegment(capture, cut)
+    classes = boundaries(cut)
+    assert all(classes[c] for c in CLASSES)
+    rolls = [i for c in CLASSES for i in rng.sample(classes[c], 2)]
+    folder, state = tmp_path / "cap", tmp_path / "state"
+    cap = GrowingCapture(folder, state)
+    got, end = stream(cap, grow(folder, roll(cut, folder, rolls), rng), rng)
+    assert len(os.listdir(folder)) == 7
+    assert end.total == sum(os.path.getsize(folder / n) for n in os.listdir(folder))
+    check_equal(got, folder)
+    assert len(os.listdir(state)) == 1  # the state of the last offset; those before it were let go
+
+
+def conversation_with_a_request_left_waiting(path, fmt="pcap"):
+    """A client whose second Metadata request is never answered, on a
+    connection still open when the capture is read, then one that closes."""
+    conv = TcpConversation(("10.1.0.1", 40001), ("10.1.0.2", 9092))
+    pk = conv.handshake()
+    for corr in range(1, 7):
+        pk += conv.send(True, encode_request(MetadataRequest(topics=[]), 12, corr, "app"))
+        if corr != 2:
+            pk += conv.send(False, encode_response(MetadataResponse(), 12, corr))
+    with open(path, "wb") as fh:
+        w = PcapngWriter(fh) if fmt == "pcapng" else PcapWriter(fh)
+        if fmt == "pcapng":
+            w.interface(1)
+        t0 = pk[0][0]
+        for k, (_ts, data) in enumerate(pk):
+            w.write(t0 + k * 1_000_000_000, data)  # a second apart
+    return conv
+
+
+def test_a_request_left_waiting_is_unanswered_once_its_wait_passes_the_timeout(tmp_path):
+    path = tmp_path / "one.pcap"
+    conversation_with_a_request_left_waiting(path)
+    for after, want in ((None, 0), (10_000_000_000, 0), (2_500_000_000, 1)):
+        cap = GrowingCapture(path, tmp_path / f"state-{after}", unanswered_after=after)
+        start = cap.initial()
+        end = cap.latest(start)
+        rows = [b for t, b in cap.read(start, end, ("unanswered",)) if t == "unanswered"]
+        got = pa.Table.from_batches(rows, schema=open_capture(path).read_table("unanswered").schema)
+        assert got.num_rows == want, after
+        if want:
+            assert got.column("correlation_id").to_pylist() == [2]
+    # read whole, the request is unanswered at the end of the capture
+    assert open_capture(path).read_table("unanswered").column("correlation_id").to_pylist() == [2]
+
+
+def test_starting_at_the_latest_record_reads_only_what_is_written_after(tmp_path):
+    src = tmp_path / "src.pcap"
+    resegment(CAPTURES[0], src)
+    data = src.read_bytes()
+    path = tmp_path / "live.pcap"
+    path.write_bytes(data[:len(data) // 2])
+    cap = GrowingCapture(path, tmp_path / "state")
+    start = cap.initial("latest")
+    assert start.fresh and 24 < start.pos <= len(data) // 2
+    path.write_bytes(data)
+    end = cap.latest(start)
+    frames = pa.Table.from_batches([b for _t, b in cap.read(start, end)])
+    whole = open_capture(src).read_table("frames")
+    assert 0 < frames.num_rows < whole.num_rows
+    # each frame read is one of the whole capture's, from its second half
+    later = {(r["offset"], r["size"], r["direction"]) for r in whole.to_pylist()}
+    assert all((r["offset"], r["size"], r["direction"]) in later for r in frames.to_pylist())
+
+
+def test_offsets_and_states_are_checked(tmp_path):
+    path = tmp_path / "one.pcap"
+    conversation_with_a_request_left_waiting(path)
+    cap = GrowingCapture(path, tmp_path / "state")
+    start = cap.initial()
+    mid = cap.latest(start, 1000)
+    list(cap.read(start, mid))
+    end = cap.latest(mid)
+    # the state the next read needs is gone
+    for f in os.listdir(tmp_path / "state"):
+        os.unlink(tmp_path / "state" / f)
+    with pytest.raises(StreamStateError, match="no state saved"):
+        list(cap.read(mid, end))
+    with pytest.raises(ValueError, match="not an offset"):
+        Offset.of({"file": "a", "pos": "x"})
+    # a pcapng file in the folder
+    folder = tmp_path / "ng"
+    folder.mkdir()
+    conversation_with_a_request_left_waiting(folder / "a.pcapng", fmt="pcapng")
+    with pytest.raises(ValueError, match="pcapng"):
+        GrowingCapture(folder, tmp_path / "s2").latest(Offset(fresh=True))
+    # a folder not made yet: nothing to read, yet
+    later = GrowingCapture(tmp_path / "not-yet", tmp_path / "s3")
+    assert later.latest(later.initial()) == later.initial()

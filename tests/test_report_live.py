@@ -1,0 +1,156 @@
+"""The live report (kafkaproto.report.live, ``kafkaproto report --follow``):
+its figures over a capture that grows are the report's figures over the
+same rows, its state stays within its window, and the page and tables it
+rewrites are never seen half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from kafkaproto.capture import open_capture
+from kafkaproto.report.aggregate import TaskAggregates, merge
+from kafkaproto.report.job import ReportData
+from kafkaproto.report.live import LiveReport
+from support.rotated import grow, resegment, roll
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "samples" / "capture" / "kafka.pcap"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def batch_figures(folder) -> ReportData:
+    """The report's figures over the rows of the batch read."""
+    agg = TaskAggregates()
+    ds = open_capture(folder)
+    for table in ("requests", "responses", "record_sets", "unanswered"):
+        for b in ds.read(table):
+            agg.add(table, b)
+    d = ReportData()
+    merge(agg.parts(), d)
+    return d
+
+
+def test_the_figures_of_a_growing_capture_are_the_reports(tmp_path):
+    rng = random.Random(2)
+    cut = tmp_path / "cut.pcap"
+    resegment(SAMPLE, cut)
+    folder = tmp_path / "cap"
+    clock = Clock()
+    live = LiveReport(folder, tmp_path / "out", window=None, starting="earliest", unanswered_after=None,
+                      clock=clock)
+    for _ in grow(folder, roll(cut, folder, [900, 2500, 6000]), rng, most=150_000):
+        clock.t += 2
+        d = live.step()
+    clock.t += 2
+    d = live.step()
+    want = batch_figures(folder)
+    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
+                 "codecs", "decode_errors", "trailing"):
+        assert getattr(d, name) == getattr(want, name), name
+    assert d.totals["requests"] == open_capture(folder).read_table("requests", columns=["conn"]).num_rows
+    assert d.totals["connections"] == len({r["conn"] for r in open_capture(folder).read_table(
+        "frames", columns=["conn"]).to_pylist()})
+    live.write(d)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["totals"]["requests"] == d.totals["requests"]
+    view = live.view(d)
+    for text in ("requests/s", "p99 ms", "Errors:", "Busiest connections:", "UNSUPPORTED_VERSION"):
+        assert text in view
+
+
+def test_its_state_is_bounded_by_its_window(tmp_path):
+    """Traffic that keeps coming (the sample written again and again, a
+    second of capture time per step) while the window moves: the slices kept
+    and the memory they hold stay flat."""
+    folder = tmp_path / "cap"
+    folder.mkdir()
+    data = SAMPLE.read_bytes()
+    clock = Clock()
+    live = LiveReport(folder, None, window=10, slices=5, starting="earliest", clock=clock)
+    held = []
+    for k in range(40):
+        (folder / f"cap.pcap{k}").write_bytes(data)
+        clock.t += 1
+        live.step()
+        held.append((len(live.slices), sum(agg.connections().nbytes for _t, agg in live.slices)))
+    assert max(n for n, _b in held) <= 6
+    # the same traffic each second: once the window is full, what it holds no longer grows
+    steady = [b for _n, b in held[15:]]
+    assert max(steady) <= 1.5 * min(steady)
+    # no traffic for longer than the window: nothing left
+    clock.t += 11
+    d = live.step()
+    assert d.totals["requests"] == 0 and len(live.slices) == 1
+
+
+def test_a_reader_never_sees_a_half_written_page(tmp_path):
+    folder, out = tmp_path / "cap", tmp_path / "out"
+    folder.mkdir()
+    live = LiveReport(folder, out, window=None, starting="earliest")
+    seen, stop = [], threading.Event()
+
+    def read():
+        while not stop.is_set():
+            for name in ("report.html", "report.json"):
+                try:
+                    seen.append((name, (out / name).read_text()))
+                except FileNotFoundError:
+                    pass
+
+    t = threading.Thread(target=read)
+    t.start()
+    try:
+        data = SAMPLE.read_bytes()
+        for k in range(1, 9):
+            (folder / "cap.pcap").write_bytes(data[:k * len(data) // 8])
+            live.write(live.step())
+    finally:
+        stop.set()
+        t.join()
+    assert seen
+    for name, text in seen:
+        if name == "report.html":
+            assert text.rstrip().endswith("</html>")
+        else:
+            json.loads(text)
+    assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
+
+
+def test_report_follow_shows_what_is_written_to_the_folder(tmp_path):
+    folder, out = tmp_path / "cap", tmp_path / "out"
+    folder.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "--out", str(out),
+                             "--refresh", "0.5", "--duration", "60"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (out / "report.json").exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        (folder / "cap.pcap").write_bytes(SAMPLE.read_bytes())  # written after the view started: it shows
+        while json.loads((out / "report.json").read_text())["totals"].get("requests", 0) == 0:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        stdout, _err = proc.communicate()
+    assert "kafkaproto live:" in stdout and "requests/s" in stdout
+    bad = subprocess.run([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "x.pcap"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--follow" in bad.stderr
