@@ -148,16 +148,21 @@ class _Task(InputPartition):
         self.task = task
 
 
+def _columns(table: str, schema) -> tuple:
+    """The names of the columns ``schema`` asks of ``table``, each checked to be one of its."""
+    names = tuple(f.name for f in schema.fields)
+    full = _schema(table)
+    unknown = [n for n in names if full.get_field_index(n) < 0]
+    if unknown:
+        raise ValueError(f"{NAME} table {table} has no column {', '.join(unknown)} "
+                         f"(columns: {', '.join(full.names)})")
+    return names
+
+
 class _Reader(DataSourceReader):
     def __init__(self, options, table: str, schema) -> None:
-        self.table = table
-        self.names = tuple(f.name for f in schema.fields)
-        full = _schema(table)
-        unknown = [n for n in self.names if full.get_field_index(n) < 0]
-        if unknown:
-            raise ValueError(f"{NAME} table {table} has no column {', '.join(unknown)} "
-                             f"(columns: {', '.join(full.names)})")
-        self.schema = schema
+        self.table, self.schema = table, schema
+        self.names = _columns(table, schema)
         self.paths = _options.paths(options, NAME)
         self.split = _options.size(options, "splitBytes", DEFAULT_SPLIT)
         self.ports = _options.ports(options)
@@ -228,14 +233,8 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("kafkaproto.capture")`` (see the module's text)."""
 
     def __init__(self, options, table: str, schema) -> None:
-        self.table = table
-        self.names = tuple(f.name for f in schema.fields)
-        full = _schema(table)
-        unknown = [n for n in self.names if full.get_field_index(n) < 0]
-        if unknown:
-            raise ValueError(f"{NAME} table {table} has no column {', '.join(unknown)} "
-                             f"(columns: {', '.join(full.names)})")
-        self.schema = schema
+        self.table, self.schema = table, schema
+        self.names = _columns(table, schema)
         paths = _options.paths(options, NAME)
         if len(paths) != 1:
             raise ValueError(f"a {NAME} stream reads one capture (a folder of rolled pcap files, or one pcap "
