@@ -24,6 +24,7 @@ from kafkaproto.log import LOG_SCHEMA, LogDamageError
 from kafkaproto.log import _read as log_read
 from kafkaproto.log import dump as kdump
 from kafkaproto.log._index import PAGE
+from support.counting_fs import CountingFileSystem
 from support.kafka_log import T0, PartitionWriter, simple_partition
 
 US = 1000
@@ -411,74 +412,9 @@ def test_empty_and_odd_segments(tmp_path):
 # what a seek reads, counted
 
 
-class _Counting(pafs.FileSystemHandler):
-    """A local filesystem that records each file opened and each read (path, position, bytes)."""
-
-    def __init__(self):
-        self.local = pafs.LocalFileSystem()
-        self.reads = []
-        self.opened = []
-
-    def __eq__(self, other):
-        return self is other
-
-    def __ne__(self, other):
-        return self is not other
-
-    def get_type_name(self):
-        return "counting"
-
-    def normalize_path(self, path):
-        return path
-
-    def get_file_info(self, paths):
-        return self.local.get_file_info(paths)
-
-    def get_file_info_selector(self, selector):
-        return self.local.get_file_info(selector)
-
-    def open_input_file(self, path):
-        self.opened.append(path)
-        handler = self
-
-        class Reader:
-            def __init__(self):
-                self.f = open(path, "rb")
-                self.closed = False
-
-            def read(self, n=-1):
-                at = self.f.tell()
-                data = self.f.read(n)
-                handler.reads.append((path, at, len(data)))
-                return data
-
-            def seek(self, pos, whence=0):
-                return self.f.seek(pos, whence)
-
-            def tell(self):
-                return self.f.tell()
-
-            def close(self):
-                self.closed = True
-                self.f.close()
-
-            def size(self):
-                return os.path.getsize(path)
-
-        return pa.PythonFile(Reader(), mode="r")
-
-    open_input_stream = open_input_file
-
-    def create_dir(self, *a):
-        raise NotImplementedError
-
-    delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = move = copy_file = create_dir
-    open_output_stream = open_append_stream = create_dir
-
-
 def test_a_seek_reads_only_the_segments_and_index_pages_it_needs(tmp_path):
     w = simple_partition(tmp_path, 6000, segment_bytes=48 << 10, per_batch=5)
-    counting = _Counting()
+    counting = CountingFileSystem()
     fs = pafs.PyFileSystem(counting)
     kl = log.open_log(str(w.folder), filesystem=fs)
     segs = kl.partitions[0].segments

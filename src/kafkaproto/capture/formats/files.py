@@ -97,10 +97,14 @@ def open_input(fs, path: str):
 class InputFile:
     """A file of a pyarrow filesystem as a binary file object (``read``,
     ``readinto``, ``tell``), named by its path; ``known_size`` is its size,
-    which a stream read does not otherwise tell."""
+    which a stream read does not otherwise tell.  Reads go through a buffer
+    of ``BUFFER`` bytes: a reader asking for a packet at a time costs one
+    request to object storage a megabyte, not one a packet."""
+
+    BUFFER = 1 << 20
 
     def __init__(self, fs, path: str) -> None:
-        self._f = fs.open_input_stream(path)
+        self._f = fs.open_input_stream(path, buffer_size=self.BUFFER)
         self.name = path
         self.known_size = _info(fs, path).size
 
