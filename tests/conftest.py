@@ -1,10 +1,16 @@
 import os
 
 import pytest
+from hypothesis import settings
 
 import kafkaproto
 from support.spark_session import shared_session, stop_shared_session
 from support.twins import compiled_impl, pure_impl
+
+# Properties, not timings: speed lives in bench/, and a per-example deadline
+# only fails a property test when the machine is busy.
+settings.register_profile("kafkaproto", deadline=None)
+settings.load_profile("kafkaproto")
 
 _compiled = compiled_impl()
 

@@ -155,7 +155,7 @@ def _site_pages():
 
 
 @pytest.mark.docs
-@pytest.mark.engine_independent
+@pytest.mark.pure_pass
 def test_every_page_renders(site, browser):
     names = _site_pages()
     expected = {f"{p.stem}.html" for p in DOCS.glob("*.md")} | {
@@ -176,7 +176,7 @@ def test_every_page_renders(site, browser):
 
 
 @pytest.mark.docs
-@pytest.mark.engine_independent
+@pytest.mark.pure_pass
 @pytest.mark.parametrize("query,expect", [("FrameReader", "frames"), ("read_committed", "consumer"),
                                           ("tap", "captures")])
 def test_search_finds_pages(site, browser, query, expect):
