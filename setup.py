@@ -57,6 +57,7 @@ def extensions():
         "kafkaproto.capture.walker._judge": "src/kafkaproto/capture/walker/_judge.pyx",
         "kafkaproto.capture.walker._tcp": "src/kafkaproto/capture/walker/_tcp.pyx",
         "kafkaproto.capture.walker._index": "src/kafkaproto/capture/walker/_index.pyx",
+        "kafkaproto.capture.walker._framing": "src/kafkaproto/capture/walker/_framing.pyx",
         "kafkaproto.capture.walker._resume": "src/kafkaproto/capture/walker/_resume.pyx",
         "kafkaproto.capture.walker._scan": "src/kafkaproto/capture/walker/_scan.pyx",
         "kafkaproto.log._text": "src/kafkaproto/log/_text.pyx",

@@ -141,33 +141,40 @@ def test_freshness_streaming_query(benchmark, tmp_path):
     spark.sparkContext.setLogLevel("ERROR")
     sources.register(spark)
     trigger = 1.0
+    runs = [0]
+
+    def once():
+        k = runs[0] = runs[0] + 1
+        folder = tmp_path / f"cap{k}"
+        folder.mkdir()
+        q = (spark.readStream.format("kafkaproto.capture").option("table", "requests")
+             .option("stateLocation", str(tmp_path / f"state{k}")).load(str(folder))
+             .writeStream.format("memory").queryName(f"live_bench_{k}").trigger(processingTime="1 second")
+             .start())
+        try:
+            # the query is up once its first (empty) trigger is over
+            while q.status["message"] == "Initializing sources" or q.status["isTriggerActive"]:
+                time.sleep(0.05)
+            time.sleep(trigger / 3)  # somewhere in a trigger
+            at = time.monotonic()
+            (folder / "cap.pcap").write_bytes(SAMPLE.read_bytes())
+            while spark.sql(f"select count(*) from live_bench_{k}").first()[0] == 0:
+                time.sleep(0.05)
+            return time.monotonic() - at
+        finally:
+            q.stop()
+
     waits = []
-    try:
-        for k in range(3):
-            folder = tmp_path / f"cap{k}"
-            folder.mkdir()
-            q = (spark.readStream.format("kafkaproto.capture").option("table", "requests")
-                 .option("stateLocation", str(tmp_path / f"state{k}")).load(str(folder))
-                 .writeStream.format("memory").queryName(f"live_bench_{k}").trigger(processingTime="1 second")
-                 .start())
-            try:
-                while not q.recentProgress:
-                    time.sleep(0.05)
-                time.sleep(trigger / 3)
-                at = time.monotonic()
-                (folder / "cap.pcap").write_bytes(SAMPLE.read_bytes())
-                while spark.sql(f"select count(*) from live_bench_{k}").first()[0] == 0:
-                    time.sleep(0.05)
-                waits.append(time.monotonic() - at)
-            finally:
-                q.stop()
-    finally:
-        spark.stop()
     benchmark.group = "live: seconds from a capture written to a streaming query's rows (trigger 1 s)"
     benchmark.extra_info["impl"] = "kafkaproto"
-    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    try:
+        once()  # the first query pays for the Python workers' start
+        benchmark.pedantic(lambda: waits.append(once()), rounds=3, iterations=1)
+    finally:
+        spark.stop()
     benchmark.extra_info["seconds"] = [round(w, 2) for w in waits]
     benchmark.extra_info["seconds (max)"] = round(max(waits), 2)
+    assert max(waits) <= trigger + 1
 
 
 def test_live_report_memory_at_5k_frames_per_second(benchmark, tmp_path):

@@ -8,8 +8,8 @@ import importlib
 #: every compiled module of kafkaproto (each beside its twin ``<name>_py``)
 MODULES = ("_codec", "_pairing", "messages._engine", "records._batches", "arrow._columns", "arrow._messages",
            "arrow._headers", "arrow._frames", "arrow._records", "capture.walker._sink", "capture.walker._judge",
-           "capture.walker._index", "capture.walker._tcp", "capture.walker._resume", "capture.walker._scan",
-           "log._text")
+           "capture.walker._index", "capture.walker._tcp", "capture.walker._framing", "capture.walker._resume",
+           "capture.walker._scan", "log._text")
 
 
 class Impl:

@@ -369,10 +369,12 @@ class GrowingCapture:
                     stop.problems.append((path, error))
                     stop.pos = to if complete else DONE
             walk.flush()
-            if sink.size or sink.unanswered or self.unanswered_after is not None:
-                fb = self._expire(walk, take_batch(sink), stop)
-                if len(fb) or fb.unanswered:
-                    yield fb
+        # the frames of every file read go on filling one batch, as in the batch source: a decoder's batch
+        # costs the same whatever its size, so the micro-batch ends one batch, not one per file
+        if sink.size or sink.unanswered or self.unanswered_after is not None:
+            fb = self._expire(walk, take_batch(sink), stop)
+            if len(fb) or fb.unanswered:
+                yield fb
 
     def _expire(self, walk, fb: FrameBatch, stop: _Stop) -> FrameBatch:
         """Requests waiting longer than ``unanswered_after`` behind the newest

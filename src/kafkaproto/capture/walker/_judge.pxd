@@ -1,5 +1,5 @@
-# Declarations of the judge of a frame's start (_judge.pyx) for the walker
-# (_scan), which cimports them: where a frame could start, and whether a
+# Declarations of the judge of a frame's start (_judge.pyx) for the walker's
+# framing (_framing), which cimports them: where a frame could start, and whether a
 # frame a direction in step is not sure of is one.
 
 from libc.stdint cimport int8_t, int64_t, uint8_t

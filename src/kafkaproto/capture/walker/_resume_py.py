@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import struct
 
+from ._framing_py import DETECT_BYTES, _Half
 from ._tcp_py import Conn
 
 __all__ = ["COMPILED", "load_tcp", "save_tcp"]
@@ -102,7 +103,6 @@ def load_tcp(t, st: list, sink, factory, max_frame_size: int) -> int:
     """Walker ``t`` (fresh: no connection yet) takes the state ``st``: its
     Kafka connections get their objects from ``factory`` and ``sink`` again.
     The bytes held for detection (the walker's count of them)."""
-    from ._scan_py import DETECT_BYTES, _Half
     from .packets import endpoint_text
 
     state_class = importlib.import_module(type(sink).__module__).KafkaState

@@ -4,9 +4,9 @@ sink), and of its twin _scan_py (same names)."""
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
+from ._framing import Framer
 from ._judge import BodyCheck
 from ._sink import FrameSink
-from ._tcp import Tcp
 
 COMPILED: bool
 #: bytes per direction looked at to tell whether a connection is Kafka
@@ -15,13 +15,11 @@ MAX_OPEN_CONNECTIONS: int
 MAX_PENDING_BYTES: int
 MAX_PENDING_TOTAL: int
 
-class Walker(Tcp):
+class Walker(Framer):
     """Packets in (one at a time, the records of a classic pcap file, segments
     indexed elsewhere as columns, or a raw stream of requests); frames out, into
     ``sink``; counts in the Accounting once flushed."""
 
-    sink: FrameSink
-    max_frame_size: int
     error: str | None  # why reading a pcap file stopped early
     unread_bytes: int  # file bytes left after a damaged or cut record
     records: int  # pcap records read
@@ -43,8 +41,6 @@ class Walker(Tcp):
         """Read records until the sink is full (True) or the file ends (False)."""
     def pairings(self) -> list[Any]:
         """The Pairing of each open Kafka connection (its ``conn``: the connection's object), oldest first."""
-    def limits(self) -> list:
-        """What a saved state must have been saved with to load here."""
     def save(self) -> bytes:
         """The walker's whole state (walker/snapshot.py); the counts are flushed first."""
     def load(self, data: bytes) -> None:

@@ -1,5 +1,6 @@
 # Declarations of the sink and pairing unit (_sink.pyx) for the other
-# compiled units of the walker (_scan, _judge), which cimport them.
+# compiled units of the walker (_framing, _scan, _judge, _resume), which
+# cimport them.
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
 

@@ -1,6 +1,7 @@
 # Declarations of the walker's reassembly unit (_tcp.pyx) for the walker
-# (_scan), which cimports them: the state of a connection and of its two
-# directions, in C structs, and the Tcp class the walker extends.
+# (_framing, _scan, _resume), which cimport them: the state of a connection
+# and of its two directions, in C structs, and the Tcp class the walker's
+# framing (_framing.Framer) extends.
 
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t

@@ -20,8 +20,8 @@
 # other side acknowledges data past it (the receiver had the bytes, so the
 # capture lost them), or at the end.
 #
-# What a direction's bytes become is the walker's business (_scan.Walker
-# extends Tcp): it is told of each connection, each chunk of data, each gap,
+# What a direction's bytes become is the walker's business (_framing.Framer
+# extends Tcp, _scan.Walker extends Framer): it is told of each connection, each chunk of data, each gap,
 # the end of each direction and the close of each connection through the
 # on_* methods.  The twin (_tcp_py.py) is the same rule in Python.
 

@@ -5,8 +5,8 @@ in full.
 
 A connection is found by its 4-tuple (the lower ``(address, port)`` end
 first: end 0); each direction's segments waiting behind a hole are kept by
-offset, in the order they came.  The walker (``_scan_py.Walker``) extends
-:class:`Tcp` and is told of each connection, chunk of data, gap, end of a
+offset, in the order they came.  The walker's framing (``_framing_py.Framer``,
+which ``_scan_py.Walker`` extends) extends :class:`Tcp` and is told of each connection, chunk of data, gap, end of a
 direction and close through the ``on_*`` methods.
 """
 
