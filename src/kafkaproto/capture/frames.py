@@ -170,7 +170,11 @@ class FrameBatch:
             ts = r["ts"]
             return _masked(ts // 1000, ts != _NO_TS, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
         if name in ("client", "server"):
-            return _pick([getattr(c, name) for c in self.conns], r["conn"])
+            # the connections this batch names (a batch's list holds every
+            # connection its reader has met: most are not in this batch)
+            conns, idx = self.conns, r["conn"]
+            used, at = np.unique(idx, return_inverse=True)
+            return _pick([getattr(conns[i], name) for i in used.tolist()], at.reshape(-1))
         if name == "direction":
             return _pick([REQUEST, RESPONSE], r["direction"])
         if name in ("api_key", "api_version"):

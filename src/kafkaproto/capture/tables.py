@@ -185,13 +185,15 @@ def _lists(n: int, values: np.ndarray, rows: np.ndarray, typ) -> pa.Array:
     counts = np.bincount(rows, minlength=n) if len(rows) else np.zeros(n, np.int64)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
+    if isinstance(values, pa.Array):
+        return pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(order)).cast(typ))
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], typ))
 
 
 def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
     """One list per message: the topics it names (first level of topic lists)."""
     n = len(msgs)
-    names: list[str] = []
+    names: list[pa.Array] = []
     rows: list[np.ndarray] = []
     typ = msgs.type
     for top in ("topics", "topic_data", "responses", "creatable_topics"):
@@ -214,14 +216,15 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
             got = (_name_or_id(got[0], ids, lookup, id_rows), got[1])
         if got is not None:
             vals, r = got
-            names += vals.to_pylist()
+            names.append(vals.cast(pa.string()))
             rows.append(r)
         break
     if not rows:
         return pa.nulls(n, pa.list_(pa.string()))
     r = np.concatenate(rows)
-    keep = np.array([v is not None for v in names], dtype=bool)
-    return _lists(n, np.array(names, dtype=object)[keep], r[keep], pa.string())
+    vals = pa.concat_arrays(names)
+    keep = vals.is_valid().to_numpy(zero_copy_only=False)
+    return _lists(n, vals.filter(pa.array(keep)), r[keep], pa.string())
 
 
 # A topic id (Produce and Fetch v13+) is named in the tables from a Metadata
@@ -237,6 +240,9 @@ _NO_IDS: dict[bytes, tuple[int, str]] = {}
 
 
 
+_ZERO_ID = bytes(16)
+
+
 def _uuid_text(b: bytes) -> str:
     h = b.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
@@ -245,12 +251,17 @@ def _uuid_text(b: bytes) -> str:
 def _name_or_id(names, ids, lookup=None, rows=None) -> pa.Array:
     """Topic names; where a version carries only a topic id, ``lookup(id,
     message row)`` (``rows``: each element's message row), else the id."""
+    names = names.cast(pa.large_string())
     if ids.null_count == len(ids):
-        return names.cast(pa.large_string())
+        return names
+    # the elements to name: no name, an id that is not all zeros (most have a name)
+    need = np.flatnonzero(pc.and_(pc.is_null(names), pc.fill_null(pc.not_equal(ids, pa.scalar(_ZERO_ID, ids.type)),
+                                                                  False)).to_numpy(zero_copy_only=False))
+    if not len(need):
+        return names
     out = names.to_pylist()
-    for i, tid in enumerate(ids.to_pylist()):
-        if out[i] is None and tid is not None and any(tid):
-            out[i] = (lookup(tid, int(rows[i])) if lookup is not None else None) or _uuid_text(tid)
+    for i, tid in zip(need.tolist(), ids.take(pa.array(need)).to_pylist()):
+        out[i] = (lookup(tid, int(rows[i])) if lookup is not None else None) or _uuid_text(tid)
     return pa.array(out, pa.large_string())
 
 
@@ -569,11 +580,22 @@ class CaptureDecoder:
         if key == METADATA and source == "fetch":
             names, nrows = _path(msgs, ("topics", "name"))
             ids, _ = _path(msgs, ("topics", "topic_id"))
-            for name, tid, j in zip(names.to_pylist(), ids.to_pylist(), nrows.tolist()):
-                if name and tid and any(tid):
-                    self.topic_ids[tid] = name
-                    i = rows[j]
-                    self.conn_ids.setdefault(int(uids[i]), {}).setdefault(tid, (int(seqs[i]), name))
+            # the topics a response names by a name and an id that is not all zeros
+            named = pc.and_(pc.fill_null(pc.greater(pc.binary_length(names), 0), False),
+                            pc.fill_null(pc.not_equal(ids, pa.scalar(_ZERO_ID, ids.type)), False))
+            keep = np.flatnonzero(named.to_numpy(zero_copy_only=False))
+            if len(keep):
+                at = pa.array(keep)
+                names, tids = names.take(at).to_pylist(), ids.take(at).to_pylist()
+                self.topic_ids.update(zip(tids, names))
+                i = rows[nrows[keep]]
+                conn_ids = self.conn_ids
+                for u, s, tid, name in zip(uids[i].tolist(), seqs[i].tolist(), tids, names):
+                    ids_of = conn_ids.get(u)
+                    if ids_of is None:
+                        ids_of = conn_ids[u] = {}
+                    if tid not in ids_of:
+                        ids_of[tid] = (s, name)
         conn_ids = self.conn_ids
 
         def lookup(tid: bytes, j: int) -> str | None:
