@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -112,6 +113,14 @@ class Tap:
     broker named past them keeps its own address); ``max_outstanding``:
     requests of one connection waiting for a response before the tap stops
     reading its client.
+
+    ``report``: a folder the live report (``kafkaproto report --follow``'s)
+    of the frames recorded is kept in while the tap runs, refreshed every
+    ``report_refresh`` seconds over the last ``report_window`` seconds (None:
+    all), its terminal view written to ``report_view`` (a text stream; None:
+    none).  It is fed the rows as they are written (no file is read back), on
+    a thread of its own; a last refresh once the tap stopped covers every
+    frame recorded.
     """
 
     def __init__(self, upstream: tuple[str, int], out_dir, *, listen: tuple[str, int] = ("127.0.0.1", 0),
@@ -119,7 +128,8 @@ class Tap:
                  rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  connect_timeout: float = 10.0, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  max_kept_frame: int | None = None, log=None, max_listeners: int = DEFAULT_MAX_LISTENERS,
-                 max_outstanding: int | None = 10_000) -> None:
+                 max_outstanding: int | None = 10_000, report=None, report_window: float | None = 300.0,
+                 report_refresh: float = 2.0, report_view=None) -> None:
         self.upstream = (upstream[0], int(upstream[1]))
         self.listen_host, self.listen_port = listen[0], int(listen[1])
         self.advertise_host = advertise_host or self.listen_host
@@ -132,6 +142,10 @@ class Tap:
         self.log = log
         self.max_listeners = max_listeners
         self.max_outstanding = max_outstanding
+        self.report = report
+        self.report_window, self.report_refresh, self.report_view = report_window, report_refresh, report_view
+        self.feed = None
+        self._reporter: threading.Thread | None = None
         #: brokers named in responses that got no listener (their addresses went
         #: unchanged): the :data:`UNROUTED_KEPT` named most recently
         self.unrouted: OrderedDict[tuple[str, int], None] = OrderedDict()
@@ -205,7 +219,9 @@ class Tap:
     async def _main(self, duration: float | None, install_signals: bool) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes)
+        self._start_report()
+        self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes,
+                                       listener=None if self.feed is None else self.feed.push)
         try:
             await self._listen(self.upstream, self.listen_port)
             if install_signals:
@@ -234,6 +250,33 @@ class Tap:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(srv.wait_closed(), 2)
             self.writer.close()
+            self._end_report()
+
+    def _start_report(self) -> None:
+        """The live report's thread, fed the rows the writer writes."""
+        if self.report is None:
+            return
+        from ...report.live import FrameFeed, follow
+
+        # named as the batch source names the tap's folder: the live figures are its figures
+        self.feed = feed = FrameFeed(os.path.basename(os.path.abspath(self.out_dir)))
+
+        def main():
+            try:
+                follow(feed, self.report, refresh=self.report_refresh, window=self.report_window,
+                       stream=self.report_view, stop=feed.ended, wait=feed.wait)
+            except Exception as exc:  # the tap goes on recording
+                self._say(f"tap: the live report stopped: {type(exc).__name__}: {exc}")
+
+        self._reporter = threading.Thread(target=main, name="kafkaproto-tap-report", daemon=True)
+        self._reporter.start()
+
+    def _end_report(self) -> None:
+        if self.feed is not None:
+            self.feed.end()
+        if self._reporter is not None:
+            self._reporter.join()
+            self._reporter = None
 
     async def _flush_loop(self) -> None:
         while True:
@@ -498,7 +541,9 @@ class Tap:
 def run_tap_cli(args) -> int:
     tap = Tap(args.upstream, args.out, listen=args.listen, advertise_host=args.advertise_host, fmt=args.format,
               roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite,
-              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout, max_listeners=args.max_listeners)
+              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout, max_listeners=args.max_listeners,
+              report=args.report, report_window=args.window or None, report_refresh=args.refresh,
+              report_view=sys.stdout)
     try:
         tap.run(args.duration)
     except OSError as exc:
