@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from kafkaproto.capture.tools.tap import Tap
 from kafkaproto.report.job import run_job
+from kafkaproto.report.live import TapReport
 from peers import clients
 
 FIGURES = ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics", "codecs",
@@ -55,8 +56,8 @@ def figures(path):
 def test_the_tap_keeps_a_live_report_of_real_clients(kafka_broker, tmp_path):
     out, live = tmp_path / "tap", tmp_path / "live"
     views = Views()
-    tap = Tap((kafka_broker.host, kafka_broker.port), out, report=live, report_window=None, report_refresh=0.25,
-              report_view=views)
+    report = TapReport(live, window=None, refresh=0.25, view=views)
+    tap = Tap((kafka_broker.host, kafka_broker.port), out, report=report)
     with tap:
         topic = clients.unique_topic("taplive")
         clients.create_topic(tap.bootstrap, topic)
@@ -88,4 +89,56 @@ def test_the_tap_keeps_a_live_report_of_real_clients(kafka_broker, tmp_path):
     theirs = pq.read_table(tmp_path / "batch" / "connections")
     theirs = theirs.select(mine.column_names).cast(mine.schema).sort_by([(k, "ascending") for k in key])
     assert mine.to_pylist() == theirs.to_pylist()
-    assert tap.feed.skipped_rows == 0
+    assert report.feed.skipped_rows == 0
+
+
+def test_tap_report_on_the_command_line(tmp_path):
+    """``kafkaproto tap ... --report OUT``: the view on its output, and the
+    page and figures in OUT, the last refresh's once it stopped (Ctrl-C)."""
+    import os
+    import signal
+    import socket
+    import struct
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kafkaproto import encode_request, encode_response
+    from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse
+    from test_tap import ScriptedBroker, _recv
+
+    root = Path(__file__).resolve().parents[1]
+    upstream = ScriptedBroker(lambda key, version, corr: encode_response(ApiVersionsResponse(), 0, corr))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", "tap", "--listen", f"127.0.0.1:{port}", "--upstream",
+                             f"127.0.0.1:{upstream.port}", "--out", str(tmp_path / "tap"), "--report",
+                             str(tmp_path / "live"), "--refresh", "0.2", "--duration", "60"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        with s:
+            for corr in range(3):
+                s.sendall(encode_request(ApiVersionsRequest(), 0, corr, "cli-client"))
+                head = _recv(s, 4, 10)
+                assert len(head) == 4
+                _recv(s, struct.unpack(">i", head)[0], 10)
+        proc.send_signal(signal.SIGINT)  # stops the tap; the report's last refresh has every frame
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        upstream.close()
+    assert proc.returncode == 0, stderr
+    assert "kafkaproto live:" in stdout and "cli-client" in stdout
+    got = figures(tmp_path / "live" / "report.json")
+    assert [(r["api"], r["client_id"], r["requests"]) for r in got["api_use"]] == [("ApiVersions", "cli-client", 3)]
+    assert (tmp_path / "live" / "report.html").read_text().rstrip().endswith("</html>")

@@ -45,7 +45,7 @@ from .aggregate import CONNECTIONS_SCHEMA, TaskAggregates, merge
 from .job import ReportData
 from .render import _mb, _ms, _num, _table, html_page
 
-__all__ = ["FrameFeed", "LiveReport", "follow"]
+__all__ = ["FrameFeed", "LiveReport", "TapReport", "follow"]
 
 #: the tables the figures are made of
 _TABLES = ("requests", "responses", "record_sets", "unanswered")
@@ -118,6 +118,45 @@ class FrameFeed:
             yield fb
         if last:
             yield from self._frames.finish()
+
+
+class TapReport:
+    """The live report a running tap keeps (``Tap(report=TapReport(out))``,
+    ``kafkaproto tap ... --report OUT``): the rows the tap writes are pushed
+    to a :class:`FrameFeed` and followed (:func:`follow`) on a thread of its
+    own, every ``refresh`` seconds, over ``window`` seconds (None: all), the
+    view written to ``view`` (a text stream; None: none); :meth:`close`
+    (the tap stopped) makes a last refresh with every row and waits for it."""
+
+    def __init__(self, out, *, refresh: float = 2.0, window: float | None = 300.0, view=None, log=None) -> None:
+        self.out, self.refresh, self.window, self.view, self.log = out, refresh, window, view, log
+        self.feed: FrameFeed | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, name: str) -> None:
+        self.feed = feed = FrameFeed(name)
+
+        def main():
+            try:
+                follow(feed, self.out, refresh=self.refresh, window=self.window, stream=self.view,
+                       stop=feed.ended, wait=feed.wait)
+            except Exception as exc:  # the tap goes on recording
+                if self.log is not None:
+                    print(f"tap: the live report stopped: {type(exc).__name__}: {exc}", file=self.log, flush=True)
+
+        self._thread = threading.Thread(target=main, name="kafkaproto-tap-report", daemon=True)
+        self._thread.start()
+
+    def push(self, batch: pa.RecordBatch) -> None:
+        if self.feed is not None:
+            self.feed.push(batch)
+
+    def close(self) -> None:
+        if self.feed is not None:
+            self.feed.end()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 class LiveReport:

@@ -114,13 +114,11 @@ class Tap:
     requests of one connection waiting for a response before the tap stops
     reading its client.
 
-    ``report``: a folder the live report (``kafkaproto report --follow``'s)
-    of the frames recorded is kept in while the tap runs, refreshed every
-    ``report_refresh`` seconds over the last ``report_window`` seconds (None:
-    all), its terminal view written to ``report_view`` (a text stream; None:
-    none).  It is fed the rows as they are written (no file is read back), on
-    a thread of its own; a last refresh once the tap stopped covers every
-    frame recorded.
+    ``report``: where the rows go as they are written, besides the files: an
+    object with ``start(name)`` (the tap starts; ``name`` is its folder's),
+    ``push(record_batch)`` and ``close()`` (the tap stopped, every row
+    pushed), such as :class:`kafkaproto.report.live.TapReport`, the live
+    report ``kafkaproto tap ... --report OUT`` keeps.
     """
 
     def __init__(self, upstream: tuple[str, int], out_dir, *, listen: tuple[str, int] = ("127.0.0.1", 0),
@@ -128,8 +126,7 @@ class Tap:
                  rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  connect_timeout: float = 10.0, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  max_kept_frame: int | None = None, log=None, max_listeners: int = DEFAULT_MAX_LISTENERS,
-                 max_outstanding: int | None = 10_000, report=None, report_window: float | None = 300.0,
-                 report_refresh: float = 2.0, report_view=None) -> None:
+                 max_outstanding: int | None = 10_000, report=None) -> None:
         self.upstream = (upstream[0], int(upstream[1]))
         self.listen_host, self.listen_port = listen[0], int(listen[1])
         self.advertise_host = advertise_host or self.listen_host
@@ -143,9 +140,6 @@ class Tap:
         self.max_listeners = max_listeners
         self.max_outstanding = max_outstanding
         self.report = report
-        self.report_window, self.report_refresh, self.report_view = report_window, report_refresh, report_view
-        self.feed = None
-        self._reporter: threading.Thread | None = None
         #: brokers named in responses that got no listener (their addresses went
         #: unchanged): the :data:`UNROUTED_KEPT` named most recently
         self.unrouted: OrderedDict[tuple[str, int], None] = OrderedDict()
@@ -219,9 +213,11 @@ class Tap:
     async def _main(self, duration: float | None, install_signals: bool) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        self._start_report()
+        if self.report is not None:
+            # named as the batch source names the tap's folder
+            self.report.start(os.path.basename(os.path.abspath(self.out_dir)))
         self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes,
-                                       listener=None if self.feed is None else self.feed.push)
+                                       listener=None if self.report is None else self.report.push)
         try:
             await self._listen(self.upstream, self.listen_port)
             if install_signals:
@@ -250,33 +246,8 @@ class Tap:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(srv.wait_closed(), 2)
             self.writer.close()
-            self._end_report()
-
-    def _start_report(self) -> None:
-        """The live report's thread, fed the rows the writer writes."""
-        if self.report is None:
-            return
-        from ...report.live import FrameFeed, follow
-
-        # named as the batch source names the tap's folder: the live figures are its figures
-        self.feed = feed = FrameFeed(os.path.basename(os.path.abspath(self.out_dir)))
-
-        def main():
-            try:
-                follow(feed, self.report, refresh=self.report_refresh, window=self.report_window,
-                       stream=self.report_view, stop=feed.ended, wait=feed.wait)
-            except Exception as exc:  # the tap goes on recording
-                self._say(f"tap: the live report stopped: {type(exc).__name__}: {exc}")
-
-        self._reporter = threading.Thread(target=main, name="kafkaproto-tap-report", daemon=True)
-        self._reporter.start()
-
-    def _end_report(self) -> None:
-        if self.feed is not None:
-            self.feed.end()
-        if self._reporter is not None:
-            self._reporter.join()
-            self._reporter = None
+            if self.report is not None:
+                self.report.close()
 
     async def _flush_loop(self) -> None:
         while True:
@@ -538,12 +509,12 @@ class Tap:
 # --------------------------------------------------------------------------
 
 
-def run_tap_cli(args) -> int:
+def run_tap_cli(args, report=None) -> int:
+    """``kafkaproto tap``; ``report``: as :class:`Tap`'s (``--report``)."""
     tap = Tap(args.upstream, args.out, listen=args.listen, advertise_host=args.advertise_host, fmt=args.format,
               roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite,
               memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout, max_listeners=args.max_listeners,
-              report=args.report, report_window=args.window or None, report_refresh=args.refresh,
-              report_view=sys.stdout)
+              report=report)
     try:
         tap.run(args.duration)
     except OSError as exc:
