@@ -17,6 +17,7 @@ import pytest
 
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import open_capture
+from kafkaproto.capture.formats.tapfiles import frame_schema
 from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
 from kafkaproto.capture.stream import GrowingCapture, Offset, StreamStateError
 from kafkaproto.messages import MetadataRequest, MetadataResponse
@@ -165,6 +166,14 @@ def test_offsets_and_states_are_checked(tmp_path):
     conversation_with_a_request_left_waiting(folder / "a.pcapng", fmt="pcapng")
     with pytest.raises(ValueError, match="pcapng"):
         GrowingCapture(folder, tmp_path / "s2").latest(Offset(fresh=True))
+    # the tap's output (Arrow frame tables), a folder or one file: refused by name, not read as nothing
+    tap = tmp_path / "tap"
+    tap.mkdir()
+    with pa.ipc.new_stream(str(tap / "frames-1.arrows"), frame_schema()):
+        pass
+    for where in (tap, tap / "frames-1.arrows"):
+        with pytest.raises(ValueError, match="the tap's frame tables.*--report"):
+            GrowingCapture(where, tmp_path / "s4").latest(Offset(fresh=True))
     # a folder not made yet: nothing to read, yet
     later = GrowingCapture(tmp_path / "not-yet", tmp_path / "s3")
     assert later.latest(later.initial()) == later.initial()

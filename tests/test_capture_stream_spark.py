@@ -132,6 +132,23 @@ def _commits(work: Path, table: str) -> int:
 
 
 @pytest.mark.engine_independent
+def test_a_stream_over_the_taps_output_is_refused_by_name(tmp_path):
+    """The tap's folder (Arrow frame tables) is no growing pcap capture: the
+    stream's first latest offset fails saying so (the tap follows itself: ``tap
+    --report``), rather than finding nothing to read.  (The driver's call,
+    made here without a session: a query fails with the same text.)"""
+    import shutil
+
+    from kafkaproto.capture.spark import KafkaCaptureDataSource
+
+    shutil.copytree(ROOT / "samples" / "capture" / "tap-tansu", tmp_path / "tap")
+    source = KafkaCaptureDataSource({"path": str(tmp_path / "tap"), "stateLocation": str(tmp_path / "state")})
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    with pytest.raises(ValueError, match="the tap's frame tables.*tap ... --report"):
+        reader.latestOffset(start, reader.getDefaultReadLimit())
+
+
 def test_a_stream_killed_mid_stream_and_restarted_reads_every_row_once(tmp_path):
     """Queries killed with SIGKILL while micro-batches run, then restarted
     from their checkpoints: each row of the batch source once."""

@@ -14,9 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
+
 from kafkaproto.capture import open_capture
+from kafkaproto.capture.formats.tapfiles import frame_schema
 from kafkaproto.report.aggregate import TaskAggregates, merge
-from kafkaproto.report.job import ReportData
+from kafkaproto.report.job import ReportData, run_job
 from kafkaproto.report.live import LiveReport
 from support.rotated import grow, resegment, roll
 
@@ -71,6 +74,47 @@ def test_the_figures_of_a_growing_capture_are_the_reports(tmp_path):
     view = live.view(d)
     for text in ("requests/s", "p99 ms", "Errors:", "Busiest connections:", "UNSUPPORTED_VERSION"):
         assert text in view
+
+
+def test_a_taps_rows_fed_as_written_give_the_reports_figures(tmp_path):
+    """What ``tap --report`` does: the rows of the tap's tables handed over
+    in pieces (record batches cut anywhere, connections and their pairing
+    going on across them), the figures and connections those of the batch
+    read of the tap's folder."""
+    from kafkaproto.capture.formats.tapfiles import table_files
+    from kafkaproto.report.live import FrameFeed
+
+    folder = ROOT / "samples" / "capture" / "tap-kafka44"
+    rows = pa.concat_tables(pa.ipc.open_stream(str(f)).read_all() for f in table_files(folder))
+    feed = FrameFeed(folder.name)
+    clock = Clock()
+    live = LiveReport(feed, tmp_path / "out", window=None, clock=clock)
+    rng = random.Random(3)
+    at = 0
+    while at < rows.num_rows:
+        n = rng.randint(1, 300)
+        for b in rows.slice(at, n).to_batches(max_chunksize=rng.randint(1, 100)):
+            feed.push(b)
+        at += n
+        clock.t += 1
+        live.step()
+    feed.end()
+    d = live.step()
+    want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
+    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
+                 "codecs", "decode_errors", "trailing", "topic_ids"):
+        assert getattr(d, name) == getattr(want, name), name
+    assert d.totals["requests"] == open_capture(folder).read_table("requests", columns=["conn"]).num_rows > 100
+    assert live.read_bytes == open_capture(folder).read_table("frames", columns=["size"]).num_rows * 4 + sum(
+        len(f) for f in rows.column("frame").to_pylist())
+    assert "Produce" in live.view(d) and feed.skipped_rows == 0
+    # a report that falls behind: the rows past its queue's bound are counted, not waited for
+    small = FrameFeed("x", max_bytes=1)
+    small.push(rows.slice(0, 5).to_batches()[0])
+    small.push(rows.slice(5, 5).to_batches()[0])
+    assert small.skipped_rows == 5
+    slow = LiveReport(small, None, window=None)
+    assert "5 frames recorded but not in these figures" in slow.view(slow.step())
 
 
 def test_its_state_is_bounded_by_its_window(tmp_path):
@@ -154,3 +198,10 @@ def test_report_follow_shows_what_is_written_to_the_folder(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "x.pcap"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--follow" in bad.stderr
+    # the tap's output is followed by the tap itself (tap --report), not by report --follow
+    (folder / "cap.pcap").unlink()
+    with pa.ipc.new_stream(str(folder / "frames-1.arrows"), frame_schema()):
+        pass
+    bad = subprocess.run([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "--duration", "5"],
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "tap ... --report" in bad.stderr, bad.stderr

@@ -425,7 +425,13 @@ def _run(args) -> int:
     if args.command == "tap":
         from .capture.tools.tap import run_tap_cli
 
-        return run_tap_cli(args)
+        live = None
+        if args.report is not None:
+            from .report.live import TapReport
+
+            live = TapReport(args.report, refresh=args.refresh, window=args.window or None, view=sys.stdout,
+                             log=sys.stdout)
+        return run_tap_cli(args, live)
     return 2  # pragma: no cover
 
 

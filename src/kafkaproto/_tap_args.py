@@ -36,3 +36,9 @@ def add_tap_arguments(p) -> None:
                    help="listeners opened at most, the bootstrap's included (default 256); a broker named past them "
                         "keeps its own address in the responses forwarded")
     p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--report", default=None, metavar="OUT",
+                   help="keep the live report of the frames recorded in OUT while the tap runs (as report --follow: "
+                        "the page, report.json and the connections table, and the terminal view)")
+    p.add_argument("--refresh", type=float, default=2.0, help="--report: seconds between refreshes (default 2)")
+    p.add_argument("--window", type=float, default=300.0,
+                   help="--report: seconds of traffic the figures cover (default 300; 0: all since the start)")

@@ -61,6 +61,7 @@ from .accounting import Accounting
 from .dataset import CaptureDataset, CaptureProblem, Filters, record_columns_of
 from .formats.pcap import PCAP_MAGICS, PCAPNG_MAGIC
 from .formats.ranges import file_order
+from .formats.tapfiles import is_table_file
 from .frames import BATCH_BYTES, BATCH_ROWS, FrameBatch, take_batch
 from .tables import CaptureDecoder
 from .walker import snapshot
@@ -164,6 +165,8 @@ class GrowingCapture:
         (pcap files only; a file too new to hold its magic bytes waits)."""
         if not self.folder:
             try:
+                with open(self.path, "rb") as fh:
+                    _refuse(self.path, fh.read(6))
                 return [(os.path.basename(self.path), os.path.getsize(self.path))]
             except FileNotFoundError:
                 return []
@@ -178,13 +181,11 @@ class GrowingCapture:
             ok = self._sniffed.get(e.name)
             if ok is None:
                 with open(e.path, "rb") as fh:
-                    head = fh.read(4)
-                if head == PCAPNG_MAGIC:
-                    raise ValueError(f"{e.path}: a pcapng file; a growing capture is read from pcap files "
-                                     "(tcpdump's format: tcpdump -w, or dumpcap -P)")
+                    head = fh.read(6)
+                _refuse(e.path, head)
                 if len(head) < 4:
                     continue  # too new to say
-                ok = self._sniffed[e.name] = head in PCAP_MAGICS
+                ok = self._sniffed[e.name] = head[:4] in PCAP_MAGICS
             if ok:
                 out.append((e.name, e.stat().st_size))
         order = {p: i for i, p in enumerate(file_order([n for n, _s in out]))}
@@ -456,6 +457,18 @@ class _Slice:
         data = self.fh.read(n)
         self.left -= len(data)
         return data
+
+
+def _refuse(path: str, head: bytes) -> None:
+    """A file a growing capture cannot read, by its first bytes: pcapng, and
+    the tap's frame tables (followed live by the tap itself)."""
+    if head[:4] == PCAPNG_MAGIC:
+        raise ValueError(f"{path}: a pcapng file; a growing capture is read from pcap files "
+                         "(tcpdump's format: tcpdump -w, or dumpcap -P)")
+    if is_table_file(head):
+        raise ValueError(f"{path}: the tap's frame tables; a growing capture is read from pcap files (a tap's "
+                         "frames are followed live by the tap itself: kafkaproto tap ... --report OUT; its "
+                         "folder is read whole by the batch source once the tap stopped)")
 
 
 def _cut(files: list[tuple[str, int]], upto: Offset) -> list[tuple[str, int]]:

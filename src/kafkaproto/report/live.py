@@ -7,7 +7,9 @@ and the report's page and tables up to date.
 >>> data = live.step()                  # read what is new; the window's figures
 >>> print(live.view(data))              # doctest: +SKIP
 
-The capture is read with :class:`~kafkaproto.capture.stream.GrowingCapture`
+A running tap hands its rows over as it writes them (:class:`FrameFeed`:
+``LiveReport(feed, ...)``); a capture in files is read with
+:class:`~kafkaproto.capture.stream.GrowingCapture`
 (a folder of rolled pcap files, or one pcap file being written; the
 walker's state kept in memory between reads), the rows folded into the
 report's partial aggregates (:class:`~kafkaproto.report.aggregate.TaskAggregates`)
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections import deque
 
@@ -34,16 +37,126 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..capture.accounting import Accounting
+from ..capture.dataset import CaptureDataset
+from ..capture.formats.tapfiles import TableFrames
 from ..capture.stream import GrowingCapture
 from .aggregate import CONNECTIONS_SCHEMA, TaskAggregates, merge
 from .job import ReportData
 from .render import _mb, _ms, _num, _table, html_page
 
-__all__ = ["LiveReport", "follow"]
+__all__ = ["FrameFeed", "LiveReport", "TapReport", "follow"]
 
 #: the tables the figures are made of
 _TABLES = ("requests", "responses", "record_sets", "unanswered")
 _CONN_SUMS = ("requests", "responses", "bytes_to_broker", "bytes_from_broker")
+
+
+class FrameFeed:
+    """The frame-table rows of a running tap, handed over as they are
+    written (``FrameTableWriter(listener=feed.push)``): what a live report
+    follows instead of files.  :meth:`push` may be called from any thread;
+    the rows wait for the report's next read, ``max_bytes`` of them at most:
+    past that (the report fell behind), the rows are not waited for but
+    counted (``skipped_rows``, named in the view).  :meth:`end`: no more
+    rows; requests still waiting then are not counted, as the batch read of
+    the tap's tables does not count them."""
+
+    def __init__(self, name: str = "tap", max_bytes: int = 64 << 20) -> None:
+        self.name = name
+        self.max_bytes = max_bytes
+        self.skipped_rows = 0
+        self.acc = Accounting()
+        self._frames = TableFrames(self.acc)
+        self._decoders: dict = {}
+        self._dataset = CaptureDataset([])
+        self._queue: deque = deque()
+        self._queued = 0
+        self._lock = threading.Lock()
+        self._woken = threading.Event()
+        self._ended = False
+        self._finished = False
+
+    def push(self, batch: pa.RecordBatch) -> None:
+        """Rows just written (a record batch of the tap's frame schema)."""
+        with self._lock:
+            if self._queued + batch.nbytes > self.max_bytes and self._queue:
+                self.skipped_rows += batch.num_rows
+                return
+            self._queue.append(batch)
+            self._queued += batch.nbytes
+
+    def end(self) -> None:
+        """No more rows (the tap stopped): the next read is the last."""
+        self._ended = True
+        self._woken.set()
+
+    def ended(self) -> bool:
+        return self._ended
+
+    def wait(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until :meth:`end`."""
+        self._woken.wait(seconds)
+
+    def rows(self, tables):
+        """``(table, batch)`` of the rows pushed since the last read (and the
+        ``topic_ids`` rows: every topic id the Metadata responses named so far)."""
+        with self._lock:
+            batches = list(self._queue)
+            self._queue.clear()
+            self._queued = 0
+        last = self._ended and not self._finished
+        self._finished = self._finished or last
+        return self._dataset.table_rows(((self.name, fb) for fb in self._frame_batches(batches, last)), tables,
+                                        accounts={self.name: self.acc}, decoders=self._decoders, topic_ids=True)
+
+    def _frame_batches(self, batches, last: bool):
+        for batch in batches:
+            yield from self._frames.add(batch)
+        fb = self._frames.take()
+        if fb is not None:
+            yield fb
+        if last:
+            yield from self._frames.finish()
+
+
+class TapReport:
+    """The live report a running tap keeps (``Tap(report=TapReport(out))``,
+    ``kafkaproto tap ... --report OUT``): the rows the tap writes are pushed
+    to a :class:`FrameFeed` and followed (:func:`follow`) on a thread of its
+    own, every ``refresh`` seconds, over ``window`` seconds (None: all), the
+    view written to ``view`` (a text stream; None: none); :meth:`close`
+    (the tap stopped) makes a last refresh with every row and waits for it."""
+
+    def __init__(self, out, *, refresh: float = 2.0, window: float | None = 300.0, view=None, log=None) -> None:
+        self.out, self.refresh, self.window, self.view, self.log = out, refresh, window, view, log
+        self.feed: FrameFeed | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, name: str) -> None:
+        self.feed = feed = FrameFeed(name)
+
+        def main():
+            try:
+                follow(feed, self.out, refresh=self.refresh, window=self.window, stream=self.view,
+                       stop=feed.ended, wait=feed.wait)
+            except Exception as exc:  # the tap goes on recording
+                if self.log is not None:
+                    print(f"tap: the live report stopped: {type(exc).__name__}: {exc}", file=self.log, flush=True)
+
+        self._thread = threading.Thread(target=main, name="kafkaproto-tap-report", daemon=True)
+        self._thread.start()
+
+    def push(self, batch: pa.RecordBatch) -> None:
+        if self.feed is not None:
+            self.feed.push(batch)
+
+    def close(self) -> None:
+        if self.feed is not None:
+            self.feed.end()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 class LiveReport:
@@ -57,13 +170,16 @@ class LiveReport:
     def __init__(self, path, out=None, *, ports=None, window: float | None = 300.0, slices: int = 30,
                  starting: str = "latest", unanswered_after: int | None = 30_000_000_000, clock=time.monotonic,
                  **limits: int) -> None:
-        self.path = os.fspath(path)
+        self.feed = path if isinstance(path, FrameFeed) else None
+        self.path = self.feed.name if self.feed is not None else os.fspath(path)
         self.out = None if out is None else os.fspath(out)
         self.window = window
         self.slice = None if window is None else max(window / max(slices, 1), 0.001)
         self.clock = clock
-        self.capture = GrowingCapture(path, None, ports=ports, unanswered_after=unanswered_after, **limits)
-        self.offset = self.capture.initial(starting)
+        if self.feed is None:
+            self.capture = GrowingCapture(path, None, ports=ports, unanswered_after=unanswered_after, **limits)
+            self.offset = self.capture.initial(starting)
+        self.name = self.feed.name if self.feed is not None else self.capture.name
         self.started = clock()
         #: (start time, figures) of each slice, oldest first
         self.slices: deque[tuple[float, TaskAggregates]] = deque()
@@ -76,12 +192,21 @@ class LiveReport:
         if not self.slices or (self.slice is not None and now - self.slices[-1][0] >= self.slice):
             self.slices.append((now, TaskAggregates()))
         agg = self.slices[-1][1]
+        if self.feed is not None:
+            before = self.feed.acc.payload_bytes_total
+            for table, batch in self.feed.rows(_TABLES):
+                agg.add(table, batch)
+            self.read_bytes += self.feed.acc.payload_bytes_total - before
+            return self._drop_old(now)
         end = self.capture.latest(self.offset)
         if end != self.offset:
             for table, batch in self.capture.read(self.offset, end, _TABLES):
                 agg.add(table, batch)
             self.read_bytes += end.total - self.offset.total
             self.offset = end
+        return self._drop_old(now)
+
+    def _drop_old(self, now: float) -> ReportData:
         if self.window is not None:
             while self.slices and self.slices[0][0] <= now - self.window:
                 self.slices.popleft()
@@ -97,7 +222,7 @@ class LiveReport:
                 parts.setdefault(name, []).append(t)
             conns.append(agg.connections())
         d = ReportData(out=self.out or "", master="live", engine="live")
-        d.captures = [{"name": self.capture.name, "path": self.path}]
+        d.captures = [{"name": self.name, "path": self.path}]
         d.seconds = now - (self.slices[0][0] if self.slices else now)
         d.input_bytes = self.read_bytes
         merge({name: pa.concat_tables(ts) for name, ts in parts.items()}, d)
@@ -121,6 +246,9 @@ class LiveReport:
                  f"({d.totals.get('requests', 0) / span:,.1f}/s), bytes to brokers {_mb(to_b)} "
                  f"({_mb(to_b / span)}/s), from brokers {_mb(from_b)} ({_mb(from_b / span)}/s), "
                  f"{_num(d.totals.get('unanswered'))} unanswered", ""]
+        if self.feed is not None and self.feed.skipped_rows:
+            lines[-1:-1] = [f"  {_num(self.feed.skipped_rows)} frames recorded but not in these figures "
+                            "(the report fell behind the tap)"]
         lat = {r["api"]: r for r in d.latency}
         by_api: dict = {}
         by_client: dict = {}
@@ -198,20 +326,25 @@ def _replace(path: str, data: bytes) -> None:
 
 
 def follow(path, out=None, *, refresh: float = 2.0, window: float | None = 300.0, ports=None,
-           starting: str = "latest", stream=sys.stdout, stop=None, **kw) -> None:
-    """Follow ``path`` until ``stop()`` says so (or Ctrl-C): every ``refresh``
-    seconds, the terminal view on ``stream`` (redrawn in place on a terminal)
-    and the page and tables under ``out``."""
+           starting: str = "latest", stream=sys.stdout, stop=None, wait=time.sleep, **kw) -> None:
+    """Follow ``path`` (files, or a :class:`FrameFeed`) until ``stop()`` says
+    so (or Ctrl-C): every ``refresh`` seconds (``wait(seconds)`` between
+    two), the terminal view on ``stream`` (redrawn in place on a terminal;
+    None: none) and the page and tables under ``out``; once more after
+    ``stop()`` said so, with what came until then."""
     live = LiveReport(path, out, ports=ports, window=window, starting=starting, **kw)
     tty = getattr(stream, "isatty", lambda: False)()
     try:
-        while stop is None or not stop():
+        while True:
+            last = stop is not None and stop()
             t0 = time.monotonic()
             d = live.step()
             live.write(d)
-            text = live.view(d)
-            stream.write(("\x1b[H\x1b[2J" if tty else "\n") + text + "\n")
-            stream.flush()
-            time.sleep(max(0.0, refresh - (time.monotonic() - t0)))
+            if stream is not None:
+                stream.write(("\x1b[H\x1b[2J" if tty else "\n") + live.view(d) + "\n")
+                stream.flush()
+            if last:
+                break
+            wait(max(0.0, refresh - (time.monotonic() - t0)))
     except KeyboardInterrupt:
         pass

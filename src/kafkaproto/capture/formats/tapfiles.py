@@ -21,7 +21,7 @@ from ..objects import CapturedFrame, Connection
 from .pcap import TS_MAX
 
 __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
-           "table_frame_batches", "table_files"]
+           "TableFrames", "table_frame_batches", "table_files"]
 
 FRAME_FIELDS = ("ts", "conn", "client", "server", "direction", "offset", "api_key", "api_version",
                 "correlation_id", "latency_us", "frame", "rewritten", "size", "forwarded")
@@ -97,10 +97,11 @@ class FrameTableWriter:
     """Appends frames to ``out_dir/frames-<time>-<n>.arrows`` (or ``.parquet``),
     starting a new file once one passes ``roll_bytes``.  A batch is written
     every ``batch_rows`` frames or ``flush_seconds`` (checked on each write
-    and by :meth:`flush`)."""
+    and by :meth:`flush`); ``listener`` is handed each record batch as it is
+    written (a live report follows the frames so, :class:`~kafkaproto.report.live.FrameFeed`)."""
 
     def __init__(self, out_dir, *, fmt: str = "arrow", roll_bytes: int = 64 << 20, batch_rows: int = 512,
-                 flush_seconds: float = 1.0) -> None:
+                 flush_seconds: float = 1.0, listener=None) -> None:
         if fmt not in ("arrow", "parquet"):
             raise ValueError(f"format must be 'arrow' or 'parquet', not {fmt!r}")
         self.pa = _pa()
@@ -111,6 +112,7 @@ class FrameTableWriter:
         self.roll_bytes = roll_bytes
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
+        self.listener = listener
         self.stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         self.files: list[Path] = []
         self.rows = 0
@@ -151,6 +153,8 @@ class FrameTableWriter:
         else:
             self._writer.write_batch(batch)
             self._file_bytes += batch.nbytes
+        if self.listener is not None:
+            self.listener(batch)
         if self._file_bytes >= self.roll_bytes:
             self._close_file()
 
@@ -354,98 +358,127 @@ def table_frame_batches(path, acc: Accounting | None = None, *, max_frame_size: 
     named by its ``name``, with ``tell()``); ``cut``: called after each
     record batch that left frames in the sink, True hands them out at once.
     ``filesystem``: the pyarrow filesystem ``path`` is in (None: local)."""
-    import numpy as np
-
-    from ..walker import streams
-
-    scan = streams._sink
-    pa = _pa()
-    import pyarrow.compute as pc
-
     acc = acc if acc is not None else Accounting()
-    sink = streams.new_sink(acc, batch_rows, 32 << 20)
-    # (conn, client, server) -> its number; states[2 * number + (0 request, 1 response)]
-    conns: dict[tuple, int] = {}
-    pairings: list = []
-    states: list = []
+    rows = TableFrames(acc, max_frame_size=max_frame_size, batch_rows=batch_rows)
     stream = hasattr(path, "read")
     for file, size in [(path, None)] if stream else table_files(path, acc, filesystem, sizes=True):
         if not stream:
             acc.file_bytes += size
         for batch in _batches(file, acc, filesystem, size):
-            direction = batch.column("direction")
-            ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
-                         pc.is_in(direction, pa.array(["request", "response"])))
-            ok = ok.fill_null(False)
-            bad = batch.num_rows - pc.sum(ok.cast(pa.int64())).as_py() if batch.num_rows else 0
-            if bad:
-                acc.bad_rows += bad
-                batch = batch.filter(ok)
-            if not batch.num_rows:
-                continue
-            # each row's connection: (conn, client, server), numbered once per connection
-            conn = batch.column("conn").cast(pa.int64())
-            client, server = batch.column("client"), batch.column("server")
-            key = pc.binary_join_element_wise(conn.cast(pa.string()), client.fill_null("\x00"),
-                                              server.fill_null("\x00"), "\x01").dictionary_encode()
-            number = np.empty(len(key.dictionary), dtype=np.int32)
-            for j, text in enumerate(key.dictionary.to_pylist()):
-                cid, cl, sv = text.split("\x01")
-                k = (int(cid), None if cl == "\x00" else cl, None if sv == "\x00" else sv)
-                got = conns.get(k)
-                if got is None:
-                    got = conns[k] = len(pairings)
-                    c = Connection(*k)
-                    pairing = sink.connection(c)
-                    pairings.append(pairing)
-                    states += [scan.KafkaState(c, pairing, sink, True, True, max_frame_size),
-                               scan.KafkaState(c, pairing, sink, False, True, max_frame_size)]
-                    acc.connections += 1
-                number[j] = got
-            state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
-                pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
-            # forwarded in pieces, never held whole (over the tap's memory
-            # budget): the row holds its first bytes only
-            if "size" in batch.schema.names:
-                kept = batch.column("size").is_valid()
-                if pc.any(kept).as_py():
-                    went = batch.column("forwarded").filter(kept).fill_null(0).cast(pa.int64())
-                    nk = len(went)
-                    nbytes = pc.sum(went).as_py() + 4 * nk
-                    acc.payload_bytes_total += nbytes
-                    acc.frames["not_kept"] += nk
-                    acc.bytes["not_kept"] += nbytes
-                    keep = pc.invert(kept)
-                    batch, state = batch.filter(keep), state[keep.to_numpy(zero_copy_only=False)]
-                    if not batch.num_rows:
-                        continue
-            ts, request_ts = _times(batch, acc)
-            frames = batch.column("frame")
-            if pa.types.is_large_binary(frames.type) or pa.types.is_binary(frames.type):
-                frames = frames.cast(pa.large_binary()) if pa.types.is_binary(frames.type) else frames
-            else:
-                frames = frames.cast(pa.large_binary())
-            bufs = frames.buffers()
-            offsets = np.frombuffer(bufs[1], dtype=np.int64)[frames.offset:frames.offset + len(frames) + 1]
-            data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
-            starts, ends = offsets[:-1].copy(), offsets[1:].copy()
-            acc.payload_bytes_total += int((ends - starts).sum()) + 4 * len(starts)
-            offset = batch.column("offset").fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
-            i = 0
-            while i < len(state):
-                i = sink.add_rows(states, np.ascontiguousarray(state, dtype=np.int32), ts, offset, request_ts,
-                                  starts, ends, data, i)
-                if sink.full():
-                    yield take_batch(sink)
-            if cut is not None and sink.size and cut():
-                yield take_batch(sink)
+            yield from rows.add(batch)
+            if cut is not None and rows.sink.size and cut():
+                yield take_batch(rows.sink)
         if stream:
             acc.file_bytes += path.tell()
-    for pairing in pairings:
-        pairing.take_waiting()  # the tap's tables end when it stopped: a request waiting then is not counted
-    sink.flush()
-    if sink.size:
-        yield take_batch(sink)
+    yield from rows.finish()
+
+
+class TableFrames:
+    """Rows of frame tables (record batches of :func:`frame_schema`), added
+    as they come, as frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`):
+    what :func:`table_frame_batches` reads files with, and what follows a
+    running tap (its rows handed over as it writes them).  Its connections
+    and their waiting requests are kept from one :meth:`add` to the next."""
+
+    def __init__(self, acc: Accounting, *, max_frame_size: int = 1 << 31, batch_rows: int = 65536) -> None:
+        from ..walker import streams
+
+        self.acc = acc
+        self.max_frame_size = max_frame_size
+        self.sink = streams.new_sink(acc, batch_rows, 32 << 20)
+        # (conn, client, server) -> its number; states[2 * number + (0 request, 1 response)]
+        self.conns: dict[tuple, int] = {}
+        self.pairings: list = []
+        self.states: list = []
+
+    def add(self, batch):
+        """The frame batches the sink fills up with ``batch``'s rows (what is
+        left in it: :meth:`take`, :meth:`finish`)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        from ..walker import streams
+
+        scan = streams._sink
+        pa = _pa()
+        acc, sink, conns, pairings, states = self.acc, self.sink, self.conns, self.pairings, self.states
+        direction = batch.column("direction")
+        ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
+                     pc.is_in(direction, pa.array(["request", "response"])))
+        ok = ok.fill_null(False)
+        bad = batch.num_rows - pc.sum(ok.cast(pa.int64())).as_py() if batch.num_rows else 0
+        if bad:
+            acc.bad_rows += bad
+            batch = batch.filter(ok)
+        if not batch.num_rows:
+            return
+        # each row's connection: (conn, client, server), numbered once per connection
+        conn = batch.column("conn").cast(pa.int64())
+        client, server = batch.column("client"), batch.column("server")
+        key = pc.binary_join_element_wise(conn.cast(pa.string()), client.fill_null("\x00"),
+                                          server.fill_null("\x00"), "\x01").dictionary_encode()
+        number = np.empty(len(key.dictionary), dtype=np.int32)
+        for j, text in enumerate(key.dictionary.to_pylist()):
+            cid, cl, sv = text.split("\x01")
+            k = (int(cid), None if cl == "\x00" else cl, None if sv == "\x00" else sv)
+            got = conns.get(k)
+            if got is None:
+                got = conns[k] = len(pairings)
+                c = Connection(*k)
+                pairing = sink.connection(c)
+                pairings.append(pairing)
+                states += [scan.KafkaState(c, pairing, sink, True, True, self.max_frame_size),
+                           scan.KafkaState(c, pairing, sink, False, True, self.max_frame_size)]
+                acc.connections += 1
+            number[j] = got
+        state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
+            pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
+        # forwarded in pieces, never held whole (over the tap's memory
+        # budget): the row holds its first bytes only
+        if "size" in batch.schema.names:
+            kept = batch.column("size").is_valid()
+            if pc.any(kept).as_py():
+                went = batch.column("forwarded").filter(kept).fill_null(0).cast(pa.int64())
+                nk = len(went)
+                nbytes = pc.sum(went).as_py() + 4 * nk
+                acc.payload_bytes_total += nbytes
+                acc.frames["not_kept"] += nk
+                acc.bytes["not_kept"] += nbytes
+                keep = pc.invert(kept)
+                batch, state = batch.filter(keep), state[keep.to_numpy(zero_copy_only=False)]
+                if not batch.num_rows:
+                    return
+        ts, request_ts = _times(batch, acc)
+        frames = batch.column("frame")
+        if pa.types.is_large_binary(frames.type) or pa.types.is_binary(frames.type):
+            frames = frames.cast(pa.large_binary()) if pa.types.is_binary(frames.type) else frames
+        else:
+            frames = frames.cast(pa.large_binary())
+        bufs = frames.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=np.int64)[frames.offset:frames.offset + len(frames) + 1]
+        data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+        starts, ends = offsets[:-1].copy(), offsets[1:].copy()
+        acc.payload_bytes_total += int((ends - starts).sum()) + 4 * len(starts)
+        offset = batch.column("offset").fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        i = 0
+        while i < len(state):
+            i = sink.add_rows(states, np.ascontiguousarray(state, dtype=np.int32), ts, offset, request_ts,
+                              starts, ends, data, i)
+            if sink.full():
+                yield take_batch(sink)
+
+    def take(self):
+        """The rows the sink holds now, as one frame batch (None: none)."""
+        return take_batch(self.sink) if self.sink.size else None
+
+    def finish(self):
+        """The last frame batches: the tables end when the tap stopped, so a
+        request waiting then is not counted (the tap stopped, not its broker)."""
+        for pairing in self.pairings:
+            pairing.take_waiting()
+        self.sink.flush()
+        if self.sink.size:
+            yield take_batch(self.sink)
 
 
 def _times(batch, acc: Accounting):

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -112,6 +113,12 @@ class Tap:
     broker named past them keeps its own address); ``max_outstanding``:
     requests of one connection waiting for a response before the tap stops
     reading its client.
+
+    ``report``: where the rows go as they are written, besides the files: an
+    object with ``start(name)`` (the tap starts; ``name`` is its folder's),
+    ``push(record_batch)`` and ``close()`` (the tap stopped, every row
+    pushed), such as :class:`kafkaproto.report.live.TapReport`, the live
+    report ``kafkaproto tap ... --report OUT`` keeps.
     """
 
     def __init__(self, upstream: tuple[str, int], out_dir, *, listen: tuple[str, int] = ("127.0.0.1", 0),
@@ -119,7 +126,7 @@ class Tap:
                  rewrite: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  connect_timeout: float = 10.0, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  max_kept_frame: int | None = None, log=None, max_listeners: int = DEFAULT_MAX_LISTENERS,
-                 max_outstanding: int | None = 10_000) -> None:
+                 max_outstanding: int | None = 10_000, report=None) -> None:
         self.upstream = (upstream[0], int(upstream[1]))
         self.listen_host, self.listen_port = listen[0], int(listen[1])
         self.advertise_host = advertise_host or self.listen_host
@@ -132,6 +139,7 @@ class Tap:
         self.log = log
         self.max_listeners = max_listeners
         self.max_outstanding = max_outstanding
+        self.report = report
         #: brokers named in responses that got no listener (their addresses went
         #: unchanged): the :data:`UNROUTED_KEPT` named most recently
         self.unrouted: OrderedDict[tuple[str, int], None] = OrderedDict()
@@ -205,7 +213,11 @@ class Tap:
     async def _main(self, duration: float | None, install_signals: bool) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes)
+        if self.report is not None:
+            # named as the batch source names the tap's folder
+            self.report.start(os.path.basename(os.path.abspath(self.out_dir)))
+        self.writer = FrameTableWriter(self.out_dir, fmt=self.fmt, roll_bytes=self.roll_bytes,
+                                       listener=None if self.report is None else self.report.push)
         try:
             await self._listen(self.upstream, self.listen_port)
             if install_signals:
@@ -234,6 +246,8 @@ class Tap:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(srv.wait_closed(), 2)
             self.writer.close()
+            if self.report is not None:
+                self.report.close()
 
     async def _flush_loop(self) -> None:
         while True:
@@ -495,10 +509,12 @@ class Tap:
 # --------------------------------------------------------------------------
 
 
-def run_tap_cli(args) -> int:
+def run_tap_cli(args, report=None) -> int:
+    """``kafkaproto tap``; ``report``: as :class:`Tap`'s (``--report``)."""
     tap = Tap(args.upstream, args.out, listen=args.listen, advertise_host=args.advertise_host, fmt=args.format,
               roll_bytes=int(args.roll_mb * (1 << 20)), rewrite=not args.no_rewrite,
-              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout, max_listeners=args.max_listeners)
+              memory_budget=int(args.memory_mb * (1 << 20)), log=sys.stdout, max_listeners=args.max_listeners,
+              report=report)
     try:
         tap.run(args.duration)
     except OSError as exc:
