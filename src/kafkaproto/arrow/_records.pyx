@@ -104,9 +104,11 @@ cdef extern from *:
     }
     #if defined(__GNUC__)
     struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols;
+    struct __pyx_t_10kafkaproto_5arrow_8_records_RCur;
     static inline int __pyx_f_10kafkaproto_5arrow_8_records__put_record(
-        struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols *, uint8_t const *, int32_t, uint8_t const *, int32_t,
-        int64_t, int64_t, int32_t, int32_t) __attribute__((always_inline));
+        struct __pyx_t_10kafkaproto_5arrow_8_records_RecCols *, struct __pyx_t_10kafkaproto_5arrow_8_records_RCur *,
+        uint8_t const *, int32_t, uint8_t const *, int32_t, int64_t, int64_t, int32_t, int32_t)
+        __attribute__((always_inline));
     #endif
     """
     void kp_copy(uint8_t* d, const uint8_t* s, size_t n) nogil
@@ -172,63 +174,137 @@ cdef int _null_at(Col* c, int64_t k) noexcept nogil:
     return 0
 
 
-cdef inline int _put_record(RecCols* rc, const uint8_t* key, int32_t klen, const uint8_t* value, int32_t vlen,
-                            int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
-    """One record into slot rc.n of the columns asked for (room reserved; its headers
-    are in already).  The columns' own counts are brought up to rc.n by _sync."""
-    cdef int64_t k = rc.n
-    cdef Col* c = rc.c[RC_KEY]
+cdef struct RCur:
+    # the columns as the records of a batch are written: a local of the walk (see
+    # records/_walk.pxi), so that the copies through the buffers below do not make
+    # the compiler read it again after each; NULL buffers: column not asked for
+    int64_t k               # the next slot (rc.n)
+    int64_t row
+    uint8_t* kdata
+    int64_t kl              # the key column's vlen
+    int64_t* koffs
+    uint8_t* kvalid         # NULL until the column's first null
+    uint8_t* vdata
+    int64_t vl
+    int64_t* voffs
+    uint8_t* vvalid
+    int64_t* off
+    uint8_t* ovalid
+    int64_t* ts
+    uint8_t* tvalid
+    int32_t* tst
+    uint8_t* tsvalid
+    int64_t* hoffs
+    uint8_t* hvalid
+    int64_t* rows
+    int64_t base_offset
+    int64_t base_ts         # (max_ts for a LogAppendTime batch: every record has it)
+    int32_t ts_type
+    bint log_append
+    bint skip               # a control batch's records left out
+
+
+cdef inline void _cur_load(RecCols* rc, RCur* k) noexcept nogil:
+    cdef Col* c
+    memset(k, 0, sizeof(RCur))  # (the buffers of a column not asked for: NULL)
+    k.k = rc.n
+    k.row = rc.row
+    c = rc.c[RC_KEY]
     if c != NULL:
-        if key != NULL:
-            kp_copy(c.vdata + c.vlen, key, klen)  # (nothing for an empty one: NULL may not meet memcpy)
-            c.vlen += klen
-            if c.valid != NULL:
-                c.valid[k] = 1
-        elif _null_at(c, k):
-            return -1
-        c.offs[k + 1] = c.vlen
+        k.kdata, k.kl, k.koffs, k.kvalid = c.vdata, c.vlen, c.offs, c.valid
     c = rc.c[RC_VALUE]
     if c != NULL:
-        if value != NULL:
-            kp_copy(c.vdata + c.vlen, value, vlen)
-            c.vlen += vlen
-            if c.valid != NULL:
-                c.valid[k] = 1
-        elif _null_at(c, k):
-            return -1
-        c.offs[k + 1] = c.vlen
+        k.vdata, k.vl, k.voffs, k.vvalid = c.vdata, c.vlen, c.offs, c.valid
     c = rc.c[RC_OFFSET]
     if c != NULL:
-        (<int64_t*>c.data)[k] = offset
-        if c.valid != NULL:
-            c.valid[k] = 1
+        k.off, k.ovalid = <int64_t*>c.data, c.valid
     c = rc.c[RC_TIMESTAMP]
     if c != NULL:
-        if -_US_LIMIT <= ts <= _US_LIMIT:
-            (<int64_t*>c.data)[k] = ts * 1000
-            if c.valid != NULL:
-                c.valid[k] = 1
-        else:
-            # beyond int64 microseconds: null
-            (<int64_t*>c.data)[k] = 0
-            if _null_at(c, k):
-                return -1
+        k.ts, k.tvalid = <int64_t*>c.data, c.valid
     c = rc.c[RC_TS_TYPE]
     if c != NULL:
-        (<int32_t*>c.data)[k] = ts_type
-        if c.valid != NULL:
-            c.valid[k] = 1
+        k.tst, k.tsvalid = <int32_t*>c.data, c.valid
     c = rc.c[RC_HEADERS]
     if c != NULL:
-        c.offs[k + 1] = c.offs[k] + headers
+        k.hoffs, k.hvalid = c.offs, c.valid
+    k.rows = <int64_t*>rc.c[RC_ROW].data
+    k.base_offset = rc.base_offset
+    k.log_append = rc.ts_type == 1
+    k.base_ts = rc.max_ts if k.log_append else rc.base_ts
+    k.ts_type = rc.ts_type
+    k.skip = rc.control and not rc.keep_control
+
+
+cdef inline void _cur_store(RecCols* rc, const RCur* k) noexcept nogil:
+    """What the records written changed: the slots taken, the bytes of keys and values."""
+    rc.n = k.k
+    if k.koffs != NULL:
+        rc.c[RC_KEY].vlen = k.kl
+    if k.voffs != NULL:
+        rc.c[RC_VALUE].vlen = k.vl
+
+
+cdef int _null_in(RecCols* rc, int col, int64_t i, uint8_t** valid) noexcept nogil:
+    """Slot ``i`` of column ``col`` null (out of line: the walk's rare path), its validity
+    into the cursor's ``valid``."""
+    cdef Col* c = rc.c[col]
+    if _null_at(c, i):
+        return -1
+    valid[0] = c.valid
+    return 0
+
+
+cdef inline int _put_record(RecCols* rc, RCur* k, const uint8_t* key, int32_t klen, const uint8_t* value,
+                            int32_t vlen, int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
+    """One record into slot k.k of the columns asked for (room reserved; its headers
+    are in already).  The columns' counts are brought up to it by _cur_store and _sync."""
+    cdef int64_t i = k.k
+    if k.koffs != NULL:
+        if key != NULL:
+            kp_copy(k.kdata + k.kl, key, klen)  # (nothing for an empty one: NULL may not meet memcpy)
+            k.kl += klen
+            if k.kvalid != NULL:
+                k.kvalid[i] = 1
+        elif _null_in(rc, RC_KEY, i, &k.kvalid):
+            return -1
+        k.koffs[i + 1] = k.kl
+    if k.voffs != NULL:
+        if value != NULL:
+            kp_copy(k.vdata + k.vl, value, vlen)
+            k.vl += vlen
+            if k.vvalid != NULL:
+                k.vvalid[i] = 1
+        elif _null_in(rc, RC_VALUE, i, &k.vvalid):
+            return -1
+        k.voffs[i + 1] = k.vl
+    if k.off != NULL:
+        k.off[i] = offset
+        if k.ovalid != NULL:
+            k.ovalid[i] = 1
+    if k.ts != NULL:
+        if -_US_LIMIT <= ts <= _US_LIMIT:
+            k.ts[i] = ts * 1000
+            if k.tvalid != NULL:
+                k.tvalid[i] = 1
+        else:
+            # beyond int64 microseconds: null
+            k.ts[i] = 0
+            if _null_in(rc, RC_TIMESTAMP, i, &k.tvalid):
+                return -1
+    if k.tst != NULL:
+        k.tst[i] = ts_type
+        if k.tsvalid != NULL:
+            k.tsvalid[i] = 1
+    if k.hoffs != NULL:
+        k.hoffs[i + 1] = k.hoffs[i] + headers
         if headers == 0:
             # no headers: null, as Spark's Kafka source shows it (legacy records have none)
-            if _null_at(c, k):
+            if _null_in(rc, RC_HEADERS, i, &k.hvalid):
                 return -1
-        elif c.valid != NULL:
-            c.valid[k] = 1
-    (<int64_t*>rc.c[RC_ROW].data)[k] = rc.row
-    rc.n = k + 1
+        elif k.hvalid != NULL:
+            k.hvalid[i] = 1
+    k.rows[i] = k.row
+    k.k = i + 1
     return 0
 
 
@@ -275,13 +351,20 @@ cdef inline int _rc_blob(Col* c, const uint8_t* p, int32_t n) noexcept nogil:
 ctypedef RecCols* RSink
 
 
-cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t kn, const uint8_t* vp,
+cdef inline void rs_begin(RSink s, RCur* k) noexcept nogil:
+    _cur_load(s, k)
+
+
+cdef inline void rs_end(RSink s, RCur* k) noexcept nogil:
+    _cur_store(s, k)
+
+
+cdef inline int rs_header(Cur* c, RSink s, RCur* k, int32_t j, const uint8_t* kp, int32_t kn, const uint8_t* vp,
                           int32_t vn) noexcept nogil:
-    cdef Col* hcol = s.c[RC_HEADERS]
     cdef Col* hstruct
-    if hcol == NULL or (s.control and not s.keep_control):
+    if k.hoffs == NULL or k.skip:
         return 0
-    hstruct = hcol.kids[0]
+    hstruct = s.c[RC_HEADERS].kids[0]
     if _rc_blob(hstruct.kids[0], kp, kn) or _rc_blob(hstruct.kids[1], vp, vn) or col_reserve(hstruct, 1):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     col_mark_valid(hstruct)
@@ -289,17 +372,19 @@ cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t
     return 0
 
 
-cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
+cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, Py_ssize_t start, int attributes,
+                          int64_t timestamp_delta, int32_t offset_delta, const uint8_t* key, int32_t key_len,
+                          const uint8_t* value, int32_t value_len, int32_t header_count) noexcept nogil:
     if s.control:
-        if r.index == 0:
+        if i == 0:
             # the marker the batch holds, for its batch row (the walker checked its key's and value's sizes)
-            s.ctl_type = <int16_t>kp_ld16(r.key + 2)
-            if (s.ctl_type == 0 or s.ctl_type == 1) and r.value_len >= 6:
-                s.ctl_epoch = <int32_t>kp_ld32(r.value + 2)
-        if not s.keep_control:
+            s.ctl_type = <int16_t>kp_ld16(key + 2)
+            if (s.ctl_type == 0 or s.ctl_type == 1) and value_len >= 6:
+                s.ctl_epoch = <int32_t>kp_ld32(value + 2)
+        if k.skip:
             return 0  # checked, and left out as a consumer does
-    if _put_record(s, r.key, r.key_len, r.value, r.value_len, _wadd(s.base_offset, r.offset_delta),
-                   s.max_ts if s.ts_type == 1 else _wadd(s.base_ts, r.timestamp_delta), s.ts_type, r.header_count):
+    if _put_record(s, k, key, key_len, value, value_len, _wadd(k.base_offset, offset_delta),
+                   k.base_ts if k.log_append else _wadd(k.base_ts, timestamp_delta), k.ts_type, header_count):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     return 0
 
@@ -309,6 +394,7 @@ cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
 
 cdef class LSink:
     cdef RecCols* rc
+    cdef RCur k             # the columns' cursors while a message's records are written
 
 
 cdef int ls_buffer(LSink s, object buf, const uint8_t* base) except -1:
@@ -319,10 +405,12 @@ cdef int ls_begin(LSink s, int count, Py_ssize_t nbytes) except -1:
     if _reserve_rows(s.rc, count, nbytes):
         raise MemoryError()
     s.rc.n = s.rc.c[RC_ROW].n
+    _cur_load(s.rc, &s.k)
     return 0
 
 
 cdef int ls_end(LSink s, bint gone) except -1:
+    _cur_store(s.rc, &s.k)
     _sync(s.rc)  # (every record was copied into the columns as it came)
     return 0
 
@@ -332,7 +420,7 @@ cdef int ls_record(LSink s, const uint8_t* b, LMsg* m, int64_t offset, int64_t t
         s.rc.first_off = offset
         s.rc.any_off = True
     s.rc.last_off = offset
-    if _put_record(s.rc, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
+    if _put_record(s.rc, &s.k, NULL if m.klen < 0 else b + m.kpos, m.klen, NULL if m.vlen < 0 else b + m.vpos, m.vlen,
                    offset, ts, ts_type, 0):
         raise MemoryError()
     return 0

@@ -314,27 +314,40 @@ cdef int _hdr_add(TStage* st, const uint8_t* p, int32_t n) noexcept nogil:
 
 ctypedef TStage* RSink
 
+cdef struct RCur:
+    int unused          # (records are staged through the sink itself: no cursors)
 
-cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t kn, const uint8_t* vp,
+
+cdef inline void rs_begin(RSink s, RCur* k) noexcept nogil:
+    pass
+
+
+cdef inline void rs_end(RSink s, RCur* k) noexcept nogil:
+    pass
+
+
+cdef inline int rs_header(Cur* c, RSink s, RCur* k, int32_t j, const uint8_t* kp, int32_t kn, const uint8_t* vp,
                           int32_t vn) noexcept nogil:
     if _hdr_add(s, kp, kn):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     return 0
 
 
-cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
+cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, Py_ssize_t start, int attributes,
+                          int64_t timestamp_delta, int32_t offset_delta, const uint8_t* key, int32_t key_len,
+                          const uint8_t* value, int32_t value_len, int32_t header_count) noexcept nogil:
     cdef TRec* t
     if _stage_room(s, 1):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     t = &s.r[s.n]
-    t.offset = _wadd(s.base_offset, r.offset_delta)
-    t.ts = s.max_ts if s.log_append else _wadd(s.base_ts, r.timestamp_delta)
-    t.key = r.key
-    t.klen = r.key_len
-    t.value = r.value
-    t.vlen = r.value_len
-    t.hn = r.header_count
-    t.h0 = s.hn - r.header_count
+    t.offset = _wadd(s.base_offset, offset_delta)
+    t.ts = s.max_ts if s.log_append else _wadd(s.base_ts, timestamp_delta)
+    t.key = key
+    t.klen = key_len
+    t.value = value
+    t.vlen = value_len
+    t.hn = header_count
+    t.h0 = s.hn - header_count
     t.crc = 0
     s.n += 1
     return 0

@@ -257,21 +257,33 @@ cdef extern from *:
 
 ctypedef kp_rsink* RSink
 
+cdef struct RCur:
+    int unused          # (the records are built through the sink itself: no cursors)
 
-cdef inline int rs_header(Cur* c, RSink s, int32_t j, const uint8_t* kp, int32_t kn, const uint8_t* vp,
+
+cdef inline void rs_begin(RSink s, RCur* k) noexcept nogil:
+    pass
+
+
+cdef inline void rs_end(RSink s, RCur* k) noexcept nogil:
+    pass
+
+
+cdef inline int rs_header(Cur* c, RSink s, RCur* k, int32_t j, const uint8_t* kp, int32_t kn, const uint8_t* vp,
                           int32_t vn) noexcept nogil:
     if s.build and kp_add_header(s, j, kp, kn, vp, vn):
         return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
     return 0
 
 
-cdef inline int rs_record(Cur* c, RSink s, RecView* r) noexcept nogil:
+cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, Py_ssize_t start, int attributes,
+                          int64_t timestamp_delta, int32_t offset_delta, const uint8_t* key, int32_t key_len,
+                          const uint8_t* value, int32_t value_len, int32_t header_count) noexcept nogil:
     if s.build:
-        if kp_build_record(s, r.attributes, r.timestamp_delta, r.offset_delta, r.key, r.key_len, r.value,
-                           r.value_len):
+        if kp_build_record(s, attributes, timestamp_delta, offset_delta, key, key_len, value, value_len):
             return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
     elif s.controls != NULL:
-        if kp_add_control(s, r.key, r.key_len, r.value, r.value_len):
+        if kp_add_control(s, key, key_len, value, value_len):
             return cur_fail(c, F_PYTHON, 0, c.pos, 0, 0)
     return 0
 
@@ -503,9 +515,10 @@ cdef class RecordList:
         cur_init(&c, self.b, ppos[0], self.end)
         cdef object control = None if self.controls is None else self.controls[i]
         cdef int64_t seen = 0
+        cdef RCur k
         s.control = <PyObject*>control
         # (checked against the caps when the batch was read)
-        if _walk_record(&c, i, False, s, 0x7FFFFFFF, &seen, 0x7FFFFFFFFFFFFFFF):
+        if _walk_record(&c, i, False, s, &k, 0x7FFFFFFF, &seen, 0x7FFFFFFFFFFFFFFF, False):
             kp_rsink_clear(s)
             if c.fail == F_PYTHON:
                 _reraise()

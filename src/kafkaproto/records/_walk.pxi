@@ -4,17 +4,25 @@
 #   kafkaproto/records/_batches.pyx   sinks: check a batch (building nothing
 #                                     but control records); build one Record
 #   kafkaproto/arrow/_records.pyx     sink: Spark-shaped Arrow columns
-# Each defines a sink type ``RSink`` and, ``noexcept nogil``, returning 0 or -1
-# after recording a failure on the cursor:
-#   rs_header(c, s, j, key, klen, value, vlen)     a header (vlen -1: null value)
-#   rs_record(c, s, r)                             the record passed every check
+#   kafkaproto/log/_text.pyx          sink: the records staged for dump-log
+# Each defines a sink type ``RSink``, the struct ``RCur`` of what the sink
+# writes through per record (its cursors: a local of the batch's walk, so
+# that the compiler keeps them in registers; stores through the sink's
+# buffers cannot touch them) and, ``noexcept nogil``, returning 0 or -1 after
+# recording a failure on the cursor ``c``:
+#   rs_begin(s, k)                                 the batch's walk begins: the cursors from the sink
+#   rs_end(s, k)                                   it ends (whole or not): the cursors back (void)
+#   rs_header(c, s, k, j, key, klen, value, vlen)  a header (vlen -1: null value)
+#   rs_record(c, s, k, i, start, attributes, timestamp_delta, offset_delta,
+#             key, key_len, value, value_len, header_count)
+#                                                  the record passed every check (key/value NULL: null)
 #
 # Failures are recorded on the cursor (kafkaproto/_wire.pxd) with the record
 # codes below (fail), the field (what), the record's number as a path step,
 # and a header's number as a second one; records._common.record_failure()
 # turns them into the error the twin raises.
 
-from libc.stdint cimport INT64_MAX, INT64_MIN
+from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 
 cdef enum:
@@ -47,19 +55,6 @@ cdef enum:
     RW_HEADER_VALUE_LENGTH = 9
     RW_CONTROL = 10
     RW_NONE = 11
-
-
-cdef struct RecView:
-    int32_t index
-    Py_ssize_t start            # where the record's length field starts
-    int attributes
-    int64_t timestamp_delta
-    int32_t offset_delta
-    const uint8_t* key          # NULL: null key
-    int32_t key_len
-    const uint8_t* value        # NULL: null value
-    int32_t value_len
-    int32_t header_count
 
 
 cdef inline int _rfail(Cur* c, int code, int field, Py_ssize_t at, int64_t x, int64_t y) noexcept nogil:
@@ -122,109 +117,113 @@ cdef inline int _hdr_fail(Cur* c, int32_t i, int32_t j, int code, int field, Py_
     return cur_step(c, P_INDEX, i, NULL)
 
 
-cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, int32_t max_headers,
-                             int64_t* batch_headers, int64_t max_batch_headers) noexcept nogil:
-    # batch_headers: the headers of the batch's records before this one, then with its own
-    cdef RecView r
+cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, RCur* k, int32_t max_headers,
+                             int64_t* batch_headers, int64_t max_batch_headers, bint offsets_fit) noexcept nogil:
+    # batch_headers: the headers of the batch's records before this one, then with its own;
+    # offsets_fit: no int32 offset delta takes the batch's base offset past int64.
+    # Every field is decoded into a local (a register) and handed to the sink as a value.
     cdef const uint8_t* b = c.b
-    cdef Py_ssize_t pos = c.pos, at, rend
-    cdef int32_t length, j, hk, hv
-    cdef int st
+    cdef Py_ssize_t pos = c.pos, start = pos, end = c.end, at, rend
+    cdef int32_t length, j, hk, hv, offset_delta, key_len, value_len, header_count
+    cdef int64_t timestamp_delta
+    cdef int st, attributes
     cdef const uint8_t* kp
     cdef const uint8_t* vp
-    r.index = i
-    r.start = pos
-    st = _rv32(b, &pos, c.end, &length)
+    cdef const uint8_t* key
+    cdef const uint8_t* value
+    st = _rv32(b, &pos, end, &length)
     if st:
-        return _rec_fail(c, i, RF_VARINT, RW_LENGTH, r.start, st, 0)
-    if length < 0 or length > c.end - pos:
-        return _rec_fail(c, i, RF_OUTSIDE, RW_LENGTH, r.start, length, c.end - pos)
+        return _rec_fail(c, i, RF_VARINT, RW_LENGTH, start, st, 0)
+    if length < 0 or length > end - pos:
+        return _rec_fail(c, i, RF_OUTSIDE, RW_LENGTH, start, length, end - pos)
     rend = pos + length
     if pos >= rend:
         return _rec_fail(c, i, RF_VARINT, RW_ATTRIBUTES, pos, VARINT_TRUNCATED, 0)
-    r.attributes = <int8_t>b[pos]
+    attributes = <int8_t>b[pos]
     pos += 1
     at = pos
-    st = _rv64(b, &pos, rend, &r.timestamp_delta)
+    st = _rv64(b, &pos, rend, &timestamp_delta)
     if st:
         return _rec_fail(c, i, RF_VARINT, RW_TIMESTAMP_DELTA, at, st, 0)
     at = pos
-    st = _rv32(b, &pos, rend, &r.offset_delta)
+    st = _rv32(b, &pos, rend, &offset_delta)
     if st:
         return _rec_fail(c, i, RF_VARINT, RW_OFFSET_DELTA, at, st, 0)
-    if (r.offset_delta > 0 and s.base_offset > INT64_MAX - r.offset_delta) or \
-            (r.offset_delta < 0 and s.base_offset < INT64_MIN - r.offset_delta):
+    if not offsets_fit and ((offset_delta > 0 and s.base_offset > INT64_MAX - offset_delta) or
+                            (offset_delta < 0 and s.base_offset < INT64_MIN - offset_delta)):
         # an offset no writer can give: a problem, never an offset wrapped around
-        return _rec_fail(c, i, RF_OFFSET, RW_OFFSET_DELTA, at, r.offset_delta, s.base_offset)
+        return _rec_fail(c, i, RF_OFFSET, RW_OFFSET_DELTA, at, offset_delta, s.base_offset)
     at = pos
-    st = _rv32(b, &pos, rend, &r.key_len)
+    st = _rv32(b, &pos, rend, &key_len)
     if st:
         return _rec_fail(c, i, RF_VARINT, RW_KEY_LENGTH, at, st, 0)
-    if r.key_len < -1 or r.key_len > rend - pos:
-        return _rec_fail(c, i, RF_INVALID, RW_KEY_LENGTH, at, r.key_len, rend - pos)
-    r.key = NULL
-    if r.key_len >= 0:
-        r.key = b + pos
-        pos += r.key_len
+    if key_len < -1 or key_len > rend - pos:
+        return _rec_fail(c, i, RF_INVALID, RW_KEY_LENGTH, at, key_len, rend - pos)
+    key = NULL
+    if key_len >= 0:
+        key = b + pos
+        pos += key_len
     at = pos
-    st = _rv32(b, &pos, rend, &r.value_len)
+    st = _rv32(b, &pos, rend, &value_len)
     if st:
         return _rec_fail(c, i, RF_VARINT, RW_VALUE_LENGTH, at, st, 0)
-    if r.value_len < -1 or r.value_len > rend - pos:
-        return _rec_fail(c, i, RF_INVALID, RW_VALUE_LENGTH, at, r.value_len, rend - pos)
-    r.value = NULL
-    if r.value_len >= 0:
-        r.value = b + pos
-        pos += r.value_len
+    if value_len < -1 or value_len > rend - pos:
+        return _rec_fail(c, i, RF_INVALID, RW_VALUE_LENGTH, at, value_len, rend - pos)
+    value = NULL
+    if value_len >= 0:
+        value = b + pos
+        pos += value_len
     at = pos
-    st = _rv32(b, &pos, rend, &r.header_count)
+    st = _rv32(b, &pos, rend, &header_count)
     if st:
         return _rec_fail(c, i, RF_VARINT, RW_HEADER_COUNT, at, st, 0)
-    if r.header_count < 0 or r.header_count > rend - pos:
-        return _rec_fail(c, i, RF_INVALID, RW_HEADER_COUNT, at, r.header_count, rend - pos)
-    if r.header_count > max_headers:
-        # before the sink builds any: 2 bytes a header would be ~33 M in 64 MiB
-        return _rec_fail(c, i, RF_LIMIT, RW_HEADER_COUNT, at, r.header_count, max_headers)
-    if r.header_count > max_batch_headers - batch_headers[0]:
-        # the per-record cap times the records of a batch is still ~30 M headers
-        return _rec_fail(c, i, RF_BATCH_LIMIT, RW_HEADER_COUNT, at, batch_headers[0] + r.header_count,
-                         max_batch_headers)
-    batch_headers[0] += r.header_count
-    for j in range(r.header_count):
-        at = pos
-        st = _rv32(b, &pos, rend, &hk)
-        if st:
-            return _hdr_fail(c, i, j, RF_VARINT, RW_HEADER_KEY_LENGTH, at, st, 0)
-        if hk < 0 or hk > rend - pos:
-            return _hdr_fail(c, i, j, RF_INVALID, RW_HEADER_KEY_LENGTH, at, hk, rend - pos)
-        if not kp_utf8_ok(b + pos, hk):
-            return _hdr_fail(c, i, j, RF_UTF8, RW_HEADER_KEY, pos, 0, 0)
-        kp = b + pos
-        pos += hk
-        at = pos
-        st = _rv32(b, &pos, rend, &hv)
-        if st:
-            return _hdr_fail(c, i, j, RF_VARINT, RW_HEADER_VALUE_LENGTH, at, st, 0)
-        if hv < -1 or hv > rend - pos:
-            return _hdr_fail(c, i, j, RF_INVALID, RW_HEADER_VALUE_LENGTH, at, hv, rend - pos)
-        vp = NULL
-        if hv >= 0:
-            vp = b + pos
-            pos += hv
-        if rs_header(c, s, j, kp, hk, vp, hv):
-            return -1
+    if header_count:
+        if header_count < 0 or header_count > rend - pos:
+            return _rec_fail(c, i, RF_INVALID, RW_HEADER_COUNT, at, header_count, rend - pos)
+        if header_count > max_headers:
+            # before the sink builds any: 2 bytes a header would be ~33 M in 64 MiB
+            return _rec_fail(c, i, RF_LIMIT, RW_HEADER_COUNT, at, header_count, max_headers)
+        if header_count > max_batch_headers - batch_headers[0]:
+            # the per-record cap times the records of a batch is still ~30 M headers
+            return _rec_fail(c, i, RF_BATCH_LIMIT, RW_HEADER_COUNT, at, batch_headers[0] + header_count,
+                             max_batch_headers)
+        batch_headers[0] += header_count
+        for j in range(header_count):
+            at = pos
+            st = _rv32(b, &pos, rend, &hk)
+            if st:
+                return _hdr_fail(c, i, j, RF_VARINT, RW_HEADER_KEY_LENGTH, at, st, 0)
+            if hk < 0 or hk > rend - pos:
+                return _hdr_fail(c, i, j, RF_INVALID, RW_HEADER_KEY_LENGTH, at, hk, rend - pos)
+            if not kp_utf8_ok(b + pos, hk):
+                return _hdr_fail(c, i, j, RF_UTF8, RW_HEADER_KEY, pos, 0, 0)
+            kp = b + pos
+            pos += hk
+            at = pos
+            st = _rv32(b, &pos, rend, &hv)
+            if st:
+                return _hdr_fail(c, i, j, RF_VARINT, RW_HEADER_VALUE_LENGTH, at, st, 0)
+            if hv < -1 or hv > rend - pos:
+                return _hdr_fail(c, i, j, RF_INVALID, RW_HEADER_VALUE_LENGTH, at, hv, rend - pos)
+            vp = NULL
+            if hv >= 0:
+                vp = b + pos
+                pos += hv
+            if rs_header(c, s, k, j, kp, hk, vp, hv):
+                return -1
     if pos != rend:
         return _rec_fail(c, i, RF_LEFT_AFTER, RW_LENGTH, pos, rend - pos, 0)
     c.pos = pos
     if control:
         # a control batch's records are markers: key (version, type), and for
         # COMMIT/ABORT a value (version, coordinator epoch)
-        if r.key_len < 4:
-            return _rfail(c, RF_CONTROL_KEY, RW_CONTROL, r.start, r.key_len if r.key_len > 0 else 0, 0)
-        hk = <int16_t>kp_ld16(r.key + 2)
-        if (hk == 0 or hk == 1) and r.value_len < 6:
-            return _rfail(c, RF_CONTROL_VALUE, RW_CONTROL, r.start, r.value_len if r.value_len > 0 else 0, 0)
-    return rs_record(c, s, &r)
+        if key_len < 4:
+            return _rfail(c, RF_CONTROL_KEY, RW_CONTROL, start, key_len if key_len > 0 else 0, 0)
+        hk = <int16_t>kp_ld16(key + 2)
+        if (hk == 0 or hk == 1) and value_len < 6:
+            return _rfail(c, RF_CONTROL_VALUE, RW_CONTROL, start, value_len if value_len > 0 else 0, 0)
+    return rs_record(c, s, k, i, start, attributes, timestamp_delta, offset_delta, key, key_len, value, value_len,
+                     header_count)
 
 
 cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max_headers,
@@ -235,11 +234,19 @@ cdef int _walk_records(Cur* c, int32_t count, bint control, RSink s, int32_t max
     ``batch_headers``: set to the batch's headers."""
     cdef int32_t i
     cdef int64_t seen = 0  # (a local: the hot loop keeps it in a register)
+    cdef RCur k            # the sink's cursors, the same way
+    cdef int st = 0
+    # once a batch, what was checked once a record: every int32 delta keeps the offsets in int64
+    cdef bint offsets_fit = INT64_MIN - INT32_MIN <= s.base_offset <= INT64_MAX - INT32_MAX
+    rs_begin(s, &k)
     for i in range(count):
-        if _walk_record(c, i, control, s, max_headers, &seen, max_batch_headers):
-            batch_headers[0] = seen
-            return -1
+        if _walk_record(c, i, control, s, &k, max_headers, &seen, max_batch_headers, offsets_fit):
+            st = -1
+            break
+    rs_end(s, &k)
     batch_headers[0] = seen
+    if st:
+        return -1
     if c.pos != c.end:
         return _rfail(c, RF_AFTER_LAST, RW_NONE, c.pos, c.end - c.pos, count)
     return 0
