@@ -355,9 +355,12 @@ class _KafkaPython(_Confluent):
     def member(self, topic, group):
         from kafka import KafkaConsumer
 
+        # metadata_max_age_ms: a member that joined before the topic's partitions were in its
+        # metadata is given none by its assignor ("No partition metadata"); it only asks
+        # again when its metadata ages out (five minutes by default), so the scenario stalled
         return KafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group, auto_offset_reset="earliest",
                              enable_auto_commit=False, fetch_max_wait_ms=100, heartbeat_interval_ms=200,
-                             session_timeout_ms=6000)
+                             session_timeout_ms=6000, metadata_max_age_ms=1000)
 
     def reader(self, topic):
         from kafka import KafkaConsumer, TopicPartition
