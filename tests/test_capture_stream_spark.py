@@ -149,6 +149,7 @@ def test_a_stream_over_the_taps_output_is_refused_by_name(tmp_path):
         reader.latestOffset(start, reader.getDefaultReadLimit())
 
 
+@pytest.mark.engine_independent
 def test_a_stream_killed_mid_stream_and_restarted_reads_every_row_once(tmp_path):
     """Queries killed with SIGKILL while micro-batches run, then restarted
     from their checkpoints: each row of the batch source once."""
