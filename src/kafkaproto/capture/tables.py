@@ -243,6 +243,11 @@ _NO_IDS: dict[bytes, tuple[int, str]] = {}
 _ZERO_ID = bytes(16)
 
 
+def _real_ids(ids: pa.Array) -> pa.Array:
+    """True where a topic id is given and not all zeros (the no-id value)."""
+    return pc.fill_null(pc.not_equal(ids, pa.scalar(_ZERO_ID, ids.type)), False)
+
+
 def _uuid_text(b: bytes) -> str:
     h = b.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
@@ -255,8 +260,7 @@ def _name_or_id(names, ids, lookup=None, rows=None) -> pa.Array:
     if ids.null_count == len(ids):
         return names
     # the elements to name: no name, an id that is not all zeros (most have a name)
-    need = np.flatnonzero(pc.and_(pc.is_null(names), pc.fill_null(pc.not_equal(ids, pa.scalar(_ZERO_ID, ids.type)),
-                                                                  False)).to_numpy(zero_copy_only=False))
+    need = np.flatnonzero(pc.and_(pc.is_null(names), _real_ids(ids)).to_numpy(zero_copy_only=False))
     if not len(need):
         return names
     out = names.to_pylist()
@@ -581,21 +585,15 @@ class CaptureDecoder:
             names, nrows = _path(msgs, ("topics", "name"))
             ids, _ = _path(msgs, ("topics", "topic_id"))
             # the topics a response names by a name and an id that is not all zeros
-            named = pc.and_(pc.fill_null(pc.greater(pc.binary_length(names), 0), False),
-                            pc.fill_null(pc.not_equal(ids, pa.scalar(_ZERO_ID, ids.type)), False))
+            named = pc.and_(pc.fill_null(pc.greater(pc.binary_length(names), 0), False), _real_ids(ids))
             keep = np.flatnonzero(named.to_numpy(zero_copy_only=False))
             if len(keep):
                 at = pa.array(keep)
                 names, tids = names.take(at).to_pylist(), ids.take(at).to_pylist()
                 self.topic_ids.update(zip(tids, names))
                 i = rows[nrows[keep]]
-                conn_ids = self.conn_ids
                 for u, s, tid, name in zip(uids[i].tolist(), seqs[i].tolist(), tids, names):
-                    ids_of = conn_ids.get(u)
-                    if ids_of is None:
-                        ids_of = conn_ids[u] = {}
-                    if tid not in ids_of:
-                        ids_of[tid] = (s, name)
+                    self.conn_ids.setdefault(u, {}).setdefault(tid, (s, name))
         conn_ids = self.conn_ids
 
         def lookup(tid: bytes, j: int) -> str | None:
