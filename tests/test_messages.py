@@ -5,6 +5,7 @@ import copy
 import gc
 import pickle
 import random
+import subprocess
 import sys
 import uuid
 import weakref
@@ -382,6 +383,39 @@ def test_header_version_rules():
     assert response_header_version(18, 3) == 0       # ApiVersions: always v0
     assert response_header_version(3, 9) == 1 and response_header_version(3, 8) == 0
     assert request_header_version(80, 0) == 2 and response_header_version(80, 0) == 1  # headerVersions key
+
+
+def test_version_masks_agree_with_every_class():
+    """The header versions are read from the generated version masks, not the classes: the two say the same."""
+    from kafkaproto.capture.walker.streams import request_versions
+    from kafkaproto.messages import version_masks
+
+    for key, (req, resp) in APIS.items():
+        masks = version_masks(key)
+        for at, name in ((0, req), (3, resp)):
+            if name is None:
+                assert masks[at] == 0
+                continue
+            cls = get(name)
+            if at == 0:
+                assert request_versions().get(key) == (cls.LOWEST_VERSION, cls.HIGHEST_VERSION), name
+            for v in range(-1, 80):
+                assert bool(masks[at] >> v & 1 if 0 <= v < 64 else 0) == cls.supports(v), (name, v)
+                if v < 0:
+                    flexible = False
+                elif v < 64:
+                    flexible = bool(masks[at + 1] >> v & 1)
+                else:
+                    flexible = masks[at + 2] is not None and v >= masks[at + 2]
+                assert flexible == cls.is_flexible(v), (name, v)
+
+
+def test_header_tables_load_no_message_class():
+    """What the compiled loops are handed is built without importing the 190 message modules."""
+    code = ("import sys; from kafkaproto.protocol import header_table; header_table(True); header_table(False); "
+            "print(sorted(m for m in sys.modules if m.startswith('kafkaproto.messages._gen.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["['kafkaproto.messages._gen.error_codes']"]
 
 
 def test_request_frames_round_trip_every_api():

@@ -610,7 +610,9 @@ def stub_registry(registry: list) -> str:
         lines.append(line if len(line) <= 121 else f"from .{mod} import (\n    {name} as {name},\n)\n")
     lines += ["\n", "# name -> (module, kind, api_key)\n", "CLASSES: dict[str, tuple[str, str, int | None]]\n",
               "# api_key -> (request class, response class)\n", "APIS: dict[int, tuple[str | None, str | None]]\n",
-              "\n", "__all__ = [\n", '    "APIS",\n', '    "CLASSES",\n']
+              "# api_key -> (request's valid versions, its flexible versions, response's valid, its flexible)\n",
+              "VERSIONS: dict[int, tuple[str, str, str, str]]\n",
+              "\n", "__all__ = [\n", '    "APIS",\n', '    "CLASSES",\n', '    "VERSIONS",\n']
     lines += [f'    "{name}",\n' for name, _ in names]
     lines.append("]\n")
     return "".join(lines)
@@ -655,6 +657,17 @@ def generate(schemas_dir: pathlib.Path, out: pathlib.Path) -> int:
             by_key.setdefault(s.api_key, {})[s.kind] = s.name
     for key in sorted(by_key):
         lines.append(f"    {key}: ({by_key[key].get('request')!r}, {by_key[key].get('response')!r}),\n")
+    lines.append("}\n")
+    # the header versions follow from these alone: a frame's header is read without loading its classes
+    lines.append("\n# api_key -> (request's valid versions, its flexible versions, response's valid, its flexible)\n"
+                 "VERSIONS = {\n")
+    specs: dict[int, dict] = {}
+    for s, _ in registry:
+        if s.api_key is not None and s.kind in ("request", "response"):
+            specs.setdefault(s.api_key, {})[s.kind] = (mask_to_spec(s.valid), flexible_spec(s))
+    for key in sorted(specs):
+        req, resp = specs[key].get("request", ("", "")), specs[key].get("response", ("", ""))
+        lines.append(f"    {key}: ({req[0]!r}, {req[1]!r}, {resp[0]!r}, {resp[1]!r}),\n")
     lines.append("}\n")
     (out / "__init__.py").write_text("".join(lines))
     (out / "__init__.pyi").write_text(stub_registry(registry))

@@ -21,7 +21,7 @@ from .error_codes import ErrorCode
 from .errors import KafkaProtocolError, TrailingBytesError, TruncatedError, UnknownApiError, UnsupportedVersionError
 from .frames import FrameReader
 from .headers import RequestHeader, _by_tag, decode_request_header, decode_response_header
-from .messages import APIS, Message, request_class, response_class
+from .messages import APIS, Message, request_class, response_class, version_masks
 from .net import send_parts
 
 _pairing = _load("_pairing")
@@ -78,8 +78,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     A version newer than the schemas is flexible when the schema's flexible
     versions are open-ended ("3+"), as in Kafka's generated ``ApiMessageType``.
     """
-    cls = request_class(api_key)
-    if cls.is_flexible(api_version):
+    if _flexible(api_key, api_version, 0):
         return 2
     if api_key == CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
@@ -91,7 +90,18 @@ def response_header_version(api_key: int, api_version: int) -> int:
     must read them before it knows which versions the broker speaks)."""
     if api_key == API_VERSIONS:
         return 0
-    return 1 if response_class(api_key).is_flexible(api_version) else 0
+    return 1 if _flexible(api_key, api_version, 3) else 0
+
+
+def _flexible(api_key: int, api_version: int, at: int) -> bool:
+    """Is this version of the request (``at`` 0) or response (3) flexible?  From
+    the api's version masks (as its class's ``is_flexible``, without loading it)."""
+    masks = version_masks(api_key)
+    if api_version < 0:
+        return False
+    if api_version <= 63:
+        return bool(masks[at + 1] >> api_version & 1)
+    return masks[at + 2] is not None and api_version >= masks[at + 2]
 
 
 _TABLES: dict = {}
@@ -109,8 +119,8 @@ def header_table(request: bool):
         got = np.full((max(APIS) + 1, 64), -2, dtype=np.int8)
         for key, (req, resp) in APIS.items():
             if req if request else resp:
-                cls = request_class(key) if request else response_class(key)
-                got[key] = [fn(key, v) if cls.supports(v) else -1 for v in range(64)]
+                valid = version_masks(key)[0 if request else 3]
+                got[key] = [fn(key, v) if valid >> v & 1 else -1 for v in range(64)]
         _TABLES[request] = got
     return got
 

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ..errors import KafkaProtocolError, UnknownApiError
-from ._gen import APIS, CLASSES
+from ._gen import APIS, CLASSES, VERSIONS
 from ._gen.error_codes import _RETRIABLE as RETRIABLE_CODES
 from ._gen.error_codes import ErrorCode
 
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ._runtime import Message
 
 __all__ = ["APIS", "CLASSES", "INTERNAL_CLASSES", "INTERNAL_LOGS", "RETRIABLE_CODES", "ErrorCode", "Message",
-           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class", "version_plans"]
+           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class", "version_masks",
+           "version_plans"]
 
 
 _LOADED: dict[str, type] = {}
@@ -100,6 +101,27 @@ def response_class(api_key: int) -> type[Message]:
 def api_name(api_key: int) -> str:
     """``"Metadata"`` for 3; raises UnknownApiError for keys without a schema."""
     return _api(api_key)[0][: -len("Request")]
+
+
+_MASKS: dict[int, tuple] = {}
+
+
+def version_masks(api_key: int) -> tuple:
+    """``(request valid, request flexible, request flexible from, response valid,
+    response flexible, response flexible from)`` of ``api_key``: versions 0..63
+    as bitmasks, and the version from which every later one is flexible (None
+    when the schema's flexible versions are not open-ended) — what a header's
+    version follows from, known without loading the api's classes (the same
+    as their ``supports`` and ``is_flexible``)."""
+    got = _MASKS.get(api_key)
+    if got is None:
+        from ._runtime import open_from, versions_mask
+
+        _api(api_key)
+        rv, rf, sv, sf = VERSIONS[api_key]
+        got = _MASKS[api_key] = (versions_mask(rv), versions_mask(rf), open_from(rf),
+                                 versions_mask(sv), versions_mask(sf), open_from(sf))
+    return got
 
 
 _VERSION_PLANS: dict = {}

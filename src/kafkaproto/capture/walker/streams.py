@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from ..._impl import load as _load
 from ..._limits import DEFAULT_MAX_FRAME_SIZE
 from ...errors import KafkaProtocolError
-from ...messages import APIS, request_class, response_class
+from ...messages import APIS, request_class, response_class, version_masks
 from ...protocol import header_table
 from ..accounting import Accounting
 from ..objects import Connection
@@ -77,12 +77,9 @@ def request_versions() -> dict[int, tuple[int, int]]:
     """``{api_key: (lowest, highest)}`` request versions this library decodes."""
     if not _versions:
         for key in APIS:
-            try:
-                cls = request_class(key)
-            except (KafkaProtocolError, AttributeError):
-                continue
-            if cls.LOWEST_VERSION is not None:
-                _versions[key] = (cls.LOWEST_VERSION, cls.HIGHEST_VERSION)
+            valid = version_masks(key)[0]  # (the classes' versions, without loading them)
+            if valid:
+                _versions[key] = ((valid & -valid).bit_length() - 1, valid.bit_length() - 1)
     return _versions
 
 

@@ -215,10 +215,13 @@ from .write_txn_markers import WriteTxnMarkersResponse as WriteTxnMarkersRespons
 CLASSES: dict[str, tuple[str, str, int | None]]
 # api_key -> (request class, response class)
 APIS: dict[int, tuple[str | None, str | None]]
+# api_key -> (request's valid versions, its flexible versions, response's valid, its flexible)
+VERSIONS: dict[int, tuple[str, str, str, str]]
 
 __all__ = [
     "APIS",
     "CLASSES",
+    "VERSIONS",
     "AbortedTxn",
     "AddOffsetsToTxnRequest",
     "AddOffsetsToTxnResponse",
