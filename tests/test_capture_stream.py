@@ -17,11 +17,10 @@ import pytest
 
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import open_capture
-from kafkaproto.capture.formats.tapfiles import frame_schema
 from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
 from kafkaproto.capture.stream import GrowingCapture, Offset, StreamStateError
 from kafkaproto.messages import MetadataRequest, MetadataResponse
-from support.rotated import CLASSES, boundaries, grow, resegment, roll
+from support.rotated import CLASSES, boundaries, grow, message_ends, resegment, roll, tap_files
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURES = sorted(p for p in (ROOT / "samples" / "capture").glob("*.pcap"))
@@ -166,14 +165,87 @@ def test_offsets_and_states_are_checked(tmp_path):
     conversation_with_a_request_left_waiting(folder / "a.pcapng", fmt="pcapng")
     with pytest.raises(ValueError, match="pcapng"):
         GrowingCapture(folder, tmp_path / "s2").latest(Offset(fresh=True))
-    # the tap's output (Arrow frame tables), a folder or one file: refused by name, not read as nothing
-    tap = tmp_path / "tap"
-    tap.mkdir()
-    with pa.ipc.new_stream(str(tap / "frames-1.arrows"), frame_schema()):
-        pass
-    for where in (tap, tap / "frames-1.arrows"):
-        with pytest.raises(ValueError, match="the tap's frame tables.*--report"):
-            GrowingCapture(where, tmp_path / "s4").latest(Offset(fresh=True))
+    # pcap files and the tap's frame tables in one folder
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    conversation_with_a_request_left_waiting(mixed / "a.pcap")
+    for name, blob in tap_files(mixed / "a.pcap", tmp_path / "written"):
+        (mixed / name).write_bytes(blob)
+    with pytest.raises(ValueError, match="pcap files and the tap frame tables in one folder"):
+        GrowingCapture(mixed, tmp_path / "s4").latest(Offset(fresh=True))
     # a folder not made yet: nothing to read, yet
     later = GrowingCapture(tmp_path / "not-yet", tmp_path / "s3")
     assert later.latest(later.initial()) == later.initial()
+
+
+# -- the tap's output, read while the tap runs -------------------------------------------------------------------
+
+TAP_SOURCES = [ROOT / "samples" / "capture" / "kafka44.pcap", ROOT / "samples" / "capture" / "tap-mock"]
+
+
+@pytest.mark.parametrize(("capture", "cuts"), [(TAP_SOURCES[0], "anywhere"), (TAP_SOURCES[1], "batches")],
+                         ids=lambda v: getattr(v, "name", v))
+def test_a_growing_tap_folder_read_in_micro_batches_is_the_batch_read(capture, cuts, tmp_path):
+    """The tap's writer's files (a batch every 24 frames, rolled mid-connection)
+    written a record batch at a time, or in pieces that tear batches anywhere,
+    while read in micro-batches of random budgets: every table of the batch
+    read of the finished folder, each row once."""
+    rng = random.Random(f"{capture.name}-{cuts}")
+    files = tap_files(capture, tmp_path / "written")
+    names, blobs = [n for n, _b in files], [b for _n, b in files]
+    assert len(files) >= 3
+    conns = [set(pa.ipc.open_stream(b).read_all().column("conn").to_pylist()) for b in blobs]
+    assert any(a & b for a, b in zip(conns, conns[1:])), "no connection goes on in the next file"
+    folder, state = tmp_path / "tap", tmp_path / "state"
+    cap = GrowingCapture(folder, state)
+    at = [message_ends(b) for b in blobs] if cuts == "batches" else None
+    got, end = stream(cap, grow(folder, blobs, rng, most=12_000, names=names, cuts=at), rng,
+                      budgets=(None, None, 2000, 9000))
+    assert cap.kind == "tap"
+    assert end.total == sum(map(len, blobs))
+    check_equal(got, folder)
+    assert len(os.listdir(state)) == 1
+
+
+def test_a_tap_folder_gives_requests_left_waiting_once_the_timeout_passes(tmp_path):
+    """The batch read of a tap's tables counts no request still waiting when
+    the tap stopped; a stream with a timeout gives them as unanswered rows."""
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
+    folder = tmp_path / "tap"
+    folder.mkdir()
+    for name, blob in tap_files(tmp_path / "one.pcap", tmp_path / "written"):
+        (folder / name).write_bytes(blob)
+    schema = open_capture(folder).read_table("unanswered").schema
+    assert open_capture(folder).read_table("unanswered").num_rows == 0
+    for after, want in ((None, []), (10_000_000_000, []), (2_500_000_000, [2])):
+        cap = GrowingCapture(folder, tmp_path / f"state-{after}", unanswered_after=after)
+        start = cap.initial()
+        mid = cap.latest(start, 900)
+        rows = [b for t, b in cap.read(start, mid, ("unanswered",))]
+        rows += [b for t, b in cap.read(mid, cap.latest(mid), ("unanswered",))]
+        got = pa.Table.from_batches(rows, schema=schema)
+        assert got.column("correlation_id").to_pylist() == want, after
+
+
+def test_a_tap_folder_torn_where_another_file_follows_is_damage(tmp_path):
+    """A torn batch at the end of the file being written waits; in a file
+    another follows (the tap killed, then started again) it is a problem,
+    and the next file is read."""
+    files = tap_files(TAP_SOURCES[0], tmp_path / "written", batch_rows=5)
+    folder = tmp_path / "tap"
+    folder.mkdir()
+    (name0, blob0), (name1, blob1) = files[:2]
+    cut = message_ends(blob0)[3] + 10
+    (folder / name0).write_bytes(blob0[:cut])
+    cap = GrowingCapture(folder, tmp_path / "state")
+    start = cap.initial()
+    end = cap.latest(start)
+    problems: list = []
+    first = [b for _t, b in cap.read(start, end, problems=problems)]
+    assert problems == [] and sum(b.num_rows for b in first) == 15  # three batches of 5; the fourth waits
+    assert cap.initial("latest").pos == message_ends(blob0)[3]
+    (folder / name1).write_bytes(blob1)
+    later = cap.latest(end)
+    rest = [b for _t, b in cap.read(end, later, problems=problems)]
+    assert len(problems) == 1 and name0 in problems[0].file and "cut or damaged inside a batch" in problems[0].message
+    assert sum(b.num_rows for b in rest) == pa.ipc.open_stream(blob1).read_all().num_rows
