@@ -325,11 +325,13 @@ class GrowingCapture:
 
     def read(self, start: Mapping | Offset, end: Mapping | Offset, tables: Sequence[str] = ("frames",),
              columns: Mapping[str, Sequence[str]] | None = None, filters=None, *,
-             problems: list | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+             problems: list | None = None, topic_ids: bool = False) -> Iterator[tuple[str, pa.RecordBatch]]:
         """The rows of ``tables`` the bytes ``[start, end)`` give, as
         ``(table, batch)``, going on from the state saved for ``start``; the
         state for ``end`` is saved once the rows are all given.  Damage met
-        is added to ``problems`` (:class:`~kafkaproto.capture.CaptureProblem`)."""
+        is added to ``problems`` (:class:`~kafkaproto.capture.CaptureProblem`);
+        ``topic_ids``: the ``topic_ids`` rows too (every topic id the
+        Metadata responses read so far named, the ones of earlier reads too)."""
         start, end = Offset.of(start), Offset.of(end)
         digest = self._digest(tables, columns, filters)
         acc = Accounting()
@@ -357,7 +359,8 @@ class GrowingCapture:
             stop = _Stop(*meta["resume"], meta.get("newest"))
         frames = self._frames(walk, stop, end)
         yield from self._dataset.table_rows(((self.name, fb) for fb in frames), tables, columns, filters,
-                                            accounts={self.name: acc}, decoders={self.name: decoder})
+                                            accounts={self.name: acc}, decoders={self.name: decoder},
+                                            topic_ids=topic_ids)
         if problems is not None:
             problems += [CaptureProblem(self.name, m, f) for f, m in stop.problems]
         if self.state_location is None:

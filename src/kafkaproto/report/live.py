@@ -200,7 +200,7 @@ class LiveReport:
             return self._drop_old(now)
         end = self.capture.latest(self.offset)
         if end != self.offset:
-            for table, batch in self.capture.read(self.offset, end, _TABLES):
+            for table, batch in self.capture.read(self.offset, end, _TABLES, topic_ids=True):
                 agg.add(table, batch)
             self.read_bytes += end.total - self.offset.total
             self.offset = end
