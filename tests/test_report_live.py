@@ -103,6 +103,28 @@ def test_a_taps_rows_fed_as_written_give_the_reports_figures(tmp_path):
     assert "5 frames recorded but not in these figures" in slow.view(slow.step())
 
 
+def test_a_taps_rows_give_requests_waiting_past_the_timeout_as_unanswered(tmp_path):
+    """The tap's live report (``tap --report``) counts a request waiting
+    longer than its timeout, in the time of the frames, as a growing capture
+    does; without a timeout, none (as the batch read of the tap's tables)."""
+    from kafkaproto.report.live import FrameFeed
+    from test_capture_stream import conversation_with_a_request_left_waiting
+
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
+    files = tap_files(tmp_path / "one.pcap", tmp_path / "written", batch_rows=3)
+    for after, want in ((None, []), (10_000_000_000, []), (2_500_000_000, [("Metadata", "app", 1)])):
+        feed = FrameFeed("tap")
+        live = LiveReport(feed, None, window=None, unanswered_after=after)
+        for _name, blob in files:
+            for b in pa.ipc.open_stream(blob):
+                feed.push(b)
+                live.step()
+        feed.end()
+        d = live.step()
+        assert [(r["api"], r["client_id"], r["requests"]) for r in d.unanswered] == want, after
+        assert d.totals["unanswered"] == len(want)
+
+
 def test_the_figures_of_a_growing_tap_folder_are_the_reports(tmp_path):
     """``report --follow`` over the tap's folder while the tap writes it
     (record batches torn anywhere, files rolled mid-connection): the
