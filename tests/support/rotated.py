@@ -12,6 +12,7 @@ a capture grows (appended in pieces that cut records anywhere).
 - :func:`roll` -- the records rolled into files at given records, named as
   ``tcpdump -C`` names them (``cap.pcap``, ``cap.pcap1``...);
 - :func:`grow` -- those files written in random pieces, yielding after each;
+- :func:`to_pcapng` -- a rolled file's records as a pcapng file (``dumpcap``'s format);
 - :func:`tap_files` -- a capture's frames written by the tap's own writer
   (small record batches, rolled mid-connection): the files' contents, and
   :func:`message_ends`, where each Arrow message of one of them ends.
@@ -27,7 +28,8 @@ from kafkaproto.capture import open_capture
 from kafkaproto.capture.formats.writer import tcp_packet
 from kafkaproto.capture.walker.packets import SYN, decode_tcp
 
-__all__ = ["CLASSES", "boundaries", "grow", "message_ends", "pcap_records", "resegment", "roll", "tap_files"]
+__all__ = ["CLASSES", "boundaries", "grow", "message_ends", "pcap_records", "resegment", "roll", "tap_files",
+           "to_pcapng"]
 
 CLASSES = ("between", "mid-header", "mid-frame")
 
@@ -118,6 +120,26 @@ def roll(path, folder, cuts, name: str = "cap.pcap") -> list[bytes]:
     head, recs, _lt = pcap_records(path)
     edges = [0, *sorted({c + 1 for c in cuts if 0 <= c + 1 < len(recs)}), len(recs)]
     return [head + b"".join(recs[a:b]) for a, b in zip(edges, edges[1:])]
+
+
+def to_pcapng(blob: bytes) -> bytes:
+    """The records of a pcap file's contents (its header first) in a pcapng
+    section (one interface, nanosecond time stamps)."""
+    import io
+
+    from kafkaproto.capture.formats.writer import PcapngWriter
+
+    order = "<" if blob[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    scale = 1 if blob[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1000
+    out = io.BytesIO()
+    w = PcapngWriter(out)
+    w.interface(struct.unpack_from(order + "I", blob, 20)[0] & 0xFFFF, tsresol=9)
+    pos = 24
+    while pos + 16 <= len(blob):
+        sec, frac, incl, orig = struct.unpack_from(order + "IIII", blob, pos)
+        w.write(sec * 1_000_000_000 + frac * scale, blob[pos + 16:pos + 16 + incl], orig_len=orig)
+        pos += 16 + incl
+    return out.getvalue()
 
 
 def grow(folder, blobs: list[bytes], rng, most: int = 60_000, name: str = "cap.pcap", names=None, cuts=None):

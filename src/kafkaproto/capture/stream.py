@@ -9,9 +9,10 @@ report (``kafkaproto report --follow``) read.
 >>> for table, batch in cap.read(start, end, ["responses"]): ...                   # doctest: +SKIP
 >>> cap.commit(end, ["responses"])                 # states before ``end`` are let go
 
-The capture is a folder of the pcap files one capture was rolled into
-(``tcpdump -C``/``-G``, in :func:`~kafkaproto.capture.formats.ranges.file_order`),
-or one pcap file, still being written; or the tap's output while the tap
+The capture is a folder of the pcap or pcapng files one capture was rolled
+into (``tcpdump -C``/``-G``, ``dumpcap -b``, in
+:func:`~kafkaproto.capture.formats.ranges.file_order`), or one such file,
+still being written; or the tap's output while the tap
 runs (``kafkaproto tap --out DIR``: Arrow IPC streams of frame rows, rolled
 into ``frames-<time>-<pid>-<n>.arrows`` files, read in the order of their
 names as the batch source reads them).  An *offset* (:class:`Offset`, a
@@ -19,7 +20,9 @@ dict of plain values as Spark keeps it in its checkpoint) names the file
 read last and how far, and the files a read finished with their sizes, so
 the same offsets always name the same bytes: the files are only ever
 appended to, and a file followed by another is complete.  A pcap file is
-read up to its last whole record, a tap file up to its last whole record
+read up to its last whole record (a pcapng file up to its last whole block;
+the section's byte order and interfaces read so far go on with the saved
+state), a tap file up to its last whole record
 batch (a torn one at the end of a file still being written is read, whole,
 by a later read); a tap's Parquet file is read once it is closed.
 
@@ -68,7 +71,7 @@ import pyarrow as pa
 from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .dataset import CaptureDataset, CaptureProblem, Filters, record_columns_of
-from .formats.pcap import PCAP_MAGICS, PCAPNG_MAGIC
+from .formats.pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile
 from .formats.ranges import file_order
 from .formats.tapfiles import SUFFIXES, TableFrames, _foreign_schema, _whole_file_batches, is_table_file
 from .frames import BATCH_BYTES, BATCH_ROWS, FrameBatch, take_batch
@@ -127,6 +130,8 @@ class _Stop:
     file: str
     pos: int
     newest: int | None = None
+    #: a pcapng file's section read so far: its byte order and interfaces (linktype, ticks, offset)
+    section: list | None = None
     problems: list = field(default_factory=list)
 
 
@@ -136,7 +141,7 @@ def _natural(name: str):
 
 class GrowingCapture:
     """One capture that grows (see the module's text): ``path`` a folder of
-    rolled pcap files, one pcap file, or a tap's folder (or one of its
+    rolled pcap/pcapng files, one such file, or a tap's folder (or one of its
     files); ``state_location`` a folder the
     readers and the planner share (None: the state is kept in this object,
     for reads in order in one process: a live view).  ``ports``, ``limits``: as
@@ -151,7 +156,7 @@ class GrowingCapture:
         self.path = os.path.abspath(os.fspath(path))
         #: a folder of rolled files (one not made yet, unless named like a pcap file), or one file
         self.folder = os.path.isdir(self.path) or (not os.path.exists(self.path) and
-                                                   not self.path.endswith((".pcap", ".cap", *SUFFIXES)))
+                                                   not self.path.endswith((".pcap", ".cap", ".pcapng", *SUFFIXES)))
         #: each file's kind, by its first bytes: "pcap", "tap" (frame tables), "" (neither)
         self._sniffed: dict[str, str] = {}
         #: "pcap" or "tap" once a file says which (a folder holds one kind)
@@ -181,10 +186,9 @@ class GrowingCapture:
             return kind
         with open(path, "rb") as fh:
             head = fh.read(8)
-        _refuse(path, head)
         if len(head) < 4:
             return None  # too new to say
-        if head[:4] in PCAP_MAGICS:
+        if head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_MAGIC:
             kind = "pcap"
         elif is_table_file(head) and (self.folder is False or os.path.splitext(name)[1] in SUFFIXES):
             if head[:4] == b"\xff\xff\xff\xff":
@@ -206,7 +210,7 @@ class GrowingCapture:
 
     def files(self) -> list[tuple[str, int]]:
         """``[(name, size)]`` of the capture's files now, in the order written
-        (pcap files, or the tap's frame tables; a file too new to hold its
+        (pcap/pcapng files, or the tap's frame tables; a file too new to hold its
         magic bytes waits, and so does a Parquet file until it is closed)."""
         if not self.folder:
             name = os.path.basename(self.path)
@@ -356,7 +360,7 @@ class GrowingCapture:
             meta, state = self._load(self._key(start, digest))
             walk.load(state)
             _decoder_load(decoder, meta["decoder"])
-            stop = _Stop(*meta["resume"], meta.get("newest"))
+            stop = _Stop(*meta["resume"], meta.get("newest"), meta.get("section"))
         frames = self._frames(walk, stop, end)
         yield from self._dataset.table_rows(((self.name, fb) for fb in frames), tables, columns, filters,
                                             accounts={self.name: acc}, decoders={self.name: decoder},
@@ -367,6 +371,7 @@ class GrowingCapture:
             self._kept = {self._key(end, digest): (walk, decoder, stop)}
             return
         self._save(self._key(end, digest), {"resume": [stop.file, stop.pos], "newest": stop.newest,
+                                           "section": stop.section,
                                            "decoder": _decoder_state(decoder, walk.pairings())}, walk.save())
 
     def _kind_at(self, end: Offset) -> str | None:
@@ -401,38 +406,70 @@ class GrowingCapture:
         return out
 
     def _frames(self, walk, stop: _Stop, end: Offset) -> Iterator[FrameBatch]:
-        sink = walk.sink
         if isinstance(walk, TableFrames):
             yield from self._table_frames(walk, stop, end)
             return
         for name, frm, to, complete in self._segments(stop, end):
+            if name != stop.file:
+                stop.section = None
             stop.file, stop.pos = name, frm
             if to <= frm or to < 24:
                 continue
             path = self._file(name)
             with open(path, "rb") as fh:
                 head = fh.read(24)
-                fmt = PCAP_MAGICS.get(head[:4])
-                if len(head) < 24 or fmt is None:
-                    stop.problems.append((path, "not a pcap file"))
-                    stop.pos = DONE
-                    continue
-                order, ticks = fmt
-                linktype = struct.unpack(order + "I", head[20:24])[0] & 0xFFFF
-                frm = max(frm, 24)
                 fh.seek(frm)
-                walk.read_pcap(_Slice(fh, to - frm), order == ">", ticks, linktype)
-                while walk.run():
-                    yield self._expire(walk, take_batch(sink), stop)
-                error, unread = walk.error, walk.unread_bytes
-                walk.error, walk.unread_bytes = None, 0
-                stop.pos = to - unread if error else to
-                if error and ("cut short" not in error or complete):
-                    # damage (a cut in a file another follows is damage too): the file is read as far as it goes
-                    stop.problems.append((path, error))
-                    stop.pos = to if complete else DONE
+                read = self._pcapng if head[:4] == PCAPNG_MAGIC else self._pcap
+                yield from read(walk, stop, path, head, _Slice(fh, to - frm), frm, to, complete)
             walk.flush()
         yield from self._last_batch(walk, stop)
+
+    def _pcap(self, walk, stop: _Stop, path: str, head: bytes, src, frm: int, to: int, complete: bool
+              ) -> Iterator[FrameBatch]:
+        """The records of a pcap file from ``frm`` that end at or before
+        ``to`` (``src``: those bytes), read by the walker itself; a record
+        cut by ``to`` waits for the next read."""
+        fmt = PCAP_MAGICS.get(head[:4])
+        if len(head) < 24 or fmt is None:
+            stop.problems.append((path, "not a pcap file"))
+            stop.pos = DONE
+            return
+        order, ticks = fmt
+        linktype = struct.unpack(order + "I", head[20:24])[0] & 0xFFFF
+        if frm < 24:
+            src.read(24 - frm)
+            frm = 24
+        walk.read_pcap(src, order == ">", ticks, linktype)
+        while walk.run():
+            yield self._expire(walk, take_batch(walk.sink), stop)
+        error, unread = walk.error, walk.unread_bytes
+        walk.error, walk.unread_bytes = None, 0
+        stop.pos = to - unread if error else to
+        if error and ("cut short" not in error or complete):
+            # damage (a cut in a file another follows is damage too): the file is read as far as it goes
+            stop.problems.append((path, error))
+            stop.pos = to if complete else DONE
+
+    def _pcapng(self, walk, stop: _Stop, path: str, _head: bytes, src, frm: int, to: int, complete: bool
+                ) -> Iterator[FrameBatch]:
+        """The blocks of a pcapng file from ``frm`` (where ``stop.section``,
+        the section's byte order and interfaces read so far, holds) that end
+        at or before ``to``; a block cut by ``to`` waits for the next read."""
+        cap = CaptureFile(src, base=frm, read_rest=False)
+        if stop.section is not None:
+            cap.order, cap.interfaces = stop.section[0], [tuple(i) for i in stop.section[1]]
+        sink = walk.sink
+        for ts, linktype, data, _orig in cap._pcapng(b""):
+            walk.packet(ts, linktype, data)
+            if sink.full():
+                walk.flush()
+                yield self._expire(walk, take_batch(sink), stop)
+        stop.section = [cap.order, [list(i) for i in cap.interfaces]]
+        error = cap.error
+        stop.pos = cap.at if error else to
+        if error and ("cut short" not in error or complete):
+            stop.problems.append((path, error))
+            stop.pos = to if complete else DONE
 
     def _last_batch(self, walk, stop: _Stop) -> Iterator[FrameBatch]:
         # the frames of every file read go on filling one batch, as in the batch source: a decoder's batch
@@ -548,13 +585,6 @@ def expire_waiting(fb: FrameBatch, pairings: Iterable, sink, after: int, newest:
     return newest
 
 
-def _refuse(path: str, head: bytes) -> None:
-    """A file a growing capture cannot read, by its first bytes: pcapng."""
-    if head[:4] == PCAPNG_MAGIC:
-        raise ValueError(f"{path}: a pcapng file; a growing capture is read from pcap files "
-                         "(tcpdump's format: tcpdump -w, or dumpcap -P)")
-
-
 def _closed_table(path: str, head: bytes) -> bool:
     """A Parquet or Arrow IPC file (not a stream) that its writer closed: it ends with its magic bytes."""
     tail = b"PAR1" if head[:4] == b"PAR1" else b"ARROW1"
@@ -649,9 +679,15 @@ def _last_message_end(path: str, size: int) -> int:
 
 
 def _last_record_end(path: str, size: int) -> int:
-    """Where the last whole record of a pcap file being written ends."""
+    """Where the last whole record (block) of a pcap (pcapng) file being written ends."""
     with open(path, "rb") as fh:
         head = fh.read(24)
+        if head[:4] == PCAPNG_MAGIC:
+            fh.seek(0)
+            cap = CaptureFile(_Slice(fh, size), read_rest=False)
+            for _packet in cap._pcapng(b""):
+                pass
+            return cap.at
         fmt = PCAP_MAGICS.get(head[:4])
         if len(head) < 24 or fmt is None:
             return 0
