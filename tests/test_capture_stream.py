@@ -256,3 +256,27 @@ def test_a_tap_folder_torn_where_another_file_follows_is_damage(tmp_path):
     rest = [b for _t, b in cap.read(end, later, problems=problems)]
     assert len(problems) == 1 and name0 in problems[0].file and "cut or damaged inside a batch" in problems[0].message
     assert sum(b.num_rows for b in rest) == pa.ipc.open_stream(blob1).read_all().num_rows
+
+
+def test_the_state_of_a_tap_folder_is_checked(tmp_path):
+    """A saved state of tap rows loads only as one (same limits, undamaged),
+    and gives the connections, frame counts and waiting requests back."""
+    from kafkaproto.capture import Accounting
+    from kafkaproto.capture.formats.tapfiles import TableFrames
+    from kafkaproto.capture.walker.snapshot import WalkerStateError, dump
+
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
+    batches = [b for _n, blob in tap_files(tmp_path / "one.pcap", tmp_path / "w") for b in pa.ipc.open_stream(blob)]
+    rows = TableFrames(Accounting())
+    for b in batches:
+        list(rows.add(b))
+    state = rows.save()
+    again = TableFrames(Accounting())
+    again.load(state)
+    assert again.save() == state  # the same connections, counts and waiting requests
+    for bad in (state[:-3], state[:12] + bytes([state[12] ^ 1]) + state[13:], dump(["tap", 1 << 31], [b"x", []]),
+                dump(["tap", 1 << 31], [1])):
+        with pytest.raises(WalkerStateError):
+            TableFrames(Accounting()).load(bad)
+    with pytest.raises(WalkerStateError, match="limits"):
+        TableFrames(Accounting(), max_frame_size=1000).load(state)

@@ -372,7 +372,8 @@ class GrowingCapture:
             return
         self._save(self._key(end, digest), {"resume": [stop.file, stop.pos], "newest": stop.newest,
                                            "section": stop.section,
-                                           "decoder": _decoder_state(decoder, walk.pairings())}, walk.save())
+                                           "decoder": _decoder_state(decoder, None if isinstance(walk, TableFrames)
+                                                                     else walk.pairings())}, walk.save())
 
     def _kind_at(self, end: Offset) -> str | None:
         """The kind of the files a read up to ``end`` reads ("pcap", "tap")."""
@@ -705,13 +706,14 @@ def _last_record_end(path: str, size: int) -> int:
         return pos
 
 
-def _decoder_state(dec: CaptureDecoder, open_pairings: list) -> dict:
-    """What a decoder keeps across batches, for the connections still open."""
-    uids = {p.conn.uid for p in open_pairings}
+def _decoder_state(dec: CaptureDecoder, open_pairings: list | None) -> dict:
+    """What a decoder keeps across batches, for the connections still open
+    (None: every connection, as the tap's rows never close one)."""
+    uids = None if open_pairings is None else {p.conn.uid for p in open_pairings}
     return {"topic_ids": [[k.hex(), v] for k, v in dec.topic_ids.items()],
             "conn_ids": [[u, [[t.hex(), s, n] for t, (s, n) in ids.items()]] for u, ids in dec.conn_ids.items()
-                         if u in uids],
-            "waits": [[k, v] for k, v in dec.waits.items() if (k >> 40) in uids]}
+                         if uids is None or u in uids],
+            "waits": [[k, v] for k, v in dec.waits.items() if uids is None or (k >> 40) in uids]}
 
 
 def _decoder_load(dec: CaptureDecoder, st: dict) -> None:

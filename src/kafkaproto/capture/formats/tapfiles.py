@@ -395,6 +395,8 @@ class TableFrames:
         self.conns: dict[tuple, int] = {}
         self._pairings: list = []
         self.states: list = []
+        #: connections of a state loaded that no row has named since: key -> frame count
+        self._dormant: dict[tuple, int] = {}
 
     def pairings(self) -> list:
         """Each connection's pairing (its waiting requests, its frame count), in the order met."""
@@ -418,43 +420,66 @@ class TableFrames:
         return ["tap", self.max_frame_size]
 
     def save(self) -> bytes:
-        """Every connection met (its key, frame count and waiting requests,
-        the client ids as text), in the order met, as bytes
+        """Every connection met (its key and frame count, as an Arrow IPC
+        stream) and the requests waiting (client ids as text), as bytes
         (:mod:`~kafkaproto.capture.walker.snapshot`'s encoding).  A tap never
         says that a connection closed, so each is kept: a few dozen bytes
         per connection and per request waiting."""
         from ..walker import snapshot
 
+        pa = _pa()
+        schema = _state_schema()
         clients = self.sink.clients
-        out = []
-        for (cid, client, server), p in zip(self.conns, self._pairings):
-            waiting = [[corr, key, version, _NO_TS if ts is None else ts, seq, clients[cl] if cl >= 0 else None]
-                       for corr, key, version, ts, seq, cl in p.waiting_list()]
-            out.append([cid, client, server, p.frames, waiting])
-        return snapshot.dump(self.limits(), out)
+        keys = list(self._dormant) + list(self.conns)
+        frames = list(self._dormant.values()) + [p.frames for p in self._pairings]
+        base = len(self._dormant)
+        waiting = [[base + n, corr, key, version, _NO_TS if ts is None else ts, seq, clients[cl] if cl >= 0 else None]
+                   for n, p in enumerate(self._pairings) if p.waiting
+                   for corr, key, version, ts, seq, cl in p.waiting_list()]
+        table = pa.table({"conn": pa.array([k[0] for k in keys], pa.int64()),
+                          "client": pa.array([k[1] for k in keys], pa.string()),
+                          "server": pa.array([k[2] for k in keys], pa.string()),
+                          "frames": pa.array(frames, pa.int64())}, schema=schema)
+        out = pa.BufferOutputStream()
+        with pa.ipc.new_stream(out, schema) as w:
+            w.write_table(table)
+        return snapshot.dump(self.limits(), [out.getvalue().to_pybytes(), waiting])
 
     def load(self, data) -> None:
         """The connections a :meth:`save` gave (before the first row);
         :class:`~kafkaproto.capture.walker.snapshot.WalkerStateError` when
-        ``data`` is damaged or saved with other limits."""
+        ``data`` is damaged or saved with other limits.  A connection with no
+        request waiting is made again only when a row of it comes."""
         from ..walker import snapshot
 
-        if self.conns:
+        if self.conns or self._dormant:
             raise ValueError("frame tables load a state before their first row")
+        pa = _pa()
+        schema = _state_schema()
         state = snapshot.load(data, self.limits())
         try:
-            for cid, client, server, frames, waiting in state:
-                if not (isinstance(cid, int) and isinstance(frames, int) and frames >= 0
-                        and all(v is None or isinstance(v, str) for v in (client, server))):
-                    raise ValueError(cid)
-                pairing = self._connection((cid, client, server))
-                pairing.frames = frames
-                for corr, key, version, ts, seq, cl in waiting:
-                    pairing.add(corr, None, key, version, None if ts == _NO_TS else ts, seq,
-                                -1 if cl is None else self.sink.client_of(cl))
-        except (TypeError, ValueError, OverflowError):
+            blob, waiting = state
+            table = pa.ipc.open_stream(blob).read_all()
+            if not table.schema.equals(schema) or table.column("frames").null_count:
+                raise ValueError("schema")
+            keys = list(zip(table.column("conn").to_pylist(), table.column("client").to_pylist(),
+                            table.column("server").to_pylist()))
+            self._dormant = dict(zip(keys, table.column("frames").to_pylist()))
+            for n, corr, key, version, ts, seq, cl in waiting:
+                k = keys[n]
+                pairing = self._pairings[self.conns[k]] if k in self.conns else self._wake(k)
+                pairing.add(corr, None, key, version, None if ts == _NO_TS else ts, seq,
+                            -1 if cl is None else self.sink.client_of(cl))
+        except (TypeError, ValueError, OverflowError, IndexError, KeyError, OSError):
             raise snapshot.WalkerStateError("not the connections of frame tables", "frame tables state",
                                             None) from None
+
+    def _wake(self, k: tuple):
+        """A connection of the state loaded, made again (its frames go on being numbered from where they were)."""
+        frames = self._dormant.pop(k)
+        pairing = self._connection(k)
+        pairing.frames = frames
+        return pairing
 
     def add(self, batch):
         """The frame batches the sink fills up with ``batch``'s rows (what is
@@ -485,9 +510,12 @@ class TableFrames:
             k = (int(cid), None if cl == "\x00" else cl, None if sv == "\x00" else sv)
             got = conns.get(k)
             if got is None:
-                self._connection(k)
+                if k in self._dormant:
+                    self._wake(k)
+                else:
+                    self._connection(k)
+                    acc.connections += 1
                 got = conns[k]
-                acc.connections += 1
             number[j] = got
         state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
             pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
@@ -537,6 +565,13 @@ class TableFrames:
         self.sink.flush()
         if self.sink.size:
             yield take_batch(self.sink)
+
+
+def _state_schema():
+    """The connections of a saved state (:meth:`TableFrames.save`)."""
+    pa = _pa()
+    return pa.schema([("conn", pa.int64()), ("client", pa.string()), ("server", pa.string()),
+                      ("frames", pa.int64())])
 
 
 def _times(batch, acc: Accounting):
