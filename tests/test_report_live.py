@@ -33,23 +33,35 @@ class Clock:
         return self.t
 
 
+FIGURES = ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics", "codecs",
+           "decode_errors", "trailing", "topic_ids")
+
+
+def followed(folder, writes, tmp_path):
+    """A live report of ``folder`` from its start, a step after each of
+    ``writes`` and one more: ``(report, its figures, the batch report's)``,
+    the figures checked equal."""
+    clock = Clock()
+    live = LiveReport(folder, tmp_path / "out", window=None, starting="earliest", unanswered_after=None,
+                      clock=clock)
+    for _ in writes:
+        clock.t += 2
+        live.step()
+    clock.t += 2
+    d = live.step()
+    want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
+    for name in FIGURES:
+        assert getattr(d, name) == getattr(want, name), name
+    return live, d, want
+
+
 def test_the_figures_of_a_growing_capture_are_the_reports(tmp_path):
     rng = random.Random(2)
     cut = tmp_path / "cut.pcap"
     resegment(SAMPLE, cut)
     folder = tmp_path / "cap"
-    clock = Clock()
-    live = LiveReport(folder, tmp_path / "out", window=None, starting="earliest", unanswered_after=None,
-                      clock=clock)
-    for _ in grow(folder, roll(cut, folder, [900, 2500, 6000]), rng, most=150_000):
-        clock.t += 2
-        d = live.step()
-    clock.t += 2
-    d = live.step()
-    want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
-    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
-                 "codecs", "decode_errors", "trailing", "topic_ids"):
-        assert getattr(d, name) == getattr(want, name), name
+    live, d, _want = followed(folder, grow(folder, roll(cut, folder, [900, 2500, 6000]), rng, most=150_000),
+                              tmp_path)
     assert d.totals["requests"] == open_capture(folder).read_table("requests", columns=["conn"]).num_rows
     assert d.totals["connections"] == len({r["conn"] for r in open_capture(folder).read_table(
         "frames", columns=["conn"]).to_pylist()})
@@ -87,8 +99,7 @@ def test_a_taps_rows_fed_as_written_give_the_reports_figures(tmp_path):
     feed.end()
     d = live.step()
     want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
-    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
-                 "codecs", "decode_errors", "trailing", "topic_ids"):
+    for name in FIGURES:
         assert getattr(d, name) == getattr(want, name), name
     assert d.totals["requests"] == open_capture(folder).read_table("requests", columns=["conn"]).num_rows > 100
     assert live.read_bytes == open_capture(folder).read_table("frames", columns=["size"]).num_rows * 4 + sum(
@@ -132,18 +143,8 @@ def test_the_figures_of_a_growing_tap_folder_are_the_reports(tmp_path):
     rng = random.Random(4)
     files = tap_files(ROOT / "samples" / "capture" / "kafka44.pcap", tmp_path / "written")
     folder = tmp_path / "tap"
-    clock = Clock()
-    live = LiveReport(folder, tmp_path / "out", window=None, starting="earliest", unanswered_after=None,
-                      clock=clock)
-    for _ in grow(folder, [b for _n, b in files], rng, most=20_000, names=[n for n, _b in files]):
-        clock.t += 2
-        live.step()
-    clock.t += 2
-    d = live.step()
-    want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
-    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
-                 "codecs", "decode_errors", "trailing", "topic_ids"):
-        assert getattr(d, name) == getattr(want, name), name
+    live, d, want = followed(folder, grow(folder, [b for _n, b in files], rng, most=20_000,
+                                          names=[n for n, _b in files]), tmp_path)
     assert d.totals["requests"] == want.totals["requests"] > 100
     assert live.read_bytes == sum(len(b) for _n, b in files)
 
