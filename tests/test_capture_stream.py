@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,11 +18,10 @@ import pytest
 
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import open_capture
-from kafkaproto.capture.formats.tapfiles import frame_schema
 from kafkaproto.capture.formats.writer import PcapngWriter, PcapWriter, TcpConversation
 from kafkaproto.capture.stream import GrowingCapture, Offset, StreamStateError
 from kafkaproto.messages import MetadataRequest, MetadataResponse
-from support.rotated import CLASSES, boundaries, grow, resegment, roll
+from support.rotated import CLASSES, boundaries, grow, message_ends, resegment, roll, tap_files, to_pcapng
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURES = sorted(p for p in (ROOT / "samples" / "capture").glob("*.pcap"))
@@ -74,8 +74,9 @@ def check_equal(got: dict, folder, tables=TABLES) -> None:
         assert canon(have) == canon(want), f"{t}: {have.num_rows} rows read in pieces, {want.num_rows} at once"
 
 
-@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
-def test_a_rolled_growing_capture_read_in_micro_batches_is_the_batch_read(capture, tmp_path):
+@pytest.mark.parametrize(("capture", "fmt"), [(c, "pcap") for c in CAPTURES] + [(CAPTURES[-1], "pcapng")],
+                         ids=lambda v: getattr(v, "name", v))
+def test_a_rolled_growing_capture_read_in_micro_batches_is_the_batch_read(capture, fmt, tmp_path):
     rng = random.Random(capture.name)
     cut = tmp_path / "resegmented.pcap"
     resegment(capture, cut)
@@ -84,7 +85,10 @@ def test_a_rolled_growing_capture_read_in_micro_batches_is_the_batch_read(captur
     rolls = [i for c in CLASSES for i in rng.sample(classes[c], 2)]
     folder, state = tmp_path / "cap", tmp_path / "state"
     cap = GrowingCapture(folder, state)
-    got, end = stream(cap, grow(folder, roll(cut, folder, rolls), rng), rng)
+    blobs = roll(cut, folder, rolls)
+    if fmt == "pcapng":  # each file a section of its own, its blocks cut anywhere as they are written
+        blobs = [to_pcapng(b) for b in blobs]
+    got, end = stream(cap, grow(folder, blobs, rng, name=f"cap.{fmt}"), rng)
     assert len(os.listdir(folder)) == 7
     assert end.total == sum(os.path.getsize(folder / n) for n in os.listdir(folder))
     check_equal(got, folder)
@@ -160,20 +164,119 @@ def test_offsets_and_states_are_checked(tmp_path):
         list(cap.read(mid, end))
     with pytest.raises(ValueError, match="not an offset"):
         Offset.of({"file": "a", "pos": "x"})
-    # a pcapng file in the folder
-    folder = tmp_path / "ng"
-    folder.mkdir()
-    conversation_with_a_request_left_waiting(folder / "a.pcapng", fmt="pcapng")
-    with pytest.raises(ValueError, match="pcapng"):
-        GrowingCapture(folder, tmp_path / "s2").latest(Offset(fresh=True))
-    # the tap's output (Arrow frame tables), a folder or one file: refused by name, not read as nothing
-    tap = tmp_path / "tap"
-    tap.mkdir()
-    with pa.ipc.new_stream(str(tap / "frames-1.arrows"), frame_schema()):
-        pass
-    for where in (tap, tap / "frames-1.arrows"):
-        with pytest.raises(ValueError, match="the tap's frame tables.*--report"):
-            GrowingCapture(where, tmp_path / "s4").latest(Offset(fresh=True))
+    # a pcapng file being written: the latest offset is after its last whole block
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcapng", fmt="pcapng")
+    data = (tmp_path / "one.pcapng").read_bytes()
+    (tmp_path / "one.pcapng").write_bytes(data[:-30])
+    ng = GrowingCapture(tmp_path / "one.pcapng", tmp_path / "s2")
+    last = ng.initial("latest").pos
+    # the block cut short is the last one: it starts there and runs to the end of the whole file
+    assert last < len(data) - 30 and struct.unpack_from("<I", data, last + 4)[0] == len(data) - last
+    # pcap files and the tap's frame tables in one folder
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    conversation_with_a_request_left_waiting(mixed / "a.pcap")
+    for name, blob in tap_files(mixed / "a.pcap", tmp_path / "written"):
+        (mixed / name).write_bytes(blob)
+    with pytest.raises(ValueError, match="pcap files and the tap frame tables in one folder"):
+        GrowingCapture(mixed, tmp_path / "s4").latest(Offset(fresh=True))
     # a folder not made yet: nothing to read, yet
     later = GrowingCapture(tmp_path / "not-yet", tmp_path / "s3")
     assert later.latest(later.initial()) == later.initial()
+
+
+# -- the tap's output, read while the tap runs -------------------------------------------------------------------
+
+TAP_SOURCES = [ROOT / "samples" / "capture" / "kafka44.pcap", ROOT / "samples" / "capture" / "tap-mock"]
+
+
+@pytest.mark.parametrize(("capture", "cuts"), [(TAP_SOURCES[0], "anywhere"), (TAP_SOURCES[1], "batches")],
+                         ids=lambda v: getattr(v, "name", v))
+def test_a_growing_tap_folder_read_in_micro_batches_is_the_batch_read(capture, cuts, tmp_path):
+    """The tap's writer's files (a batch every 24 frames, rolled mid-connection)
+    written a record batch at a time, or in pieces that tear batches anywhere,
+    while read in micro-batches of random budgets: every table of the batch
+    read of the finished folder, each row once."""
+    rng = random.Random(f"{capture.name}-{cuts}")
+    files = tap_files(capture, tmp_path / "written")
+    names, blobs = [n for n, _b in files], [b for _n, b in files]
+    assert len(files) >= 3
+    conns = [set(pa.ipc.open_stream(b).read_all().column("conn").to_pylist()) for b in blobs]
+    assert any(a & b for a, b in zip(conns, conns[1:])), "no connection goes on in the next file"
+    folder, state = tmp_path / "tap", tmp_path / "state"
+    cap = GrowingCapture(folder, state)
+    at = [message_ends(b) for b in blobs] if cuts == "batches" else None
+    got, end = stream(cap, grow(folder, blobs, rng, most=12_000, names=names, cuts=at), rng,
+                      budgets=(None, None, 2000, 9000))
+    assert cap.kind == "tap"
+    assert end.total == sum(map(len, blobs))
+    check_equal(got, folder)
+    assert len(os.listdir(state)) == 1
+
+
+def test_a_tap_folder_gives_requests_left_waiting_once_the_timeout_passes(tmp_path):
+    """The batch read of a tap's tables counts no request still waiting when
+    the tap stopped; a stream with a timeout gives them as unanswered rows."""
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
+    folder = tmp_path / "tap"
+    folder.mkdir()
+    for name, blob in tap_files(tmp_path / "one.pcap", tmp_path / "written"):
+        (folder / name).write_bytes(blob)
+    schema = open_capture(folder).read_table("unanswered").schema
+    assert open_capture(folder).read_table("unanswered").num_rows == 0
+    for after, want in ((None, []), (10_000_000_000, []), (2_500_000_000, [2])):
+        cap = GrowingCapture(folder, tmp_path / f"state-{after}", unanswered_after=after)
+        start = cap.initial()
+        mid = cap.latest(start, 900)
+        rows = [b for t, b in cap.read(start, mid, ("unanswered",))]
+        rows += [b for t, b in cap.read(mid, cap.latest(mid), ("unanswered",))]
+        got = pa.Table.from_batches(rows, schema=schema)
+        assert got.column("correlation_id").to_pylist() == want, after
+
+
+def test_a_tap_folder_torn_where_another_file_follows_is_damage(tmp_path):
+    """A torn batch at the end of the file being written waits; in a file
+    another follows (the tap killed, then started again) it is a problem,
+    and the next file is read."""
+    files = tap_files(TAP_SOURCES[0], tmp_path / "written", batch_rows=5)
+    folder = tmp_path / "tap"
+    folder.mkdir()
+    (name0, blob0), (name1, blob1) = files[:2]
+    cut = message_ends(blob0)[3] + 10
+    (folder / name0).write_bytes(blob0[:cut])
+    cap = GrowingCapture(folder, tmp_path / "state")
+    start = cap.initial()
+    end = cap.latest(start)
+    problems: list = []
+    first = [b for _t, b in cap.read(start, end, problems=problems)]
+    assert problems == [] and sum(b.num_rows for b in first) == 15  # three batches of 5; the fourth waits
+    assert cap.initial("latest").pos == message_ends(blob0)[3]
+    (folder / name1).write_bytes(blob1)
+    later = cap.latest(end)
+    rest = [b for _t, b in cap.read(end, later, problems=problems)]
+    assert len(problems) == 1 and name0 in problems[0].file and "cut or damaged inside a batch" in problems[0].message
+    assert sum(b.num_rows for b in rest) == pa.ipc.open_stream(blob1).read_all().num_rows
+
+
+def test_the_state_of_a_tap_folder_is_checked(tmp_path):
+    """A saved state of tap rows loads only as one (same limits, undamaged),
+    and gives the connections, frame counts and waiting requests back."""
+    from kafkaproto.capture import Accounting
+    from kafkaproto.capture.formats.tapfiles import TableFrames
+    from kafkaproto.capture.walker.snapshot import WalkerStateError, dump
+
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
+    batches = [b for _n, blob in tap_files(tmp_path / "one.pcap", tmp_path / "w") for b in pa.ipc.open_stream(blob)]
+    rows = TableFrames(Accounting())
+    for b in batches:
+        list(rows.add(b))
+    state = rows.save()
+    again = TableFrames(Accounting())
+    again.load(state)
+    assert again.save() == state  # the same connections, counts and waiting requests
+    for bad in (state[:-3], state[:12] + bytes([state[12] ^ 1]) + state[13:], dump(["tap", 1 << 31], [b"x", []]),
+                dump(["tap", 1 << 31], [1])):
+        with pytest.raises(WalkerStateError):
+            TableFrames(Accounting()).load(bad)
+    with pytest.raises(WalkerStateError, match="limits"):
+        TableFrames(Accounting(), max_frame_size=1000).load(state)

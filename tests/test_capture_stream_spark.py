@@ -20,13 +20,15 @@ import pyarrow.ipc
 import pytest
 
 from kafkaproto.capture import open_capture
-from support.rotated import CLASSES, boundaries, resegment, roll
+from support.rotated import CLASSES, boundaries, resegment, roll, tap_files
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("frames", "requests", "responses", "records", "record_sets", "unanswered")
 #: the tables of the kill test: the walker's state (frames), the decoder's (responses name topics by the
 #: ids Metadata responses gave), the records' (the other tables are read in pieces in test_capture_stream)
 KILLED = ("frames", "responses", "records")
+#: and one over the tap's folder: its connections' pairing and the decoder's state (responses)
+KILLED_TAP = ("responses",)
 
 pytestmark = pytest.mark.spark
 
@@ -95,19 +97,20 @@ import pyarrow as pa, pyarrow.ipc
 from kafkaproto import sources
 from kafkaproto.report.job import session
 
-folder, work, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-TABLES = sys.argv[4].split(",")
+work, mode = Path(sys.argv[1]), sys.argv[2]
+# each query: name=table=folder
+QUERIES = [q.split("=", 2) for q in sys.argv[3].split(",")]
 # (a loaded machine starts a Python worker slowly: it gets two minutes to connect back, not 15 s)
 spark = session("local[2]", {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2",
                              "spark.scheduler.mode": "FAIR", "spark.python.authenticate.socketTimeout": "120s"})
 spark.sparkContext.setLogLevel("ERROR")
 sources.register(spark)
-for table in TABLES:
+for name, table, folder in QUERIES:
     df = (spark.readStream.format("kafkaproto.capture").option("table", table)
-          .option("stateLocation", str(work / "state" / table))
+          .option("stateLocation", str(work / "state" / name))
           .option("maxBytesPerTrigger", "8k" if mode == "run" else "1g").load(folder))
-    w = (df.writeStream.format("parquet").option("path", str(work / "out" / table))
-         .option("checkpointLocation", str(work / "ck" / table)))
+    w = (df.writeStream.format("parquet").option("path", str(work / "out" / name))
+         .option("checkpointLocation", str(work / "ck" / name)))
     if mode == "finish":  # one after the other (each needs a Python worker of its own to plan)
         q = w.trigger(availableNow=True).start()
         q.awaitTermination()
@@ -119,9 +122,9 @@ for table in TABLES:
         time.sleep(0.1)
 if mode == "run":
     time.sleep(3600)
-for table in TABLES:
-    t = spark.read.parquet(str(work / "out" / table)).toArrow()
-    with pa.ipc.new_file(str(work / (table + ".arrow")), t.schema) as f:
+for name, _table, _folder in QUERIES:
+    t = spark.read.parquet(str(work / "out" / name)).toArrow()
+    with pa.ipc.new_file(str(work / (name + ".arrow")), t.schema) as f:
         f.write_table(t)
 """
 
@@ -132,55 +135,43 @@ def _commits(work: Path, table: str) -> int:
 
 
 @pytest.mark.engine_independent
-def test_a_stream_over_the_taps_output_is_refused_by_name(tmp_path):
-    """The tap's folder (Arrow frame tables) is no growing pcap capture: the
-    stream's first latest offset fails saying so (the tap follows itself: ``tap
-    --report``), rather than finding nothing to read.  (The driver's call,
-    made here without a session: a query fails with the same text.)"""
-    import shutil
-
-    from kafkaproto.capture.spark import KafkaCaptureDataSource
-
-    shutil.copytree(ROOT / "samples" / "capture" / "tap-tansu", tmp_path / "tap")
-    source = KafkaCaptureDataSource({"path": str(tmp_path / "tap"), "stateLocation": str(tmp_path / "state")})
-    reader = source.streamReader(source.schema())
-    start = reader.initialOffset()
-    with pytest.raises(ValueError, match="the tap's frame tables.*tap ... --report"):
-        reader.latestOffset(start, reader.getDefaultReadLimit())
-
-
-@pytest.mark.engine_independent
 def test_a_stream_killed_mid_stream_and_restarted_reads_every_row_once(tmp_path):
     """Queries killed with SIGKILL while micro-batches run, then restarted
-    from their checkpoints: each row of the batch source once."""
+    from their checkpoints: each row of the batch source once -- over a
+    rolled pcap capture, and over the tap's folder."""
     blobs = rolled(tmp_path, "kafka44.pcap", 5)
-    folder = tmp_path / "cap"
+    folder, tap = tmp_path / "cap", tmp_path / "tap"
     write(folder, blobs, sum(map(len, blobs)))
+    tap.mkdir()
+    for name, blob in tap_files(ROOT / "samples" / "capture" / "kafka44.pcap", tmp_path / "written"):
+        (tap / name).write_bytes(blob)
+    queries = {t: (t, folder) for t in KILLED} | {f"tap-{t}": (t, tap) for t in KILLED_TAP}
+    spec = ",".join(f"{n}={t}={f}" for n, (t, f) in queries.items())
     work = tmp_path / "work"
     work.mkdir()
     script = tmp_path / "queries.py"
     script.write_text(_QUERIES)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.Popen([sys.executable, str(script), str(folder), str(work), "run", ",".join(KILLED)], env=env,
+    run = subprocess.Popen([sys.executable, str(script), str(work), "run", spec], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while min(_commits(work, t) for t in KILLED) < 2:
+        while min(_commits(work, n) for n in queries) < 2:
             assert run.poll() is None, "the queries stopped before they were killed"
             assert time.monotonic() < deadline, "no micro-batch committed in time"
             time.sleep(0.2)
     finally:
         os.killpg(run.pid, signal.SIGKILL)  # the driver and its JVM and Python workers, at once
         run.wait()
-    committed = {t: _commits(work, t) for t in KILLED}
-    # the capture needs more micro-batches than any query committed: each was killed mid-stream
-    assert all(n < len(b"".join(blobs)) // (8 << 10) for n in committed.values()), committed
-    done = subprocess.run([sys.executable, str(script), str(folder), str(work), "finish", ",".join(KILLED)], env=env,
+    committed = {n: _commits(work, n) for n in queries}
+    # the captures need more micro-batches than any query committed: each was killed mid-stream
+    sizes = {n: sum(f.stat().st_size for f in where.iterdir()) for n, (_t, where) in queries.items()}
+    assert all(committed[n] < sizes[n] // (8 << 10) for n in queries), (committed, sizes)
+    done = subprocess.run([sys.executable, str(script), str(work), "finish", spec], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    ds = open_capture(folder)
-    for table in KILLED:
-        want = ds.read_table(table)
-        got = pa.ipc.open_file(str(work / f"{table}.arrow")).read_all()
-        assert got.num_rows == want.num_rows, table
-        assert canon(got, want.schema) == canon(want, want.schema), table
+    for name, (table, where) in queries.items():
+        want = open_capture(where).read_table(table)
+        got = pa.ipc.open_file(str(work / f"{name}.arrow")).read_all()
+        assert got.num_rows == want.num_rows > 0, name
+        assert canon(got, want.schema) == canon(want, want.schema), name

@@ -17,11 +17,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from kafkaproto.capture import open_capture
-from kafkaproto.capture.formats.tapfiles import frame_schema
-from kafkaproto.report.aggregate import TaskAggregates, merge
-from kafkaproto.report.job import ReportData, run_job
+from kafkaproto.report.job import run_job
 from kafkaproto.report.live import LiveReport
-from support.rotated import grow, resegment, roll
+from support.rotated import grow, resegment, roll, tap_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "capture" / "kafka.pcap"
@@ -35,16 +33,26 @@ class Clock:
         return self.t
 
 
-def batch_figures(folder) -> ReportData:
-    """The report's figures over the rows of the batch read."""
-    agg = TaskAggregates()
-    ds = open_capture(folder)
-    for table in ("requests", "responses", "record_sets", "unanswered"):
-        for b in ds.read(table):
-            agg.add(table, b)
-    d = ReportData()
-    merge(agg.parts(), d)
-    return d
+FIGURES = ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics", "codecs",
+           "decode_errors", "trailing", "topic_ids")
+
+
+def followed(folder, writes, tmp_path):
+    """A live report of ``folder`` from its start, a step after each of
+    ``writes`` and one more: ``(report, its figures, the batch report's)``,
+    the figures checked equal."""
+    clock = Clock()
+    live = LiveReport(folder, tmp_path / "out", window=None, starting="earliest", unanswered_after=None,
+                      clock=clock)
+    for _ in writes:
+        clock.t += 2
+        live.step()
+    clock.t += 2
+    d = live.step()
+    want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
+    for name in FIGURES:
+        assert getattr(d, name) == getattr(want, name), name
+    return live, d, want
 
 
 def test_the_figures_of_a_growing_capture_are_the_reports(tmp_path):
@@ -52,18 +60,8 @@ def test_the_figures_of_a_growing_capture_are_the_reports(tmp_path):
     cut = tmp_path / "cut.pcap"
     resegment(SAMPLE, cut)
     folder = tmp_path / "cap"
-    clock = Clock()
-    live = LiveReport(folder, tmp_path / "out", window=None, starting="earliest", unanswered_after=None,
-                      clock=clock)
-    for _ in grow(folder, roll(cut, folder, [900, 2500, 6000]), rng, most=150_000):
-        clock.t += 2
-        d = live.step()
-    clock.t += 2
-    d = live.step()
-    want = batch_figures(folder)
-    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
-                 "codecs", "decode_errors", "trailing"):
-        assert getattr(d, name) == getattr(want, name), name
+    live, d, _want = followed(folder, grow(folder, roll(cut, folder, [900, 2500, 6000]), rng, most=150_000),
+                              tmp_path)
     assert d.totals["requests"] == open_capture(folder).read_table("requests", columns=["conn"]).num_rows
     assert d.totals["connections"] == len({r["conn"] for r in open_capture(folder).read_table(
         "frames", columns=["conn"]).to_pylist()})
@@ -101,8 +99,7 @@ def test_a_taps_rows_fed_as_written_give_the_reports_figures(tmp_path):
     feed.end()
     d = live.step()
     want = run_job([str(folder)], str(tmp_path / "batch"), workers=1, progress=False)
-    for name in ("api_use", "clients", "errors", "errors_by", "latency", "latency_by", "unanswered", "topics",
-                 "codecs", "decode_errors", "trailing", "topic_ids"):
+    for name in FIGURES:
         assert getattr(d, name) == getattr(want, name), name
     assert d.totals["requests"] == open_capture(folder).read_table("requests", columns=["conn"]).num_rows > 100
     assert live.read_bytes == open_capture(folder).read_table("frames", columns=["size"]).num_rows * 4 + sum(
@@ -115,6 +112,41 @@ def test_a_taps_rows_fed_as_written_give_the_reports_figures(tmp_path):
     assert small.skipped_rows == 5
     slow = LiveReport(small, None, window=None)
     assert "5 frames recorded but not in these figures" in slow.view(slow.step())
+
+
+def test_a_taps_rows_give_requests_waiting_past_the_timeout_as_unanswered(tmp_path):
+    """The tap's live report (``tap --report``) counts a request waiting
+    longer than its timeout, in the time of the frames, as a growing capture
+    does; without a timeout, none (as the batch read of the tap's tables)."""
+    from kafkaproto.report.live import FrameFeed
+    from test_capture_stream import conversation_with_a_request_left_waiting
+
+    conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
+    files = tap_files(tmp_path / "one.pcap", tmp_path / "written", batch_rows=3)
+    for after, want in ((None, []), (10_000_000_000, []), (2_500_000_000, [("Metadata", "app", 1)])):
+        feed = FrameFeed("tap")
+        live = LiveReport(feed, None, window=None, unanswered_after=after)
+        for _name, blob in files:
+            for b in pa.ipc.open_stream(blob):
+                feed.push(b)
+                live.step()
+        feed.end()
+        d = live.step()
+        assert [(r["api"], r["client_id"], r["requests"]) for r in d.unanswered] == want, after
+        assert d.totals["unanswered"] == len(want)
+
+
+def test_the_figures_of_a_growing_tap_folder_are_the_reports(tmp_path):
+    """``report --follow`` over the tap's folder while the tap writes it
+    (record batches torn anywhere, files rolled mid-connection): the
+    figures of the batch report over the finished folder."""
+    rng = random.Random(4)
+    files = tap_files(ROOT / "samples" / "capture" / "kafka44.pcap", tmp_path / "written")
+    folder = tmp_path / "tap"
+    live, d, want = followed(folder, grow(folder, [b for _n, b in files], rng, most=20_000,
+                                          names=[n for n, _b in files]), tmp_path)
+    assert d.totals["requests"] == want.totals["requests"] > 100
+    assert live.read_bytes == sum(len(b) for _n, b in files)
 
 
 def test_its_state_is_bounded_by_its_window(tmp_path):
@@ -198,10 +230,18 @@ def test_report_follow_shows_what_is_written_to_the_folder(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "x.pcap"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--follow" in bad.stderr
-    # the tap's output is followed by the tap itself (tap --report), not by report --follow
+    # the tap's output is followed as a pcap folder is
     (folder / "cap.pcap").unlink()
-    with pa.ipc.new_stream(str(folder / "frames-1.arrows"), frame_schema()):
-        pass
+    for name, blob in tap_files(ROOT / "samples" / "capture" / "tap-kafka44", tmp_path / "written"):
+        (folder / name).write_bytes(blob)
+    done = subprocess.run([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "--out", str(out),
+                           "--from-start", "--refresh", "0.5", "--duration", "1.5"], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "report.json").read_text())["totals"]["requests"] == open_capture(folder).read_table(
+        "requests", columns=["conn"]).num_rows > 100
+    # a folder it cannot follow (pcap files and the tap's tables): one line, exit 2
+    (folder / "cap.pcap").write_bytes(SAMPLE.read_bytes())
     bad = subprocess.run([sys.executable, "-m", "kafkaproto", "report", "--follow", str(folder), "--duration", "5"],
                          env=env, capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "tap ... --report" in bad.stderr, bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "in one folder" in bad.stderr, bad.stderr

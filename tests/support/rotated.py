@@ -11,7 +11,11 @@ a capture grows (appended in pieces that cut records anywhere).
   (``mid-header``), or inside its body (``mid-frame``);
 - :func:`roll` -- the records rolled into files at given records, named as
   ``tcpdump -C`` names them (``cap.pcap``, ``cap.pcap1``...);
-- :func:`grow` -- those files written in random pieces, yielding after each.
+- :func:`grow` -- those files written in random pieces, yielding after each;
+- :func:`to_pcapng` -- a rolled file's records as a pcapng file (``dumpcap``'s format);
+- :func:`tap_files` -- a capture's frames written by the tap's own writer
+  (small record batches, rolled mid-connection): the files' contents, and
+  :func:`message_ends`, where each Arrow message of one of them ends.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from kafkaproto.capture import open_capture
 from kafkaproto.capture.formats.writer import tcp_packet
 from kafkaproto.capture.walker.packets import SYN, decode_tcp
 
-__all__ = ["CLASSES", "boundaries", "grow", "pcap_records", "resegment", "roll"]
+__all__ = ["CLASSES", "boundaries", "grow", "message_ends", "pcap_records", "resegment", "roll", "tap_files",
+           "to_pcapng"]
 
 CLASSES = ("between", "mid-header", "mid-frame")
 
@@ -117,16 +122,71 @@ def roll(path, folder, cuts, name: str = "cap.pcap") -> list[bytes]:
     return [head + b"".join(recs[a:b]) for a, b in zip(edges, edges[1:])]
 
 
-def grow(folder, blobs: list[bytes], rng, most: int = 60_000, name: str = "cap.pcap"):
-    """Write each of ``blobs`` as the next rolled file of ``folder``, in
-    pieces of 1 to ``most`` bytes (cutting records anywhere): yields after each piece."""
+def to_pcapng(blob: bytes) -> bytes:
+    """The records of a pcap file's contents (its header first) in a pcapng
+    section (one interface, nanosecond time stamps)."""
+    import io
+
+    from kafkaproto.capture.formats.writer import PcapngWriter
+
+    order = "<" if blob[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    scale = 1 if blob[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1000
+    out = io.BytesIO()
+    w = PcapngWriter(out)
+    w.interface(struct.unpack_from(order + "I", blob, 20)[0] & 0xFFFF, tsresol=9)
+    pos = 24
+    while pos + 16 <= len(blob):
+        sec, frac, incl, orig = struct.unpack_from(order + "IIII", blob, pos)
+        w.write(sec * 1_000_000_000 + frac * scale, blob[pos + 16:pos + 16 + incl], orig_len=orig)
+        pos += 16 + incl
+    return out.getvalue()
+
+
+def grow(folder, blobs: list[bytes], rng, most: int = 60_000, name: str = "cap.pcap", names=None, cuts=None):
+    """Write each of ``blobs`` as the next rolled file of ``folder`` (named
+    ``names[k]``, or as tcpdump names them after ``name``), in pieces of 1
+    to ``most`` bytes (cutting records anywhere), or ending at each of
+    ``cuts[k]`` (positions in blob ``k``): yields after each piece."""
     os.makedirs(folder, exist_ok=True)
     for k, blob in enumerate(blobs):
-        path = os.path.join(folder, f"{name}{k}" if k else name)
+        path = os.path.join(folder, names[k] if names else f"{name}{k}" if k else name)
         at = 0
+        ends = iter(sorted(set(cuts[k]) | {len(blob)})) if cuts else None
         while at < len(blob):
-            step = rng.randint(1, most)
+            step = (next(ends) - at) if ends else rng.randint(1, most)
             with open(path, "ab") as fh:
                 fh.write(blob[at:at + step])
             at += step
             yield path
+
+
+def tap_files(capture, work, *, batch_rows: int = 24, roll_bytes: int = 24_000) -> list[tuple[str, bytes]]:
+    """``[(name, contents)]`` of the files the tap's writer makes of the
+    frames of ``capture`` (a pcap file, or a tap folder): a record batch
+    every ``batch_rows`` frames, a new file once one passes ``roll_bytes``
+    (so connections go on across files), written in ``work``."""
+    from kafkaproto.capture import read_frames
+    from kafkaproto.capture.formats.tapfiles import FrameTableWriter
+
+    with FrameTableWriter(work, batch_rows=batch_rows, roll_bytes=roll_bytes, flush_seconds=1e9) as w:
+        for f in read_frames(capture):
+            w.write(f)
+    return [(p.name, p.read_bytes()) for p in w.files]
+
+
+def message_ends(blob: bytes) -> list[int]:
+    """Where each message (the schema, each record batch, the end-of-stream
+    marker) of an Arrow IPC stream ends."""
+    import pyarrow as pa
+
+    src = pa.BufferReader(pa.py_buffer(blob))
+    reader = pa.ipc.MessageReader.open_stream(src)
+    out = []
+    while True:
+        try:
+            reader.read_next_message()
+        except StopIteration:
+            if src.tell() > (out[-1] if out else 0):
+                out.append(src.tell())
+            return out
+        out.append(src.tell())

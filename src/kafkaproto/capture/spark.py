@@ -50,8 +50,9 @@ Kafka connections are detected from their traffic), ``ignoreCorruptFiles``
 is read as far as it goes, as the report does).
 
 Streaming (``spark.readStream.format("kafkaproto.capture")``): one capture
-that grows -- a folder tcpdump rolls its pcap files into (``-C``/``-G``), or
-one pcap file being written -- read by :class:`kafkaproto.capture.stream.GrowingCapture`:
+that grows -- a folder tcpdump rolls its pcap files into (``-C``/``-G``),
+one pcap or pcapng file being written, or the folder a running tap writes --
+read by :class:`kafkaproto.capture.stream.GrowingCapture`:
 every table, each row exactly once across micro-batches, rotated files
 and restarts from the query's checkpoint (the walker's state between
 micro-batches is kept in ``stateLocation``, a folder the driver and the
@@ -237,8 +238,8 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.names = _columns(table, schema)
         paths = _options.paths(options, NAME)
         if len(paths) != 1:
-            raise ValueError(f"a {NAME} stream reads one capture (a folder of rolled pcap files, or one pcap "
-                             f"file), not {len(paths)}")
+            raise ValueError(f"a {NAME} stream reads one capture (a folder of rolled pcap/pcapng files or the "
+                             f"tap's folder, or one such file), not {len(paths)}")
         self.path = paths[0]
         self.state = options.get("stateLocation")
         if not self.state:

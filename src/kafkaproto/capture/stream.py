@@ -9,18 +9,29 @@ report (``kafkaproto report --follow``) read.
 >>> for table, batch in cap.read(start, end, ["responses"]): ...                   # doctest: +SKIP
 >>> cap.commit(end, ["responses"])                 # states before ``end`` are let go
 
-The capture is a folder of the pcap files one capture was rolled into
-(``tcpdump -C``/``-G``, in :func:`~kafkaproto.capture.formats.ranges.file_order`),
-or one pcap file, still being written.  An *offset* (:class:`Offset`, a
+The capture is a folder of the pcap or pcapng files one capture was rolled
+into (``tcpdump -C``/``-G``, ``dumpcap -b``, in
+:func:`~kafkaproto.capture.formats.ranges.file_order`), or one such file,
+still being written; or the tap's output while the tap
+runs (``kafkaproto tap --out DIR``: Arrow IPC streams of frame rows, rolled
+into ``frames-<time>-<pid>-<n>.arrows`` files, read in the order of their
+names as the batch source reads them).  An *offset* (:class:`Offset`, a
 dict of plain values as Spark keeps it in its checkpoint) names the file
 read last and how far, and the files a read finished with their sizes, so
 the same offsets always name the same bytes: the files are only ever
-appended to, and a file followed by another is complete.
+appended to, and a file followed by another is complete.  A pcap file is
+read up to its last whole record (a pcapng file up to its last whole block;
+the section's byte order and interfaces read so far go on with the saved
+state), a tap file up to its last whole record
+batch (a torn one at the end of a file still being written is read, whole,
+by a later read); a tap's Parquet file is read once it is closed.
 
 Reading ``[start, end)`` goes on from where the read that ended at
 ``start`` stopped: the walker's whole state (every open connection's
 reassembly, detection, partial frame and waiting requests:
-:meth:`~kafkaproto.capture.walker._scan.Walker.save`), the decoder's (the
+:meth:`~kafkaproto.capture.walker._scan.Walker.save`; for a tap's rows,
+each connection's frame count and waiting requests:
+:meth:`~kafkaproto.capture.formats.tapfiles.TableFrames.save`), the decoder's (the
 topic ids Metadata responses named, the waits long polls asked for) and
 the record the read stopped at are saved in ``state_location`` under a
 key derived from the end offset, written atomically.  A read runs in a
@@ -57,17 +68,18 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from .._limits import DEFAULT_MAX_FRAME_SIZE
 from .accounting import Accounting
 from .dataset import CaptureDataset, CaptureProblem, Filters, record_columns_of
-from .formats.pcap import PCAP_MAGICS, PCAPNG_MAGIC
+from .formats.pcap import PCAP_MAGICS, PCAPNG_MAGIC, CaptureFile
 from .formats.ranges import file_order
-from .formats.tapfiles import is_table_file
+from .formats.tapfiles import SUFFIXES, TableFrames, _foreign_schema, _whole_file_batches, is_table_file
 from .frames import BATCH_BYTES, BATCH_ROWS, FrameBatch, take_batch
 from .tables import CaptureDecoder
 from .walker import snapshot
 from .walker.streams import walker
 
-__all__ = ["GrowingCapture", "Offset", "StreamStateError"]
+__all__ = ["GrowingCapture", "Offset", "StreamStateError", "expire_waiting"]
 
 _STATE = ".kpstate"
 _REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
@@ -118,6 +130,8 @@ class _Stop:
     file: str
     pos: int
     newest: int | None = None
+    #: a pcapng file's section read so far: its byte order and interfaces (linktype, ticks, offset)
+    section: list | None = None
     problems: list = field(default_factory=list)
 
 
@@ -127,7 +141,8 @@ def _natural(name: str):
 
 class GrowingCapture:
     """One capture that grows (see the module's text): ``path`` a folder of
-    rolled pcap files or one pcap file; ``state_location`` a folder the
+    rolled pcap/pcapng files, one such file, or a tap's folder (or one of its
+    files); ``state_location`` a folder the
     readers and the planner share (None: the state is kept in this object,
     for reads in order in one process: a live view).  ``ports``, ``limits``: as
     :func:`~kafkaproto.capture.open_capture`; ``name``: the ``capture``
@@ -141,8 +156,11 @@ class GrowingCapture:
         self.path = os.path.abspath(os.fspath(path))
         #: a folder of rolled files (one not made yet, unless named like a pcap file), or one file
         self.folder = os.path.isdir(self.path) or (not os.path.exists(self.path) and
-                                                   not self.path.endswith((".pcap", ".cap")))
-        self._sniffed: dict[str, bool] = {}
+                                                   not self.path.endswith((".pcap", ".cap", ".pcapng", *SUFFIXES)))
+        #: each file's kind, by its first bytes: "pcap", "tap" (frame tables), "" (neither)
+        self._sniffed: dict[str, str] = {}
+        #: "pcap" or "tap" once a file says which (a folder holds one kind)
+        self.kind: str | None = None
         self.state_location = None if state_location is None else os.path.abspath(os.fspath(state_location))
         self.ports = None if ports is None else sorted({int(p) for p in ports})
         self.name = name or os.path.basename(self.path.rstrip("/")) or self.path
@@ -160,14 +178,45 @@ class GrowingCapture:
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name) if self.folder else self.path
 
+    def _sniff(self, name: str, path: str) -> str:
+        """A file's kind (cached once known): "pcap", "tap", "" (neither, or
+        a whole-file table not closed yet), None (too new to say)."""
+        kind = self._sniffed.get(name)
+        if kind is not None:
+            return kind
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+        if len(head) < 4:
+            return None  # too new to say
+        if head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_MAGIC:
+            kind = "pcap"
+        elif is_table_file(head) and (self.folder is False or os.path.splitext(name)[1] in SUFFIXES):
+            if head[:4] == b"\xff\xff\xff\xff":
+                kind = "tap"
+            elif not _closed_table(path, head):
+                return None  # Parquet or an Arrow IPC file: readable once closed
+            else:
+                kind = "tap"
+        else:
+            kind = ""
+        if kind and self.kind is None:
+            self.kind = kind
+        elif kind and kind != self.kind:
+            raise ValueError(f"{path}: {'pcap files' if self.kind == 'pcap' else 'the tap frame tables'} and "
+                             f"{'pcap files' if kind == 'pcap' else 'the tap frame tables'} in one folder; a "
+                             "growing capture is one or the other")
+        self._sniffed[name] = kind
+        return kind
+
     def files(self) -> list[tuple[str, int]]:
         """``[(name, size)]`` of the capture's files now, in the order written
-        (pcap files only; a file too new to hold its magic bytes waits)."""
+        (pcap/pcapng files, or the tap's frame tables; a file too new to hold its
+        magic bytes waits, and so does a Parquet file until it is closed)."""
         if not self.folder:
+            name = os.path.basename(self.path)
             try:
-                with open(self.path, "rb") as fh:
-                    _refuse(self.path, fh.read(6))
-                return [(os.path.basename(self.path), os.path.getsize(self.path))]
+                kind = self._sniff(name, self.path)
+                return [(name, os.path.getsize(self.path))] if kind else []
             except FileNotFoundError:
                 return []
         try:
@@ -178,16 +227,10 @@ class GrowingCapture:
         for e in entries:
             if not e.is_file() or e.name.startswith("."):
                 continue
-            ok = self._sniffed.get(e.name)
-            if ok is None:
-                with open(e.path, "rb") as fh:
-                    head = fh.read(6)
-                _refuse(e.path, head)
-                if len(head) < 4:
-                    continue  # too new to say
-                ok = self._sniffed[e.name] = head[:4] in PCAP_MAGICS
-            if ok:
+            if self._sniff(e.name, e.path):
                 out.append((e.name, e.stat().st_size))
+        if self.kind == "tap":  # by name, as the batch source reads the tap's folder
+            return sorted(out)
         order = {p: i for i, p in enumerate(file_order([n for n, _s in out]))}
         return sorted(out, key=lambda f: order[f[0]])
 
@@ -204,7 +247,8 @@ class GrowingCapture:
         if not files:
             return Offset(fresh=True)
         name, size = files[-1]
-        pos = _last_record_end(self._file(name), size)
+        path = self._file(name)
+        pos = _last_message_end(path, size) if self.kind == "tap" else _last_record_end(path, size)
         return Offset(name, pos, 0, (), True)
 
     def latest(self, start: Mapping | Offset, max_bytes: int | None = None,
@@ -285,15 +329,21 @@ class GrowingCapture:
 
     def read(self, start: Mapping | Offset, end: Mapping | Offset, tables: Sequence[str] = ("frames",),
              columns: Mapping[str, Sequence[str]] | None = None, filters=None, *,
-             problems: list | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+             problems: list | None = None, topic_ids: bool = False) -> Iterator[tuple[str, pa.RecordBatch]]:
         """The rows of ``tables`` the bytes ``[start, end)`` give, as
         ``(table, batch)``, going on from the state saved for ``start``; the
         state for ``end`` is saved once the rows are all given.  Damage met
-        is added to ``problems`` (:class:`~kafkaproto.capture.CaptureProblem`)."""
+        is added to ``problems`` (:class:`~kafkaproto.capture.CaptureProblem`);
+        ``topic_ids``: the ``topic_ids`` rows too (every topic id the
+        Metadata responses read so far named, the ones of earlier reads too)."""
         start, end = Offset.of(start), Offset.of(end)
         digest = self._digest(tables, columns, filters)
         acc = Accounting()
-        walk = walker(self.ports, acc, batch_rows=self.batch_rows, batch_bytes=self.batch_bytes, **self.limits)
+        if self._kind_at(end) == "tap":
+            walk = TableFrames(acc, batch_rows=self.batch_rows,
+                               max_frame_size=self.limits.get("max_frame_size", DEFAULT_MAX_FRAME_SIZE))
+        else:
+            walk = walker(self.ports, acc, batch_rows=self.batch_rows, batch_bytes=self.batch_bytes, **self.limits)
         record_columns = record_columns_of(tables, columns)
         decoder = CaptureDecoder(self.name, acc, record_columns)
         stop = _Stop(start.file, start.pos)
@@ -310,17 +360,32 @@ class GrowingCapture:
             meta, state = self._load(self._key(start, digest))
             walk.load(state)
             _decoder_load(decoder, meta["decoder"])
-            stop = _Stop(*meta["resume"], meta.get("newest"))
+            stop = _Stop(*meta["resume"], meta.get("newest"), meta.get("section"))
         frames = self._frames(walk, stop, end)
         yield from self._dataset.table_rows(((self.name, fb) for fb in frames), tables, columns, filters,
-                                            accounts={self.name: acc}, decoders={self.name: decoder})
+                                            accounts={self.name: acc}, decoders={self.name: decoder},
+                                            topic_ids=topic_ids)
         if problems is not None:
             problems += [CaptureProblem(self.name, m, f) for f, m in stop.problems]
         if self.state_location is None:
             self._kept = {self._key(end, digest): (walk, decoder, stop)}
             return
         self._save(self._key(end, digest), {"resume": [stop.file, stop.pos], "newest": stop.newest,
-                                           "decoder": _decoder_state(decoder, walk.pairings())}, walk.save())
+                                           "section": stop.section,
+                                           "decoder": _decoder_state(decoder, None if isinstance(walk, TableFrames)
+                                                                     else walk.pairings())}, walk.save())
+
+    def _kind_at(self, end: Offset) -> str | None:
+        """The kind of the files a read up to ``end`` reads ("pcap", "tap")."""
+        for name in [n for n, _s in end.passed] + [end.file]:
+            if name:
+                try:
+                    kind = self._sniff(name, self._file(name))
+                except FileNotFoundError:
+                    continue
+                if kind:
+                    return kind
+        return self.kind
 
     def _segments(self, stop: _Stop, end: Offset) -> list[tuple[str, int, int, bool]]:
         """``(file, from, to, complete)`` of the bytes to read."""
@@ -342,64 +407,98 @@ class GrowingCapture:
         return out
 
     def _frames(self, walk, stop: _Stop, end: Offset) -> Iterator[FrameBatch]:
-        sink = walk.sink
+        if isinstance(walk, TableFrames):
+            yield from self._table_frames(walk, stop, end)
+            return
         for name, frm, to, complete in self._segments(stop, end):
+            if name != stop.file:
+                stop.section = None
             stop.file, stop.pos = name, frm
             if to <= frm or to < 24:
                 continue
             path = self._file(name)
             with open(path, "rb") as fh:
                 head = fh.read(24)
-                fmt = PCAP_MAGICS.get(head[:4])
-                if len(head) < 24 or fmt is None:
-                    stop.problems.append((path, "not a pcap file"))
-                    stop.pos = DONE
-                    continue
-                order, ticks = fmt
-                linktype = struct.unpack(order + "I", head[20:24])[0] & 0xFFFF
-                frm = max(frm, 24)
                 fh.seek(frm)
-                walk.read_pcap(_Slice(fh, to - frm), order == ">", ticks, linktype)
-                while walk.run():
-                    yield self._expire(walk, take_batch(sink), stop)
-                error, unread = walk.error, walk.unread_bytes
-                walk.error, walk.unread_bytes = None, 0
-                stop.pos = to - unread if error else to
-                if error and ("cut short" not in error or complete):
-                    # damage (a cut in a file another follows is damage too): the file is read as far as it goes
-                    stop.problems.append((path, error))
-                    stop.pos = to if complete else DONE
+                read = self._pcapng if head[:4] == PCAPNG_MAGIC else self._pcap
+                yield from read(walk, stop, path, head, _Slice(fh, to - frm), frm, to, complete)
             walk.flush()
+        yield from self._last_batch(walk, stop)
+
+    def _pcap(self, walk, stop: _Stop, path: str, head: bytes, src, frm: int, to: int, complete: bool
+              ) -> Iterator[FrameBatch]:
+        """The records of a pcap file from ``frm`` that end at or before
+        ``to`` (``src``: those bytes), read by the walker itself; a record
+        cut by ``to`` waits for the next read."""
+        fmt = PCAP_MAGICS.get(head[:4])
+        if len(head) < 24 or fmt is None:
+            stop.problems.append((path, "not a pcap file"))
+            stop.pos = DONE
+            return
+        order, ticks = fmt
+        linktype = struct.unpack(order + "I", head[20:24])[0] & 0xFFFF
+        if frm < 24:
+            src.read(24 - frm)
+            frm = 24
+        walk.read_pcap(src, order == ">", ticks, linktype)
+        while walk.run():
+            yield self._expire(walk, take_batch(walk.sink), stop)
+        error, unread = walk.error, walk.unread_bytes
+        walk.error, walk.unread_bytes = None, 0
+        stop.pos = to - unread if error else to
+        if error and ("cut short" not in error or complete):
+            # damage (a cut in a file another follows is damage too): the file is read as far as it goes
+            stop.problems.append((path, error))
+            stop.pos = to if complete else DONE
+
+    def _pcapng(self, walk, stop: _Stop, path: str, _head: bytes, src, frm: int, to: int, complete: bool
+                ) -> Iterator[FrameBatch]:
+        """The blocks of a pcapng file from ``frm`` (where ``stop.section``,
+        the section's byte order and interfaces read so far, holds) that end
+        at or before ``to``; a block cut by ``to`` waits for the next read."""
+        cap = CaptureFile(src, base=frm, read_rest=False)
+        if stop.section is not None:
+            cap.order, cap.interfaces = stop.section[0], [tuple(i) for i in stop.section[1]]
+        sink = walk.sink
+        for ts, linktype, data, _orig in cap._pcapng(b""):
+            walk.packet(ts, linktype, data)
+            if sink.full():
+                walk.flush()
+                yield self._expire(walk, take_batch(sink), stop)
+        stop.section = [cap.order, [list(i) for i in cap.interfaces]]
+        error = cap.error
+        stop.pos = cap.at if error else to
+        if error and ("cut short" not in error or complete):
+            stop.problems.append((path, error))
+            stop.pos = to if complete else DONE
+
+    def _last_batch(self, walk, stop: _Stop) -> Iterator[FrameBatch]:
         # the frames of every file read go on filling one batch, as in the batch source: a decoder's batch
         # costs the same whatever its size, so the micro-batch ends one batch, not one per file
+        sink = walk.sink
         if sink.size or sink.unanswered or self.unanswered_after is not None:
             fb = self._expire(walk, take_batch(sink), stop)
             if len(fb) or fb.unanswered:
                 yield fb
 
+    def _table_frames(self, rows: TableFrames, stop: _Stop, end: Offset) -> Iterator[FrameBatch]:
+        """:meth:`_frames` of the tap's frame tables: each file's record
+        batches that end at or before ``end`` (a torn last one waits)."""
+        for name, frm, to, complete in self._segments(stop, end):
+            stop.file, stop.pos = name, frm
+            if to <= frm:
+                continue
+            for batch in _table_batches(self._file(name), stop, to, complete):
+                for fb in rows.add(batch):
+                    yield self._expire(rows, fb, stop)
+        rows.sink.flush()
+        yield from self._last_batch(rows, stop)
+
     def _expire(self, walk, fb: FrameBatch, stop: _Stop) -> FrameBatch:
         """Requests waiting longer than ``unanswered_after`` behind the newest
         frame's time become unanswered rows of ``fb``."""
-        if self.unanswered_after is None:
-            return fb
-        ts = fb.rows["ts"]
-        ts = ts[ts != _NO_TS]
-        if len(ts):
-            stop.newest = max(stop.newest if stop.newest is not None else int(ts[0]), int(ts.max()))
-        if stop.newest is None:
-            return fb
-        cutoff = stop.newest - self.unanswered_after
-        dropped = 0
-        for p in walk.pairings():
-            waiting = p.waiting_list()
-            k = 0
-            while k < len(waiting) and waiting[k][3] is not None and waiting[k][3] < cutoff:
-                k += 1
-            for corr, key, version, t, seq, client in waiting[:k]:
-                p.drop_oldest()
-                fb.unanswered.append((p.index, corr, key, version, t, seq, client))
-            dropped += k
-        walk.sink.acc.unanswered_requests += dropped
+        if self.unanswered_after is not None:
+            stop.newest = expire_waiting(fb, walk.pairings(), walk.sink, self.unanswered_after, stop.newest)
         return fb
 
     # -- states ------------------------------------------------------------------
@@ -459,16 +558,103 @@ class _Slice:
         return data
 
 
-def _refuse(path: str, head: bytes) -> None:
-    """A file a growing capture cannot read, by its first bytes: pcapng, and
-    the tap's frame tables (followed live by the tap itself)."""
-    if head[:4] == PCAPNG_MAGIC:
-        raise ValueError(f"{path}: a pcapng file; a growing capture is read from pcap files "
-                         "(tcpdump's format: tcpdump -w, or dumpcap -P)")
-    if is_table_file(head):
-        raise ValueError(f"{path}: the tap's frame tables; a growing capture is read from pcap files (a tap's "
-                         "frames are followed live by the tap itself: kafkaproto tap ... --report OUT; its "
-                         "folder is read whole by the batch source once the tap stopped)")
+def expire_waiting(fb: FrameBatch, pairings: Iterable, sink, after: int, newest: int | None) -> int | None:
+    """Requests of ``pairings`` waiting longer than ``after`` nanoseconds
+    behind the newest frame's time (``newest``, the time known before
+    ``fb``, None: none yet) become unanswered rows of ``fb`` (counted in
+    ``sink.acc``); the newest time after ``fb``."""
+    ts = fb.rows["ts"]
+    ts = ts[ts != _NO_TS]
+    if len(ts):
+        newest = max(newest if newest is not None else int(ts[0]), int(ts.max()))
+    if newest is None:
+        return None
+    cutoff = newest - after
+    dropped = 0
+    for p in pairings:
+        if not p.waiting:
+            continue
+        waiting = p.waiting_list()
+        k = 0
+        while k < len(waiting) and waiting[k][3] is not None and waiting[k][3] < cutoff:
+            k += 1
+        for corr, key, version, t, seq, client in waiting[:k]:
+            p.drop_oldest()
+            fb.unanswered.append((p.index, corr, key, version, t, seq, client))
+        dropped += k
+    sink.acc.unanswered_requests += dropped
+    return newest
+
+
+def _closed_table(path: str, head: bytes) -> bool:
+    """A Parquet or Arrow IPC file (not a stream) that its writer closed: it ends with its magic bytes."""
+    tail = b"PAR1" if head[:4] == b"PAR1" else b"ARROW1"
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() < 2 * len(tail):
+            return False
+        fh.seek(-len(tail), os.SEEK_END)
+        return fh.read(len(tail)) == tail
+
+
+def _table_batches(path: str, stop: _Stop, to: int, complete: bool) -> Iterator[pa.RecordBatch]:
+    """The record batches of a tap file from ``stop.pos`` that end at or
+    before byte ``to``, ``stop.pos`` following them.  A torn batch at the
+    end of a file still being written waits for the next read; in a file
+    another follows (``complete``) it is damage, named in ``stop.problems``
+    with whatever else cannot be read, and the file is done."""
+    import pyarrow.ipc as ipc
+
+    def damaged(why: str) -> None:
+        stop.problems.append((path, why))
+        stop.pos = DONE
+
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if head[:4] != b"\xff\xff\xff\xff":  # Parquet, an Arrow IPC file: listed once closed, read whole
+        if stop.pos == 0 and to >= os.path.getsize(path):
+            acc = Accounting()
+            yield from _whole_file_batches(pa, path, head, to, acc)
+            stop.problems += [(path, e) for e in acc.errors]
+            stop.pos = to
+        return
+    with pa.memory_map(path) as mm:
+        data = mm.read_at(to, 0)
+    src = pa.BufferReader(data)
+    try:
+        schema = ipc.read_schema(ipc.MessageReader.open_stream(src).read_next_message())
+    except StopIteration:
+        return damaged("an Arrow stream with no schema") if complete else None
+    except (OSError, pa.ArrowInvalid) as exc:
+        return damaged(f"cut or damaged inside its schema header ({exc})") if complete else None
+    why = _foreign_schema(schema)
+    if why:
+        return damaged(why)
+    at = max(stop.pos, src.tell())
+    src.seek(at)
+    reader = ipc.MessageReader.open_stream(src)  # reads no further than each message it gives
+    while at < to:
+        try:
+            message = reader.read_next_message()
+        except StopIteration:  # the end-of-stream marker: the file was closed
+            at = src.tell()
+            if at < to:
+                return damaged(f"{to - at} bytes after the end of the stream")
+            break
+        except (OSError, pa.ArrowInvalid) as exc:
+            # torn: the writer is inside this batch (or was killed there)
+            if complete:
+                damaged(f"cut or damaged inside a batch at byte {at} ({exc})")
+            return
+        try:
+            if message.type != "record batch":
+                raise ValueError(f"a {message.type} message")
+            batch = ipc.read_record_batch(message, schema)
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+            return damaged(f"damaged batch at byte {at} ({exc})")
+        at = stop.pos = src.tell()
+        yield batch
+    stop.pos = at
 
 
 def _cut(files: list[tuple[str, int]], upto: Offset) -> list[tuple[str, int]]:
@@ -485,10 +671,24 @@ def _cut(files: list[tuple[str, int]], upto: Offset) -> list[tuple[str, int]]:
     return out if upto.file else []
 
 
+def _last_message_end(path: str, size: int) -> int:
+    """Where the last whole record batch of a tap file being written ends."""
+    stop = _Stop("", 0)
+    for _b in _table_batches(path, stop, size, False):
+        pass
+    return max(stop.pos, 0)
+
+
 def _last_record_end(path: str, size: int) -> int:
-    """Where the last whole record of a pcap file being written ends."""
+    """Where the last whole record (block) of a pcap (pcapng) file being written ends."""
     with open(path, "rb") as fh:
         head = fh.read(24)
+        if head[:4] == PCAPNG_MAGIC:
+            fh.seek(0)
+            cap = CaptureFile(_Slice(fh, size), read_rest=False)
+            for _packet in cap._pcapng(b""):
+                pass
+            return cap.at
         fmt = PCAP_MAGICS.get(head[:4])
         if len(head) < 24 or fmt is None:
             return 0
@@ -506,13 +706,14 @@ def _last_record_end(path: str, size: int) -> int:
         return pos
 
 
-def _decoder_state(dec: CaptureDecoder, open_pairings: list) -> dict:
-    """What a decoder keeps across batches, for the connections still open."""
-    uids = {p.conn.uid for p in open_pairings}
+def _decoder_state(dec: CaptureDecoder, open_pairings: list | None) -> dict:
+    """What a decoder keeps across batches, for the connections still open
+    (None: every connection, as the tap's rows never close one)."""
+    uids = None if open_pairings is None else {p.conn.uid for p in open_pairings}
     return {"topic_ids": [[k.hex(), v] for k, v in dec.topic_ids.items()],
             "conn_ids": [[u, [[t.hex(), s, n] for t, (s, n) in ids.items()]] for u, ids in dec.conn_ids.items()
-                         if u in uids],
-            "waits": [[k, v] for k, v in dec.waits.items() if (k >> 40) in uids]}
+                         if uids is None or u in uids],
+            "waits": [[k, v] for k, v in dec.waits.items() if uids is None or (k >> 40) in uids]}
 
 
 def _decoder_load(dec: CaptureDecoder, st: dict) -> None:

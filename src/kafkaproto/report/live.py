@@ -40,7 +40,8 @@ import pyarrow.parquet as pq
 from ..capture.accounting import Accounting
 from ..capture.dataset import CaptureDataset
 from ..capture.formats.tapfiles import TableFrames
-from ..capture.stream import GrowingCapture
+from ..capture.frames import take_batch
+from ..capture.stream import GrowingCapture, expire_waiting
 from .aggregate import CONNECTIONS_SCHEMA, TaskAggregates, merge
 from .job import ReportData
 from .render import _mb, _ms, _num, _table, html_page
@@ -60,7 +61,10 @@ class FrameFeed:
     past that (the report fell behind), the rows are not waited for but
     counted (``skipped_rows``, named in the view).  :meth:`end`: no more
     rows; requests still waiting then are not counted, as the batch read of
-    the tap's tables does not count them."""
+    the tap's tables does not count them.  ``unanswered_after``
+    (nanoseconds; set by the :class:`LiveReport` that follows the feed): a
+    request waiting longer than that behind the newest frame's time is an
+    unanswered row at once, as in a growing capture."""
 
     def __init__(self, name: str = "tap", max_bytes: int = 64 << 20) -> None:
         self.name = name
@@ -76,6 +80,8 @@ class FrameFeed:
         self._woken = threading.Event()
         self._ended = False
         self._finished = False
+        self.unanswered_after: int | None = None
+        self._newest: int | None = None
 
     def push(self, batch: pa.RecordBatch) -> None:
         """Rows just written (a record batch of the tap's frame schema)."""
@@ -111,13 +117,22 @@ class FrameFeed:
                                         accounts={self.name: self.acc}, decoders=self._decoders, topic_ids=True)
 
     def _frame_batches(self, batches, last: bool):
+        frames = self._frames
         for batch in batches:
-            yield from self._frames.add(batch)
-        fb = self._frames.take()
-        if fb is not None:
-            yield fb
+            for fb in frames.add(batch):
+                yield self._expire(fb)
+        if frames.sink.size or self.unanswered_after is not None:
+            fb = self._expire(take_batch(frames.sink))
+            if len(fb) or fb.unanswered:
+                yield fb
         if last:
-            yield from self._frames.finish()
+            yield from frames.finish()
+
+    def _expire(self, fb):
+        if self.unanswered_after is not None:
+            self._newest = expire_waiting(fb, self._frames.pairings(), self._frames.sink, self.unanswered_after,
+                                          self._newest)
+        return fb
 
 
 class TapReport:
@@ -125,11 +140,15 @@ class TapReport:
     ``kafkaproto tap ... --report OUT``): the rows the tap writes are pushed
     to a :class:`FrameFeed` and followed (:func:`follow`) on a thread of its
     own, every ``refresh`` seconds, over ``window`` seconds (None: all), the
-    view written to ``view`` (a text stream; None: none); :meth:`close`
-    (the tap stopped) makes a last refresh with every row and waits for it."""
+    view written to ``view`` (a text stream; None: none); requests waiting
+    longer than ``unanswered_after`` nanoseconds are unanswered rows (None:
+    never, as in the batch read of the tap's tables); :meth:`close` (the
+    tap stopped) makes a last refresh with every row and waits for it."""
 
-    def __init__(self, out, *, refresh: float = 2.0, window: float | None = 300.0, view=None, log=None) -> None:
+    def __init__(self, out, *, refresh: float = 2.0, window: float | None = 300.0, view=None, log=None,
+                 unanswered_after: int | None = 30_000_000_000) -> None:
         self.out, self.refresh, self.window, self.view, self.log = out, refresh, window, view, log
+        self.unanswered_after = unanswered_after
         self.feed: FrameFeed | None = None
         self._thread: threading.Thread | None = None
 
@@ -139,7 +158,7 @@ class TapReport:
         def main():
             try:
                 follow(feed, self.out, refresh=self.refresh, window=self.window, stream=self.view,
-                       stop=feed.ended, wait=feed.wait)
+                       stop=feed.ended, wait=feed.wait, unanswered_after=self.unanswered_after)
             except Exception as exc:  # the tap goes on recording
                 if self.log is not None:
                     print(f"tap: the live report stopped: {type(exc).__name__}: {exc}", file=self.log, flush=True)
@@ -164,8 +183,10 @@ class LiveReport:
     the seconds of traffic the figures cover (None: all since the start);
     ``slices``: how many pieces the window is kept in (the figures move by
     one piece at a time); ``starting``: ``latest`` (what is written from now
-    on) or ``earliest`` (the capture from its start).  ``clock``: seconds,
-    as time.monotonic."""
+    on) or ``earliest`` (the capture from its start); ``unanswered_after``:
+    nanoseconds of capture time a request may wait before it is an
+    unanswered row (None: until its connection closes; in a tap's rows,
+    never).  ``clock``: seconds, as time.monotonic."""
 
     def __init__(self, path, out=None, *, ports=None, window: float | None = 300.0, slices: int = 30,
                  starting: str = "latest", unanswered_after: int | None = 30_000_000_000, clock=time.monotonic,
@@ -179,6 +200,8 @@ class LiveReport:
         if self.feed is None:
             self.capture = GrowingCapture(path, None, ports=ports, unanswered_after=unanswered_after, **limits)
             self.offset = self.capture.initial(starting)
+        else:
+            self.feed.unanswered_after = unanswered_after
         self.name = self.feed.name if self.feed is not None else self.capture.name
         self.started = clock()
         #: (start time, figures) of each slice, oldest first
@@ -200,7 +223,7 @@ class LiveReport:
             return self._drop_old(now)
         end = self.capture.latest(self.offset)
         if end != self.offset:
-            for table, batch in self.capture.read(self.offset, end, _TABLES):
+            for table, batch in self.capture.read(self.offset, end, _TABLES, topic_ids=True):
                 agg.add(table, batch)
             self.read_bytes += end.total - self.offset.total
             self.offset = end

@@ -20,6 +20,8 @@ from ..frames import take_batch
 from ..objects import CapturedFrame, Connection
 from .pcap import TS_MAX
 
+_NO_TS = -(1 << 63)
+
 __all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
            "TableFrames", "table_frame_batches", "table_files"]
 
@@ -377,8 +379,11 @@ class TableFrames:
     """Rows of frame tables (record batches of :func:`frame_schema`), added
     as they come, as frame batches (:class:`~kafkaproto.capture.frames.FrameBatch`):
     what :func:`table_frame_batches` reads files with, and what follows a
-    running tap (its rows handed over as it writes them).  Its connections
-    and their waiting requests are kept from one :meth:`add` to the next."""
+    running tap (its rows handed over as it writes them), and what a
+    growing tap folder is read with, a piece at a time.  Its connections
+    and their waiting requests are kept from one :meth:`add` to the next;
+    :meth:`save` gives them as bytes, which :meth:`load` takes back in a
+    reader that goes on where this one stopped (another process)."""
 
     def __init__(self, acc: Accounting, *, max_frame_size: int = 1 << 31, batch_rows: int = 65536) -> None:
         from ..walker import streams
@@ -388,8 +393,93 @@ class TableFrames:
         self.sink = streams.new_sink(acc, batch_rows, 32 << 20)
         # (conn, client, server) -> its number; states[2 * number + (0 request, 1 response)]
         self.conns: dict[tuple, int] = {}
-        self.pairings: list = []
+        self._pairings: list = []
         self.states: list = []
+        #: connections of a state loaded that no row has named since: key -> frame count
+        self._dormant: dict[tuple, int] = {}
+
+    def pairings(self) -> list:
+        """Each connection's pairing (its waiting requests, its frame count), in the order met."""
+        return self._pairings
+
+    def _connection(self, k: tuple):
+        """A new connection ``(conn, client, server)``: its pairing and its two directions' states."""
+        from ..walker import streams
+
+        scan = streams._sink
+        self.conns[k] = len(self._pairings)
+        c = Connection(*k)
+        pairing = self.sink.connection(c)
+        self._pairings.append(pairing)
+        self.states += [scan.KafkaState(c, pairing, self.sink, True, True, self.max_frame_size),
+                        scan.KafkaState(c, pairing, self.sink, False, True, self.max_frame_size)]
+        return pairing
+
+    def limits(self) -> list:
+        """What a saved state depends on besides the rows (it loads only where these are the same)."""
+        return ["tap", self.max_frame_size]
+
+    def save(self) -> bytes:
+        """Every connection met (its key and frame count, as an Arrow IPC
+        stream) and the requests waiting (client ids as text), as bytes
+        (:mod:`~kafkaproto.capture.walker.snapshot`'s encoding).  A tap never
+        says that a connection closed, so each is kept: a few dozen bytes
+        per connection and per request waiting."""
+        from ..walker import snapshot
+
+        pa = _pa()
+        schema = _state_schema()
+        clients = self.sink.clients
+        keys = list(self._dormant) + list(self.conns)
+        frames = list(self._dormant.values()) + [p.frames for p in self._pairings]
+        base = len(self._dormant)
+        waiting = [[base + n, corr, key, version, _NO_TS if ts is None else ts, seq, clients[cl] if cl >= 0 else None]
+                   for n, p in enumerate(self._pairings) if p.waiting
+                   for corr, key, version, ts, seq, cl in p.waiting_list()]
+        table = pa.table({"conn": pa.array([k[0] for k in keys], pa.int64()),
+                          "client": pa.array([k[1] for k in keys], pa.string()),
+                          "server": pa.array([k[2] for k in keys], pa.string()),
+                          "frames": pa.array(frames, pa.int64())}, schema=schema)
+        out = pa.BufferOutputStream()
+        with pa.ipc.new_stream(out, schema) as w:
+            w.write_table(table)
+        return snapshot.dump(self.limits(), [out.getvalue().to_pybytes(), waiting])
+
+    def load(self, data) -> None:
+        """The connections a :meth:`save` gave (before the first row);
+        :class:`~kafkaproto.capture.walker.snapshot.WalkerStateError` when
+        ``data`` is damaged or saved with other limits.  A connection with no
+        request waiting is made again only when a row of it comes."""
+        from ..walker import snapshot
+
+        if self.conns or self._dormant:
+            raise ValueError("frame tables load a state before their first row")
+        pa = _pa()
+        schema = _state_schema()
+        state = snapshot.load(data, self.limits())
+        try:
+            blob, waiting = state
+            table = pa.ipc.open_stream(blob).read_all()
+            if not table.schema.equals(schema) or table.column("frames").null_count:
+                raise ValueError("schema")
+            keys = list(zip(table.column("conn").to_pylist(), table.column("client").to_pylist(),
+                            table.column("server").to_pylist()))
+            self._dormant = dict(zip(keys, table.column("frames").to_pylist()))
+            for n, corr, key, version, ts, seq, cl in waiting:
+                k = keys[n]
+                pairing = self._pairings[self.conns[k]] if k in self.conns else self._wake(k)
+                pairing.add(corr, None, key, version, None if ts == _NO_TS else ts, seq,
+                            -1 if cl is None else self.sink.client_of(cl))
+        except (TypeError, ValueError, OverflowError, IndexError, KeyError, OSError):
+            raise snapshot.WalkerStateError("not the connections of frame tables", "frame tables state",
+                                            None) from None
+
+    def _wake(self, k: tuple):
+        """A connection of the state loaded, made again (its frames go on being numbered from where they were)."""
+        frames = self._dormant.pop(k)
+        pairing = self._connection(k)
+        pairing.frames = frames
+        return pairing
 
     def add(self, batch):
         """The frame batches the sink fills up with ``batch``'s rows (what is
@@ -397,11 +487,8 @@ class TableFrames:
         import numpy as np
         import pyarrow.compute as pc
 
-        from ..walker import streams
-
-        scan = streams._sink
         pa = _pa()
-        acc, sink, conns, pairings, states = self.acc, self.sink, self.conns, self.pairings, self.states
+        acc, sink, conns, states = self.acc, self.sink, self.conns, self.states
         direction = batch.column("direction")
         ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
                      pc.is_in(direction, pa.array(["request", "response"])))
@@ -423,13 +510,12 @@ class TableFrames:
             k = (int(cid), None if cl == "\x00" else cl, None if sv == "\x00" else sv)
             got = conns.get(k)
             if got is None:
-                got = conns[k] = len(pairings)
-                c = Connection(*k)
-                pairing = sink.connection(c)
-                pairings.append(pairing)
-                states += [scan.KafkaState(c, pairing, sink, True, True, self.max_frame_size),
-                           scan.KafkaState(c, pairing, sink, False, True, self.max_frame_size)]
-                acc.connections += 1
+                if k in self._dormant:
+                    self._wake(k)
+                else:
+                    self._connection(k)
+                    acc.connections += 1
+                got = conns[k]
             number[j] = got
         state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
             pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
@@ -474,11 +560,18 @@ class TableFrames:
     def finish(self):
         """The last frame batches: the tables end when the tap stopped, so a
         request waiting then is not counted (the tap stopped, not its broker)."""
-        for pairing in self.pairings:
+        for pairing in self._pairings:
             pairing.take_waiting()
         self.sink.flush()
         if self.sink.size:
             yield take_batch(self.sink)
+
+
+def _state_schema():
+    """The connections of a saved state (:meth:`TableFrames.save`)."""
+    pa = _pa()
+    return pa.schema([("conn", pa.int64()), ("client", pa.string()), ("server", pa.string()),
+                      ("frames", pa.int64())])
 
 
 def _times(batch, acc: Accounting):
