@@ -185,6 +185,7 @@ def test_arrow_counts_across_rows_and_a_failed_row_gives_its_share_back():
 # compressed legacy messages are built when read
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_a_compressed_legacy_message_is_built_one_record_at_a_time():
     n = 20_000
     blob = wrapper(n - 1, 1, 1, b"".join(message(i, 1, 0, 0, None, None) for i in range(n)))
@@ -223,6 +224,7 @@ def test_a_compressed_legacy_message_is_built_one_record_at_a_time():
 # the stated multiple
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_peak_memory_of_a_call_is_bounded_by_its_caps_whatever_the_number_of_batches():
     # scaled-down caps (the defaults' bound is measured in a subprocess below):
     # batches of 20,000 records, of 200 records x 100 headers, of a 400 KB value

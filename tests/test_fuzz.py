@@ -6,7 +6,6 @@ same targets for as long as asked.
 
 import importlib.util
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -36,12 +35,11 @@ def corpus(target):
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    """Every target (separate processes, one per core at a time), each for SECONDS."""
+    """Every target, each for SECONDS: forked from one process that imported
+    kafkaproto under atheris once, one per core at a time (more only slows
+    each past its per-input timeout)."""
     work = str(tmp_path_factory.mktemp("fuzz"))
-    # as many at once as there are cores: more only slows each past its per-input timeout
-    with ThreadPoolExecutor(max_workers=min(len(TARGETS), max(2, os.cpu_count() or 2))) as pool:
-        runs = {t: pool.submit(fuzz_run.run_target, t, SECONDS, work) for t in TARGETS}
-        return {t: f.result() for t, f in runs.items()}
+    return fuzz_run.run_targets(sorted(TARGETS), SECONDS, work, jobs=max(2, os.cpu_count() or 2))
 
 
 def test_the_runner_knows_every_target():

@@ -152,6 +152,7 @@ def test_a_flood_of_empty_tagged_fields_stays_in_proportion():
         assert peak < FACTOR * len(data), (impl, peak / len(data))
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_header_tagged_counts():
     for impl in IMPLS:
         data = b"\x00\x12\x00\x03\x00\x00\x00\x07\xff\xff" + b"\xff\xff\xff\xff\x0f" + b"\x00" * 90
@@ -164,6 +165,7 @@ def test_header_tagged_counts():
 # frames
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_a_2_gib_frame_size():
     prefix = b"\x7f\xff\xff\xff"
     body = b"\x00" * (1 << 20)
@@ -187,6 +189,7 @@ def test_a_2_gib_frame_size():
             assert peak < len(body), (impl.name, split.__name__, peak)
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_a_stream_of_empty_frames_stays_in_proportion():
     n = 20_000
     stream = b"\x00\x00\x00\x00" * n  # the smallest frames there are
@@ -294,6 +297,7 @@ def _lazy_n(impl):
     return 100_000 if impl.name == "compiled" else 10_000
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_records_amplification_batch_is_iterated_one_record_at_a_time(codec):
     for impl in IMPLS:
@@ -326,6 +330,7 @@ def test_the_default_records_cap_refuses_a_bomb_before_decompressing(codec):
         assert peak < SMALL and seconds < 5, (impl.name, codec, peak, seconds)
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_headers_bomb_is_refused_before_a_header_is_built(codec):
     # one record with 2 M empty headers: 4 MB decompressed, gigabytes as objects
@@ -421,6 +426,7 @@ def test_a_batch_at_the_headers_cap_passes_and_none_lifts_it():
         assert len(b.records) == SPREAD_RECORDS and len(b.records[-1].headers) == SPREAD_HEADERS
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_a_run_of_2_byte_headers_is_checked_as_one_header_at_a_time():
     # the twin checks a run of empty-key, null- or empty-value headers in one
     # match: a bad header after the run, and headers of other shapes between

@@ -37,6 +37,12 @@ def synthetic(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def synthetic_whole(spark, synthetic, tmp_path_factory):
+    """The synthetic capture's report in one task: what its splits are compared with."""
+    return _run(spark, {"traffic": str(synthetic)}, tmp_path_factory.mktemp("whole"))
+
+
 def _run(spark, captures, out, **kw):
     return run_report(captures, out, spark=spark, progress=False, **kw)
 
@@ -49,11 +55,12 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("which", ["sample", "synthetic"])
-def test_rolled_captures_give_the_tables_and_figures_of_the_whole_one(spark, synthetic, tmp_path, which):
+def test_rolled_captures_give_the_tables_and_figures_of_the_whole_one(spark, synthetic, tmp_path, which, request):
     """tcpdump -C at 1 MB, 10 MB and whole (the sample is 0.6 MB: rolled at 64 kB
     and 256 kB too): connections run across files, yet nothing changes."""
     path = SAMPLE / "kafka.pcap" if which == "sample" else synthetic
-    whole = _run(spark, {"traffic": str(path)}, tmp_path / "whole")
+    whole = (_run(spark, {"traffic": str(path)}, tmp_path / "whole") if which == "sample"
+             else request.getfixturevalue("synthetic_whole"))
     assert whole.data.tasks["whole files"] == 1
     sizes = (64_000, 256_000, MB) if which == "sample" else (MB, 10 * MB)
     for size in sizes:
@@ -76,8 +83,8 @@ def test_rolled_captures_give_the_tables_and_figures_of_the_whole_one(spark, syn
     assert d.latency and all(r["p99"] >= r["p50"] for r in d.latency)
 
 
-def test_one_capture_in_eight_or_more_ranges_equals_the_one_task_run(spark, synthetic, tmp_path):
-    whole = _run(spark, {"traffic": str(synthetic)}, tmp_path / "whole")
+def test_one_capture_in_eight_or_more_ranges_equals_the_one_task_run(spark, synthetic, synthetic_whole, tmp_path):
+    whole = synthetic_whole
     size = synthetic.stat().st_size
     split = _run(spark, {"traffic": str(synthetic)}, tmp_path / "split", whole_file_max=0,
                  range_bytes=size // 9)

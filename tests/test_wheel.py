@@ -4,8 +4,6 @@ The installed package chooses its engine itself (``KAFKAPROTO_PURE`` is not
 passed on): these tests do not depend on the pass that runs them."""
 
 import os
-import pathlib
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,8 +12,6 @@ import numpy
 import pytest
 
 from support.dist import built_dist, source_state
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 pytestmark = [pytest.mark.wheel, pytest.mark.engine_independent]
 
@@ -43,9 +39,9 @@ def test_wheel_installs_and_loads_the_compiled_core(tmp_path):
     assert not any(n.endswith(".json") for n in names)  # no schema file is shipped
     assert not any(n.startswith("kafkaproto/report/synthetic") for n in names)  # test support (tests/support/)
     venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", venv)
+    run(sys.executable, "-m", "venv", "--without-pip", venv)  # this pip installs into it: no copy of pip to make
     py = venv / "bin" / "python"
-    run(py, "-m", "pip", "install", "-q", wheel)
+    run(sys.executable, "-m", "pip", "--python", py, "install", "-q", wheel)
     out = run(py, "-c", "import kafkaproto, sys;"
                         "from kafkaproto.messages import ApiVersionsRequest as A;"
                         "print(kafkaproto.COMPILED, A(client_software_name='x').encode(3).hex())",
@@ -57,20 +53,15 @@ def test_without_a_compiler_the_wheel_still_works_on_the_twin(tmp_path):
     dist = tmp_path / "dist"
     env = {k: v for k, v in ENV.items() if k != "KAFKAPROTO_REQUIRE_EXTENSION"}
     env["CC"] = "false"  # every compile fails
-    # a clean copy of the source tree: no extension built in place
-    src = tmp_path / "src"
-    files = run("git", "ls-files", "-co", "--exclude-standard", cwd=ROOT).split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
-    run(sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist, src, env=env)
+    # the sdist (the one the test above checks), as pip builds it on a machine without a compiler
+    _wheel, sdist = built_dist(tmp_path / "built")
+    run(sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist, sdist, env=env)
     wheel = next(dist.glob("kafkaproto-*.whl"))
     assert not any(n.endswith((".so", ".pyd")) for n in zipfile.ZipFile(wheel).namelist())
     venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", venv)
+    run(sys.executable, "-m", "venv", "--without-pip", venv)
     py = venv / "bin" / "python"
-    run(py, "-m", "pip", "install", "-q", "--no-deps", "--target", tmp_path / "site", wheel)
+    run(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", tmp_path / "site", wheel)
     # its dependencies (numpy, cramjam, crc32c) from this interpreter's site-packages,
     # read as a plain path: the editable install of kafkaproto there is a .pth file, not loaded
     deps = os.path.dirname(os.path.dirname(numpy.__file__))
