@@ -436,7 +436,7 @@ cdef object col_export(Col* c):
 cdef struct AAPriv:
     const void* bufs[3]
     void* block[3]
-    int64_t alloc[3]        # the mem_get size of block[k], or -1: malloc'd / calloc'd
+    int64_t alloc[3]        # the mem_get size of block[k], -1: malloc'd / calloc'd, ZEROS: the shared zeros
 
 
 cdef void aa_release(ArrowArray* a) noexcept nogil:
@@ -457,6 +457,8 @@ cdef void aa_release(ArrowArray* a) noexcept nogil:
         for k in range(3):
             if priv.alloc[k] >= 0:
                 mem_put(priv.block[k], priv.alloc[k])
+            elif priv.alloc[k] == ZEROS:
+                _zeros_put(priv.block[k])
             else:
                 free(priv.block[k])
         free(priv)
@@ -538,20 +540,71 @@ cdef int col_to_c(Col* c, ArrowArray* a) noexcept nogil:
     return 0
 
 
+# All-null columns (the error column of a call without errors, the columns a
+# call has no values for) all read one shared block of zeros: their validity,
+# offsets and slots are zeros, and Arrow's arrays never write to their buffers.
+# The block grows to the largest column asked for; a block outgrown is freed
+# when the last array reading it is released.  Large blocks are calloc'd pages
+# the system maps zeroed: never written, they take no memory.
+
+cdef struct ZBlock:
+    int64_t refs            # arrays reading it
+    size_t size             # bytes of zeros after the header
+    int64_t pad[6]          # (a 64-byte header: the zeros as aligned as calloc's block)
+
+cdef ZBlock* _zeros = NULL
+
+cdef enum:
+    ZEROS = -2              # AAPriv.alloc of a buffer that is the shared zeros
+
+
+cdef void* _zeros_get(size_t size) noexcept nogil:
+    """At least ``size`` bytes of zeros (a reference to the shared block: _zeros_put)."""
+    global _zeros
+    cdef ZBlock* z
+    cdef void* p = NULL
+    PyThread_acquire_lock(_cache_lock, 1)
+    if _zeros == NULL or _zeros.size < size:
+        z = <ZBlock*>calloc(1, sizeof(ZBlock) + size)
+        if z != NULL:
+            z.size = size
+            if _zeros != NULL and _zeros.refs == 0:
+                free(_zeros)
+            _zeros = z
+    if _zeros != NULL and _zeros.size >= size:
+        _zeros.refs += 1
+        p = <void*>(_zeros + 1)
+    PyThread_release_lock(_cache_lock)
+    return p
+
+
+cdef void _zeros_put(void* p) noexcept nogil:
+    cdef ZBlock* z = (<ZBlock*>p) - 1
+    if p == NULL:
+        return
+    PyThread_acquire_lock(_cache_lock, 1)
+    z.refs -= 1
+    if z.refs == 0 and z != _zeros:
+        free(z)
+    PyThread_release_lock(_cache_lock)
+
+
 cdef int aa_nulls(ArrowArray* a, int64_t n, int nbuf, int width) noexcept nogil:
     """A column of ``n`` nulls: ``nbuf`` 2 (fixed ``width`` bytes a slot) or 3
-    (64-bit offsets, no data), zeroed blocks (calloc: large ones are pages the
-    system maps zeroed when first read)."""
+    (64-bit offsets, no data), every buffer the shared zeros."""
     cdef void* p
+    cdef size_t size = (n + 1) * 8 if nbuf == 3 else (n if n else 1) * width
     if aa_init(a, n, 0):
         return -1
     a.null_count = n
-    p = calloc((n + 7) >> 3 if n else 1, 1)
-    aa_set(a, 0, p, -1)
+    if size < <size_t>((n + 7) >> 3):
+        size = (n + 7) >> 3
+    p = _zeros_get(size)
+    aa_set(a, 0, p, ZEROS)
     if p == NULL:
         return -1
-    p = calloc(n + 1 if nbuf == 3 else (n if n else 1), 8 if nbuf == 3 else width)
-    aa_set(a, 1, p, -1)
+    p = _zeros_get(size)
+    aa_set(a, 1, p, ZEROS)
     if p == NULL:
         return -1
     if nbuf == 3:

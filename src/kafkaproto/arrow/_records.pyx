@@ -199,8 +199,9 @@ cdef struct RCur:
     int64_t* rows
     int64_t base_offset
     int64_t base_ts         # (max_ts for a LogAppendTime batch: every record has it)
+    int64_t ts_mask         # a record's timestamp delta masked with it: 0 for LogAppendTime, else -1
     int32_t ts_type
-    bint log_append
+    bint any_valid          # one of the validities above is not NULL: slots marked valid one by one
     bint skip               # a control batch's records left out
 
 
@@ -229,8 +230,10 @@ cdef inline void _cur_load(RecCols* rc, RCur* k) noexcept nogil:
         k.hoffs, k.hvalid = c.offs, c.valid
     k.rows = <int64_t*>rc.c[RC_ROW].data
     k.base_offset = rc.base_offset
-    k.log_append = rc.ts_type == 1
-    k.base_ts = rc.max_ts if k.log_append else rc.base_ts
+    k.base_ts = rc.max_ts if rc.ts_type == 1 else rc.base_ts
+    k.ts_mask = 0 if rc.ts_type == 1 else -1
+    k.any_valid = (k.kvalid != NULL or k.vvalid != NULL or k.ovalid != NULL or k.tvalid != NULL or
+                   k.tsvalid != NULL or k.hvalid != NULL)
     k.ts_type = rc.ts_type
     k.skip = rc.control and not rc.keep_control
 
@@ -244,65 +247,81 @@ cdef inline void _cur_store(RecCols* rc, const RCur* k) noexcept nogil:
         rc.c[RC_VALUE].vlen = k.vl
 
 
-cdef int _null_in(RecCols* rc, int col, int64_t i, uint8_t** valid) noexcept nogil:
-    """Slot ``i`` of column ``col`` null (out of line: the walk's rare path), its validity
-    into the cursor's ``valid``."""
+cdef uint8_t* _null_in(RecCols* rc, int col, int64_t i) noexcept nogil:
+    """Slot ``i`` of column ``col`` null (out of line: the walk's rare path) → the column's
+    validity, for the cursor (NULL: out of memory).  Returned, not stored through a
+    pointer into the cursor: the cursor's address never leaves the walk, so that the
+    compiler keeps its fields as locals (registers, or stack slots no store through the
+    columns' buffers can touch)."""
     cdef Col* c = rc.c[col]
     if _null_at(c, i):
-        return -1
-    valid[0] = c.valid
-    return 0
+        return NULL
+    return c.valid
 
 
 cdef inline int _put_record(RecCols* rc, RCur* k, const uint8_t* key, int32_t klen, const uint8_t* value,
                             int32_t vlen, int64_t offset, int64_t ts, int32_t ts_type, int32_t headers) noexcept nogil:
     """One record into slot k.k of the columns asked for (room reserved; its headers
-    are in already).  The columns' counts are brought up to it by _cur_store and _sync."""
+    are in already).  The columns' counts are brought up to it by _cur_store and _sync.
+    A slot is marked valid only in a column that has had a null (k.any_valid: one
+    test a record while no column has)."""
     cdef int64_t i = k.k
     if k.koffs != NULL:
         if key != NULL:
             kp_copy(k.kdata + k.kl, key, klen)  # (nothing for an empty one: NULL may not meet memcpy)
             k.kl += klen
-            if k.kvalid != NULL:
-                k.kvalid[i] = 1
-        elif _null_in(rc, RC_KEY, i, &k.kvalid):
-            return -1
+        else:
+            k.kvalid = _null_in(rc, RC_KEY, i)
+            if k.kvalid == NULL:
+                return -1
+            k.any_valid = True
         k.koffs[i + 1] = k.kl
     if k.voffs != NULL:
         if value != NULL:
             kp_copy(k.vdata + k.vl, value, vlen)
             k.vl += vlen
-            if k.vvalid != NULL:
-                k.vvalid[i] = 1
-        elif _null_in(rc, RC_VALUE, i, &k.vvalid):
-            return -1
+        else:
+            k.vvalid = _null_in(rc, RC_VALUE, i)
+            if k.vvalid == NULL:
+                return -1
+            k.any_valid = True
         k.voffs[i + 1] = k.vl
     if k.off != NULL:
         k.off[i] = offset
-        if k.ovalid != NULL:
-            k.ovalid[i] = 1
     if k.ts != NULL:
         if -_US_LIMIT <= ts <= _US_LIMIT:
             k.ts[i] = ts * 1000
-            if k.tvalid != NULL:
-                k.tvalid[i] = 1
         else:
             # beyond int64 microseconds: null
             k.ts[i] = 0
-            if _null_in(rc, RC_TIMESTAMP, i, &k.tvalid):
+            k.tvalid = _null_in(rc, RC_TIMESTAMP, i)
+            if k.tvalid == NULL:
                 return -1
+            k.any_valid = True
     if k.tst != NULL:
         k.tst[i] = ts_type
-        if k.tsvalid != NULL:
-            k.tsvalid[i] = 1
     if k.hoffs != NULL:
         k.hoffs[i + 1] = k.hoffs[i] + headers
         if headers == 0:
             # no headers: null, as Spark's Kafka source shows it (legacy records have none)
-            if _null_in(rc, RC_HEADERS, i, &k.hvalid):
+            k.hvalid = _null_in(rc, RC_HEADERS, i)
+            if k.hvalid == NULL:
                 return -1
-        elif k.hvalid != NULL:
-            k.hvalid[i] = 1
+            k.any_valid = True
+    if k.any_valid:
+        # (a null slot above is marked again: the same 0)
+        if k.kvalid != NULL:
+            k.kvalid[i] = key != NULL
+        if k.vvalid != NULL:
+            k.vvalid[i] = value != NULL
+        if k.ovalid != NULL:
+            k.ovalid[i] = 1
+        if k.tvalid != NULL:
+            k.tvalid[i] = -_US_LIMIT <= ts <= _US_LIMIT
+        if k.tsvalid != NULL:
+            k.tsvalid[i] = 1
+        if k.hvalid != NULL:
+            k.hvalid[i] = headers != 0
     k.rows[i] = k.row
     k.k = i + 1
     return 0
@@ -372,10 +391,10 @@ cdef inline int rs_header(Cur* c, RSink s, RCur* k, int32_t j, const uint8_t* kp
     return 0
 
 
-cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, Py_ssize_t start, int attributes,
+cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, bint control, Py_ssize_t start, int attributes,
                           int64_t timestamp_delta, int32_t offset_delta, const uint8_t* key, int32_t key_len,
                           const uint8_t* value, int32_t value_len, int32_t header_count) noexcept nogil:
-    if s.control:
+    if control:
         if i == 0:
             # the marker the batch holds, for its batch row (the walker checked its key's and value's sizes)
             s.ctl_type = <int16_t>kp_ld16(key + 2)
@@ -384,7 +403,7 @@ cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, Py_ssize_t start,
         if k.skip:
             return 0  # checked, and left out as a consumer does
     if _put_record(s, k, key, key_len, value, value_len, _wadd(k.base_offset, offset_delta),
-                   k.base_ts if k.log_append else _wadd(k.base_ts, timestamp_delta), k.ts_type, header_count):
+                   _wadd(k.base_ts, timestamp_delta & k.ts_mask), k.ts_type, header_count):
         return cur_fail(c, F_MEMORY, 0, c.pos, 0, 0)
     return 0
 

@@ -333,7 +333,7 @@ cdef inline int rs_header(Cur* c, RSink s, RCur* k, int32_t j, const uint8_t* kp
     return 0
 
 
-cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, Py_ssize_t start, int attributes,
+cdef inline int rs_record(Cur* c, RSink s, RCur* k, int32_t i, bint control, Py_ssize_t start, int attributes,
                           int64_t timestamp_delta, int32_t offset_delta, const uint8_t* key, int32_t key_len,
                           const uint8_t* value, int32_t value_len, int32_t header_count) noexcept nogil:
     cdef TRec* t

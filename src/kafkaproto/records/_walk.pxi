@@ -13,9 +13,10 @@
 #   rs_begin(s, k)                                 the batch's walk begins: the cursors from the sink
 #   rs_end(s, k)                                   it ends (whole or not): the cursors back (void)
 #   rs_header(c, s, k, j, key, klen, value, vlen)  a header (vlen -1: null value)
-#   rs_record(c, s, k, i, start, attributes, timestamp_delta, offset_delta,
+#   rs_record(c, s, k, i, control, start, attributes, timestamp_delta, offset_delta,
 #             key, key_len, value, value_len, header_count)
-#                                                  the record passed every check (key/value NULL: null)
+#                                                  the record passed every check (key/value NULL: null;
+#                                                  control: of a control batch)
 #
 # Failures are recorded on the cursor (kafkaproto/_wire.pxd) with the record
 # codes below (fail), the field (what), the record's number as a path step,
@@ -222,7 +223,7 @@ cdef inline int _walk_record(Cur* c, int32_t i, bint control, RSink s, RCur* k, 
         hk = <int16_t>kp_ld16(key + 2)
         if (hk == 0 or hk == 1) and value_len < 6:
             return _rfail(c, RF_CONTROL_VALUE, RW_CONTROL, start, value_len if value_len > 0 else 0, 0)
-    return rs_record(c, s, k, i, start, attributes, timestamp_delta, offset_delta, key, key_len, value, value_len,
+    return rs_record(c, s, k, i, control, start, attributes, timestamp_delta, offset_delta, key, key_len, value, value_len,
                      header_count)
 
 
