@@ -39,14 +39,34 @@ def test_main_entry(capsys):
     assert "7 frames" in capsys.readouterr().out
 
 
-def test_the_inspect_process_runs_without_pandas(capsys, tmp_path):
+CAPTURES = pathlib.Path(__file__).resolve().parent.parent / "samples" / "capture"
+
+
+@pytest.mark.parametrize("source", [SAMPLE, CAPTURES / "kafka.pcap", CAPTURES / "tap-mock"],
+                         ids=["raw-frames", "pcap", "tap"])
+def test_the_inspect_process_runs_without_pandas(capsys, tmp_path, source):
     """``python -m kafkaproto inspect`` (the script's entry too) never imports
     pandas (pyarrow would on its first conversion); same output as in process."""
-    proc, modules = run_cli(["inspect", "--json", SAMPLE], tmp_path / "modules.json")
+    proc, modules = run_cli(["inspect", "--json", source], tmp_path / "modules.json")
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert "pandas" not in modules
-    assert main(["inspect", "--json", str(SAMPLE)]) == 0
+    assert main(["inspect", "--json", str(source)]) == 0
     assert proc.stdout.decode() == capsys.readouterr().out
+
+
+def test_the_report_process_runs_without_pandas(tmp_path):
+    """``kafkaproto report`` on the embedded engine (its tasks, their aggregates, the
+    driver's fold, the page and the tables) never imports pandas: once on the
+    sample, once over three captures read in byte ranges (so the tasks' parts
+    are folded), in process (one worker) so that every step is seen."""
+    for i, args in enumerate([[CAPTURES / "kafka.pcap"],
+                              ["--workers", "1", "--range-bytes", "65536", "--whole-file-max", "65536",
+                               CAPTURES / "kafka.pcap", CAPTURES / "kafka44.pcap", CAPTURES / "tap-mock"]]):
+        out = tmp_path / f"out{i}"
+        proc, modules = run_cli(["report", *args, "--out", out, "--quiet"], tmp_path / f"modules{i}.json")
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        assert (out / "report.html").exists()
+        assert "pandas" not in modules, args
 
 
 # --------------------------------------------------------------------------
