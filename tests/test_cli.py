@@ -7,7 +7,7 @@ from kafkaproto import encode_request, frame
 from kafkaproto.__main__ import inspect, main
 from kafkaproto.capture import Accounting, read_frames
 from kafkaproto.messages import MetadataRequest
-from support.cli import run_cli
+from support.cli import no_pandas_lookup, run_cli, run_watching_pandas
 
 SAMPLE = pathlib.Path(__file__).resolve().parent.parent / "samples" / "requests.bin"
 
@@ -51,24 +51,12 @@ def test_the_inspect_process_runs_without_pandas(capsys, tmp_path):
 
 CAPTURES = pathlib.Path(__file__).resolve().parent.parent / "samples" / "capture"
 
-# main() (not the script's entry, whose finder answers "not installed" for pandas) in a child
-# process whose finder notes where pandas is looked up: the package itself must never ask
-_MAIN_WITHOUT_PANDAS = r"""
-import sys, traceback
-attempts = []
-class Finder:
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            attempts.append("".join(traceback.format_stack(limit=12)))
-            raise ModuleNotFoundError("not here", name=name)
-sys.meta_path.insert(0, Finder())
+# main() (not the script's entry, whose finder answers "not installed" for pandas): the package itself must never ask
+_MAIN = """
 import io, contextlib
 from kafkaproto.__main__ import main
 with contextlib.redirect_stdout(io.StringIO()):
-    rc = main(sys.argv[1:])
-print("RC", rc, "ATTEMPTS", len(attempts))
-for a in attempts:
-    print(a)
+    assert main(sys.argv[1:]) == 0
 """
 
 
@@ -85,14 +73,10 @@ def test_inspect_and_the_report_never_look_pandas_up(tmp_path, args):
     the driver's fold, the page and the tables) build and read their columns
     without pandas: pyarrow would import it on its first pyarrow.array(),
     to_numpy(), empty table or group-by (a third of a second of CPU)."""
-    import subprocess
-    import sys
-
     if args[0] == "report":
         args = [*args, "--out", tmp_path / "out"]
-    p = subprocess.run([sys.executable, "-c", _MAIN_WITHOUT_PANDAS, *map(str, args)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "RC 0 ATTEMPTS 0" in p.stdout, p.stdout[-4000:]
+    p = run_watching_pandas(_MAIN, args)
+    assert no_pandas_lookup(p), (p.stdout + p.stderr)[-4000:]
 
 
 # --------------------------------------------------------------------------

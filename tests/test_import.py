@@ -63,16 +63,8 @@ def test_array_functions_import_numpy_when_called(fn):
     assert "numpy" in loaded
 
 
-_DECODE_WITHOUT_PANDAS = r'''
+_DECODE = r'''
 import sys
-attempts = []
-class Finder:
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            import traceback
-            attempts.append("".join(traceback.format_stack(limit=12)))
-            raise ModuleNotFoundError("not here", name=name)
-sys.meta_path.insert(0, Finder())
 from kafkaproto.capture import open_capture
 from kafkaproto.capture.tables import TABLES
 from kafkaproto.capture.formats.pcap import CaptureFile
@@ -94,9 +86,6 @@ for capture in [samples + "/capture/kafka.pcap", tmp + "/kafka.pcapng", samples 
         "responses", filters=[("api_key", "in", [0, 1, 3]), ("client_id", "!=", "x"), ("latency_us", ">=", 0)]))
     list(open_capture(capture).read("frames", columns=["conn", "ts", "api_key", "latency_us"]))
 print("ROWS", sum(rows.values()), min(rows[c, "requests"] for c, _ in rows))
-print("ATTEMPTS", len(attempts))
-for a in attempts:
-    print(a)
 '''
 
 
@@ -109,10 +98,10 @@ def test_the_capture_decode_pass_never_imports_pandas(tmp_path):
     loads no pandas."""
     from pathlib import Path
 
+    from support.cli import no_pandas_lookup, run_watching_pandas
+
     samples = Path(__file__).resolve().parent.parent / "samples"
-    p = subprocess.run([sys.executable, "-c", _DECODE_WITHOUT_PANDAS, str(samples), str(tmp_path)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ATTEMPTS 0" in p.stdout, p.stdout[-4000:]
+    p = run_watching_pandas(_DECODE, [samples, tmp_path])
+    assert no_pandas_lookup(p), (p.stdout + p.stderr)[-4000:]
     counts = p.stdout.split("ROWS ", 1)[1].split()[:2]
     assert int(counts[0]) > 0 and int(counts[1]) > 0, p.stdout
