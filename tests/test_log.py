@@ -613,14 +613,6 @@ def test_names_past_the_int_ranges_are_skipped_and_said(tmp_path, name):
 
 _NO_PANDAS = r'''
 import sys
-attempts = []
-class Finder:
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            import traceback
-            attempts.append("".join(traceback.format_stack(limit=8)))
-            raise ModuleNotFoundError("not here", name=name)
-sys.meta_path.insert(0, Finder())
 from kafkaproto import log
 kl = log.open_log(sys.argv[1])
 kl.segments()
@@ -635,9 +627,6 @@ dump.dump([sys.argv[1]], io.StringIO(), io.StringIO(), fmt="json", print_data_lo
 dump.dump_parquet([sys.argv[1]], sys.argv[2] + "/records.parquet")
 dump.dump_parquet([sys.argv[1]], sys.argv[2] + "/batches.parquet", batches=True)
 log.open_log(sys.argv[2]).read_table(decoder="offsets")
-print("ATTEMPTS", len(attempts))
-for a in attempts:
-    print(a)
 '''
 
 
@@ -647,17 +636,14 @@ def test_reading_a_log_never_imports_pandas(tmp_path):
     through them, so a process that reads a log (records, the internal topics' tables, dump-log's JSON
     and Parquet) loads no pandas."""
     import random
-    import subprocess
-    import sys
 
+    from support.cli import no_pandas_lookup, run_watching_pandas
     from support.internal_logs import coordinator_records, write_log
 
     w = simple_partition(tmp_path, 300, segment_bytes=4 << 10)
     write_log(tmp_path, "__consumer_offsets", coordinator_records("group", random.Random(3)))
-    p = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(w.folder), str(tmp_path)], capture_output=True,
-                       text=True)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "ATTEMPTS 0" in p.stdout, p.stdout[-4000:]
+    p = run_watching_pandas(_NO_PANDAS, [w.folder, tmp_path])
+    assert no_pandas_lookup(p), (p.stdout + p.stderr)[-4000:]
 
 
 def test_a_log_dirs_read_leaves_kafkas_own_topics_out_unless_named(tmp_path):

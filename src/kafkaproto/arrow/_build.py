@@ -26,6 +26,7 @@ from ..messages import request_class, response_class, version_plans
 from ..records import DEFAULT_MAX_DECOMPRESSED_SIZE
 from ..records.walk import CallBudget
 from . import _common
+from .buffers import bools, empty_table, fill_null, masked, numbers, to_numpy, valid
 
 _IN_KIND = {pa.binary(): 0, pa.large_binary(): 1, pa.binary_view(): 2}
 #: the compiled calls' fast paths: an input array's class -> its row layout (_columns IN_*),
@@ -246,18 +247,9 @@ BATCHES_SCHEMA = pa.schema([
 ])
 
 
-def _numpy_column(values: np.ndarray, typ: pa.DataType) -> pa.Array:
-    """A numpy array of ``typ``'s width (or of bools) as an Arrow array, from its buffer: pa.array()
-    would import pandas (when installed) to look for pandas objects in it."""
-    if typ == pa.bool_():
-        data = np.packbits(np.ascontiguousarray(values, dtype=bool), bitorder="little")
-    else:
-        data = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(data)])
-
-
 def _batches_table(walked: dict) -> pa.Table:
-    cols = [_numpy_column(walked[f.name], f.type) for f in BATCHES_SCHEMA if f.name != "error"]
+    cols = [bools(walked[f.name]) if f.type == pa.bool_() else numbers(walked[f.name], f.type)
+            for f in BATCHES_SCHEMA if f.name != "error"]
     failed = walked["error"]
     n = len(cols[0])
     if failed:
@@ -283,7 +275,7 @@ def _records_table(lib, arr, kind, topic, partition, names, check_crc, limit, ba
         cols["partition"] = _all_null(pa.int32(), len(rows)) if partition is None else partition.take(rows)
     if errors:
         bad = np.fromiter(errors, dtype=np.int64, count=len(errors))
-        row_np = rows.to_numpy()
+        row_np = to_numpy(rows)
         # an error row is the only row of its blob: find them by row index
         err_rows = np.flatnonzero(np.isin(row_np, bad))
         cols["error"] = _sparse_strings(len(rows), err_rows, [errors[int(row_np[j])] for j in err_rows])
@@ -349,10 +341,10 @@ def records_tables(lib, blobs, topic=None, partition=None, columns=None, check_c
         table = tables[0]
     else:
         fields = [f for f in RECORDS_SCHEMA if f.name in names]
-        table = pa.concat_tables(tables) if tables else pa.schema(fields).empty_table()
+        table = pa.concat_tables(tables) if tables else empty_table(pa.schema(fields))
     if not batches:
         return table
-    return table, (walks[0] if len(walks) == 1 else pa.concat_tables(walks) if walks else BATCHES_SCHEMA.empty_table())
+    return table, (walks[0] if len(walks) == 1 else pa.concat_tables(walks) if walks else empty_table(BATCHES_SCHEMA))
 
 
 # ---------------------------------------------------------------------------
@@ -428,7 +420,10 @@ def _int_column(values, n: int, what: str):
     else:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        if isinstance(values, pa.Array):
+        if isinstance(values, pa.Array) and pa.types.is_integer(values.type):
+            ok = valid(values).astype(np.uint8)
+            v = to_numpy(values if values.null_count == 0 else fill_null(values, 0))
+        elif isinstance(values, pa.Array):
             ok = np.ones(n, dtype=np.uint8) if values.null_count == 0 else \
                 values.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8)
             v = values.fill_null(0).to_numpy(zero_copy_only=False)
@@ -502,7 +497,7 @@ def _message_column(lib, arr, kind, cls, vers=None, vvalid=None, hsizes=None):
                                                         _common.header_table(cls.KIND == "request"), vers, vvalid,
                                                         hsizes)
     children = [_from_tree(lay, kid) for lay, kid in zip(layouts, tree[4])]
-    children.append(pa.array(trailing, mask=trailing < 0, type=pa.int32()))
+    children.append(masked(trailing, trailing >= 0, pa.int32()))
     children.append(_errors(len(status), errors))
     return pa.StructArray.from_arrays(children, fields=fields)
 

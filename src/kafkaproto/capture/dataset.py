@@ -57,6 +57,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow import buffers as ab
 from ..errors import KafkaProtocolError
 from ..filters import normalize
 from ..messages import APIS, api_name
@@ -326,13 +327,13 @@ def partition_connections(table: pa.Table, n: int) -> list[pa.Table]:
     """Segment positions (a table; statistics rows too) in ``n`` parts of
     whole connections, about equal in payload bytes, each sorted by capture,
     connection and capture order (the statistics rows go with the first)."""
-    is_stats = pc.equal(table["key"], STATS_KEY).to_numpy(zero_copy_only=False)
+    is_stats = ab.column(table, "key") == STATS_KEY
     order = pc.sort_indices(table, [("capture", "ascending"), ("key", "ascending"), ("order", "ascending")])
     table = table.take(order)
-    is_stats = is_stats[order.to_numpy()]
-    caps = table["capture"].to_numpy()
-    keys = table["key"].to_numpy()
-    nbytes = table["caplen"].fill_null(0).to_numpy(zero_copy_only=False)
+    is_stats = is_stats[ab.to_numpy(order)]
+    caps = ab.column(table, "capture")
+    keys = ab.column(table, "key")
+    nbytes = ab.to_numpy(ab.fill_null(table["caplen"], 0))
     starts = np.flatnonzero(np.concatenate([[True], (caps[1:] != caps[:-1]) | (keys[1:] != keys[:-1])]))
     ends = np.append(starts[1:], len(keys))
     weight = np.add.reduceat(nbytes, starts) + (ends - starts) * 64 if len(starts) else np.zeros(0)
@@ -352,11 +353,11 @@ def partition_connections(table: pa.Table, n: int) -> list[pa.Table]:
     at = 0
     for p in range(n):
         if counts[p]:
-            parts.append(table.take(pa.array(by_part[at:at + counts[p]])))
+            parts.append(table.take(ab.numbers(by_part[at:at + counts[p]], pa.int64())))
         at += counts[p]
     stats = np.flatnonzero(is_stats)
     if len(stats) and not parts:
-        parts.append(table.take(pa.array(stats)))
+        parts.append(table.take(ab.numbers(stats, pa.int64())))
     return parts
 
 
@@ -456,15 +457,15 @@ class CaptureDataset:
         if not positions.num_rows:
             return out
         positions = Filters.of(filters).connections(positions)
-        caps = positions["capture"].to_numpy() if positions.num_rows else np.zeros(0, np.int32)
+        caps = ab.column(positions, "capture") if positions.num_rows else np.zeros(0, np.int32)
         for k in np.unique(caps).tolist():
-            mine = positions.filter(pa.array(caps == k))
+            mine = positions.filter(ab.bools(caps == k))
             payload = int(pc.sum(mine["caplen"]).as_py() or 0)
             n = parts or max(1, -(-payload // split_bytes))
             cap = self.captures[k]
             files = tuple(enumerate(cap.paths))
             for part in partition_connections(mine, n):
-                real = part.filter(pc.not_equal(part["key"], STATS_KEY))
+                real = part.filter(ab.bools(ab.column(part, "key") != STATS_KEY))
                 if not real.num_rows:
                     continue
                 out.append(SegmentTask(cap.name, k, files, _ipc(real.drop_columns(["info"])), real.num_rows,
@@ -853,13 +854,13 @@ class Filters:
         span = self.time_span()
         if servers is None and span is None:
             return table
-        keys = table["key"].to_numpy()
+        keys = ab.column(table, "key")
         keep = np.ones(len(keys), dtype=bool)
         if servers is not None:
             hit = np.zeros(len(keys), dtype=bool)
-            fam = table["family"].to_numpy()
+            fam = ab.column(table, "family")
             src, dst = _addresses(table["src"]), _addresses(table["dst"])
-            sport, dport = table["sport"].to_numpy(), table["dport"].to_numpy()
+            sport, dport = ab.column(table, "sport"), ab.column(table, "dport")
             for text in servers:
                 end = _endpoint(text)
                 if end is None:
@@ -873,12 +874,12 @@ class Filters:
             # a frame's time is that of one of its connection's packets: a
             # connection with no packet in the span gives no row in it
             ts = table["ts"]
-            valid = ts.is_valid().to_numpy(zero_copy_only=False)
-            t = ts.fill_null(0).to_numpy(zero_copy_only=False) // 1000
+            valid = ab.valid(ts)
+            t = ab.to_numpy(ts) // 1000
             inside = valid & (t >= span[0]) & (t <= span[1])
             keep &= np.isin(keys, keys[inside])
         keep |= keys == STATS_KEY
-        return table.filter(pa.array(keep))
+        return table.filter(ab.bools(keep))
 
 
 def _check_value(col: str, typ: pa.DataType, op: str, value) -> None:
@@ -919,25 +920,38 @@ def _term_mask(arr: pa.Array, op: str, value) -> pa.Array:
     if op in ("in", "not in"):
         vals = [v for v in value if v is not None]
         try:
-            vals_arr = pa.array(vals, typ) if vals else pa.array([], typ)
+            vals_arr = _values(vals, typ)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-            vals_arr = pa.array([], typ)
+            vals_arr = pa.nulls(0, typ)
         m = pc.is_in(arr, value_set=vals_arr)
         if op == "not in":
             m = pc.invert(m)
-        return pc.fill_null(pc.and_(m, arr.is_valid()), False)
+        return ab.fill_null(pc.and_(m, arr.is_valid()), False)
     if value is None:
-        return pa.array(np.zeros(len(arr), dtype=bool))
+        return ab.bools(np.zeros(len(arr), dtype=bool))
     try:
-        scalar = pa.scalar(value, typ)
+        scalar = _values([value], typ)[0]
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
         # a value the column cannot hold (a string for a number, a number past int64)
         if pa.types.is_integer(typ) and isinstance(value, (int, float)) and not isinstance(value, bool):
             big = value > 0
             every = {"==": False, "!=": True, "<": big, "<=": big, ">": not big, ">=": not big}[op]
-            return pc.fill_null(pc.and_(pa.array(np.full(len(arr), every)), arr.is_valid()), False)
+            return ab.fill_null(pc.and_(ab.bools(np.full(len(arr), every)), arr.is_valid()), False)
         raise ValueError(f"filter value {value!r} does not fit a column of type {arr.type}") from None
-    return pc.fill_null(_CMP[op](arr, scalar), False)
+    return ab.fill_null(_CMP[op](arr, scalar), False)
+
+
+def _values(values: list, typ: pa.DataType) -> pa.Array:
+    """Filter values as an array of ``typ``: integers and strings from buffers (``pyarrow.array()``
+    imports pandas), anything else through pyarrow (its errors as they are)."""
+    if pa.types.is_integer(typ) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                        for v in values):
+        if any(not np.iinfo(typ.to_pandas_dtype()).min <= v <= np.iinfo(typ.to_pandas_dtype()).max for v in values):
+            raise OverflowError("past the column's type")
+        return ab.numbers(values, typ)
+    if (pa.types.is_string(typ) or pa.types.is_large_string(typ)) and all(isinstance(v, str) for v in values):
+        return ab.strings(values, typ)
+    return pa.array(values, typ)
 
 
 def _addresses(arr) -> np.ndarray:

@@ -161,40 +161,42 @@ class FrameBatch:
     def _build(self, name: str):
         import pyarrow as pa
 
+        from ..arrow.buffers import masked, numbers, pick
+
         r = self.rows
         if name == "conn":
-            return pa.array(self.uids())
+            return numbers(self.uids(), pa.int64())
         if name in ("seq", "offset"):
-            return pa.array(r[name])
+            return numbers(r[name], pa.int64())
         if name == "ts":
             ts = r["ts"]
-            return _masked(ts // 1000, ts != _NO_TS, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+            return masked(ts // 1000, ts != _NO_TS, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
         if name in ("client", "server"):
             # the connections this batch names (a batch's list holds every
             # connection its reader has met: most are not in this batch)
             conns, idx = self.conns, r["conn"]
             used, at = np.unique(idx, return_inverse=True)
-            return _pick([getattr(conns[i], name) for i in used.tolist()], at.reshape(-1))
+            return pick([getattr(conns[i], name) for i in used.tolist()], at.reshape(-1))
         if name == "direction":
-            return _pick([REQUEST, RESPONSE], r["direction"])
+            return pick([REQUEST, RESPONSE], r["direction"])
         if name in ("api_key", "api_version"):
-            return _masked(r[name], (r["flags"] & _FL_HEADER) != 0, pa.int16())
+            return masked(r[name], (r["flags"] & _FL_HEADER) != 0, pa.int16())
         if name == "correlation_id":
-            return _masked(r["correlation_id"], ((r["flags"] & _FL_HEADER) != 0) | (r["direction"] != 0), pa.int32())
+            return masked(r["correlation_id"], ((r["flags"] & _FL_HEADER) != 0) | (r["direction"] != 0), pa.int32())
         if name == "client_id":
-            return _pick(self.clients, r["client"])
+            return pick(self.clients, r["client"])
         if name == "size":
-            return pa.array(r["end"] - self.starts + 4)
+            return numbers(r["end"] - self.starts + 4, pa.int64())
         if name == "status":
-            return _pick(list(_STATUS), r["status"])
+            return pick(list(_STATUS), r["status"])
         if name == "request_seq":
-            return _masked(r["request_seq"], r["request_seq"] >= 0, pa.int64())
+            return masked(r["request_seq"], r["request_seq"] >= 0, pa.int64())
         if name == "latency_us":
             ts = r["ts"]
             ok = (ts != _NO_TS) & (r["request_ts"] != _NO_TS) & (r["direction"] != 0)
-            return _masked((ts - r["request_ts"]) // 1000, ok, pa.int64())
+            return masked((ts - r["request_ts"]) // 1000, ok, pa.int64())
         if name == "flags":
-            return pa.array(r["flags"].astype(np.int16))
+            return numbers(r["flags"], pa.int16())
         if name == "frame":
             offsets = np.empty(len(r) + 1, dtype=np.int64)
             offsets[0] = 0
@@ -249,30 +251,6 @@ class FrameBatch:
 
     def __repr__(self) -> str:
         return f"FrameBatch({len(self)} frames, {self.nbytes} bytes)"
-
-
-def _masked(values: np.ndarray, valid: np.ndarray, typ):
-    """A pyarrow array of ``values`` with nulls where not ``valid``."""
-    import pyarrow as pa
-
-    values = np.ascontiguousarray(values).astype(typ.to_pandas_dtype(), copy=False)
-    if valid.all():
-        return pa.array(values, type=typ)
-    return pa.Array.from_buffers(typ, len(values), [pa.py_buffer(np.packbits(valid, bitorder="little")),
-                                                    pa.py_buffer(values)], null_count=int(len(valid) - valid.sum()))
-
-
-def _pick(texts: Sequence[str], idx: np.ndarray):
-    """``texts[i]`` for each ``i`` of ``idx`` as a string column (null where negative)."""
-    import pyarrow as pa
-
-    dictionary = pa.array(list(texts), type=pa.string())
-    idx = np.asarray(idx)
-    ok = idx >= 0
-    if not len(dictionary):
-        return pa.nulls(len(idx), pa.string())
-    take = pa.array(np.where(ok, idx, 0).astype(np.int32), mask=~ok if not ok.all() else None)
-    return dictionary.take(take)
 
 
 def binary_views(buffer, starts: np.ndarray, ends: np.ndarray):

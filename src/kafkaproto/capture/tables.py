@@ -32,6 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import arrow as karrow
+from ..arrow import buffers as ab
+from ..arrow.buffers import masked, pick
 from ..errors import KafkaProtocolError
 from ..messages import APIS, api_name, removed_in_kafka4
 from ..records import CODEC_NAMES
@@ -126,10 +128,8 @@ WAITS = {1: "max_wait_ms", 78: "max_wait_ms", 11: "rebalance_timeout_ms"}
 
 
 def repeat(text: str, n: int) -> pa.Array:
-    """``n`` times the same string, built from buffers (no Python list)."""
-    raw = text.encode()
-    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
+    """``n`` times the same string (string), built from buffers (no Python list)."""
+    return ab.constant_string(text, n, pa.string())
 
 
 def _path(arr, names: Iterable[str]):
@@ -139,7 +139,7 @@ def _path(arr, names: Iterable[str]):
     for name in names:
         cur = cur.field(name)
         if pa.types.is_large_list(cur.type) or pa.types.is_list(cur.type):
-            parents = pc.list_parent_indices(cur).to_numpy(zero_copy_only=False)
+            parents = ab.to_numpy(pc.list_parent_indices(cur))
             rows = rows[parents]
             cur = pc.list_flatten(cur)
     return cur, rows
@@ -171,7 +171,7 @@ def _nonzero_error_codes(msgs, api_key: int) -> pa.Array:
     vals, rows = [], []
     for path in paths:
         v, r = _path(msgs, path)
-        v = v.to_numpy(zero_copy_only=False) if v.null_count == 0 else v.fill_null(0).to_numpy(zero_copy_only=False)
+        v = ab.to_numpy(v if v.null_count == 0 else ab.fill_null(v, 0))
         keep = v != 0
         vals.append(v[keep].astype(np.int16))
         rows.append(r[keep])
@@ -185,9 +185,10 @@ def _lists(n: int, values: np.ndarray, rows: np.ndarray, typ) -> pa.Array:
     counts = np.bincount(rows, minlength=n) if len(rows) else np.zeros(n, np.int64)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
+    offsets = ab.numbers(offsets, pa.int32())
     if isinstance(values, pa.Array):
-        return pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(order)).cast(typ))
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[order], typ))
+        return pa.ListArray.from_arrays(offsets, values.take(ab.numbers(order, pa.int64())).cast(typ))
+    return pa.ListArray.from_arrays(offsets, ab.numbers(values[order], typ))
 
 
 def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
@@ -223,8 +224,8 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
         return pa.nulls(n, pa.list_(pa.string()))
     r = np.concatenate(rows)
     vals = pa.concat_arrays(names)
-    keep = vals.is_valid().to_numpy(zero_copy_only=False)
-    return _lists(n, vals.filter(pa.array(keep)), r[keep], pa.string())
+    keep = ab.valid(vals)
+    return _lists(n, vals.filter(ab.bools(keep)), r[keep], pa.string())
 
 
 # A topic id (Produce and Fetch v13+) is named in the tables from a Metadata
@@ -245,7 +246,7 @@ _ZERO_ID = bytes(16)
 
 def _real_ids(ids: pa.Array) -> pa.Array:
     """True where a topic id is given and not all zeros (the no-id value)."""
-    return pc.fill_null(pc.not_equal(ids, pa.scalar(_ZERO_ID, ids.type)), False)
+    return ab.fill_null(pc.not_equal(ids, ab.scalar(_ZERO_ID, ids.type)), False)
 
 
 def _uuid_text(b: bytes) -> str:
@@ -260,13 +261,13 @@ def _name_or_id(names, ids, lookup=None, rows=None) -> pa.Array:
     if ids.null_count == len(ids):
         return names
     # the elements to name: no name, an id that is not all zeros (most have a name)
-    need = np.flatnonzero(pc.and_(pc.is_null(names), _real_ids(ids)).to_numpy(zero_copy_only=False))
+    need = np.flatnonzero(ab.to_numpy(pc.and_(pc.is_null(names), _real_ids(ids))))
     if not len(need):
         return names
     out = names.to_pylist()
-    for i, tid in zip(need.tolist(), ids.take(pa.array(need)).to_pylist()):
+    for i, tid in zip(need.tolist(), ids.take(ab.numbers(need, pa.int64())).to_pylist()):
         out[i] = (lookup(tid, int(rows[i])) if lookup is not None else None) or _uuid_text(tid)
-    return pa.array(out, pa.large_string())
+    return ab.strings(out, pa.large_string())
 
 
 # ---------------------------------------------------------------------------
@@ -290,11 +291,11 @@ def record_set_summary(walked: pa.Table, lengths: np.ndarray):
     whole batch (a partial last batch, or what an error left unread).
     """
     m = len(lengths)
-    whole = pc.invert(walked.column("truncated")).to_numpy(zero_copy_only=False)
-    fb = walked.column("row").to_numpy()[whole]
-    fc = walked.column("codec").to_numpy()[whole].astype(np.int64)
-    fs = walked.column("bytes").to_numpy()[whole]
-    fn = walked.column("records").to_numpy()[whole]
+    whole = ~ab.column(walked, "truncated")
+    fb = ab.column(walked, "row")[whole]
+    fc = ab.column(walked, "codec")[whole].astype(np.int64)
+    fs = ab.column(walked, "bytes")[whole]
+    fn = ab.column(walked, "records")[whole]
     order_in_blob = np.arange(len(fb), dtype=np.int64)
     # blobs with no whole batch: one "-" group of nothing
     none = np.setdiff1d(np.arange(m, dtype=np.int64), fb)
@@ -331,29 +332,10 @@ _NO_TS = np.iinfo(np.int64).min
 _MAX_KEY = 1 << 15
 
 
-def _masked(values: np.ndarray, valid: np.ndarray, typ) -> pa.Array:
-    """``values`` as ``typ`` with nulls where not ``valid`` (from buffers)."""
-    values = np.ascontiguousarray(values, dtype=typ.to_pandas_dtype())
-    if valid.all():
-        return pa.array(values, type=typ)
-    return pa.Array.from_buffers(typ, len(values), [pa.py_buffer(np.packbits(valid, bitorder="little")),
-                                                    pa.py_buffer(values)], null_count=int(len(valid) - valid.sum()))
-
-
-def _pick(texts: pa.Array, idx: np.ndarray) -> pa.Array:
-    """``texts[i]`` for each ``i`` of ``idx`` (null where ``i`` is negative)."""
-    ok = idx >= 0
-    if not len(texts):
-        return pa.nulls(len(idx), texts.type)
-    if ok.all():
-        return texts.take(pa.array(idx.astype(np.int32)))
-    return texts.take(pa.array(np.where(ok, idx, 0).astype(np.int32), mask=~ok))
-
-
 def _ts(ns: np.ndarray) -> pa.Array:
     """Nanoseconds (NO_TS: none) → the tables' microsecond time stamps."""
     ok = ns != _NO_TS
-    return _masked(ns // 1000, ok, pa.int64()).cast(TS)
+    return masked(ns // 1000, ok, pa.int64()).cast(TS)
 
 
 class CaptureDecoder:
@@ -393,19 +375,19 @@ class CaptureDecoder:
                 names.append(api_name(k))
             except KafkaProtocolError:
                 names.append(f"api{k}")
-        return pa.array(names, pa.string())
+        return ab.strings(names, pa.string())
 
     def _api(self, keys: np.ndarray, valid: np.ndarray) -> pa.Array:
         """The api name of each key (``api<key>`` for one without a schema; null where not valid)."""
         n = len(self._names)
         known = valid & (keys >= 0) & (keys < n)
-        out = _pick(self._names, np.where(known, keys, -1).astype(np.int64))
+        out = pick(self._names, np.where(known, keys, -1).astype(np.int64))
         odd = np.flatnonzero(valid & ~known)
         if len(odd):  # a key past every schema: named by its number
             texts = out.to_pylist()
             for i in odd.tolist():
                 texts[i] = f"api{int(keys[i])}"
-            out = pa.array(texts, pa.string())
+            out = ab.strings(texts, pa.string())
         return out
 
     def _removed_flags(self, keys: np.ndarray, versions: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -483,10 +465,10 @@ class CaptureDecoder:
             decoded[rows] = True
             err = msgs.field("error")
             if err.null_count < len(err):
-                for j in np.flatnonzero(err.is_valid().to_numpy(zero_copy_only=False)).tolist():
+                for j in np.flatnonzero(ab.valid(err)).tolist():
                     error[int(rows[j])] = err[j].as_py()
             tb = msgs.field("trailing_bytes")
-            trailing[rows] = tb.fill_null(-1).to_numpy(zero_copy_only=False)
+            trailing[rows] = ab.to_numpy(ab.fill_null(tb, -1))
             return msgs
 
         # Metadata responses first: they name the topic ids of what follows them
@@ -502,9 +484,9 @@ class CaptureDecoder:
             field = WAITS.get(key)
             if field is not None and msgs.type.get_field_index(field) >= 0:
                 w = msgs.field(field)
-                ok = w.is_valid().to_numpy(zero_copy_only=False)
+                ok = ab.valid(w)
                 if ok.any():
-                    wv = w.fill_null(0).to_numpy(zero_copy_only=False)
+                    wv = ab.to_numpy(ab.fill_null(w, 0))
                     self.waits.update(zip(((u << 40) | s for u, s in zip(uids[rows[ok]].tolist(),
                                                                           seqs[rows[ok]].tolist())),
                                           wv[ok].tolist()))
@@ -545,34 +527,34 @@ class CaptureDecoder:
             **{k: fb.column(k) for k in ("conn", "seq", "ts", "client", "server", "api_key")},
             "api": self._api(keys, has),
             **{k: fb.column(k) for k in ("api_version", "correlation_id", "client_id", "size")},
-            "removed_in_kafka4": pa.array(self._removed_flags(keys, versions, has)),
-            "status": pa.DictionaryArray.from_arrays(pa.array(status), pa.array(_STATUS_TEXTS)).cast(pa.string()),
+            "removed_in_kafka4": ab.bools(self._removed_flags(keys, versions, has)),
+            "status": pick(_STATUS_TEXTS, status),
             "error": _sparse_errors(n, error),
         }
         topic_col = _scatter_lists(n, topic_parts, pa.list_(pa.string()))
         out = []
         if len(req_idx):
-            take = pa.array(req_idx)
+            take = ab.numbers(req_idx, pa.int64())
             cols = {k: v.take(take) for k, v in base.items()}
             cols["topics"] = topic_col.take(take)
             name, version = _scatter_software(n, software)
             cols["software_name"] = name.take(take)
             cols["software_version"] = version.take(take)
-            cols["trailing_bytes"] = _masked(trailing[req_idx], trailing[req_idx] >= 0, pa.int32())
+            cols["trailing_bytes"] = masked(trailing[req_idx], trailing[req_idx] >= 0, pa.int32())
             out.append(("requests", _batch("requests", cols, len(req_idx))))
         if len(resp_idx):
-            take = pa.array(resp_idx)
+            take = ab.numbers(resp_idx, pa.int64())
             cols = {k: v.take(take) for k, v in base.items()}
             rq = r["request_seq"][resp_idx]
-            cols["request_seq"] = _masked(rq, rq >= 0, pa.int64())
+            cols["request_seq"] = masked(rq, rq >= 0, pa.int64())
             rts = r["request_ts"][resp_idx]
             ts = r["ts"][resp_idx]
             lat_ok = (rts != _NO_TS) & (ts != _NO_TS)
-            cols["latency_us"] = _masked((ts - np.where(lat_ok, rts, 0)) // 1000, lat_ok, pa.int64())
+            cols["latency_us"] = masked((ts - np.where(lat_ok, rts, 0)) // 1000, lat_ok, pa.int64())
             w = wait_ms[resp_idx]
-            cols["wait_ms"] = _masked(w, w >= 0, pa.int32())
+            cols["wait_ms"] = masked(w, w >= 0, pa.int32())
             cols["error_codes"] = _scatter_lists(n, code_parts, pa.list_(pa.int16())).take(take)
-            cols["trailing_bytes"] = _masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
+            cols["trailing_bytes"] = masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
             out.append(("responses", _batch("responses", cols, len(resp_idx))))
         if blobs and record_sets:
             out += self._record_sets(blobs, base)
@@ -585,10 +567,11 @@ class CaptureDecoder:
             names, nrows = _path(msgs, ("topics", "name"))
             ids, _ = _path(msgs, ("topics", "topic_id"))
             # the topics a response names by a name and an id that is not all zeros
-            named = pc.and_(pc.fill_null(pc.greater(pc.binary_length(names), 0), False), _real_ids(ids))
-            keep = np.flatnonzero(named.to_numpy(zero_copy_only=False))
+            lengths = pc.binary_length(names)
+            named = pc.and_(ab.fill_null(pc.greater(lengths, ab.scalar(0, lengths.type)), False), _real_ids(ids))
+            keep = np.flatnonzero(ab.to_numpy(named))
             if len(keep):
-                at = pa.array(keep)
+                at = ab.numbers(keep, pa.int64())
                 names, tids = names.take(at).to_pylist(), ids.take(at).to_pylist()
                 self.topic_ids.update(zip(tids, names))
                 i = rows[nrows[keep]]
@@ -603,8 +586,9 @@ class CaptureDecoder:
 
         tl = _topic_names(msgs, key, lookup)
         if tl.null_count < len(tl):
-            named = pc.fill_null(pc.greater(pc.list_value_length(tl), 0), False)
-            topic_parts.append((rows, pc.if_else(named, tl, pa.scalar(None, tl.type))))
+            lengths = pc.list_value_length(tl)
+            named = ab.fill_null(pc.greater(lengths, ab.scalar(0, lengths.type)), False)
+            topic_parts.append((rows, pc.if_else(named, tl, ab.scalar(None, tl.type))))
         if code_parts is not None:
             code_parts.append((rows, _nonzero_error_codes(msgs, key)))
         if key == API_VERSIONS and software is not None:
@@ -616,8 +600,9 @@ class CaptureDecoder:
             part, _ = _path(msgs, ("topic_data", "partition_data", "index"))
             _, trow = _path(msgs, ("topic_data",))  # rows of each topic element
             per_topic = pc.list_value_length(_path(msgs, ("topic_data",))[0].field("partition_data")) \
-                if len(trow) else pa.array([], pa.int64())
-            topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
+                if len(trow) else ab.numbers([], pa.int64())
+            topic = tnames.take(ab.numbers(np.repeat(np.arange(len(trow)), ab.to_numpy(ab.fill_null(per_topic, 0))),
+                                           pa.int64()))
             blobs.append(("produce", rows[brow], topic, part, blob))
         elif key == FETCH and source == "fetch":
             (tn, _), (ti, tr) = (_path(msgs, ("responses", a)) for a in ("topic", "topic_id"))
@@ -625,35 +610,37 @@ class CaptureDecoder:
             blob, brow = _path(msgs, ("responses", "partitions", "records"))
             part, _ = _path(msgs, ("responses", "partitions", "partition_index"))
             tops, trow = _path(msgs, ("responses",))
-            per_topic = pc.list_value_length(tops.field("partitions")) if len(trow) else pa.array([], pa.int64())
-            topic = tnames.take(pa.array(np.repeat(np.arange(len(trow)), per_topic.fill_null(0).to_numpy())))
+            per_topic = pc.list_value_length(tops.field("partitions")) if len(trow) else ab.numbers([], pa.int64())
+            topic = tnames.take(ab.numbers(np.repeat(np.arange(len(trow)), ab.to_numpy(ab.fill_null(per_topic, 0))),
+                                           pa.int64()))
             blobs.append(("fetch", rows[brow], topic, part, blob))
 
     def _record_sets(self, blobs, base) -> list[tuple[str, pa.RecordBatch]]:
         out = []
         for source, rows, topic, part, blob in blobs:
             # null or empty: a partition with nothing to produce or fetch
-            lengths = pc.binary_length(blob).fill_null(0).to_numpy(zero_copy_only=False)
+            lengths = ab.to_numpy(ab.fill_null(pc.binary_length(blob), 0))
             ok = lengths > 0
             keep = None if ok.all() else np.flatnonzero(ok)
             if keep is not None:
                 lengths = lengths[keep]
                 # the kept blobs as views of their bytes (a take would copy every record set)
-                rows, topic, part, blob = rows[keep], topic.take(pa.array(keep)), part.take(pa.array(keep)), \
+                at = ab.numbers(keep, pa.int64())
+                rows, topic, part, blob = rows[keep], topic.take(at), part.take(at), \
                     _blob_views(blob, keep)
             m = len(blob)
             if not m:
                 continue
             recs, walked = karrow.records(blob, topic=topic, partition=part, batches=True,
                                           columns=self.record_columns)
-            rec_row = recs.column("row").to_numpy()
+            rec_row = ab.column(recs, "row")
             set_err = [None] * m
             if recs.column("error").null_count != len(rec_row):
                 for r, e in zip(rec_row.tolist(), recs.column("error").to_pylist()):
                     if e is not None:
                         set_err[r] = e
             k = len(rec_row)
-            rt = pa.array(rows[rec_row]) if k else pa.array([], pa.int64())
+            rt = ab.numbers(rows[rec_row], pa.int64())
             have = recs.schema.names
             rcols = {
                 **{c: recs.column(c) if c in have else None
@@ -665,17 +652,17 @@ class CaptureDecoder:
             out.append(("records", _batch("records", rcols, k)))
             srow, codecs, nb, nrec, nbytes = record_set_summary(walked, lengths)
             errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
-            st = pa.array(srow)
-            take = pa.array(rows[srow])
+            st = ab.numbers(srow, pa.int64())
+            take = ab.numbers(rows[srow], pa.int64())
             ms = len(srow)
             scols = {
                 "capture": repeat(self.capture, ms), "conn": base["conn"].take(take), "seq": base["seq"].take(take),
                 "ts": base["ts"].take(take), "source": repeat(source, ms),
                 "client_id": base["client_id"].take(take), "api_version": base["api_version"].take(take),
-                "topic": topic.take(st), "partition": part.take(st), "codec": pa.array(codecs, pa.string()),
-                "batches": pa.array(nb, pa.int32()), "records": pa.array(nrec, pa.int64()),
-                "bytes": pa.array(nbytes, pa.int64()),
-                "error": pa.array(errs, pa.large_string()) if errs is not None else None,
+                "topic": topic.take(st), "partition": part.take(st), "codec": ab.strings(codecs, pa.string()),
+                "batches": ab.numbers(nb, pa.int32()), "records": ab.numbers(nrec, pa.int64()),
+                "bytes": ab.numbers(nbytes, pa.int64()),
+                "error": ab.strings(errs, pa.large_string()) if errs is not None else None,
             }
             out.append(("record_sets", _batch("record_sets", scols, ms)))
         return out
@@ -692,16 +679,16 @@ class CaptureDecoder:
         k = np.array(keys, dtype=np.int64)
         cols = {
             "capture": repeat(self.capture, n),
-            "conn": pa.array([conns[c].uid for c in conn], pa.int64()),
-            "seq": pa.array(seqs, pa.int64()),
-            "ts": pa.array([None if t is None else t // 1000 for t in ts], pa.int64()).cast(TS),
-            "client": pa.array([conns[c].client for c in conn], pa.string()),
-            "server": pa.array([conns[c].server for c in conn], pa.string()),
-            "api_key": pa.array(keys, pa.int16()),
+            "conn": ab.numbers([conns[c].uid for c in conn], pa.int64()),
+            "seq": ab.nullable(seqs, pa.int64()),
+            "ts": ab.nullable([None if t is None else t // 1000 for t in ts], pa.int64()).cast(TS),
+            "client": ab.strings([conns[c].client for c in conn], pa.string()),
+            "server": ab.strings([conns[c].server for c in conn], pa.string()),
+            "api_key": ab.nullable(keys, pa.int16()),
             "api": self._api(k, np.ones(n, dtype=bool)),
-            "api_version": pa.array(versions, pa.int16()),
-            "correlation_id": pa.array(corr, pa.int32()),
-            "client_id": pa.array([fb.clients[c] if c >= 0 else None for c in client], pa.string()),
+            "api_version": ab.nullable(versions, pa.int16()),
+            "correlation_id": ab.nullable(corr, pa.int32()),
+            "client_id": ab.strings([fb.clients[c] if c >= 0 else None for c in client], pa.string()),
         }
         return [("unanswered", _batch("unanswered", cols, n))]
 
@@ -712,8 +699,8 @@ class CaptureDecoder:
         if not ids:
             return []
         items = sorted((_uuid_text(k), v) for k, v in ids.items())
-        cols = {"capture": repeat(self.capture, len(items)), "topic_id": pa.array([k for k, _ in items], pa.string()),
-                "topic": pa.array([v for _, v in items], pa.large_string())}
+        cols = {"capture": repeat(self.capture, len(items)), "topic_id": ab.strings([k for k, _ in items], pa.string()),
+                "topic": ab.strings([v for _, v in items], pa.large_string())}
         return [("topic_ids", _batch("topic_ids", cols, len(items)))]
 
 
@@ -757,7 +744,7 @@ def _scatter_lists(n: int, parts: list[tuple[np.ndarray, pa.Array]], typ) -> pa.
     where = np.full(n, -1, dtype=np.int64)
     where[rows] = np.arange(len(rows))
     ok = where >= 0
-    return vals.take(pa.array(np.where(ok, where, 0), mask=~ok))
+    return vals.take(masked(np.where(ok, where, 0), ok, pa.int64()))
 
 
 def _scatter_software(n: int, parts) -> tuple[pa.Array, pa.Array]:
@@ -769,7 +756,7 @@ def _scatter_software(n: int, parts) -> tuple[pa.Array, pa.Array]:
     where = np.full(n, -1, dtype=np.int64)
     where[rows] = np.arange(len(rows))
     ok = where >= 0
-    take = pa.array(np.where(ok, where, 0), mask=~ok)
+    take = masked(np.where(ok, where, 0), ok, pa.int64())
     return names.take(take), vers.take(take)
 
 
@@ -797,12 +784,12 @@ def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
     rows = acc.rows()
     n = len(rows) + 1
     cols = {
-        "capture": pa.array([capture] * n, pa.string()),
-        "ledger": pa.array([r["ledger"] for r in rows] + ["totals"], pa.string()),
-        "reason": pa.array([r["reason"] for r in rows] + [None], pa.string()),
-        "count": pa.array([r["count"] for r in rows] + [None], pa.int64()),
-        "bytes": pa.array([r["bytes"] for r in rows] + [None], pa.int64()),
-        "info": pa.array([None] * len(rows) + [json.dumps(acc.to_dict())], pa.string()),
+        "capture": repeat(capture, n),
+        "ledger": ab.strings([r["ledger"] for r in rows] + ["totals"], pa.string()),
+        "reason": ab.strings([r["reason"] for r in rows] + [None], pa.string()),
+        "count": ab.nullable([r["count"] for r in rows] + [None], pa.int64()),
+        "bytes": ab.nullable([r["bytes"] for r in rows] + [None], pa.int64()),
+        "info": ab.strings([None] * len(rows) + [json.dumps(acc.to_dict())], pa.string()),
     }
     return _batch("accounting", cols, n)
 

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .._limits import DEFAULT_MAX_HEADERS_PER_BATCH, DEFAULT_MAX_HEADERS_PER_RECORD, DEFAULT_MAX_RECORDS_PER_BATCH
+from ..arrow.buffers import numbers, strings
 from ..errors import KafkaProtocolError
 from ..records import DEFAULT_MAX_DECOMPRESSED_SIZE
-from ._arrowbits import numbers, strings
 from ._files import Partition, Segment, discover, resolve
 from ._read import NAMES, Bounds, Task, plan_partition, read_task, schema_of
 from ._scan import DEFAULT_WINDOW, LogProblem, Scan

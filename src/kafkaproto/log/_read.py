@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import arrow as karrow
-from ._arrowbits import array, bools, column, constant_int, constant_string, numbers, strings, to_numpy, valid
+from ..arrow.buffers import array, bools, column, constant_int, constant_string, numbers, strings, to_numpy, valid
 from ._files import Partition, Segment
 from ._index import OffsetIndex, TimeIndex
 from ._scan import WALK_COLUMNS, LogProblem, Scan, Window

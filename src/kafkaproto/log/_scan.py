@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from .. import arrow as karrow
 from .._impl import load
+from ..arrow.buffers import column, numbers, valid
 from ..errors import KafkaProtocolError
-from ._arrowbits import column, numbers, valid
 from ._files import Segment
 from ._segwalk import DEFAULT_WINDOW, STOP_BAD, STOP_END, STOP_TRUNC, LogProblem, SegmentWalk
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._arrowbits import column
+from ..arrow.buffers import column
 from ._files import Partition
 from ._index import OffsetIndex, SnapshotError, read_producer_snapshot, read_txn_index
 from ._scan import LogProblem, Scan, Window

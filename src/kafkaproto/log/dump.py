@@ -754,7 +754,7 @@ def _json_window(win, shown: str, opts: DumpOptions, out, last):
     recs = []
     if opts.deep:
         # (a tz-aware timestamp column's to_pylist() would import pandas: milliseconds from its buffer)
-        from ._arrowbits import to_numpy, valid
+        from ..arrow.buffers import to_numpy, valid
 
         ts = win.records.column("timestamp")
         millis = [int(v) // 1000 if ok else None for v, ok in zip(to_numpy(ts), valid(ts))]
@@ -824,7 +824,7 @@ def dump_parquet(paths, out_path: str, *, batches: bool = False, filesystem=None
     import pyarrow.parquet as pq
 
     from .. import arrow as karrow
-    from ._arrowbits import constant_int, constant_string
+    from ..arrow.buffers import constant_int, constant_string
     from ._files import Segment, parse_partition_folder
     from ._read import LOG_SCHEMA, NAMES, Bounds, problem_table, records_table
     from ._scan import WALK_COLUMNS, Scan

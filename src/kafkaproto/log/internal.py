@@ -29,8 +29,8 @@ import pyarrow as pa
 
 from .. import _kinds as K
 from ..arrow import _field_type, _struct_type
+from ..arrow.buffers import strings, to_numpy
 from ..messages import INTERNAL_LOGS as LOGS
-from ._arrowbits import strings, to_numpy
 from ._records import COORDINATORS, RecordError, decode_coordinator, decode_framed, record_class
 
 __all__ = ["DECODERS", "internal_schema", "internal_table"]

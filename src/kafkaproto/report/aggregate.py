@@ -26,16 +26,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow import buffers as ab
 from ..error_codes import error_name
 
 __all__ = ["CONNECTIONS_SCHEMA", "PARTS", "Groups", "TaskAggregates", "latency_bucket", "merge", "percentile"]
 
 TS = pa.timestamp("us", tz="UTC")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 #: The ``connections`` table: one row per Kafka connection of a capture.
 CONNECTIONS_SCHEMA = pa.schema([
@@ -129,8 +132,7 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
             at = np.arange(table.num_rows, dtype=np.int64)
             name = f"row {len(rows)}"
             valid = table.column(source[opts]) if isinstance(opts, _Beside) else values
-            rows[name] = pa.array(at) if opts == _KEEP_NULLS else \
-                pa.array(at, mask=~valid.is_valid().to_numpy(zero_copy_only=False))
+            rows[name] = ab.numbers(at, _I64) if opts == _KEEP_NULLS else ab.masked(at, ab.valid(valid), _I64)
             spec.append((name, "min" if fn == "first" else "max"))
             taken.append(values)
         else:
@@ -138,7 +140,7 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
             taken.append(None)
     for name, at in rows.items():
         table = table.append_column(name, at)
-    g = table.group_by(keys, use_threads=False).aggregate(spec)
+    g = ab.group_by(table, keys, spec)
     # the keys, then the aggregates (in pyarrow before 14, the other way round)
     cols = g.columns if g.column_names[:len(keys)] == keys else g.columns[len(spec):] + g.columns[:len(spec)]
     cols = cols[:len(keys)] + [c if values is None else values.take(c)
@@ -191,7 +193,7 @@ class Groups:
         None (or an empty ``schema`` table) when no row came."""
         self._group(final=True)
         if not self._done:
-            return None if schema is None else schema.empty_table()
+            return None if schema is None else ab.empty_table(schema)
         t = self._done[0]
         return t if schema is None else t.select(schema.names).cast(schema)
 
@@ -201,7 +203,7 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def _counts(n: int, value: int) -> pa.Array:
-    return pa.repeat(pa.scalar(value, pa.int64()), n)
+    return ab.constant_int(value, n, _I64)
 
 
 # ---------------------------------------------------------------------------
@@ -301,7 +303,7 @@ class TaskAggregates:
         self.decode_errors = {kind: groups(["api", "status", "error"], ("count", "error", "count", _ALL))
                               for kind in ("requests", "responses", "record_sets")}
         self.unanswered = groups(["capture", "api", "client_id"], ("requests", "api", "count", _ALL))
-        self.unanswered_rows = UNANSWERED_ROWS_SCHEMA.empty_table()
+        self.unanswered_rows = ab.empty_table(UNANSWERED_ROWS_SCHEMA)
         self.topic_ids = groups(["capture", "topic_id"], ("topic", "topic", "last", _KEEP_NULLS),
                                 ("seen", "seen", "min"))
         self._topic_rows = 0
@@ -327,7 +329,7 @@ class TaskAggregates:
         elif table == "topic_ids":
             col = batch.column
             n = batch.num_rows
-            seen = pa.array(np.arange(self._topic_rows, self._topic_rows + n, dtype=np.int64))
+            seen = ab.numbers(np.arange(self._topic_rows, self._topic_rows + n, dtype=np.int64), _I64)
             self._topic_rows += n
             self.topic_ids.add({"capture": col("capture"), "topic_id": col("topic_id"), "topic": col("topic"),
                                 "seen": seen})
@@ -347,7 +349,8 @@ class TaskAggregates:
         self.frames.add({"capture": col("capture"), "conn": col("conn"), "ts": col("ts").cast(pa.int64()),
                          "request": one if request else zero, "response": zero if request else one,
                          "to_broker": size if request else zero, "from_broker": zero if request else size,
-                         "undecodable": pc.equal(col("status"), "undecodable").fill_null(False).cast(pa.int64()),
+                         "undecodable": ab.fill_null(pc.equal(col("status"), ab.scalar("undecodable", _S)),
+                                                     False).cast(pa.int64()),
                          "client": col("client"), "server": col("server"),
                          "software_name": col("software_name") if request else none,
                          "software_version": col("software_version") if request else none})
@@ -356,10 +359,10 @@ class TaskAggregates:
             self.use.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id"),
                           "api_key": col("api_key"), "api_version": col("api_version")})
         self.apis.add({"api_key": col("api_key"), "api_version": col("api_version"), "api": col("api"),
-                       "removed": col("removed_in_kafka4").fill_null(False)})
+                       "removed": ab.fill_null(col("removed_in_kafka4"), False)})
         extra = col("trailing_bytes")
         if pc.sum(extra).as_py():
-            has = pc.greater(extra, 0).fill_null(False)
+            has = ab.fill_null(pc.greater(extra, ab.scalar(0, extra.type)), False)
             self.trailing[kind].add({"api": col("api").filter(has), "client_id": col("client_id").filter(has),
                                      "bytes": extra.filter(has).cast(pa.int64())})
         if not request:
@@ -369,7 +372,7 @@ class TaskAggregates:
     def _responses(self, batch) -> None:
         col = batch.column
         codes = col("error_codes")
-        if pc.sum(pc.list_value_length(codes).fill_null(0)).as_py():
+        if pc.sum(ab.fill_null(pc.list_value_length(codes), 0)).as_py():
             rows = pc.list_parent_indices(codes)
             self.errors_by.add({"capture": col("capture").take(rows), "server": col("server").take(rows),
                                 "api": col("api").take(rows), "code": pc.list_flatten(codes)})
@@ -378,23 +381,24 @@ class TaskAggregates:
             return
         ok = lat.is_valid()
         apis = col("api").filter(ok)
-        vals = lat.filter(ok).to_numpy(zero_copy_only=False)
+        vals = ab.to_numpy(lat.filter(ok))
         self.latency_by.add({"capture": col("capture").filter(ok), "server": col("server").filter(ok),
-                             "api_key": col("api_key").filter(ok), "bucket": pa.array(latency_bucket(vals)),
-                             "lat": pa.array(vals)})
+                             "api_key": col("api_key").filter(ok), "bucket": ab.numbers(latency_bucket(vals), _I64),
+                             "lat": ab.numbers(vals, _I64)})
         wait = col("wait_ms").filter(ok)
         if wait.null_count == len(wait):
             return
         has = wait.is_valid()
-        w_ms = wait.filter(has).to_numpy(zero_copy_only=False).astype(np.int64)
-        w_lat = vals[has.to_numpy(zero_copy_only=False)]
+        w_ms = ab.to_numpy(wait.filter(has)).astype(np.int64)
+        w_lat = vals[ab.to_numpy(has)]
         w_api = apis.filter(has)
         waited = w_lat >= w_ms * 900  # at 90 % of its wait or later (µs): the broker waited it out
-        self.waits.add({"api": w_api, "wait": pa.array(w_ms), "waited": pa.array(waited.astype(np.int64))})
+        self.waits.add({"api": w_api, "wait": ab.numbers(w_ms, _I64), "waited": ab.numbers(waited, _I64)})
         early = ~waited
         if early.any():
-            self.early.add({"api": w_api.filter(pa.array(early)), "bucket": pa.array(latency_bucket(w_lat[early])),
-                            "lat": pa.array(w_lat[early])})
+            self.early.add({"api": w_api.filter(ab.bools(early)),
+                            "bucket": ab.numbers(latency_bucket(w_lat[early]), _I64),
+                            "lat": ab.numbers(w_lat[early], _I64)})
 
     def _errors(self, batch, kind: str) -> None:
         err = batch.column("error")
@@ -425,20 +429,20 @@ class TaskAggregates:
         by_conn = [("capture", "ascending"), ("conn", "ascending")]
         frames = self.frames.table()
         if frames is None:
-            self._connections = CONNECTIONS_SCHEMA.empty_table()
+            self._connections = ab.empty_table(CONNECTIONS_SCHEMA)
             return self._connections
         t = frames.sort_by(by_conn)
         # every connection's client ids (its frames' keys are those of the frames' groups), sorted, nulls aside
         ids = self.client_ids.table().sort_by(by_conn + [("client_id", "ascending")])
-        ids = ids.group_by(["capture", "conn"], use_threads=False).aggregate(
-            [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]).sort_by(by_conn)
+        ids = ab.group_by(ids, ["capture", "conn"], [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]
+                          ).sort_by(by_conn)
         assert ids.num_rows == t.num_rows
         cols = {name: t.column(name) for name in CONNECTIONS_SCHEMA.names if name != "client_ids"}
         cols["client_ids"] = _sort_lists(ids.column("client_id_distinct"))
         for name in ("first_ts", "last_ts"):
             cols[name] = cols[name].cast(TS)
         for name in ("requests", "responses", "bytes_to_broker", "bytes_from_broker", "undecodable"):
-            cols[name] = cols[name].fill_null(0)
+            cols[name] = ab.fill_null(cols[name], 0)
         self._connections = pa.table(cols).select(CONNECTIONS_SCHEMA.names).cast(CONNECTIONS_SCHEMA)
         return self._connections
 
@@ -448,7 +452,7 @@ class TaskAggregates:
         # the software a connection named in ApiVersions: "name version"
         # (not null_handling="skip": pyarrow 26 then drops the rows where both are null)
         name, version = conns.column("software_name"), conns.column("software_version")
-        software = pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, " "), name)
+        software = pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, ab.scalar(" ", _S)), name)
         apis = self.apis.table(_APIS)
         out = {"api_use": self._api_use(conns, software, apis), "clients": _clients(conns, software)}
         for name in ("errors_by", "waits", "early", "topics", "codecs", "unanswered"):
@@ -456,7 +460,7 @@ class TaskAggregates:
         for name in ("topics", "codecs"):  # a set's batches, records and bytes may be null: none
             t = out[name]
             for k in ("sets", "batches", "records", "bytes"):
-                t = t.set_column(t.schema.get_field_index(k), k, t.column(k).fill_null(0))
+                t = t.set_column(t.schema.get_field_index(k), k, ab.fill_null(t.column(k), 0))
             out[name] = t
         lat = self.latency_by.table(pa.schema([("capture", _S), ("server", _S), ("api_key", _I16), ("bucket", _I64),
                                                ("count", _I64), ("max", _I64)]))
@@ -466,9 +470,9 @@ class TaskAggregates:
                                          "decode_errors")
         out["trailing"] = _with_key("kind", {k: g.table() for k, g in self.trailing.items()}, "trailing")
         ids = self.topic_ids.table()
-        out["topic_ids"] = PARTS["topic_ids"][0].empty_table() if ids is None else \
+        out["topic_ids"] = ab.empty_table(PARTS["topic_ids"][0]) if ids is None else \
             ids.sort_by("seen").select(PARTS["topic_ids"][0].names).cast(PARTS["topic_ids"][0])
-        out["connections"] = pa.table({"connections": pa.array([conns.num_rows], _I64)})
+        out["connections"] = pa.table({"connections": ab.numbers([conns.num_rows], _I64)})
         out["unanswered_rows"] = self.unanswered_rows
         return out
 
@@ -490,15 +494,15 @@ def _rows_of(conns: pa.Table, t: pa.Table) -> pa.Array:
     ``t``'s (capture, conn), which ``conns`` holds: by capture (a task has
     few), a binary search of the connection."""
     captures = pc.unique(conns.column("capture"))
-    mine = pc.index_in(conns.column("capture"), value_set=captures).to_numpy(zero_copy_only=False)
-    theirs = pc.index_in(t.column("capture"), value_set=captures).to_numpy(zero_copy_only=False)
-    conn, want = conns.column("conn").to_numpy(), t.column("conn").to_numpy()
+    mine = ab.to_numpy(pc.index_in(conns.column("capture"), value_set=captures))
+    theirs = ab.to_numpy(pc.index_in(t.column("capture"), value_set=captures))
+    conn, want = ab.to_numpy(conns.column("conn")), ab.to_numpy(t.column("conn"))
     starts = np.searchsorted(mine, np.arange(len(captures) + 1))
     rows = np.zeros(len(want), dtype=np.int64)
     for k in range(len(captures)):
         at = np.flatnonzero(theirs == k)
         rows[at] = starts[k] + np.searchsorted(conn[starts[k]:starts[k + 1]], want[at])
-    return pa.array(rows)
+    return ab.numbers(rows, _I64)
 
 
 #: an api's name and removed-in-Kafka-4.0 flag by key and version
@@ -509,8 +513,9 @@ def _clients(conns: pa.Table, software) -> pa.Table:
     """Connections by client id, software and client host: each connection
     once per client id it used (none: a null client id)."""
     ids = conns.column("client_ids").combine_chunks()
-    empty = np.flatnonzero(pc.list_value_length(ids).to_numpy(zero_copy_only=False) == 0)
-    rows = pa.chunked_array([pc.list_parent_indices(ids).cast(_I64), pa.array(empty, _I64)]).combine_chunks()
+    lengths = pc.list_value_length(ids)
+    empty = np.flatnonzero((ab.to_numpy(lengths) == 0) & ab.valid(lengths))
+    rows = pa.chunked_array([pc.list_parent_indices(ids).cast(_I64), ab.numbers(empty, _I64)]).combine_chunks()
     host = pc.replace_substring_regex(conns.column("client"), pattern=":[^:]*$", replacement="")
     return _grouped(pa.table({"client_id": pa.chunked_array([pc.list_flatten(ids), pa.nulls(len(empty), _S)]),
                               "software": software.take(rows), "host": host.take(rows),
@@ -519,15 +524,15 @@ def _clients(conns: pa.Table, software) -> pa.Table:
 
 def _code(key, version=None) -> np.ndarray:
     """An api key, or (api key, version), as one number (null too), to look up."""
-    k = pc.cast(key, _I64).fill_null(-(1 << 20)).to_numpy()
+    k = ab.to_numpy(ab.fill_null(pc.cast(key, _I64), -(1 << 20)))
     if version is None:
         return k
-    return k * (1 << 22) + pc.cast(version, _I64).fill_null(-(1 << 20)).to_numpy()
+    return k * (1 << 22) + ab.to_numpy(ab.fill_null(pc.cast(version, _I64), -(1 << 20)))
 
 
 def _lookup(codes: np.ndarray, known: np.ndarray, values) -> pa.Array:
     """``values`` at the first of ``known`` equal to each of ``codes``."""
-    return values.take(pc.index_in(pa.array(codes), value_set=pa.array(known)))
+    return values.take(pc.index_in(ab.numbers(codes, _I64), value_set=ab.numbers(known, _I64)))
 
 
 def _sort_lists(lists) -> pa.Array:
@@ -543,8 +548,8 @@ def _sort_lists(lists) -> pa.Array:
 def _with_key(key: str, tables: dict[str, pa.Table | None], name: str) -> pa.Table:
     """Tables of one part by a key's value (the value as the ``key`` column)."""
     schema = PARTS[name][0]
-    got = [t.append_column(key, pa.repeat(pa.scalar(k, _S), t.num_rows)) for k, t in tables.items() if t is not None]
-    return pa.concat_tables([t.select(schema.names).cast(schema) for t in got]) if got else schema.empty_table()
+    got = [t.append_column(key, ab.constant_string(k, t.num_rows)) for k, t in tables.items() if t is not None]
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in got]) if got else ab.empty_table(schema)
 
 
 # ---------------------------------------------------------------------------
@@ -569,12 +574,12 @@ def _percentiles(table: pa.Table, keys: list[str]) -> list[dict]:
     for k in keys:  # a group starts where any key differs from the row before (nulls equal)
         col = t.column(k).combine_chunks()
         a, b = col.slice(1), col.slice(0, n - 1)
-        same = pc.or_kleene(pc.equal(a, b), pc.and_(a.is_null(), b.is_null())).fill_null(False)
-        first[1:] |= ~same.to_numpy(zero_copy_only=False)
+        same = ab.fill_null(pc.or_kleene(pc.equal(a, b), pc.and_(a.is_null(), b.is_null())), False)
+        first[1:] |= ~ab.to_numpy(same)
     starts = np.flatnonzero(first)
-    counts, buckets = t.column("count").to_numpy(), t.column("bucket").to_numpy()
+    counts, buckets = ab.to_numpy(t.column("count")), ab.to_numpy(t.column("bucket"))
     total = np.add.reduceat(counts, starts)
-    top = np.maximum(np.maximum.reduceat(t.column("max").to_numpy(), starts), 0)
+    top = np.maximum(np.maximum.reduceat(ab.to_numpy(t.column("max")), starts), 0)
     seen = np.cumsum(counts)
     before = seen[starts] - counts[starts]
     got = {"count": total.tolist()}
@@ -584,7 +589,7 @@ def _percentiles(table: pa.Table, keys: list[str]) -> list[dict]:
         width = np.left_shift(1, np.maximum(_bit_length(low) - (_BITS + 1), 0))
         got[f"p{int(q * 100)}"] = (np.minimum(low + (width - 1) / 2, top) / 1000).tolist()
     got["max"] = (top / 1000).tolist()
-    rows = t.take(pa.array(starts)).select(keys).to_pylist()
+    rows = t.take(ab.numbers(starts, _I64)).select(keys).to_pylist()
     for name, values in got.items():
         for r, v in zip(rows, values):
             r[name] = v
@@ -659,15 +664,17 @@ def merge(parts: Mapping[str, pa.Table], data) -> None:
     data.unanswered = sorted(g["unanswered"].to_pylist(),
                              key=lambda d: (-d["requests"], str(d["capture"]), str(d["api"]), str(d["client_id"])))
     rows = parts["unanswered_rows"]
-    rows = rows.append_column("at", rows.column("conn").fill_null(0)).sort_by(
+    rows = rows.append_column("at", ab.fill_null(rows.column("conn"), 0)).sort_by(
         [("ts", "ascending"), ("capture", "ascending"), ("at", "ascending")]).slice(0, _UNANSWERED_ROWS)
-    data.unanswered_rows = rows.select(UNANSWERED_ROWS_SCHEMA.names).to_pylist()
+    # (a tz-aware time stamp's to_pylist() imports pandas: the microseconds, then the time)
+    rows = rows.select(UNANSWERED_ROWS_SCHEMA.names)
+    data.unanswered_rows = rows.set_column(0, "ts", rows.column("ts").cast(_I64)).to_pylist()
     for r in data.unanswered_rows:
-        r["ts"] = None if r["ts"] is None else r["ts"].isoformat()
+        r["ts"] = None if r["ts"] is None else (_EPOCH + timedelta(microseconds=r["ts"])).isoformat()
     # topic ids: the last name given, in the order first seen over the tasks in order
     ids = parts["topic_ids"]
     if fold:
-        ids = _aggregate(ids.append_column("seen", pa.array(np.arange(ids.num_rows, dtype=np.int64))),
+        ids = _aggregate(ids.append_column("seen", ab.numbers(np.arange(ids.num_rows), _I64)),
                          ["capture", "topic_id"], [("topic", "topic", "last", _KEEP_NULLS),
                                                    ("seen", "seen", "min", None)])
         ids = ids.sort_by("seen")
@@ -677,8 +684,8 @@ def merge(parts: Mapping[str, pa.Table], data) -> None:
     names = {r["topic_id"]: r["topic"] for r in ids}
     topics = g["topics"]
     if names:  # topics named by id in the tables: named here, from the capture's Metadata responses
-        at = pc.index_in(topics.column("topic").cast(_S), value_set=pa.array(list(names), _S))
-        named = pc.coalesce(pa.array(list(names.values()), _L).take(at), topics.column("topic"))
+        at = pc.index_in(topics.column("topic").cast(_S), value_set=ab.strings(list(names), _S))
+        named = pc.coalesce(ab.strings(list(names.values()), _L).take(at), topics.column("topic"))
         topics = _grouped(topics.set_column(topics.schema.get_field_index("topic"), "topic", named), "topics")
     data.topics = sorted(topics.to_pylist(), key=lambda d: (-d["bytes"], d["source"], str(d["topic"])))
     data.codecs = sorted(({"source": r["source"], "codec": r["codec"], "batches": r["batches"], "records": r["records"],
@@ -686,8 +693,8 @@ def merge(parts: Mapping[str, pa.Table], data) -> None:
                          key=lambda d: (d["source"], -d["bytes"], str(d["codec"])))
     bad = g["decode_errors"]
     if bad.num_rows > 50:  # the 50 most frequent (and every row tied with the 50th), then in Python's order
-        counts = bad.column("count").to_numpy()
-        bad = bad.filter(pa.array(counts >= np.partition(counts, -50)[-50]))
+        counts = ab.to_numpy(bad.column("count"))
+        bad = bad.filter(ab.bools(counts >= np.partition(counts, -50)[-50]))
     data.decode_errors = sorted(({"table": r["table"], "api": r["api"], "status": r["status"], "error": r["error"],
                                   "count": r["count"]} for r in bad.to_pylist()),
                                 key=lambda d: (-d["count"], str(d["table"]), str(d["api"]), str(d["status"]),

@@ -626,8 +626,7 @@ def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files,
 
 def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
                     progress: bool, log) -> list[bytes]:
-    import pyarrow.compute as pc
-
+    from ..arrow.buffers import bools, column
     from .tasks import segment_task, whole_task
 
     ports = ds.ports
@@ -639,7 +638,7 @@ def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, file
             idx = ds.index(ranges, map=lambda fn, items: [f.result() for f in [pool.submit(fn, i) for i in items]])
             data.tasks["ranges read again"] += idx.redone
             _range_ledgers(manifest, idx.stats)
-            positions = idx.positions.filter(pc.not_equal(idx.positions["key"], STATS_KEY))
+            positions = idx.positions.filter(bools(column(idx.positions, "key") != STATS_KEY))
             parts = partition_connections(positions, max(1, nparts))
             data.tasks["segment partitions"] = len(parts)
             futures += [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
@@ -853,13 +852,16 @@ def _finish(data: ReportData, manifests: list[bytes], fs, base: str, caps) -> No
                    "unanswered": counts.get("unanswered", 0)}
     merge(got, data)
     # the driver's tables: accounting (per capture, merged) and topic ids
+    from ..arrow.buffers import strings
     from ..capture.tables import table_schema
 
     batches = [accounting_batch(name, acc) for name, acc in sorted(data.accounting_by_capture.items())]
     rows = [{"capture": k.split("|", 1)[0], "topic_id": k.split("|", 1)[1], "topic": v}
             for k, v in data.topic_ids.items()]
     for table, t in (("accounting", pa.Table.from_batches(batches, schema=table_schema("accounting"))),
-                     ("topic_ids", pa.Table.from_pylist(rows, schema=table_schema("topic_ids")))):
+                     ("topic_ids", pa.table([strings([r[c] for r in rows], f.type) for c, f in
+                                             zip(("capture", "topic_id", "topic"), table_schema("topic_ids"))],
+                                            schema=table_schema("topic_ids")))):
         fs.create_dir(f"{base}/{table}", recursive=True)
         pq.write_table(t, f"{base}/{table}/part-driver.parquet", filesystem=fs)
     for table in TABLES:

@@ -33,10 +33,12 @@ import threading
 import time
 from collections import deque
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..arrow import buffers as ab
 from ..capture.accounting import Accounting
 from ..capture.dataset import CaptureDataset
 from ..capture.formats.tapfiles import TableFrames
@@ -294,7 +296,8 @@ class LiveReport:
                             ("API", "client id", "requests"))
         if c.num_rows:
             top = c.append_column("bytes", pc.add(c["bytes_to_broker"], c["bytes_from_broker"])).sort_by(
-                [("bytes", "descending")]).slice(0, limit)
+                [("bytes", "descending")]).slice(0, limit).select(["client", "server", "client_ids", "requests",
+                                                                   "bytes_to_broker", "bytes_from_broker"])
             lines += ["", "Busiest connections:"]
             lines += _table([(r["client"], r["server"], ",".join(r["client_ids"] or []), r["requests"],
                               _mb(r["bytes_to_broker"]), _mb(r["bytes_from_broker"])) for r in top.to_pylist()],
@@ -316,12 +319,12 @@ class LiveReport:
 
 def connections(tables: list[pa.Table]) -> pa.Table:
     """The ``connections`` rows of several slices, one row per connection."""
-    t = pa.concat_tables([CONNECTIONS_SCHEMA.empty_table(), *tables])
+    t = pa.concat_tables([ab.empty_table(CONNECTIONS_SCHEMA), *tables])
     if not t.num_rows:
         return t
-    t = t.append_column("row", pa.array(range(t.num_rows), pa.int64()))
-    g = t.group_by(["capture", "conn"], use_threads=False).aggregate(
-        [("first_ts", "min"), ("last_ts", "max"), *((k, "sum") for k in _CONN_SUMS), ("row", "max")])
+    t = t.append_column("row", ab.numbers(np.arange(t.num_rows), pa.int64()))
+    g = ab.group_by(t, ["capture", "conn"],
+                    [("first_ts", "min"), ("last_ts", "max"), *((k, "sum") for k in _CONN_SUMS), ("row", "max")])
     last = t.take(g["row_max"])  # its addresses and client ids as its latest slice has them
     return pa.table({"capture": g["capture"], "conn": g["conn"], "client": last["client"],
                      "server": last["server"], "first_ts": g["first_ts_min"], "last_ts": g["last_ts_max"],

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow import buffers as ab
 from ..capture import Accounting, CaptureDataset, RangeTask, WholeTask
 from ..capture.dataset import index_range
 from ..capture.tables import TASK_TABLES
@@ -97,16 +98,18 @@ def accounting_manifest(accs: list[tuple[str, Accounting]]) -> bytes:
 
 
 def _manifest(written, accs: list[tuple[str, Accounting]], agg: TaskAggregates | None) -> bytes:
-    tables = {"files": pa.Table.from_pylist([{"table": t, "file": f, "rows": n} for t, f, n in written],
-                                            schema=_TABLES["files"]),
-              "accounting": pa.Table.from_pylist([{"capture": c, "json": json.dumps(a.to_dict())} for c, a in accs],
-                                                 schema=_TABLES["accounting"]),
+    tables = {"files": pa.table([ab.strings([t for t, _, _ in written], pa.string()),
+                                 ab.strings([f for _, f, _ in written], pa.string()),
+                                 ab.numbers([n for _, _, n in written], pa.int64())], schema=_TABLES["files"]),
+              "accounting": pa.table([ab.strings([c for c, _ in accs], pa.string()),
+                                      ab.strings([json.dumps(a.to_dict()) for _, a in accs], pa.string())],
+                                     schema=_TABLES["accounting"]),
               **(agg.parts() if agg is not None else {})}
     row = []
     for name, schema in _TABLES.items():
-        t = tables[name] if name in tables else schema.empty_table()
-        values = pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], fields=list(schema))
-        row.append(pa.ListArray.from_arrays(pa.array([0, t.num_rows], pa.int32()), values))
+        t = tables[name] if name in tables else ab.empty_table(schema)
+        values = pa.StructArray.from_arrays([ab.array(c) for c in t.columns], fields=list(schema))
+        row.append(pa.ListArray.from_arrays(ab.numbers([0, t.num_rows], pa.int32()), values))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, MANIFEST_SCHEMA, options=_IPC) as w:
         w.write_batch(pa.record_batch(row, schema=MANIFEST_SCHEMA))
@@ -123,5 +126,5 @@ def read_manifests(manifests: Iterable[bytes]) -> dict[str, pa.Table]:
     for name, schema in _TABLES.items():
         values = [pc.list_flatten(b.column(name)) for b in batches]
         out[name] = pa.Table.from_struct_array(pa.chunked_array(values, pa.struct(list(schema)))) if values \
-            else schema.empty_table()
+            else ab.empty_table(schema)
     return out

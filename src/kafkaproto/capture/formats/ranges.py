@@ -268,7 +268,10 @@ def _positions(rows: np.ndarray, capture: int):
     """Record batches of :func:`segment_schema` from position rows."""
     import pyarrow as pa
 
+    from ...arrow.buffers import masked, numbers
+
     schema = segment_schema()
+    typ = {f.name: f.type for f in schema}
     for a in range(0, max(len(rows), 1), _ROWS):
         part = rows[a:a + _ROWS]
         n = len(part)
@@ -277,21 +280,12 @@ def _positions(rows: np.ndarray, capture: int):
         ts = part["ts"]
         ok = ts != _NO_TS
         cols = {
-            "capture": pa.array(np.full(n, capture, dtype=np.int32)),
-            "key": pa.array(part["key"]),
-            "order": pa.array(part["order"]),
-            "ts": pa.array(ts, mask=~ok) if not ok.all() else pa.array(ts),
-            "family": pa.array(part["family"].astype(np.int8)),
+            "capture": numbers(np.full(n, capture), typ["capture"]),
+            **{k: numbers(part[k], typ[k]) for k in ("key", "order", "family", "sport", "dport", "seq", "ack",
+                                                     "flags", "length", "at", "caplen")},
+            "ts": masked(ts, ok, typ["ts"]),
             "src": pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(part["src"].tobytes())]),
-            "sport": pa.array(part["sport"].astype(np.int32)),
             "dst": pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(part["dst"].tobytes())]),
-            "dport": pa.array(part["dport"].astype(np.int32)),
-            "seq": pa.array(part["seq"]),
-            "ack": pa.array(part["ack"]),
-            "flags": pa.array(part["flags"]),
-            "length": pa.array(part["length"]),
-            "at": pa.array(part["at"]),
-            "caplen": pa.array(part["caplen"]),
             "info": pa.nulls(n, pa.string()),
         }
         yield pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
@@ -300,12 +294,14 @@ def _positions(rows: np.ndarray, capture: int):
 def _stats_batch(capture: int, rank: int, start: int, stats: dict):
     import pyarrow as pa
 
+    from ...arrow.buffers import numbers, strings
+
     schema = segment_schema()
     cols = {f.name: pa.nulls(1, f.type) for f in schema}
-    cols["capture"] = pa.array([capture], pa.int32())
-    cols["key"] = pa.array([STATS_KEY], pa.int64())
-    cols["order"] = pa.array([(rank << _OFFSET_BITS) | start], pa.int64())
-    cols["info"] = pa.array([json.dumps(stats)], pa.string())
+    cols["capture"] = numbers([capture], pa.int32())
+    cols["key"] = numbers([STATS_KEY], pa.int64())
+    cols["order"] = numbers([(rank << _OFFSET_BITS) | start], pa.int64())
+    cols["info"] = strings([json.dumps(stats)], pa.string())
     return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
@@ -538,15 +534,15 @@ class Positions:
     def __init__(self, batch) -> None:
         import pyarrow as pa
 
+        from ...arrow.buffers import fill_null, to_numpy
+
         n = self.n = batch.num_rows
         col = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
         for name, dtype in self.TYPES.items():
-            setattr(self, name, np.ascontiguousarray(col[name].fill_null(0).to_numpy(zero_copy_only=False),
-                                                     dtype=dtype))
+            setattr(self, name, np.ascontiguousarray(to_numpy(fill_null(col[name], 0)), dtype=dtype))
         self.rank = self.order >> _OFFSET_BITS
         # a row without a time: the walker's NO_TS
-        self.ts = np.ascontiguousarray(col["ts"].cast(pa.int64()).fill_null(_NO_TS).to_numpy(zero_copy_only=False),
-                                       dtype=np.int64)
+        self.ts = np.ascontiguousarray(to_numpy(fill_null(col["ts"].cast(pa.int64()), _NO_TS)), dtype=np.int64)
 
         def addrs(arr):
             if not pa.types.is_fixed_size_binary(arr.type):

@@ -487,12 +487,14 @@ class TableFrames:
         import numpy as np
         import pyarrow.compute as pc
 
+        from ...arrow import buffers as ab
+
         pa = _pa()
         acc, sink, conns, states = self.acc, self.sink, self.conns, self.states
         direction = batch.column("direction")
         ok = pc.and_(pc.and_(batch.column("frame").is_valid(), batch.column("conn").is_valid()),
-                     pc.is_in(direction, pa.array(["request", "response"])))
-        ok = ok.fill_null(False)
+                     pc.is_in(direction, ab.strings(["request", "response"], pa.string())))
+        ok = ab.fill_null(ok, False)
         bad = batch.num_rows - pc.sum(ok.cast(pa.int64())).as_py() if batch.num_rows else 0
         if bad:
             acc.bad_rows += bad
@@ -502,8 +504,9 @@ class TableFrames:
         # each row's connection: (conn, client, server), numbered once per connection
         conn = batch.column("conn").cast(pa.int64())
         client, server = batch.column("client"), batch.column("server")
-        key = pc.binary_join_element_wise(conn.cast(pa.string()), client.fill_null("\x00"),
-                                          server.fill_null("\x00"), "\x01").dictionary_encode()
+        key = pc.binary_join_element_wise(conn.cast(pa.string()), ab.fill_null(client, "\x00"),
+                                          ab.fill_null(server, "\x00"), ab.scalar("\x01", pa.string())
+                                          ).dictionary_encode()
         number = np.empty(len(key.dictionary), dtype=np.int32)
         for j, text in enumerate(key.dictionary.to_pylist()):
             cid, cl, sv = text.split("\x01")
@@ -517,21 +520,21 @@ class TableFrames:
                     acc.connections += 1
                 got = conns[k]
             number[j] = got
-        state = number[key.indices.to_numpy(zero_copy_only=False)] * 2 + \
-            pc.equal(batch.column("direction"), "response").to_numpy(zero_copy_only=False).astype(np.int32)
+        state = number[ab.to_numpy(key.indices)] * 2 + \
+            ab.to_numpy(pc.equal(batch.column("direction"), ab.scalar("response", direction.type))).astype(np.int32)
         # forwarded in pieces, never held whole (over the tap's memory
         # budget): the row holds its first bytes only
         if "size" in batch.schema.names:
             kept = batch.column("size").is_valid()
             if pc.any(kept).as_py():
-                went = batch.column("forwarded").filter(kept).fill_null(0).cast(pa.int64())
+                went = ab.fill_null(batch.column("forwarded").filter(kept), 0).cast(pa.int64())
                 nk = len(went)
                 nbytes = pc.sum(went).as_py() + 4 * nk
                 acc.payload_bytes_total += nbytes
                 acc.frames["not_kept"] += nk
                 acc.bytes["not_kept"] += nbytes
                 keep = pc.invert(kept)
-                batch, state = batch.filter(keep), state[keep.to_numpy(zero_copy_only=False)]
+                batch, state = batch.filter(keep), state[ab.to_numpy(keep)]
                 if not batch.num_rows:
                     return
         ts, request_ts = _times(batch, acc)
@@ -545,7 +548,7 @@ class TableFrames:
         data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
         starts, ends = offsets[:-1].copy(), offsets[1:].copy()
         acc.payload_bytes_total += int((ends - starts).sum()) + 4 * len(starts)
-        offset = batch.column("offset").fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        offset = ab.to_numpy(ab.fill_null(batch.column("offset"), 0).cast(pa.int64()))
         i = 0
         while i < len(state):
             i = sink.add_rows(states, np.ascontiguousarray(state, dtype=np.int32), ts, offset, request_ts,
@@ -582,16 +585,18 @@ def _times(batch, acc: Accounting):
     import numpy as np
     import pyarrow as pa
 
+    from ...arrow import buffers as ab
+
     no_ts = np.iinfo(np.int64).min
     us = batch.column("ts").cast(pa.int64())
-    valid = us.is_valid().to_numpy(zero_copy_only=False)
-    t = us.fill_null(0).to_numpy(zero_copy_only=False)
+    valid = ab.valid(us)
+    t = ab.to_numpy(ab.fill_null(us, 0))
     ok = valid & (t >= 0) & (t <= TS_MAX // 1000)
     acc.bad_timestamps += int((valid & ~ok).sum())
     ts = np.where(ok, t * 1000, no_ts)
     lat_col = batch.column("latency_us")
-    lat = lat_col.fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    has = ok & lat_col.is_valid().to_numpy(zero_copy_only=False)
+    lat = ab.to_numpy(ab.fill_null(lat_col, 0).cast(pa.int64()))
+    has = ok & ab.valid(lat_col)
     # the request's time, ts - latency, within 0..TS_MAX (checked without overflow)
     fits = has & (lat <= np.where(ok, ts, 0) // 1000) & (lat >= -((TS_MAX - np.where(ok, ts, 0)) // 1000))
     acc.bad_timestamps += int((has & ~fits).sum())
