@@ -88,7 +88,7 @@ def valid(arr) -> np.ndarray:
     return bits[arr.offset:].astype(bool)
 
 
-def column(table: pa.Table, name: str, zero_copy_only: bool = True) -> np.ndarray:
+def column(table: pa.Table, name: str) -> np.ndarray:
     """A table's column as numpy (see :func:`to_numpy`)."""
     return to_numpy(table.column(name))
 

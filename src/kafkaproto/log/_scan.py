@@ -89,7 +89,7 @@ class Scan:
         nb = bats.num_rows
         rel = column(bats, "position")
         errors = bats.column("error")
-        truncated = column(bats, "truncated", False)
+        truncated = column(bats, "truncated")
         bad = valid(errors) | truncated
         whole = int(np.argmax(bad)) if bad.any() else nb
         position = rel[:whole] + start

@@ -425,6 +425,7 @@ class TableFrames:
         (:mod:`~kafkaproto.capture.walker.snapshot`'s encoding).  A tap never
         says that a connection closed, so each is kept: a few dozen bytes
         per connection and per request waiting."""
+        from ...arrow import buffers as ab
         from ..walker import snapshot
 
         pa = _pa()
@@ -436,10 +437,10 @@ class TableFrames:
         waiting = [[base + n, corr, key, version, _NO_TS if ts is None else ts, seq, clients[cl] if cl >= 0 else None]
                    for n, p in enumerate(self._pairings) if p.waiting
                    for corr, key, version, ts, seq, cl in p.waiting_list()]
-        table = pa.table({"conn": pa.array([k[0] for k in keys], pa.int64()),
-                          "client": pa.array([k[1] for k in keys], pa.string()),
-                          "server": pa.array([k[2] for k in keys], pa.string()),
-                          "frames": pa.array(frames, pa.int64())}, schema=schema)
+        table = pa.table({"conn": ab.numbers([k[0] for k in keys], pa.int64()),
+                          "client": ab.strings([k[1] for k in keys], pa.string()),
+                          "server": ab.strings([k[2] for k in keys], pa.string()),
+                          "frames": ab.numbers(frames, pa.int64())}, schema=schema)
         out = pa.BufferOutputStream()
         with pa.ipc.new_stream(out, schema) as w:
             w.write_table(table)
