@@ -445,11 +445,7 @@ class GrowingCapture:
             yield self._expire(walk, take_batch(walk.sink), stop)
         error, unread = walk.error, walk.unread_bytes
         walk.error, walk.unread_bytes = None, 0
-        stop.pos = to - unread if error else to
-        if error and ("cut short" not in error or complete):
-            # damage (a cut in a file another follows is damage too): the file is read as far as it goes
-            stop.problems.append((path, error))
-            stop.pos = to if complete else DONE
+        _read_to(stop, path, error, to - unread, to, complete)
 
     def _pcapng(self, walk, stop: _Stop, path: str, _head: bytes, src, frm: int, to: int, complete: bool
                 ) -> Iterator[FrameBatch]:
@@ -466,11 +462,7 @@ class GrowingCapture:
                 walk.flush()
                 yield self._expire(walk, take_batch(sink), stop)
         stop.section = [cap.order, [list(i) for i in cap.interfaces]]
-        error = cap.error
-        stop.pos = cap.at if error else to
-        if error and ("cut short" not in error or complete):
-            stop.problems.append((path, error))
-            stop.pos = to if complete else DONE
+        _read_to(stop, path, cap.error, cap.at, to, complete)
 
     def _last_batch(self, walk, stop: _Stop) -> Iterator[FrameBatch]:
         # the frames of every file read go on filling one batch, as in the batch source: a decoder's batch
@@ -584,6 +576,17 @@ def expire_waiting(fb: FrameBatch, pairings: Iterable, sink, after: int, newest:
         dropped += k
     sink.acc.unanswered_requests += dropped
     return newest
+
+
+def _read_to(stop: _Stop, path: str, error: str | None, at: int, to: int, complete: bool) -> None:
+    """Where a file's read stopped: ``to``, or ``at`` (the start of what a
+    cut left) when it ended in error; a cut record waits for more bytes, but
+    damage (a cut in a file another follows is damage too) is a problem and
+    the file is read as far as it goes."""
+    stop.pos = at if error else to
+    if error and ("cut short" not in error or complete):
+        stop.problems.append((path, error))
+        stop.pos = to if complete else DONE
 
 
 def _closed_table(path: str, head: bytes) -> bool:
