@@ -63,7 +63,7 @@ def _rows(fb, out, unanswered):
                     f.api_version, f.correlation_id, f.request_ts, f.status, f.client_id, f.flags,
                     None if req is None else req.seq))
     for conn, corr, key, version, ts, seq, client in fb.unanswered:
-        unanswered.append((fb.conns[conn].uid, corr, key, version, ts, seq,
+        unanswered.append((conn.uid, corr, key, version, ts, seq,
                            fb.clients[client] if client >= 0 else None))
 
 

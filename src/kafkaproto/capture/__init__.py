@@ -102,6 +102,5 @@ def read_frames(path, *, ports: Iterable[int] | None = None, acc: Accounting | N
         yield from batch.frames()
         if unanswered is not None:
             for conn, corr, key, version, ts, seq, client in batch.unanswered:
-                unanswered.append((batch.conns[conn], corr, RequestInfo(key, version, ts,
-                                                                        batch.clients[client] if client >= 0 else None,
-                                                                        seq)))
+                unanswered.append((conn, corr, RequestInfo(key, version, ts,
+                                                           batch.clients[client] if client >= 0 else None, seq)))

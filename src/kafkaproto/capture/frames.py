@@ -73,10 +73,12 @@ class FrameBatch:
 
     ``rows``: a numpy array of ``capture.walker._sink.ROW_DTYPE``; ``data``: the
     frames' bytes (row i's are ``data[starts[i]:rows["end"][i]]``);
-    ``conns``: the reader's Connection objects, by the rows' ``conn`` index;
-    ``clients``: client ids, by the rows' ``client`` index; ``unanswered``:
-    requests whose connection ended before their response came, as
-    ``(conn index, correlation id, api key, api version, ts, seq, client index)``.
+    ``conns``: the Connection objects the rows name, by the rows' ``conn``
+    index (a batch's own: the same connection may have another index in
+    another batch); ``clients``: client ids, by the rows' ``client`` index;
+    ``unanswered``: requests whose connection ended before their response
+    came, as ``(Connection, correlation id, api key, api version, ts, seq,
+    client index)``.
     """
 
     __slots__ = ("rows", "data", "conns", "clients", "unanswered", "_starts", "_buffer", "_uids", "_cols")
@@ -128,13 +130,8 @@ class FrameBatch:
     def uids(self) -> np.ndarray:
         """Each row's connection uid (int64)."""
         if self._uids is None:
-            conns = self.conns
-            idx = self.rows["conn"]
-            used = np.unique(idx)
-            table = np.zeros(int(used[-1]) + 1 if len(used) else 0, dtype=np.int64)
-            for i in used.tolist():
-                table[i] = conns[i].uid
-            self._uids = table[idx]
+            table = np.array([c.uid for c in self.conns], dtype=np.int64)
+            self._uids = table[self.rows["conn"]]
         return self._uids
 
     def bodies(self, idx=None, offset=None):
@@ -172,11 +169,7 @@ class FrameBatch:
             ts = r["ts"]
             return masked(ts // 1000, ts != _NO_TS, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
         if name in ("client", "server"):
-            # the connections this batch names (a batch's list holds every
-            # connection its reader has met: most are not in this batch)
-            conns, idx = self.conns, r["conn"]
-            used, at = np.unique(idx, return_inverse=True)
-            return pick([getattr(conns[i], name) for i in used.tolist()], at.reshape(-1))
+            return pick([getattr(c, name) for c in self.conns], r["conn"])
         if name == "direction":
             return pick([REQUEST, RESPONSE], r["direction"])
         if name in ("api_key", "api_version"):
@@ -289,6 +282,6 @@ def binary_views(buffer, starts: np.ndarray, ends: np.ndarray):
 
 def take_batch(sink) -> FrameBatch:
     """What a FrameSink gathered (and the requests it saw left unanswered), as a FrameBatch; the sink starts afresh."""
-    rows, data = sink.take()
+    rows, data, conns = sink.take()
     unanswered, sink.unanswered = sink.unanswered, []
-    return FrameBatch(rows, data, sink.conns, sink.clients, unanswered)
+    return FrameBatch(rows, data, conns, sink.clients, unanswered)

@@ -572,7 +572,7 @@ def expire_waiting(fb: FrameBatch, pairings: Iterable, sink, after: int, newest:
             k += 1
         for corr, key, version, t, seq, client in waiting[:k]:
             p.drop_oldest()
-            fb.unanswered.append((p.index, corr, key, version, t, seq, client))
+            fb.unanswered.append((p.conn, corr, key, version, t, seq, client))
         dropped += k
     sink.acc.unanswered_requests += dropped
     return newest

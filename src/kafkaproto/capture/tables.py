@@ -674,16 +674,15 @@ class CaptureDecoder:
         if not items:
             return []
         n = len(items)
-        conn, corr, keys, versions, ts, seqs, client = (list(x) for x in zip(*items))
-        conns = fb.conns
+        conns, corr, keys, versions, ts, seqs, client = (list(x) for x in zip(*items))
         k = np.array(keys, dtype=np.int64)
         cols = {
             "capture": repeat(self.capture, n),
-            "conn": ab.numbers([conns[c].uid for c in conn], pa.int64()),
+            "conn": ab.numbers([c.uid for c in conns], pa.int64()),
             "seq": ab.nullable(seqs, pa.int64()),
             "ts": ab.nullable([None if t is None else t // 1000 for t in ts], pa.int64()).cast(TS),
-            "client": ab.strings([conns[c].client for c in conn], pa.string()),
-            "server": ab.strings([conns[c].server for c in conn], pa.string()),
+            "client": ab.strings([c.client for c in conns], pa.string()),
+            "server": ab.strings([c.server for c in conns], pa.string()),
             "api_key": ab.nullable(keys, pa.int16()),
             "api": self._api(k, np.ones(n, dtype=bool)),
             "api_version": ab.nullable(versions, pa.int16()),

@@ -329,7 +329,6 @@ class FrameFilter:
         self.connections = list(connections) if connections else None
         self.since, self.until = since, until
         self._client_ok: dict[int, bool] = {}
-        self._conn_ok: dict[int, bool] = {}
 
     @property
     def active(self) -> bool:
@@ -385,7 +384,9 @@ class FrameFilter:
         if self.clients is not None:
             keep &= self._lookup(r["client"], self._client_ok, batch.clients, self._client_matches)
         if self.connections is not None:
-            keep &= self._lookup(r["conn"], self._conn_ok, batch.conns, self._conn_matches)
+            # a batch's own connections (each batch numbers those its rows name)
+            ok = np.array([self._conn_matches(c) for c in batch.conns], dtype=bool)
+            keep &= ok[r["conn"]] if len(ok) else False
         if self.since is not None or self.until is not None:
             ts = r["ts"]
             if (isinstance(self.since, tuple) or isinstance(self.until, tuple)) and not self._resolve_day(ts):

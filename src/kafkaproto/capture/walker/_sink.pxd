@@ -27,7 +27,7 @@ cdef struct Row:
     int64_t request_seq     # a paired response: its request's number; else -1
     int64_t request_ts      # a paired response: its request's time; else INT64_MIN
     int64_t end             # where the frame's bytes end in the data buffer
-    int32_t conn            # the sink's connection index
+    int32_t conn            # the connection's index in the batch's connections (FrameSink.conns until take)
     int32_t correlation_id
     int32_t client          # index of the client id in FrameSink.clients; -1: none
     int32_t header_size     # bytes of the header (where the body starts); -1: unknown
@@ -41,8 +41,10 @@ cdef struct Row:
 
 cdef class Pairing(_Pairing):
     cdef public object conn
-    cdef public int32_t index
     cdef public int64_t frames
+    # the sink's batch that last named the connection, and its index in that batch's connections
+    cdef int64_t named
+    cdef int32_t slot
 
 
 cdef class KafkaState
@@ -54,6 +56,7 @@ cdef class FrameSink:
     cdef bytearray data
     cdef Py_ssize_t dlen, dcap
     cdef public list conns
+    cdef int64_t batch
     cdef public list clients
     cdef dict client_index
     cdef object hq, hr
@@ -62,7 +65,7 @@ cdef class FrameSink:
     cdef int nq, nr
     cdef public object acc
     cdef public Py_ssize_t max_outstanding, batch_rows, batch_bytes
-    #: requests left waiting when their connection closed: (conn index, corr, key, version, ts, seq, client index)
+    #: requests left waiting when their connection closed: (connection, corr, key, version, ts, seq, client index)
     cdef public list unanswered
     cdef int64_t n_framed, b_framed, n_unpaired, b_unpaired, n_kafka, n_evicted
 

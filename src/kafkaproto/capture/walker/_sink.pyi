@@ -19,24 +19,23 @@ ROW_DTYPE: np.dtype[Any]
 NO_TS: int
 
 class Pairing(_Pairing):
-    """The requests waiting on one connection (kafkaproto._pairing's rule), its
-    index among the sink's connections and its frame count."""
+    """The requests waiting on one connection (kafkaproto._pairing's rule), the
+    connection and its frame count."""
 
     conn: Any
-    index: int  # the sink's connection index
     frames: int
-    def __init__(self, conn: Any, index: int) -> None: ...
+    def __init__(self, conn: Any) -> None: ...
 
 class FrameSink:
     """Frames as rows (:data:`ROW_DTYPE`) and their bytes back to back."""
 
-    conns: list[Any]
+    conns: list[Any]  # the connections the rows since the last take name, by the rows' ``conn``
     clients: list[str]
     acc: Any
     max_outstanding: int
     batch_rows: int
     batch_bytes: int
-    unanswered: list[tuple[int, int, int, int, int | None, int, int]]
+    unanswered: list[tuple[Any, int, int, int, int | None, int, int]]
     def __init__(self, acc: Any, request_headers: Any, response_headers: Any, max_outstanding: int,
                  batch_rows: int = ..., batch_bytes: int = ...) -> None: ...
     def connection(self, conn: Any) -> Pairing: ...
@@ -54,7 +53,7 @@ class FrameSink:
         """Frames as columns (int32 ``state``, int64 the rest) from row ``first``
         until the sink is full; the row it stopped at."""
     def flush(self) -> None: ...
-    def take(self) -> tuple[np.ndarray[Any, Any], bytearray]: ...
+    def take(self) -> tuple[np.ndarray[Any, Any], bytearray, list[Any]]: ...
 
 class KafkaState:
     """Framing state of one direction of a Kafka connection (streams.KafkaHalf.state)."""

@@ -47,13 +47,14 @@ NO_TS = INT64_MIN
 
 cdef class Pairing(_Pairing):
     """The requests waiting for their responses on one connection (the pairing
-    rule of :mod:`kafkaproto._pairing`), its place among the sink's
-    connections (``index``) and its frame count (``frames``)."""
+    rule of :mod:`kafkaproto._pairing`), the connection (``conn``) and its
+    frame count (``frames``)."""
 
-    def __init__(self, conn, int32_t index):
+    def __init__(self, conn):
         self.conn = conn
-        self.index = index
         self.frames = 0
+        self.named = 0
+        self.slot = -1
 
 
 # ---------------------------------------------------------------------------
@@ -85,6 +86,7 @@ cdef class FrameSink:
         self.max_outstanding = max_outstanding
         self.batch_rows, self.batch_bytes = batch_rows, batch_bytes
         self.conns = []
+        self.batch = 1
         self.clients = []
         self.client_index = {}
         self.unanswered = []
@@ -98,10 +100,11 @@ cdef class FrameSink:
 
     # -- connections -----------------------------------------------------------
     def connection(self, conn):
-        """A new connection's Pairing (its frames are numbered from 0)."""
-        p = Pairing(conn, len(self.conns))
-        self.conns.append(conn)
-        return p
+        """A new connection's Pairing (its frames are numbered from 0).  The
+        sink keeps no connection: :attr:`conns` holds those the rows gathered
+        since the last :meth:`take` name, so a long run keeps only the
+        connections its reader keeps."""
+        return Pairing(conn)
 
     def client_of(self, str text):
         """The index of client id ``text`` in :attr:`clients` (added if new)."""
@@ -118,7 +121,7 @@ cdef class FrameSink:
         if waiting:
             self.acc.unanswered_requests += len(waiting)
             for corr, key, version, ts, seq, client in waiting:
-                self.unanswered.append((p.index, corr, key, version, ts, seq, client))
+                self.unanswered.append((p.conn, corr, key, version, ts, seq, client))
 
     # -- rows ------------------------------------------------------------------
     @property
@@ -202,7 +205,11 @@ cdef class FrameSink:
         row.seq = pr.frames
         row.request_seq = -1
         row.request_ts = INT64_MIN
-        row.conn = pr.index
+        if pr.named != self.batch:
+            pr.named = self.batch
+            pr.slot = len(self.conns)
+            self.conns.append(pr.conn)
+        row.conn = pr.slot
         row.correlation_id = 0
         row.client = -1
         row.header_size = -1
@@ -337,16 +344,19 @@ cdef class FrameSink:
             self.n_evicted = 0
 
     def take(self):
-        """``(rows, data)``: the rows gathered (a numpy array of :data:`ROW_DTYPE`)
-        and their bytes (a bytearray; row i's are ``data[rows.end[i-1]:rows.end[i]]``);
-        the sink starts afresh.  Counts are flushed first."""
+        """``(rows, data, conns)``: the rows gathered (a numpy array of
+        :data:`ROW_DTYPE`), their bytes (a bytearray; row i's are
+        ``data[rows.end[i-1]:rows.end[i]]``) and the connections they name (by
+        the rows' ``conn``); the sink starts afresh.  Counts are flushed first."""
         self.flush()
         PyByteArray_Resize(self.rows, self.nrows * sizeof(Row))
         PyByteArray_Resize(self.data, self.dlen)
         rows = np.frombuffer(self.rows, dtype=ROW_DTYPE) if self.nrows else np.zeros(0, dtype=ROW_DTYPE)
-        data = self.data
+        data, conns = self.data, self.conns
         self._fresh()
-        return rows, data
+        self.conns = []
+        self.batch += 1
+        return rows, data, conns
 
 
 cdef class KafkaState:

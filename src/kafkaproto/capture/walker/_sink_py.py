@@ -33,16 +33,16 @@ _h32 = struct.Struct(">i")
 
 class Pairing(_Pairing):
     """See the compiled module: the requests waiting on one connection
-    (kafkaproto._pairing's rule), its index among the sink's connections and
-    its frame count."""
+    (kafkaproto._pairing's rule), the connection and its frame count."""
 
-    __slots__ = ("conn", "index", "frames")
+    __slots__ = ("conn", "frames", "_named", "_slot")
 
-    def __init__(self, conn, index: int) -> None:
+    def __init__(self, conn) -> None:
         super().__init__()
         self.conn = conn
-        self.index = index
         self.frames = 0
+        self._named = 0
+        self._slot = -1
 
 
 def _skip_tags(f, pos: int, n: int) -> int:
@@ -67,7 +67,7 @@ class FrameSink:
     frames' bytes back to back."""
 
     __slots__ = ("hq", "hr", "acc", "max_outstanding", "batch_rows", "batch_bytes", "conns", "clients",
-                 "_client_index", "unanswered", "_rows", "_data", "_n", "_kafka", "_evicted")
+                 "_client_index", "unanswered", "_rows", "_data", "_n", "_kafka", "_evicted", "_batch")
 
     def __init__(self, acc, request_headers, response_headers, max_outstanding: int, batch_rows: int = 65536,
                  batch_bytes: int = 32 << 20) -> None:
@@ -76,6 +76,7 @@ class FrameSink:
         self.max_outstanding = max_outstanding
         self.batch_rows, self.batch_bytes = batch_rows, batch_bytes
         self.conns: list = []
+        self._batch = 1
         self.clients: list[str] = []
         self._client_index: dict[bytes, int] = {}
         self.unanswered: list = []
@@ -86,9 +87,7 @@ class FrameSink:
         self._evicted = 0
 
     def connection(self, conn) -> Pairing:
-        p = Pairing(conn, len(self.conns))
-        self.conns.append(conn)
-        return p
+        return Pairing(conn)
 
     def client_of(self, text: str) -> int:
         raw = text.encode("utf-8", "surrogatepass")
@@ -103,7 +102,7 @@ class FrameSink:
         if waiting:
             self.acc.unanswered_requests += len(waiting)
             for corr, key, version, ts, seq, client in waiting:
-                self.unanswered.append((p.index, corr, key, version, ts, seq, client))
+                self.unanswered.append((p.conn, corr, key, version, ts, seq, client))
 
     @property
     def size(self) -> int:
@@ -223,7 +222,10 @@ class FrameSink:
                 self._n["unpaired"][0] += 1
                 self._n["unpaired"][1] += n + 4
         self._data += f
-        self._rows.append((ts, offset, seq, request_seq, request_ts, len(self._data), pr.index, corr, client,
+        if pr._named != self._batch:
+            pr._named, pr._slot = self._batch, len(self.conns)
+            self.conns.append(pr.conn)
+        self._rows.append((ts, offset, seq, request_seq, request_ts, len(self._data), pr._slot, corr, client,
                            header_size, key, version, direction, status, flags, 0))
 
     def flush(self) -> None:
@@ -243,9 +245,10 @@ class FrameSink:
     def take(self):
         self.flush()
         rows = np.array(self._rows, dtype=ROW_DTYPE) if self._rows else np.zeros(0, dtype=ROW_DTYPE)
-        data = self._data
-        self._rows, self._data = [], bytearray()
-        return rows, data
+        data, conns = self._data, self.conns
+        self._rows, self._data, self.conns = [], bytearray(), []
+        self._batch += 1
+        return rows, data, conns
 
 
 class KafkaState:
