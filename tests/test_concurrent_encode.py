@@ -50,6 +50,7 @@ def _mutating(target, seconds):
     return stop, th, time.monotonic() + seconds
 
 
+@pytest.mark.engine_independent  # both implementations (IMPLS), whatever the pass
 def test_a_message_changed_while_it_is_encoded_is_a_consistent_snapshot(switchy):
     # the tail past 30 topics names its state ("x0-…" the first), so that a
     # frame encoded before the thread's first change is one state too

@@ -1,6 +1,6 @@
 """Apache Kafka 4.4 on three nodes while a partition's leader moves, through
 ``ProxyConnection(decode=True)``: one decoding recording proxy in front of
-each node (the nodes advertise them).
+each node (the nodes advertise them: the session's ``kafka_cluster``).
 
 Kafka's Java producer and consumer work on partition 0 of a topic on all
 three nodes while kafkaproto moves its leader twice (AlterPartitionReassignments
@@ -24,7 +24,6 @@ import pytest
 from kafkaproto import ErrorCode
 from kafkaproto import messages as M
 from kafkaproto.protocol import api_versions_handshake, negotiate_versions
-from peers.brokers import RecordingProxy
 from peers.kafka_scenarios import Snapshot, build, exchange, quiet, start_java_moving
 from support.conformance import check_events, java_disagreements, other_engine_disagreements
 
@@ -37,39 +36,33 @@ SECONDS = 12
 
 
 @pytest.fixture(scope="module")
-def moved(kafka_broker_factory):
-    proxies = [RecordingProxy(decode=True).start() for _ in range(3)]
-    try:
-        cluster = kafka_broker_factory(3, advertised={i + 1: (p.host, p.port) for i, p in enumerate(proxies)})
-        for node, proxy in zip(cluster.nodes, proxies):
-            proxy.set_upstream(node.host, node.port)
-        host, port = proxies[0].host, proxies[0].port
-        versions = negotiate_versions(api_versions_handshake(host, port, client_id="kafkaproto")[1])
-        answers = {}
-        answers["CreateTopics"] = exchange(host, port, build(M.CreateTopicsRequest, {"topics": [
-            {"name": TOPIC, "num_partitions": -1, "replication_factor": -1,
-             "assignments": [{"partition_index": 0, "broker_ids": [1, 2, 3]}]}], "timeout_ms": 10000}),
-            versions[19])
-        wait = start_java_moving(",".join(p.bootstrap for p in proxies), TOPIC, SECONDS)
-        time.sleep(SECONDS / 3)
-        for order in ([2, 3, 1], [3, 1, 2]):  # the first replica is the preferred leader
-            answers[f"reassign {order}"] = exchange(host, port, build(M.AlterPartitionReassignmentsRequest, {
-                "timeout_ms": 10000, "topics": [{"name": TOPIC, "partitions": [
-                    {"partition_index": 0, "replicas": order}]}]}), versions[45])
-            answers[f"elect {order[0]}"] = exchange(host, port, build(M.ElectLeadersRequest, {
-                "election_type": 0, "timeout_ms": 10000, "topic_partitions": [
-                    {"topic": TOPIC, "partitions": [0]}]}), versions[43])
-            time.sleep(SECONDS / 4)
-        answers["DescribeQuorum"] = exchange(host, port, build(M.DescribeQuorumRequest, {"topics": [
-            {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}), versions[55])
-        steps = wait()
-        for proxy in proxies:
-            quiet(proxy)
-        conns = [c for p in proxies for c in p.connections]
-        snaps = [Snapshot(i, *c.snapshot()) for i, c in enumerate(conns)]
-    finally:
-        for proxy in proxies:
-            proxy.stop()
+def moved(kafka_cluster):
+    proxies = kafka_cluster.proxies  # the session's, in front of the nodes they are advertised for
+    seen = [len(p.connections) for p in proxies]  # the connections of the tests before this one
+    host, port = proxies[0].host, proxies[0].port
+    versions = negotiate_versions(api_versions_handshake(host, port, client_id="kafkaproto")[1])
+    answers = {}
+    answers["CreateTopics"] = exchange(host, port, build(M.CreateTopicsRequest, {"topics": [
+        {"name": TOPIC, "num_partitions": -1, "replication_factor": -1,
+         "assignments": [{"partition_index": 0, "broker_ids": [1, 2, 3]}]}], "timeout_ms": 10000}),
+        versions[19])
+    wait = start_java_moving(",".join(p.bootstrap for p in proxies), TOPIC, SECONDS)
+    time.sleep(SECONDS / 3)
+    for order in ([2, 3, 1], [3, 1, 2]):  # the first replica is the preferred leader
+        answers[f"reassign {order}"] = exchange(host, port, build(M.AlterPartitionReassignmentsRequest, {
+            "timeout_ms": 10000, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 0, "replicas": order}]}]}), versions[45])
+        answers[f"elect {order[0]}"] = exchange(host, port, build(M.ElectLeadersRequest, {
+            "election_type": 0, "timeout_ms": 10000, "topic_partitions": [
+                {"topic": TOPIC, "partitions": [0]}]}), versions[43])
+        time.sleep(SECONDS / 4)
+    answers["DescribeQuorum"] = exchange(host, port, build(M.DescribeQuorumRequest, {"topics": [
+        {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}), versions[55])
+    steps = wait()
+    for proxy in proxies:
+        quiet(proxy)
+    conns = [c for p, n in zip(proxies, seen) for c in p.connections[n:]]
+    snaps = [Snapshot(i, *c.snapshot()) for i, c in enumerate(conns)]
     return answers, steps, snaps
 
 

@@ -226,8 +226,52 @@ def kafka_conformance(kafka_broker_factory):
         pytest.fail(f"the client scenarios could not run: {exc}", pytrace=False)
 
 
+class _ProxiedCluster:
+    """The session's three-node cluster, each node behind a decoding
+    :class:`RecordingProxy` that it advertises; one per session even if the
+    fixture is defined twice (see :class:`_Shared`)."""
+
+    def __init__(self) -> None:
+        self.cluster: KafkaCluster | None = None
+        self.proxies: list[RecordingProxy] = []
+        self.users = 0
+
+    def acquire(self, make: Callable[..., KafkaCluster]) -> KafkaCluster:
+        if self.cluster is None:
+            proxies = [RecordingProxy(decode=True).start() for _ in range(3)]
+            self.proxies = proxies  # stopped by release, even if the cluster does not start
+            self.users += 1
+            cluster = make(3, advertised={i + 1: (p.host, p.port) for i, p in enumerate(proxies)})
+            for node, proxy in zip(cluster.nodes, proxies):
+                proxy.set_upstream(node.host, node.port)
+            cluster.proxies = proxies
+            self.cluster = cluster
+        else:
+            self.users += 1
+        return self.cluster
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0:
+            for proxy in self.proxies:
+                proxy.stop()
+            self.cluster, self.proxies = None, []
+
+
+_CLUSTER = _ProxiedCluster()
+
+
 @pytest.fixture(scope="session")
-def kafka_cluster(kafka_broker_factory) -> KafkaCluster:
+def kafka_cluster(kafka_broker_factory) -> Iterator[KafkaCluster]:
     """Three Apache Kafka 4.4.0 nodes (each broker + controller) for the
-    session; ``.stop_node(id)`` / ``.start_node(id)`` move leaders."""
-    return kafka_broker_factory(3)
+    session; ``.stop_node(id)`` / ``.start_node(id)`` move leaders.  Each node
+    advertises a decoding :class:`RecordingProxy` of its own
+    (``.proxies[node_id - 1]``), so that clients that follow the Metadata
+    reach it through the proxy, which records every connection (a test takes
+    those accepted after it began); the nodes' own listeners
+    (``.nodes[i].bootstrap``) answer directly.  One cluster serves the
+    three-node tests of both kinds: a start is three JVMs."""
+    try:
+        yield _CLUSTER.acquire(kafka_broker_factory)
+    finally:
+        _CLUSTER.release()

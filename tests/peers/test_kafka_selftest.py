@@ -13,7 +13,9 @@ import pytest
 from kafkaproto import records as R
 from kafkaproto.messages import (
     ApiVersionsRequest,
+    CreateAclsRequest,
     CreateTopicsRequest,
+    DescribeAclsRequest,
     MetadataRequest,
     request_class,
     response_class,
@@ -23,6 +25,7 @@ from support.live_helpers import LiveConnection
 from . import clients
 from .brokers import PeerError
 from .kafka_broker import KAFKA_VERSION, TOOLS, KafkaCluster
+from .kafka_scenarios import CONFORMANCE_PROPERTIES, telemetry_classpath
 
 pytestmark = [pytest.mark.peers, pytest.mark.engine_independent]
 
@@ -117,30 +120,42 @@ def test_kafka_tools_run_against_the_broker(kafka_broker):
     assert set(TOOLS) >= {"kafka-dump-log", "kafka-acls", "kafka-configs", "kafka-storage"}
 
 
-def test_kafka_with_an_authorizer(kafka_broker_factory):
-    kafka = kafka_broker_factory(extra_properties=AUTHORIZER)
-    assert kafka_broker_factory(extra_properties=dict(AUTHORIZER)) is kafka  # one per configuration
+def test_kafka_with_an_authorizer(kafka_conformance, kafka_broker_factory):
+    """The session's conformance broker (its own start, shared with the
+    conformance tests) runs with an authorizer: it keeps an ACL and lists it."""
+    kafka = kafka_conformance.cluster
+    assert kafka.extra_properties["authorizer.class.name"] == AUTHORIZER["authorizer.class.name"]
+    assert kafka_broker_factory(  # one per configuration
+        extra_properties=dict(CONFORMANCE_PROPERTIES), extra_classpath=telemetry_classpath(),
+        advertised=dict(kafka.advertised)) is kafka
     topic = clients.unique_topic("acl")
-    kafka.tool("kafka-acls", "--bootstrap-server", "{bootstrap}", "--add", "--allow-principal", "User:alice",
-               "--operation", "Read", "--topic", topic)
-    listed = kafka.tool("kafka-acls", "--bootstrap-server", "{bootstrap}", "--list", "--topic", topic).stdout
-    assert "principal=User:alice" in listed and "operation=READ" in listed
+    node = kafka.nodes[0]  # its own listener: the proxy it advertises was the conformance run's
+    acl = {"principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}  # Read, Allow
+    with LiveConnection(node.host, node.port) as c:
+        created = c.request(CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+            resource_type=2, resource_name=topic, resource_pattern_type=3, **acl)]), 3)  # a literal topic
+        assert [r.error_code for r in created.results] == [0], created.results
+        listed = c.request(DescribeAclsRequest(resource_type_filter=2, resource_name_filter=topic,
+                                               pattern_type_filter=1, principal_filter=None, host_filter=None,
+                                               operation=1, permission_type=1), 3)  # any
+    assert listed.error_code == 0, listed.error_message  # SECURITY_DISABLED (54) without an authorizer
+    assert [(r.resource_name, [(a.principal, a.host, a.operation, a.permission_type) for a in r.acls])
+            for r in listed.resources] == [(topic, [tuple(acl.values())])]
 
 
-def test_kafka_behind_a_proxy(recording_proxy):
-    """A node that advertises a proxy: clients reach it only through the proxy,
-    which sees every request (the nodes' own traffic stays off it)."""
-    proxy = recording_proxy()
-    with KafkaCluster(advertised={1: (proxy.host, proxy.port)}) as kafka:
-        node = kafka.nodes[0]
-        assert node.advertised == proxy.bootstrap != node.bootstrap
-        proxy.set_upstream(node.host, node.port)
-        topic = clients.unique_topic("proxied")
-        create_topics(node, topic)
-        clients.produce_confluent(proxy.bootstrap, topic, [{"key": b"k", "value": b"v"}], "lz4", timeout=30)
-        assert [r["value"] for r in clients.consume_confluent(proxy.bootstrap, topic, 1, timeout=30)] == [b"v"]
-        keys = {k for c in proxy.connections for k in c.request_api_keys()}
-        assert {0, 1, 3, 18} <= keys  # Produce, Fetch, Metadata, ApiVersions through the proxy
+def test_kafka_behind_a_proxy(kafka_conformance):
+    """A node that advertises a proxy (the conformance broker): clients reach
+    it only through the proxy, which sees every request (the nodes' own
+    traffic stays off it)."""
+    node = kafka_conformance.cluster.nodes[0]
+    assert node.advertised != node.bootstrap
+    assert {s.index for s in kafka_conformance.connections}  # the clients' connections, all proxied
+    keys = {ev.api_key for snap in kafka_conformance.connections for to_server, ev in snap.events
+            if to_server and getattr(ev, "api_key", None) is not None}
+    assert {0, 1, 3, 18} <= keys  # Produce, Fetch, Metadata, ApiVersions through the proxy
+    produced = [s for s in kafka_conformance.steps if s.ok and "produce" in s.name.lower()]
+    consumed = [s for s in kafka_conformance.steps if s.ok and "consume" in s.name.lower()]
+    assert produced and consumed, [(s.client, s.name, s.ok) for s in kafka_conformance.steps]
 
 
 def test_kafka_that_cannot_start_is_an_error_with_its_logs_kept():
