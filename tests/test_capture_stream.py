@@ -95,6 +95,40 @@ def test_a_rolled_growing_capture_read_in_micro_batches_is_the_batch_read(captur
     assert len(os.listdir(state)) == 1  # the state of the last offset; those before it were let go
 
 
+def test_a_capture_followed_for_long_keeps_only_what_its_open_connections_need(tmp_path):
+    """Read in one process as it grows (the live report's way), copy after
+    copy of the sample on new connections: between reads the sink holds no
+    connection, and the decoder keeps per-connection state (topic ids,
+    long-poll waits) only for connections still open -- what a run of
+    hours holds does not grow with the connections it has seen."""
+    from support.replica import replicate
+
+    whole = tmp_path / "whole.pcap"
+    replicate(CAPTURES[-1], whole, 12, shift=0)
+    data = whole.read_bytes()
+    folder = tmp_path / "cap"
+    folder.mkdir()
+    cap = GrowingCapture(folder, None)
+    start = cap.initial()
+    got: dict = {t: [] for t in TABLES}
+    seen, kept = set(), []
+    for k in range(1, 13):
+        with open(folder / "cap.pcap", "wb") as fh:
+            fh.write(data[:len(data) * k // 12])
+        end = cap.latest(start)
+        for t, b in cap.read(start, end, TABLES):
+            got[t].append(b)
+        start = end
+        (walk, decoder, _stop), = cap._kept.values()
+        assert walk.sink.conns == [] and walk.sink.size == 0
+        open_uids = {p.conn.uid for p in walk.pairings()}
+        assert set(decoder.conn_ids) <= open_uids and {w >> 40 for w in decoder.waits} <= open_uids
+        seen.update(*(b.column("conn").to_pylist() for b in got["frames"]))
+        kept.append(len(decoder.conn_ids))
+    assert len(seen) > 12 * 5 and max(kept) <= 2, (len(seen), kept)  # many connections met, few kept
+    check_equal(got, folder)
+
+
 def conversation_with_a_request_left_waiting(path, fmt="pcap"):
     """A client whose second Metadata request is never answered, on a
     connection still open when the capture is read, then one that closes."""

@@ -367,13 +367,13 @@ class GrowingCapture:
                                             topic_ids=topic_ids)
         if problems is not None:
             problems += [CaptureProblem(self.name, m, f) for f, m in stop.problems]
+        if not isinstance(walk, TableFrames):  # (a tap's rows never say that a connection ended)
+            decoder.keep_connections({p.conn.uid for p in walk.pairings()})
         if self.state_location is None:
             self._kept = {self._key(end, digest): (walk, decoder, stop)}
             return
         self._save(self._key(end, digest), {"resume": [stop.file, stop.pos], "newest": stop.newest,
-                                           "section": stop.section,
-                                           "decoder": _decoder_state(decoder, None if isinstance(walk, TableFrames)
-                                                                     else walk.pairings())}, walk.save())
+                                           "section": stop.section, "decoder": _decoder_state(decoder)}, walk.save())
 
     def _kind_at(self, end: Offset) -> str | None:
         """The kind of the files a read up to ``end`` reads ("pcap", "tap")."""
@@ -709,14 +709,11 @@ def _last_record_end(path: str, size: int) -> int:
         return pos
 
 
-def _decoder_state(dec: CaptureDecoder, open_pairings: list | None) -> dict:
-    """What a decoder keeps across batches, for the connections still open
-    (None: every connection, as the tap's rows never close one)."""
-    uids = None if open_pairings is None else {p.conn.uid for p in open_pairings}
+def _decoder_state(dec: CaptureDecoder) -> dict:
+    """What a decoder keeps across batches."""
     return {"topic_ids": [[k.hex(), v] for k, v in dec.topic_ids.items()],
-            "conn_ids": [[u, [[t.hex(), s, n] for t, (s, n) in ids.items()]] for u, ids in dec.conn_ids.items()
-                         if uids is None or u in uids],
-            "waits": [[k, v] for k, v in dec.waits.items() if uids is None or (k >> 40) in uids]}
+            "conn_ids": [[u, [[t.hex(), s, n] for t, (s, n) in ids.items()]] for u, ids in dec.conn_ids.items()],
+            "waits": [[k, v] for k, v in dec.waits.items()]}
 
 
 def _decoder_load(dec: CaptureDecoder, st: dict) -> None:

@@ -367,6 +367,14 @@ class CaptureDecoder:
         self._removed = np.zeros((max(APIS) + 1, 64), dtype=bool)
         self._asked = np.zeros((max(APIS) + 1) * 64, dtype=np.uint8)
 
+    def keep_connections(self, uids) -> None:
+        """What is kept per connection (the topic ids its Metadata responses
+        named, the waits its long polls asked for) let go for every
+        connection not in ``uids`` (those still open): a capture followed for
+        hours keeps what its open connections need, not its whole history."""
+        self.conn_ids = {u: v for u, v in self.conn_ids.items() if u in uids}
+        self.waits = {k: v for k, v in self.waits.items() if (k >> 40) in uids}
+
     @staticmethod
     def _api_names() -> pa.Array:
         names = []
