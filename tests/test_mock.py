@@ -811,3 +811,25 @@ def test_a_member_that_joins_again_unchanged_starts_no_rebalance(cluster):
     assert (again.error_code, again.generation_id, again.members) == (0, 2, [])
     hb = a.ask((M.HeartbeatRequest, {"group_id": "again", "generation_id": 2, "member_id": first.member_id}), 3)
     assert hb.error_code == 0
+
+
+def test_offset_delete_refuses_a_topic_a_classic_member_subscribes_to(cluster):
+    """Kafka: OffsetDelete of a topic that a member of the (classic, consumer) group subscribes to is
+    GROUP_SUBSCRIBED_TO_TOPIC; a topic no member subscribes to is deleted."""
+    c = coordinator(cluster, "od")
+    sub = M.ConsumerProtocolSubscription(topics=["one"])
+    meta = struct.pack(">h", 1) + sub.encode(1)
+    join = {"group_id": "od", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": meta}]}
+    member = c.ask((M.JoinGroupRequest, join), 3).member_id
+    c.ask((M.SyncGroupRequest, {"group_id": "od", "generation_id": 1, "member_id": member, "assignments": []}), 3)
+    for topic in ("one", "t"):
+        c.ask((M.OffsetCommitRequest, {"group_id": "od", "generation_id_or_member_epoch": 1, "member_id": member,
+                                       "topics": [{"name": topic, "partitions": [
+                                           {"partition_index": 0, "committed_offset": 1}]}]}), 8)
+    r = c.ask((M.OffsetDeleteRequest, {"group_id": "od", "topics": [
+        {"name": "one", "partitions": [{"partition_index": 0}]},
+        {"name": "t", "partitions": [{"partition_index": 0}]}]}), 0)
+    assert r.error_code == 0
+    assert [t.partitions[0].error_code for t in r.topics] == [E.GROUP_SUBSCRIBED_TO_TOPIC, 0]
+    assert cluster.committed("od") == {("one", 0): 1}

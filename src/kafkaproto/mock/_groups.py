@@ -665,14 +665,16 @@ class GroupHandlers:
             return any(topic in x.subscribed for x in g.members.values())
         if g.protocol_type != "consumer" or not g.members:
             return False
-        from ..consumer import decode_subscription
-
         for x in g.members.values():
             meta = x["protocols"].get(g.protocol)
-            try:
-                if meta is not None and topic in decode_subscription(meta).topics:
-                    return True
-            except Exception:
+            if meta is None or len(meta) < 2:
+                continue
+            try:  # the consumer protocol's subscription, versioned by its first two bytes
+                sub = M.ConsumerProtocolSubscription.decode(meta, int.from_bytes(meta[:2], "big", signed=True), 2,
+                                                            with_end=True)[0]
+            except Exception:  # noqa: BLE001 - metadata that does not read: assume the member subscribes
+                return True
+            if topic in sub.topics:
                 return True
         return False
 
