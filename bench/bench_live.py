@@ -228,3 +228,6 @@ def test_live_report_memory_at_5k_frames_per_second(benchmark, tmp_path):
                                  "max RSS MB after 1 min": round(rss_1 / 1000, 1),
                                  "max RSS MB at the end": round(rss_end / 1000, 1)})
     assert arrow_end <= 1.5 * arrow_1 + 8 * MB
+    # the process too: the walker keeps at most its open and recently closed
+    # connections, the sink none, the decoder only the open ones' state
+    assert rss_end <= 1.5 * rss_1, (rss_1, rss_end)

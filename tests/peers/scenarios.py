@@ -357,10 +357,18 @@ class _KafkaPython(_Confluent):
 
         # metadata_max_age_ms: a member that joined before the topic's partitions were in its
         # metadata is given none by its assignor ("No partition metadata"); it only asks
-        # again when its metadata ages out (five minutes by default), so the scenario stalled
-        return KafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, fetch_max_wait_ms=100, heartbeat_interval_ms=200,
-                             session_timeout_ms=6000, metadata_max_age_ms=1000)
+        # again when its metadata ages out (five minutes by default), so the scenario stalled.
+        # And it subscribes once it knows the partitions: a member that joined with none rejoins,
+        # and kafka-python (3.0) may lose track of a rejoin that a short poll left in flight (it
+        # then sends no heartbeat and fetches nothing until its session expires)
+        c = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=group, auto_offset_reset="earliest",
+                          enable_auto_commit=False, fetch_max_wait_ms=100, heartbeat_interval_ms=200,
+                          session_timeout_ms=6000, metadata_max_age_ms=1000)
+        deadline = time.monotonic() + 30
+        while not c.partitions_for_topic(topic) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        c.subscribe([topic])
+        return c
 
     def reader(self, topic):
         from kafka import KafkaConsumer, TopicPartition
