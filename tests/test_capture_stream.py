@@ -129,6 +129,28 @@ def test_a_capture_followed_for_long_keeps_only_what_its_open_connections_need(t
     check_equal(got, folder)
 
 
+def test_a_tap_folder_followed_lets_go_of_the_connections_that_ended(tmp_path):
+    """The tap's end rows: a tap folder followed in one process keeps no
+    pairing, state or per-connection decoder state of a connection that
+    ended, and its saved state names only the open ones."""
+    folder = tmp_path / "tap"
+    folder.mkdir()
+    for name, blob in tap_files(CAPTURES[-1], tmp_path / "written"):
+        (folder / name).write_bytes(blob)
+    cap = GrowingCapture(folder, None)
+    got: dict = {t: [] for t in TABLES}
+    start = cap.initial()
+    for budget in (20_000, None):
+        end = cap.latest(start, budget)
+        for t, b in cap.read(start, end, TABLES):
+            got[t].append(b)
+        start = end
+    (walk, decoder, _stop), = cap._kept.values()
+    assert walk.conns == {} and walk.pairings() == [] and decoder.conn_ids == {} and decoder.waits == {}
+    assert len(walk.save()) < 1000  # no connection in it
+    check_equal(got, folder)
+
+
 def conversation_with_a_request_left_waiting(path, fmt="pcap"):
     """A client whose second Metadata request is never answered, on a
     connection still open when the capture is read, then one that closes."""
@@ -254,7 +276,7 @@ def test_a_tap_folder_gives_requests_left_waiting_once_the_timeout_passes(tmp_pa
     conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
     folder = tmp_path / "tap"
     folder.mkdir()
-    for name, blob in tap_files(tmp_path / "one.pcap", tmp_path / "written"):
+    for name, blob in tap_files(tmp_path / "one.pcap", tmp_path / "written", ends=False):
         (folder / name).write_bytes(blob)
     schema = open_capture(folder).read_table("unanswered").schema
     assert open_capture(folder).read_table("unanswered").num_rows == 0
@@ -272,7 +294,7 @@ def test_a_tap_folder_torn_where_another_file_follows_is_damage(tmp_path):
     """A torn batch at the end of the file being written waits; in a file
     another follows (the tap killed, then started again) it is a problem,
     and the next file is read."""
-    files = tap_files(TAP_SOURCES[0], tmp_path / "written", batch_rows=5)
+    files = tap_files(TAP_SOURCES[0], tmp_path / "written", batch_rows=5, ends=False)
     folder = tmp_path / "tap"
     folder.mkdir()
     (name0, blob0), (name1, blob1) = files[:2]

@@ -122,7 +122,7 @@ def test_a_taps_rows_give_requests_waiting_past_the_timeout_as_unanswered(tmp_pa
     from test_capture_stream import conversation_with_a_request_left_waiting
 
     conversation_with_a_request_left_waiting(tmp_path / "one.pcap")
-    files = tap_files(tmp_path / "one.pcap", tmp_path / "written", batch_rows=3)
+    files = tap_files(tmp_path / "one.pcap", tmp_path / "written", batch_rows=3, ends=False)
     for after, want in ((None, []), (10_000_000_000, []), (2_500_000_000, [("Metadata", "app", 1)])):
         feed = FrameFeed("tap")
         live = LiveReport(feed, None, window=None, unanswered_after=after)

@@ -258,6 +258,48 @@ def test_rewrites_only_address_responses_and_passes_the_rest_byte_for_byte(tmp_p
     assert [bytes(d.frame.frame) for d in items if d.frame.direction == "request"] == [r[4:] for r in requests]
 
 
+def test_a_connection_that_ends_gets_an_end_row_and_its_waiting_requests_are_unanswered(tmp_path):
+    """A client that closes its connection with a request unanswered: the
+    tap writes an end row, and the tables read it as a pcap's closed
+    connection (the request is an unanswered row); a connection still open
+    when the tap stops gets none (the tap stopped, not the connection)."""
+    import pyarrow as pa
+
+    upstream = ScriptedBroker(lambda key, version, corr: b"" if corr == 2 else
+                              encode_response(MetadataResponse(), version, corr))
+    try:
+        with Tap(("127.0.0.1", upstream.port), tmp_path / "tap") as tap:
+            with socket.create_connection(("127.0.0.1", tap.port), timeout=5) as s:
+                s.sendall(encode_request(MetadataRequest(topics=[]), 12, 1, "gone"))
+                _recv(s, struct.unpack(">i", _recv(s, 4))[0])
+                s.sendall(encode_request(MetadataRequest(topics=[]), 12, 2, "gone"))
+                time.sleep(0.3)
+            stays = socket.create_connection(("127.0.0.1", tap.port), timeout=5)
+            stays.sendall(encode_request(MetadataRequest(topics=[]), 12, 2, "stays"))
+            deadline = time.monotonic() + 10
+            while tap.stats["frames"] < 4 or tap.stats["connections"] < 2:
+                assert time.monotonic() < deadline, tap.stats
+                time.sleep(0.05)
+            time.sleep(0.3)  # the first connection's end
+    finally:
+        upstream.close()
+        stays.close()
+    table = pa.concat_tables(pa.ipc.open_stream(pa.OSFile(str(p))).read_all() for p in table_files(tmp_path / "tap"))
+    ends = [r for r in table.to_pylist() if r["direction"] == "end"]
+    assert [(r["conn"], r["frame"], r["ts"] is not None) for r in ends] == [(1, None, True)]
+    rows = [r for r in table.to_pylist() if r["conn"] == 1]
+    assert rows[-1]["direction"] == "end"  # after the connection's frames
+    from kafkaproto.capture import open_capture
+
+    acc = Accounting()
+    ds = open_capture(tmp_path / "tap")
+    unanswered = ds.read_table("unanswered")
+    assert [(r["client_id"], r["correlation_id"]) for r in unanswered.to_pylist()] == [("gone", 2)]
+    assert ds.read_table("frames").num_rows == 4
+    frames = list(read_frames(tmp_path / "tap", acc=acc))
+    assert len(frames) == 4 and acc.bad_rows == 0
+
+
 def test_non_kafka_bytes_pass_raw(tmp_path):
     upstream = ScriptedBroker(lambda *a: b"")
     echo = socket.create_server(("127.0.0.1", 0))
@@ -474,7 +516,8 @@ def test_twenty_huge_frames_stream_through_within_the_memory_budget(tmp_path):
     import pyarrow as pa
 
     table = pa.concat_tables(pa.ipc.open_stream(pa.OSFile(str(p))).read_all() for p in table_files(tmp_path / "t"))
-    rows = sorted((r for r in table.to_pylist() if r["correlation_id"] != 99), key=lambda r: r["correlation_id"])
+    rows = sorted((r for r in table.to_pylist() if r["direction"] != "end" and r["correlation_id"] != 99),
+                  key=lambda r: r["correlation_id"])
     assert [(r["api_key"], r["api_version"], r["correlation_id"], r["size"], r["forwarded"]) for r in rows] == [
         (0, 9, i, claimed, sent + len(_produce_head(claimed, i, b"c00")) - 4) for i in range(clients_n)]
     first = _produce_head(claimed, 0, b"c00")[4:]

@@ -29,7 +29,7 @@ from kafkaproto.capture.formats.writer import tcp_packet
 from kafkaproto.capture.walker.packets import SYN, decode_tcp
 
 __all__ = ["CLASSES", "boundaries", "grow", "message_ends", "pcap_records", "resegment", "roll", "tap_files",
-           "to_pcapng"]
+           "to_pcapng", "write_as_tap"]
 
 CLASSES = ("between", "mid-header", "mid-frame")
 
@@ -160,18 +160,35 @@ def grow(folder, blobs: list[bytes], rng, most: int = 60_000, name: str = "cap.p
             yield path
 
 
-def tap_files(capture, work, *, batch_rows: int = 24, roll_bytes: int = 24_000) -> list[tuple[str, bytes]]:
+def tap_files(capture, work, *, batch_rows: int = 24, roll_bytes: int = 24_000,
+              ends: bool = True) -> list[tuple[str, bytes]]:
     """``[(name, contents)]`` of the files the tap's writer makes of the
     frames of ``capture`` (a pcap file, or a tap folder): a record batch
-    every ``batch_rows`` frames, a new file once one passes ``roll_bytes``
-    (so connections go on across files), written in ``work``."""
+    every ``batch_rows`` rows, a new file once one passes ``roll_bytes``
+    (so connections go on across files), written in ``work``; ``ends``: each
+    connection's end row after its last frame (else none: the tap stopped
+    with every connection open)."""
     from kafkaproto.capture import read_frames
     from kafkaproto.capture.formats.tapfiles import FrameTableWriter
 
     with FrameTableWriter(work, batch_rows=batch_rows, roll_bytes=roll_bytes, flush_seconds=1e9) as w:
-        for f in read_frames(capture):
-            w.write(f)
+        if ends:
+            write_as_tap(w, read_frames(capture))
+        else:
+            for f in read_frames(capture):
+                w.write(f)
     return [(p.name, p.read_bytes()) for p in w.files]
+
+
+def write_as_tap(writer, frames) -> None:
+    """``frames`` (of a finished capture) written as the tap writes them: each
+    connection's end row after its last frame."""
+    frames = list(frames)
+    last = {f.conn.id: i for i, f in enumerate(frames)}
+    for i, f in enumerate(frames):
+        writer.write(f)
+        if last[f.conn.id] == i:
+            writer.end(f.conn, f.ts)
 
 
 def message_ends(blob: bytes) -> list[int]:

@@ -367,8 +367,8 @@ class GrowingCapture:
                                             topic_ids=topic_ids)
         if problems is not None:
             problems += [CaptureProblem(self.name, m, f) for f, m in stop.problems]
-        if not isinstance(walk, TableFrames):  # (a tap's rows never say that a connection ended)
-            decoder.keep_connections({p.conn.uid for p in walk.pairings()})
+        decoder.keep_connections(walk.open_uids() if isinstance(walk, TableFrames)
+                                 else {p.conn.uid for p in walk.pairings()})
         if self.state_location is None:
             self._kept = {self._key(end, digest): (walk, decoder, stop)}
             return

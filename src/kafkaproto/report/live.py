@@ -113,6 +113,10 @@ class FrameFeed:
             batches = list(self._queue)
             self._queue.clear()
             self._queued = 0
+        if self._decoders:  # what the last read kept of connections that ended since is let go
+            open_uids = self._frames.open_uids()
+            for dec in self._decoders.values():
+                dec.keep_connections(open_uids)
         last = self._ended and not self._finished
         self._finished = self._finished or last
         return self._dataset.table_rows(((self.name, fb) for fb in self._frame_batches(batches, last)), tables,

@@ -22,11 +22,13 @@ from .pcap import TS_MAX
 
 _NO_TS = -(1 << 63)
 
-__all__ = ["FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
+__all__ = ["END", "FRAME_FIELDS", "FrameTableWriter", "frame_schema", "frames_to_table", "iter_table_frames",
            "TableFrames", "table_frame_batches", "table_files"]
 
 FRAME_FIELDS = ("ts", "conn", "client", "server", "direction", "offset", "api_key", "api_version",
                 "correlation_id", "latency_us", "frame", "rewritten", "size", "forwarded")
+#: the ``direction`` of the row that says a connection ended (:meth:`FrameTableWriter.end`)
+END = "end"
 #: columns that files written before them lack (read as null)
 LATER_FIELDS = ("size", "forwarded")
 SUFFIXES = (".arrows", ".arrow", ".parquet")
@@ -135,6 +137,23 @@ class FrameTableWriter:
         self._pending_bytes += len(f.frame) + (len(rewritten) if rewritten else 0) + 64
         if (self._pending >= self.batch_rows or self._file_bytes + self._pending_bytes >= self.roll_bytes
                 or time.monotonic() - self._last_flush >= self.flush_seconds):
+            self.flush()
+
+    def end(self, conn: Connection, ts: int | None = None) -> None:
+        """The row that says connection ``conn`` ended (its client or its
+        broker closed it) at ``ts`` (nanoseconds): ``direction`` ``"end"``,
+        no frame.  A reader lets the connection go there: its requests still
+        waiting are unanswered rows, and a reader that follows the folder
+        keeps nothing of it.  A connection cut because the tap stopped gets
+        none (the tap stopped, not the connection)."""
+        for name, value in (("ts", None if ts is None else ts // 1000), ("conn", conn.id), ("client", conn.client),
+                            ("server", conn.server), ("direction", END)):
+            self._cols[name].append(value)
+        for name in FRAME_FIELDS[5:]:
+            self._cols[name].append(None)
+        self._pending += 1
+        self._pending_bytes += 64
+        if self._pending >= self.batch_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
     def flush(self) -> None:
@@ -395,47 +414,76 @@ class TableFrames:
         self.conns: dict[tuple, int] = {}
         self._pairings: list = []
         self.states: list = []
+        #: numbers of connections that ended, given to the next new ones
+        self._free: list[int] = []
         #: connections of a state loaded that no row has named since: key -> frame count
         self._dormant: dict[tuple, int] = {}
 
     def pairings(self) -> list:
-        """Each connection's pairing (its waiting requests, its frame count), in the order met."""
-        return self._pairings
+        """Each open connection's pairing (its waiting requests, its frame count)."""
+        return [self._pairings[n] for n in self.conns.values()]
+
+    def open_uids(self) -> set[int]:
+        """The uids of the connections that have not ended (those of a loaded
+        state that no row has named since too)."""
+        return {p.conn.uid for p in self.pairings()} | {Connection(*k).uid for k in self._dormant}
 
     def _connection(self, k: tuple):
         """A new connection ``(conn, client, server)``: its pairing and its two directions' states."""
         from ..walker import streams
 
         scan = streams._sink
-        self.conns[k] = len(self._pairings)
         c = Connection(*k)
         pairing = self.sink.connection(c)
-        self._pairings.append(pairing)
-        self.states += [scan.KafkaState(c, pairing, self.sink, True, True, self.max_frame_size),
-                        scan.KafkaState(c, pairing, self.sink, False, True, self.max_frame_size)]
+        states = [scan.KafkaState(c, pairing, self.sink, True, True, self.max_frame_size),
+                  scan.KafkaState(c, pairing, self.sink, False, True, self.max_frame_size)]
+        if self._free:
+            n = self._free.pop()
+            self._pairings[n] = pairing
+            self.states[2 * n:2 * n + 2] = states
+        else:
+            n = len(self._pairings)
+            self._pairings.append(pairing)
+            self.states += states
+        self.conns[k] = n
         return pairing
+
+    def _end(self, keys) -> None:
+        """Connections ``(conn, client, server)`` ended (an end row): their
+        requests still waiting become unanswered rows, and nothing of them is
+        kept."""
+        for k in keys:
+            n = self.conns.pop(k, None)
+            if n is None:
+                self._dormant.pop(k, None)
+                continue
+            self.sink.close(self._pairings[n])
+            self._pairings[n] = self.states[2 * n] = self.states[2 * n + 1] = None
+            self._free.append(n)
 
     def limits(self) -> list:
         """What a saved state depends on besides the rows (it loads only where these are the same)."""
         return ["tap", self.max_frame_size]
 
     def save(self) -> bytes:
-        """Every connection met (its key and frame count, as an Arrow IPC
-        stream) and the requests waiting (client ids as text), as bytes
-        (:mod:`~kafkaproto.capture.walker.snapshot`'s encoding).  A tap never
-        says that a connection closed, so each is kept: a few dozen bytes
-        per connection and per request waiting."""
+        """Every connection met that has not ended (its key and frame count,
+        as an Arrow IPC stream) and the requests waiting (client ids as
+        text), as bytes (:mod:`~kafkaproto.capture.walker.snapshot`'s
+        encoding): a few dozen bytes per connection and per request waiting.
+        A connection without an end row (tables of a tap before end rows, or
+        cut when the tap stopped) is kept."""
         from ...arrow import buffers as ab
         from ..walker import snapshot
 
         pa = _pa()
         schema = _state_schema()
         clients = self.sink.clients
+        pairings = self.pairings()
         keys = list(self._dormant) + list(self.conns)
-        frames = list(self._dormant.values()) + [p.frames for p in self._pairings]
+        frames = list(self._dormant.values()) + [p.frames for p in pairings]
         base = len(self._dormant)
         waiting = [[base + n, corr, key, version, _NO_TS if ts is None else ts, seq, clients[cl] if cl >= 0 else None]
-                   for n, p in enumerate(self._pairings) if p.waiting
+                   for n, p in enumerate(pairings) if p.waiting
                    for corr, key, version, ts, seq, cl in p.waiting_list()]
         table = pa.table({"conn": ab.numbers([k[0] for k in keys], pa.int64()),
                           "client": ab.strings([k[1] for k in keys], pa.string()),
@@ -484,7 +532,28 @@ class TableFrames:
 
     def add(self, batch):
         """The frame batches the sink fills up with ``batch``'s rows (what is
-        left in it: :meth:`take`, :meth:`finish`)."""
+        left in it: :meth:`take`, :meth:`finish`); the connections its end
+        rows name are let go once its frames are in the sink (a connection's
+        end row follows its frames)."""
+        import pyarrow.compute as pc
+
+        from ...arrow import buffers as ab
+
+        pa = _pa()
+        direction = batch.column("direction")
+        ended = ab.fill_null(pc.and_(pc.equal(direction, ab.scalar(END, direction.type)),
+                                     batch.column("conn").is_valid()), False)
+        keys = None
+        if batch.num_rows and pc.any(ended).as_py():
+            e = batch.filter(ended)
+            keys = list(zip(e.column("conn").cast(pa.int64()).to_pylist(), e.column("client").to_pylist(),
+                            e.column("server").to_pylist()))
+            batch = batch.filter(pc.invert(ended))
+        yield from self._add(batch)
+        if keys:
+            self._end(keys)
+
+    def _add(self, batch):
         import numpy as np
         import pyarrow.compute as pc
 
@@ -564,7 +633,7 @@ class TableFrames:
     def finish(self):
         """The last frame batches: the tables end when the tap stopped, so a
         request waiting then is not counted (the tap stopped, not its broker)."""
-        for pairing in self._pairings:
+        for pairing in self.pairings():
             pairing.take_waiting()
         self.sink.flush()
         if self.sink.size:

@@ -17,7 +17,10 @@ per broker, opened the first time a broker is named,
 that only the addresses differ from the broker's bytes and clients keep
 talking through the tap to every broker of a cluster.  Every other frame
 passes unchanged.  The table keeps the frame as the broker sent it, and the
-rewritten bytes in ``rewritten``.  At most ``max_listeners`` listeners are
+rewritten bytes in ``rewritten``.  A connection that ends (its client or
+its broker closes it) gets an end row (:meth:`~.tapfiles.FrameTableWriter.end`):
+readers let it go there, and its requests still waiting are unanswered;
+connections cut because the tap stops get none.  At most ``max_listeners`` listeners are
 opened (``--max-listeners``, default 256): a broker named past that, or
 whose listener cannot be opened (the process out of file descriptors, say),
 keeps its own address in the forwarded response, which is still forwarded
@@ -158,6 +161,7 @@ class Tap:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
+        self._stopping = False  # connections cut from now on get no end row
         self._error: BaseException | None = None
         self._next_conn = 0
         self._next_port = self.listen_port + 1 if self.listen_port else 0
@@ -235,6 +239,7 @@ class Tap:
             finally:
                 flusher.cancel()
         finally:
+            self._stopping = True
             for srv in self._servers:
                 srv.close()
             tasks = list(self._tasks)
@@ -349,6 +354,8 @@ class Tap:
             for w in (cwriter, swriter):
                 w.close()
             middle.close()
+            if not self._stopping:  # the connection ended, not the tap
+                self.writer.end(conn, time.time_ns())
 
     def _record(self, frame: CapturedFrame, rewritten: bytes | None = None) -> None:
         self.stats["frames"] += 1
