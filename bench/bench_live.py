@@ -24,8 +24,10 @@
 import json
 import os
 import resource
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -54,14 +56,19 @@ def rolled(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tapped(rolled):
-    """The rolled capture's frames as the tap writes them."""
+    """The rolled capture's frames as the tap writes them (each connection's
+    end row after its last frame)."""
     from kafkaproto.capture import read_frames
     from kafkaproto.capture.formats.tapfiles import FrameTableWriter
 
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from support.rotated import write_as_tap
+
     folder, where = rolled
     with FrameTableWriter(where / "tap", roll_bytes=4 << 20, flush_seconds=1e9) as w:
-        for f in read_frames(folder):
-            w.write(f)
+        write_as_tap(w, read_frames(folder))
     return where / "tap", where
 
 
