@@ -136,17 +136,13 @@ def metadata_type_name(name: str) -> str:
 def _consumer_protocol(member: dict, field: str, cls_name: str) -> None:
     """Kafka's tool shows a consumer group member's subscription and assignment decoded (when they read)."""
     raw = member.get(field)
-    if not isinstance(raw, (bytes, bytearray)) or len(raw) < 2:
+    if not isinstance(raw, (bytes, bytearray)):
         return
-    from .. import messages
+    from ..messages import decode_versioned
 
-    cls = getattr(messages, cls_name)
-    version = struct.unpack_from(">h", raw)[0]
-    try:
-        msg, _end = cls.decode(raw, version, 2, with_end=True)
-        member[field] = to_node(msg, version)
-    except (KafkaProtocolError, ValueError):
-        pass  # the bytes, as they are
+    got = decode_versioned(cls_name, raw)
+    if got is not None:  # else the bytes, as they are
+        member[field] = to_node(got[1], got[0])
 
 
 def coordinator_node(log: str, rtype: int, kmsg, version, vmsg) -> tuple[dict, dict | None]:

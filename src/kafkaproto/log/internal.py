@@ -131,19 +131,9 @@ def _struct_type_of(f) -> pa.DataType:
 
 def _consumer_protocol(raw, name: str):
     """A member's subscription or assignment bytes (version, then the message) → (version, message), or None."""
-    import struct
+    from ..messages import decode_versioned
 
-    from ..errors import KafkaProtocolError
-
-    if raw is None or len(raw) < 2:
-        return None
-    version = struct.unpack_from(">h", raw)[0]
-    cls = _consumer_class(name)
-    try:
-        msg, _end = cls.decode(bytes(raw), version, 2, with_end=True)
-    except (KafkaProtocolError, ValueError):
-        return None
-    return version, msg
+    return decode_versioned(name, raw)
 
 
 # ---------------------------------------------------------------------------

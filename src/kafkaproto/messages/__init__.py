@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from ._runtime import Message
 
 __all__ = ["APIS", "CLASSES", "INTERNAL_CLASSES", "INTERNAL_LOGS", "RETRIABLE_CODES", "ErrorCode", "Message",
-           "api_name", "get", "internal_class", "removed_in_kafka4", "request_class", "response_class", "version_masks",
-           "version_plans"]
+           "api_name", "decode_versioned", "get", "internal_class", "removed_in_kafka4", "request_class",
+           "response_class", "version_masks", "version_plans"]
 
 
 _LOADED: dict[str, type] = {}
@@ -42,6 +42,21 @@ def get(name: str) -> type[Message]:
         raise AttributeError(f"no Kafka message named {name}") from None
     cls = _LOADED[name] = getattr(importlib.import_module(f"{__name__}._gen.{module}"), name)
     return cls
+
+
+def decode_versioned(name: str, raw) -> tuple[int, Message] | None:
+    """A message that starts with its own version (int16), as the consumer
+    protocol's subscription and assignment bytes do: ``(version, message)``
+    of class ``name`` (:func:`get`), or None when ``raw`` is shorter than a
+    version or does not read as one."""
+    if raw is None or len(raw) < 2:
+        return None
+    version = int.from_bytes(raw[:2], "big", signed=True)
+    try:
+        msg, _end = get(name).decode(bytes(raw), version, 2, with_end=True)
+    except (KafkaProtocolError, ValueError):
+        return None
+    return version, msg
 
 
 def internal_class(name: str) -> type[Message]:

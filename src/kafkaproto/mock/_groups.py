@@ -669,12 +669,10 @@ class GroupHandlers:
             meta = x["protocols"].get(g.protocol)
             if meta is None or len(meta) < 2:
                 continue
-            try:  # the consumer protocol's subscription, versioned by its first two bytes
-                sub = M.ConsumerProtocolSubscription.decode(meta, int.from_bytes(meta[:2], "big", signed=True), 2,
-                                                            with_end=True)[0]
-            except Exception:  # noqa: BLE001 - metadata that does not read: assume the member subscribes
+            got = M.decode_versioned("ConsumerProtocolSubscription", meta)
+            if got is None:  # metadata that does not read: assume the member subscribes
                 return True
-            if topic in sub.topics:
+            if topic in got[1].topics:
                 return True
         return False
 

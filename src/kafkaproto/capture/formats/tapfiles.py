@@ -133,11 +133,7 @@ class FrameTableWriter:
         """One frame's row; ``size`` and ``forwarded`` for a frame not kept
         (``f.frame`` is then its first bytes only)."""
         _append(self._cols, f, rewritten, size, forwarded)
-        self._pending += 1
-        self._pending_bytes += len(f.frame) + (len(rewritten) if rewritten else 0) + 64
-        if (self._pending >= self.batch_rows or self._file_bytes + self._pending_bytes >= self.roll_bytes
-                or time.monotonic() - self._last_flush >= self.flush_seconds):
-            self.flush()
+        self._added(len(f.frame) + (len(rewritten) if rewritten else 0))
 
     def end(self, conn: Connection, ts: int | None = None) -> None:
         """The row that says connection ``conn`` ended (its client or its
@@ -146,14 +142,18 @@ class FrameTableWriter:
         waiting are unanswered rows, and a reader that follows the folder
         keeps nothing of it.  A connection cut because the tap stopped gets
         none (the tap stopped, not the connection)."""
-        for name, value in (("ts", None if ts is None else ts // 1000), ("conn", conn.id), ("client", conn.client),
-                            ("server", conn.server), ("direction", END)):
-            self._cols[name].append(value)
-        for name in FRAME_FIELDS[5:]:
-            self._cols[name].append(None)
+        row = {"ts": None if ts is None else ts // 1000, "conn": conn.id, "client": conn.client,
+               "server": conn.server, "direction": END}
+        for name in FRAME_FIELDS:
+            self._cols[name].append(row.get(name))
+        self._added(0)
+
+    def _added(self, nbytes: int) -> None:
+        """A row of ``nbytes`` of frames was appended: a batch written once it is due."""
         self._pending += 1
-        self._pending_bytes += 64
-        if self._pending >= self.batch_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
+        self._pending_bytes += nbytes + 64
+        if (self._pending >= self.batch_rows or self._file_bytes + self._pending_bytes >= self.roll_bytes
+                or time.monotonic() - self._last_flush >= self.flush_seconds):
             self.flush()
 
     def flush(self) -> None:
