@@ -30,6 +30,12 @@ import sys
 
 from . import __version__
 
+# The library does no linear algebra: NumPy's OpenBLAS would start a thread
+# per core when NumPy is first imported (a tenth of a CPU-second, and the
+# threads spin) for nothing.  Only the command does this; the library leaves
+# its caller's process as it finds it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def inspect(path: str, out=None, ports=None, limit: int | None = None, *, err=None, apis=None, clients=None,
             connections=None, since=None, until=None, errors: bool = False, json: bool = False,

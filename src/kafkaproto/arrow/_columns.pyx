@@ -24,7 +24,11 @@ cdef uint8_t EMPTY_BYTE[16]
 # this large are mmap'd and returned to the system when freed, so each batch
 # pays a page fault per 4 KiB it writes (more than the decoding itself).
 # Freed large blocks are kept for reuse instead, by power-of-two size, up to
-# _CACHE_MAX bytes (what jemalloc and mimalloc do for Arrow's own pool).
+# _CACHE_MAX bytes (what jemalloc and mimalloc do for Arrow's own pool).  A
+# block that does not fit makes room by letting go of the blocks given back
+# longest ago: the cache holds what the last batches used (before, the first
+# blocks kept stayed for good, and a batch's largest column, 128 MiB on bulk
+# traffic, was mapped and faulted in afresh for every batch).
 
 cdef extern from "pythread.h":
     ctypedef void* PyThread_type_lock
@@ -38,9 +42,11 @@ cdef enum:
     PER_BUCKET = 8
 
 cdef void* _cache[BIG_BUCKETS][PER_BUCKET]
+cdef uint64_t _cache_at[BIG_BUCKETS][PER_BUCKET]  # when each kept block was given back
+cdef uint64_t _cache_clock = 0
 cdef int _cache_n[BIG_BUCKETS]
 cdef int64_t _cache_bytes = 0
-cdef int64_t _CACHE_MAX = 256 << 20
+cdef int64_t _CACHE_MAX = 512 << 20
 cdef PyThread_type_lock _cache_lock = PyThread_allocate_lock()
 if _cache_lock == NULL:
     raise MemoryError()
@@ -75,19 +81,45 @@ cdef void* mem_get(size_t size) noexcept nogil:
     return p
 
 
+cdef void* _evict_oldest(int lo, int hi) noexcept nogil:
+    """Take the block given back longest ago (of buckets ``lo`` to ``hi - 1``) out of
+    the cache, the lock held; NULL if there is none."""
+    global _cache_bytes
+    cdef int b, k, ob = -1, ok = -1
+    cdef uint64_t best = 0
+    cdef void* p
+    for b in range(lo, hi):
+        for k in range(_cache_n[b]):
+            if ob < 0 or _cache_at[b][k] < best:
+                ob, ok, best = b, k, _cache_at[b][k]
+    if ob < 0:
+        return NULL
+    p = _cache[ob][ok]
+    _cache_n[ob] -= 1
+    _cache[ob][ok] = _cache[ob][_cache_n[ob]]
+    _cache_at[ob][ok] = _cache_at[ob][_cache_n[ob]]
+    _cache_bytes -= <int64_t>1 << ob
+    return p
+
+
 cdef void mem_put(void* p, size_t size) noexcept nogil:
     """Give back a block from mem_get(size)."""
-    global _cache_bytes
+    global _cache_bytes, _cache_clock
     cdef int b = _bucket(size)
     if p == NULL:
         return
-    if b >= 0:
+    if b >= 0 and (<int64_t>1 << b) <= _CACHE_MAX:
         PyThread_acquire_lock(_cache_lock, 1)
-        if _cache_n[b] < PER_BUCKET and _cache_bytes + (<int64_t>1 << b) <= _CACHE_MAX:
-            _cache[b][_cache_n[b]] = p
-            _cache_n[b] += 1
-            _cache_bytes += <int64_t>1 << b
-            p = NULL
+        if _cache_n[b] == PER_BUCKET:  # the bucket's oldest block makes room
+            free(_evict_oldest(b, b + 1))
+        while _cache_bytes + (<int64_t>1 << b) > _CACHE_MAX:
+            free(_evict_oldest(BIG_SHIFT, BIG_BUCKETS))
+        _cache_clock += 1
+        _cache[b][_cache_n[b]] = p
+        _cache_at[b][_cache_n[b]] = _cache_clock
+        _cache_n[b] += 1
+        _cache_bytes += <int64_t>1 << b
+        p = NULL
         PyThread_release_lock(_cache_lock)
     free(p)
 

@@ -41,7 +41,7 @@ cdef extern from "Python.h":
 COMPILED = True
 
 cdef int64_t NO_TS = INT64_MIN
-cdef Py_ssize_t _BLOCK = 1 << 20
+cdef Py_ssize_t _BLOCK = 1 << 16  # stays in the core's cache (1 MiB blocks: the reads were a fifth of a bulk decode)
 
 _REASONS = (None, "malformed", "not_ip", "not_tcp", "ip_fragment", "unsupported_link")
 
