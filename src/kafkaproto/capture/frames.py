@@ -72,7 +72,8 @@ class FrameBatch:
     """Frames gathered by the walker (see the module's text).
 
     ``rows``: a numpy array of ``capture.walker._sink.ROW_DTYPE``; ``data``: the
-    frames' bytes (row i's are ``data[starts[i]:rows["end"][i]]``);
+    frames' bytes, any object with the buffer protocol (row i's are
+    ``memoryview(data)[starts[i]:rows["end"][i]]``);
     ``conns``: the Connection objects the rows name, by the rows' ``conn``
     index (a batch's own: the same connection may have another index in
     another batch); ``clients``: client ids, by the rows' ``client`` index;
@@ -213,7 +214,7 @@ class FrameBatch:
         cols = {name: r[name].tolist() for name in ("ts", "offset", "seq", "request_seq", "request_ts", "end", "conn",
                                                       "correlation_id", "client", "api_key", "api_version",
                                                       "direction", "status", "flags")}
-        data = self.data
+        data = memoryview(self.data)
         conns, clients = self.conns, self.clients
         for i in range(len(r)):
             flags = cols["flags"][i]

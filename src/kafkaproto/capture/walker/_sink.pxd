@@ -53,7 +53,7 @@ cdef class KafkaState
 cdef class FrameSink:
     cdef bytearray rows
     cdef Py_ssize_t nrows, rows_cap
-    cdef bytearray data
+    cdef char* data
     cdef Py_ssize_t dlen, dcap
     cdef public list conns
     cdef int64_t batch

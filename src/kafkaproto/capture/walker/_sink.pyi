@@ -53,7 +53,7 @@ class FrameSink:
         """Frames as columns (int32 ``state``, int64 the rest) from row ``first``
         until the sink is full; the row it stopped at."""
     def flush(self) -> None: ...
-    def take(self) -> tuple[np.ndarray[Any, Any], bytearray, list[Any]]: ...
+    def take(self) -> tuple[np.ndarray[Any, Any], Any, list[Any]]: ...  # (rows, a buffer of the frames' bytes, conns)
 
 class KafkaState:
     """Framing state of one direction of a Kafka connection (streams.KafkaHalf.state)."""
