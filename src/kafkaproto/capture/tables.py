@@ -237,8 +237,6 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 # and the figures use it.
 
 
-_NO_IDS: dict[bytes, tuple[int, str]] = {}
-
 
 
 _ZERO_ID = bytes(16)
@@ -255,19 +253,122 @@ def _uuid_text(b: bytes) -> str:
 
 
 def _name_or_id(names, ids, lookup=None, rows=None) -> pa.Array:
-    """Topic names; where a version carries only a topic id, ``lookup(id,
-    message row)`` (``rows``: each element's message row), else the id."""
+    """Topic names; where a version carries only a topic id, ``lookup(ids,
+    message rows)`` (names or nulls; ``rows``: each element's message row),
+    else the id."""
     names = names.cast(pa.large_string())
     if ids.null_count == len(ids):
         return names
     # the elements to name: no name, an id that is not all zeros (most have a name)
-    need = np.flatnonzero(ab.to_numpy(pc.and_(pc.is_null(names), _real_ids(ids))))
+    mask = ab.fill_null(pc.and_(pc.is_null(names), _real_ids(ids)), False)
+    need = np.flatnonzero(ab.to_numpy(mask))
     if not len(need):
         return names
-    out = names.to_pylist()
-    for i, tid in zip(need.tolist(), ids.take(ab.numbers(need, pa.int64())).to_pylist()):
-        out[i] = (lookup(tid, int(rows[i])) if lookup is not None else None) or _uuid_text(tid)
-    return ab.strings(out, pa.large_string())
+    tids = ids.take(ab.numbers(need, pa.int64()))
+    got = lookup(tids, rows[need]) if lookup is not None else pa.nulls(len(need), pa.string())
+    if got.null_count:  # no Metadata response named it before: the id's text
+        texts = got.to_pylist()
+        for k, tid in enumerate(tids.to_pylist()):
+            if texts[k] is None:
+                texts[k] = _uuid_text(tid)
+        got = ab.strings(texts, pa.string())
+    return pc.replace_with_mask(names, mask, got.cast(pa.large_string()))
+
+
+def _id_bytes(ids) -> np.ndarray:
+    """The 16 bytes of each topic id (``fixed_size_binary(16)``, none null) as an (n, 16) array."""
+    n = len(ids)
+    if not n:
+        return np.zeros((0, 16), dtype=np.uint8)
+    ids = ids.cast(pa.binary(16))
+    raw = np.frombuffer(ids.buffers()[1], dtype=np.uint8)
+    return raw[ids.offset * 16:(ids.offset + n) * 16].reshape(n, 16)
+
+
+def _last_of_each(keys: np.ndarray) -> np.ndarray:
+    """The position of the last row of each distinct row of ``keys`` (an (n, k) uint8 array)."""
+    n = len(keys)
+    flat = np.ascontiguousarray(keys[::-1]).view(f"V{keys.shape[1]}").ravel()
+    _, first = np.unique(flat, return_index=True)
+    return n - 1 - first
+
+
+class _ConnIds:
+    """Per (connection, topic id) the first Metadata response on the
+    connection that named it: its seq and the name, as columns (a key of
+    the connection's uid and the id, 24 bytes, per row)."""
+
+    __slots__ = ("conn", "key", "seq", "name")
+
+    def __init__(self) -> None:
+        self.conn = np.zeros(0, dtype=np.int64)
+        self.key = pa.array([], pa.binary(24))
+        self.seq = np.zeros(0, dtype=np.int64)
+        self.name = pa.array([], pa.string())
+
+    @staticmethod
+    def _keys(uids: np.ndarray, tid_bytes: np.ndarray) -> pa.Array:
+        n = len(uids)
+        key = np.empty((n, 24), dtype=np.uint8)
+        key[:, :8] = np.ascontiguousarray(uids, dtype=np.int64).view(np.uint8).reshape(n, 8)
+        key[:, 8:] = tid_bytes
+        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(24), n, [None, pa.py_buffer(key)])
+
+    def add(self, uids: np.ndarray, seqs: np.ndarray, tids, names) -> None:
+        """Rows in the order they came: a (connection, id) already held keeps its first."""
+        raw = _id_bytes(tids)
+        keys = self._keys(uids, raw)
+        flat = np.frombuffer(keys.buffers()[1], dtype=np.uint8).reshape(len(keys), 24).view("V24").ravel()
+        _, first = np.unique(flat, return_index=True)
+        if len(self.seq):
+            held = ab.to_numpy(ab.fill_null(pc.is_in(keys.take(ab.numbers(first, pa.int64())), value_set=self.key),
+                                            False))
+            first = first[~held]
+        if not len(first):
+            return
+        at = ab.numbers(first, pa.int64())
+        self.conn = np.concatenate([self.conn, np.asarray(uids, dtype=np.int64)[first]])
+        self.key = pa.concat_arrays([self.key, keys.take(at)])
+        self.seq = np.concatenate([self.seq, np.asarray(seqs, dtype=np.int64)[first]])
+        self.name = pa.concat_arrays([self.name, names.take(at).cast(pa.string())])
+
+    def names(self, uids: np.ndarray, seqs: np.ndarray, tids) -> pa.Array:
+        """For each (connection, id, seq): the name a Metadata response on the
+        connection gave the id before that seq, else null."""
+        n = len(tids)
+        if not len(self.seq):
+            return pa.nulls(n, pa.string())
+        pos = ab.to_numpy(ab.fill_null(pc.index_in(self._keys(uids, _id_bytes(tids)), value_set=self.key), -1))
+        ok = pos >= 0
+        ok[ok] = self.seq[pos[ok]] < np.asarray(seqs, dtype=np.int64)[ok]
+        return self.name.take(ab.masked(np.where(ok, pos, 0), ok, pa.int64()))
+
+    def keep(self, uids) -> None:
+        """Only the rows of the connections in ``uids``."""
+        if not len(self.seq):
+            return
+        ok = np.isin(self.conn, np.fromiter(uids, dtype=np.int64, count=len(uids)))
+        if ok.all():
+            return
+        at = ab.numbers(np.flatnonzero(ok), pa.int64())
+        self.conn, self.seq = self.conn[ok], self.seq[ok]
+        self.key, self.name = self.key.take(at), self.name.take(at)
+
+    def to_dict(self) -> dict[int, dict[bytes, tuple[int, str]]]:
+        out: dict[int, dict[bytes, tuple[int, str]]] = {}
+        for u, k, s, name in zip(self.conn.tolist(), self.key.to_pylist(), self.seq.tolist(), self.name.to_pylist()):
+            out.setdefault(u, {})[k[8:]] = (s, name)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[int, dict[bytes, tuple[int, str]]]) -> _ConnIds:
+        c = cls()
+        rows = [(u, t, s, name) for u, ids in d.items() for t, (s, name) in ids.items()]
+        if rows:
+            tids = pa.array([r[1] for r in rows], pa.binary(16))
+            c.add(np.array([r[0] for r in rows], dtype=np.int64), np.array([r[2] for r in rows], dtype=np.int64),
+                  tids, pa.array([r[3] for r in rows], pa.string()))
+        return c
 
 
 # ---------------------------------------------------------------------------
@@ -359,8 +460,9 @@ class CaptureDecoder:
         #: topic id -> name, from the capture's Metadata responses (the
         #: ``topic_ids`` table and the figures name topics with it)
         self.topic_ids: dict[bytes, str] = {}
-        # conn -> {topic id: (seq of the Metadata response, name)}: see _name_or_id
-        self.conn_ids: dict[int, dict[bytes, tuple[int, str]]] = {}
+        # per (connection, topic id) its Metadata responses named: the first
+        # response's seq and the name (see _name_or_id), as columns
+        self._ids = _ConnIds()
         # conn << 40 | request seq -> the wait a long-poll request asked for
         self.waits: dict[int, int] = {}
         self._names = self._api_names()
@@ -372,8 +474,18 @@ class CaptureDecoder:
         named, the waits its long polls asked for) let go for every
         connection not in ``uids`` (those still open): a capture followed for
         hours keeps what its open connections need, not its whole history."""
-        self.conn_ids = {u: v for u, v in self.conn_ids.items() if u in uids}
+        self._ids.keep(uids)
         self.waits = {k: v for k, v in self.waits.items() if (k >> 40) in uids}
+
+    @property
+    def conn_ids(self) -> dict[int, dict[bytes, tuple[int, str]]]:
+        """conn uid -> {topic id: (seq of the first Metadata response that
+        named it on the connection, name)}: what a saved state holds."""
+        return self._ids.to_dict()
+
+    @conn_ids.setter
+    def conn_ids(self, value: dict[int, dict[bytes, tuple[int, str]]]) -> None:
+        self._ids = _ConnIds.from_dict(value)
 
     @staticmethod
     def _api_names() -> pa.Array:
@@ -580,17 +692,18 @@ class CaptureDecoder:
             keep = np.flatnonzero(ab.to_numpy(named))
             if len(keep):
                 at = ab.numbers(keep, pa.int64())
-                names, tids = names.take(at).to_pylist(), ids.take(at).to_pylist()
-                self.topic_ids.update(zip(tids, names))
+                names, tids = names.take(at).cast(pa.string()), ids.take(at)
+                # topic_ids: each id's last name (a few ids, named over and over)
+                last = _last_of_each(_id_bytes(tids))
+                self.topic_ids.update(zip(tids.take(ab.numbers(last, pa.int64())).to_pylist(),
+                                          names.take(ab.numbers(last, pa.int64())).to_pylist()))
                 i = rows[nrows[keep]]
-                for u, s, tid, name in zip(uids[i].tolist(), seqs[i].tolist(), tids, names):
-                    self.conn_ids.setdefault(u, {}).setdefault(tid, (s, name))
-        conn_ids = self.conn_ids
+                self._ids.add(uids[i], seqs[i], tids, names)
+        ids_of = self._ids
 
-        def lookup(tid: bytes, j: int) -> str | None:
+        def lookup(tids, j: np.ndarray):
             i = rows[j]
-            got = conn_ids.get(int(uids[i]), _NO_IDS).get(tid)
-            return got[1] if got is not None and got[0] < seqs[i] else None
+            return ids_of.names(uids[i], seqs[i], tids)
 
         tl = _topic_names(msgs, key, lookup)
         if tl.null_count < len(tl):
