@@ -345,14 +345,21 @@ class _ConnIds:
 
     def keep(self, uids) -> None:
         """Only the rows of the connections in ``uids``."""
-        if not len(self.seq):
-            return
-        ok = np.isin(self.conn, np.fromiter(uids, dtype=np.int64, count=len(uids)))
+        if len(self.seq):
+            kept = self.subset(np.fromiter(uids, dtype=np.int64, count=len(uids)))
+            self.conn, self.key, self.seq, self.name = kept.conn, kept.key, kept.seq, kept.name
+
+    def subset(self, conns: np.ndarray) -> _ConnIds:
+        """The rows of the connections ``conns`` (a frame batch's: what its
+        lookups need, a fraction of what a capture's connections named)."""
+        ok = np.isin(self.conn, conns)
         if ok.all():
-            return
+            return self
+        out = _ConnIds()
         at = ab.numbers(np.flatnonzero(ok), pa.int64())
-        self.conn, self.seq = self.conn[ok], self.seq[ok]
-        self.key, self.name = self.key.take(at), self.name.take(at)
+        out.conn, out.seq = self.conn[ok], self.seq[ok]
+        out.key, out.name = self.key.take(at), self.name.take(at)
+        return out
 
     def to_dict(self) -> dict[int, dict[bytes, tuple[int, str]]]:
         out: dict[int, dict[bytes, tuple[int, str]]] = {}
@@ -463,6 +470,7 @@ class CaptureDecoder:
         # per (connection, topic id) its Metadata responses named: the first
         # response's seq and the name (see _name_or_id), as columns
         self._ids = _ConnIds()
+        self._batch_ids: _ConnIds | None = None  # (the rows of the batch's connections, see _bodies)
         # conn << 40 | request seq -> the wait a long-poll request asked for
         self.waits: dict[int, int] = {}
         self._names = self._api_names()
@@ -475,6 +483,7 @@ class CaptureDecoder:
         connection not in ``uids`` (those still open): a capture followed for
         hours keeps what its open connections need, not its whole history."""
         self._ids.keep(uids)
+        self._batch_ids = None
         self.waits = {k: v for k, v in self.waits.items() if (k >> 40) in uids}
 
     @property
@@ -486,6 +495,7 @@ class CaptureDecoder:
     @conn_ids.setter
     def conn_ids(self, value: dict[int, dict[bytes, tuple[int, str]]]) -> None:
         self._ids = _ConnIds.from_dict(value)
+        self._batch_ids = None
 
     @staticmethod
     def _api_names() -> pa.Array:
@@ -549,6 +559,7 @@ class CaptureDecoder:
         resp_idx = np.flatnonzero(~is_req)
         uids = fb.uids()
         seqs = r["seq"]
+        self._batch_ids = None
         status = r["status"].astype(np.int8)  # 0 framed, 1 unpaired; then 2 decoded, 3 undecodable
         sizes = r["end"] - fb.starts + 4
         error: dict[int, str] = {}  # row -> error text (few)
@@ -699,11 +710,13 @@ class CaptureDecoder:
                                           names.take(ab.numbers(last, pa.int64())).to_pylist()))
                 i = rows[nrows[keep]]
                 self._ids.add(uids[i], seqs[i], tids, names)
-        ids_of = self._ids
+                self._batch_ids = None
 
         def lookup(tids, j: np.ndarray):
+            if self._batch_ids is None:  # the rows of this batch's connections, once a batch
+                self._batch_ids = self._ids.subset(np.unique(uids))
             i = rows[j]
-            return ids_of.names(uids[i], seqs[i], tids)
+            return self._batch_ids.names(uids[i], seqs[i], tids)
 
         tl = _topic_names(msgs, key, lookup)
         if tl.null_count < len(tl):
