@@ -649,3 +649,54 @@ def test_three_brokers_answer_as_kafka_does(kafka_cluster):
         text = DOC.read_text()
     assert _doc_section(text, "Three brokers") == _doc_section("\n".join(section), "Three brokers"), (
         f"{DOC.name}: 'Three brokers' is out of date: run with KAFKAPROTO_WRITE_DOCS=1")
+
+
+def _rebalance_waits(host: str, port: int, group: str) -> list[tuple]:
+    """A classic group's rebalances and session timeouts, as seen on the wire: a member id handed out
+    (MEMBER_ID_REQUIRED) and never joined with holds a rebalance until its session timeout; a member that
+    goes silent while another joins is let go at its session timeout, not at the 30 s rebalance timeout."""
+    def ask(cls, fields, version, timeout=10.0):
+        return exchange(host, port, build(cls, fields), version, client_id="kafkaproto-probe", timeout=timeout)
+
+    deadline = time.monotonic() + 30
+    while ask(M.FindCoordinatorRequest, {"key_type": 0, "coordinator_keys": [group]}, 4).coordinators[0].error_code:
+        assert time.monotonic() < deadline, "no coordinator"
+        time.sleep(0.2)
+    join = {"group_id": group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 30000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}]}
+
+    def sync(member):
+        return ask(M.SyncGroupRequest, {"group_id": group, "generation_id": member.generation_id,
+                                        "member_id": member.member_id,
+                                        "assignments": [{"member_id": member.member_id, "assignment": b"a"}]}, 3)
+
+    a = ask(M.JoinGroupRequest, dict(join, member_id=ask(M.JoinGroupRequest, join, 5).member_id), 5)
+    sync(a)
+    out = []
+    # a member id handed out, never used: the leader's JoinGroup waits for it until its session lapses
+    assert ask(M.JoinGroupRequest, join, 5).error_code == ErrorCode.MEMBER_ID_REQUIRED
+    t0 = time.monotonic()
+    again = ask(M.JoinGroupRequest, dict(join, member_id=a.member_id), 5, timeout=40)
+    waited = time.monotonic() - t0
+    out.append(("join waited for the id handed out", again.error_code, again.generation_id - a.generation_id,
+                4 < waited < 15))
+    sync(again)
+    # a new member joins; the old one sends nothing more: it is let go after its session timeout
+    b_id = ask(M.JoinGroupRequest, join, 5).member_id
+    t0 = time.monotonic()
+    b = ask(M.JoinGroupRequest, dict(join, member_id=b_id), 5, timeout=40)
+    waited = time.monotonic() - t0
+    hb = ask(M.HeartbeatRequest, {"group_id": group, "generation_id": again.generation_id,
+                                  "member_id": a.member_id}, 4)
+    out.append(("the silent member let go", b.error_code, b.leader == b_id, [x.member_id for x in b.members] == [b_id],
+                4 < waited < 15, hb.error_code))
+    ask(M.LeaveGroupRequest, {"group_id": group, "members": [{"member_id": b_id}]}, 5)
+    return out
+
+
+def test_rebalances_wait_for_ids_handed_out_and_let_silent_members_go(kafka_conformance, mock):
+    kafka = kafka_conformance.cluster
+    expected = [("join waited for the id handed out", 0, 1, True),
+                ("the silent member let go", 0, True, True, True, ErrorCode.UNKNOWN_MEMBER_ID)]
+    assert _rebalance_waits(kafka.host, kafka.port, "kp-rebalance-waits") == expected
+    assert _rebalance_waits(*mock, "kp-rebalance-waits") == expected

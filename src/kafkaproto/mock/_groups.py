@@ -30,7 +30,9 @@ class ClassicGroup:
     def __init__(self):
         # member id -> {"protocols", "timeout" (rebalance), "session", "client", "instance", "assignment", "seen"}
         self.members: dict[str, dict] = {}
-        self.pending: set[str] = set()  # member ids handed out by MEMBER_ID_REQUIRED, not joined yet
+        # member ids handed out by MEMBER_ID_REQUIRED, not joined yet -> when they lapse (ms: the
+        # session timeout of the JoinGroup that asked); a rebalance waits for them, as Kafka's does
+        self.pending: dict[str, float] = {}
         self.joining: dict = {}  # member id -> future of its JoinGroup response
         self.syncing: dict = {}  # member id -> future of its SyncGroup response
         self.generation, self.leader, self.protocol, self.protocol_type = 0, "", None, None
@@ -46,8 +48,12 @@ class ClassicGroup:
             if self.timer is not None:
                 self.timer.cancel()
             self.timer = asyncio.get_running_loop().call_later(wait, self.complete)
-        if self.joining.keys() >= self.members.keys():
+        if self.all_joined():
             self.complete()
+
+    def all_joined(self) -> bool:
+        """Every member has sent its JoinGroup, and no member id handed out waits for one (Kafka's rule)."""
+        return self.joining.keys() >= self.members.keys() and not self.pending
 
     def complete(self):
         if self.timer is not None:
@@ -111,12 +117,19 @@ class ClassicGroup:
             self.complete()
 
     def expire(self, now: float) -> None:
-        """Members whose session timed out leave (Kafka's heartbeat expiry)."""
-        if self.state == "PreparingRebalance":  # those still to rejoin have the rebalance timeout
-            return
+        """Members whose session timed out leave (Kafka's heartbeat expiry), in a
+        rebalance too: those waiting for their JoinGroup or SyncGroup answer
+        have the rebalance timeout instead.  Member ids handed out and not
+        joined with lapse after their session timeout; a rebalance that
+        waited only for them completes."""
+        for member_id, deadline in list(self.pending.items()):
+            if now > deadline:
+                del self.pending[member_id]
         for member_id, m in list(self.members.items()):
-            if member_id not in self.syncing and now - m["seen"] > m["session"]:
+            if member_id not in self.syncing and member_id not in self.joining and now - m["seen"] > m["session"]:
                 self.remove(member_id)
+        if self.state == "PreparingRebalance" and self.all_joined():
+            self.complete()
 
     @property
     def empty(self) -> bool:
@@ -322,11 +335,11 @@ class GroupHandlers:
             if not m.protocols or not any(all(p.name in o for o in theirs) for p in m.protocols):
                 return R(error_code=E.INCONSISTENT_GROUP_PROTOCOL, member_id="")
             if v >= 4:  # KIP-394: the member id first, then the join with it
-                g.pending.add(member_id)
+                g.pending[member_id] = _monotonic_ms() + m.session_timeout_ms
                 return R(error_code=E.MEMBER_ID_REQUIRED, member_id=member_id)
         elif member_id not in g.members and member_id not in g.pending:
             return R(error_code=E.UNKNOWN_MEMBER_ID, member_id=member_id)
-        g.pending.discard(member_id)
+        g.pending.pop(member_id, None)
         protocols = {p.name: bytes(p.metadata) for p in m.protocols}
         others = [x["protocols"] for k, x in g.members.items() if k != member_id]
         if not protocols or not any(all(p in o for o in others) for p in protocols):
