@@ -302,9 +302,9 @@ class _ConnIds:
 
     def __init__(self) -> None:
         self.conn = np.zeros(0, dtype=np.int64)
-        self.key = pa.array([], pa.binary(24))
+        self.key = self._keys(self.conn, np.zeros((0, 16), dtype=np.uint8))
         self.seq = np.zeros(0, dtype=np.int64)
-        self.name = pa.array([], pa.string())
+        self.name = ab.strings([], pa.string())
 
     @staticmethod
     def _keys(uids: np.ndarray, tid_bytes: np.ndarray) -> pa.Array:
@@ -372,9 +372,10 @@ class _ConnIds:
         c = cls()
         rows = [(u, t, s, name) for u, ids in d.items() for t, (s, name) in ids.items()]
         if rows:
-            tids = pa.array([r[1] for r in rows], pa.binary(16))
+            raw = b"".join(r[1] for r in rows)
+            tids = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), len(rows), [None, pa.py_buffer(raw)])
             c.add(np.array([r[0] for r in rows], dtype=np.int64), np.array([r[2] for r in rows], dtype=np.int64),
-                  tids, pa.array([r[3] for r in rows], pa.string()))
+                  tids, ab.strings([r[3] for r in rows], pa.string()))
         return c
 
 
