@@ -202,9 +202,9 @@ class GrowingCapture:
         if kind and self.kind is None:
             self.kind = kind
         elif kind and kind != self.kind:
-            raise ValueError(f"{path}: {'pcap files' if self.kind == 'pcap' else 'the tap frame tables'} and "
-                             f"{'pcap files' if kind == 'pcap' else 'the tap frame tables'} in one folder; a "
-                             "growing capture is one or the other")
+            # (the same words whichever kind was met first: the files are sniffed once old enough)
+            raise ValueError(f"{path}: pcap files and the tap frame tables in one folder; a growing capture is "
+                             "one or the other")
         self._sniffed[name] = kind
         return kind
 
