@@ -87,6 +87,7 @@ cdef class IntsIn:
 
 cdef void* mem_get(size_t size) noexcept nogil
 cdef void mem_put(void* p, size_t size) noexcept nogil
+cdef void* mem_resize(void* p, size_t used, size_t old, size_t new) noexcept nogil
 cdef CMem cmem(void* ptr, Py_ssize_t size, Py_ssize_t alloc=*)
 cdef RowsIn rows_in(arr, int kind)
 cdef int64_t rows_bytes(const Rows* r) noexcept nogil

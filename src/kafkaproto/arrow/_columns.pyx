@@ -124,7 +124,7 @@ cdef void mem_put(void* p, size_t size) noexcept nogil:
     free(p)
 
 
-cdef void* _mem_resize(void* p, size_t used, size_t old, size_t new) noexcept nogil:
+cdef void* mem_resize(void* p, size_t used, size_t old, size_t new) noexcept nogil:
     """A block of ``new`` bytes holding the first ``used`` of ``p`` (a block of ``old``)."""
     cdef int bo = _bucket(old), bn = _bucket(new)
     cdef void* q
@@ -310,17 +310,17 @@ cdef int col_grow(Col* c, int64_t need) noexcept nogil:
         cap = need
     # the sizes stay what _col_free and _col_export compute from c.cap
     if c.valid != NULL:
-        p = _mem_resize(c.valid, c.n, c.cap, cap)
+        p = mem_resize(c.valid, c.n, c.cap, cap)
         if p == NULL:
             return -1
         c.valid = <uint8_t*>p
     if c.what == C_FIXED:
-        p = _mem_resize(c.data, c.n * c.width, c.cap * c.width, cap * c.width)
+        p = mem_resize(c.data, c.n * c.width, c.cap * c.width, cap * c.width)
         if p == NULL:
             return -1
         c.data = <uint8_t*>p
     elif c.what != C_STRUCT:
-        p = _mem_resize(c.offs, (c.n + 1) * 8, (c.cap + 1) * 8, (cap + 1) * 8)
+        p = mem_resize(c.offs, (c.n + 1) * 8, (c.cap + 1) * 8, (cap + 1) * 8)
         if p == NULL:
             return -1
         c.offs = <int64_t*>p
@@ -347,7 +347,7 @@ cdef int col_vgrow(Col* c, int64_t need) noexcept nogil:
     # a fresh block at every step.
     if need > (1 << 20) and c.vhint > cap:
         cap = c.vhint
-    p = _mem_resize(c.vdata, c.vlen, c.vcap, cap)
+    p = mem_resize(c.vdata, c.vlen, c.vcap, cap)
     if p == NULL:
         return -1
     c.vdata = <uint8_t*>p

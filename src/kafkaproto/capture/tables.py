@@ -237,8 +237,6 @@ def _topic_names(msgs, api_key: int, lookup=None) -> pa.Array:
 # and the figures use it.
 
 
-
-
 _ZERO_ID = bytes(16)
 
 
@@ -285,12 +283,15 @@ def _id_bytes(ids) -> np.ndarray:
     return raw[ids.offset * 16:(ids.offset + n) * 16].reshape(n, 16)
 
 
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """The position of the first row of each distinct row of ``keys`` (an (n, k) uint8 array)."""
+    flat = np.ascontiguousarray(keys).view(f"V{keys.shape[1]}").ravel()
+    return np.unique(flat, return_index=True)[1]
+
+
 def _last_of_each(keys: np.ndarray) -> np.ndarray:
-    """The position of the last row of each distinct row of ``keys`` (an (n, k) uint8 array)."""
-    n = len(keys)
-    flat = np.ascontiguousarray(keys[::-1]).view(f"V{keys.shape[1]}").ravel()
-    _, first = np.unique(flat, return_index=True)
-    return n - 1 - first
+    """The position of the last row of each distinct row of ``keys``."""
+    return len(keys) - 1 - _first_of_each(keys[::-1])
 
 
 class _ConnIds:
@@ -302,24 +303,23 @@ class _ConnIds:
 
     def __init__(self) -> None:
         self.conn = np.zeros(0, dtype=np.int64)
-        self.key = self._keys(self.conn, np.zeros((0, 16), dtype=np.uint8))
+        self.key = self._keys(self.conn, np.zeros((0, 16), dtype=np.uint8))[1]
         self.seq = np.zeros(0, dtype=np.int64)
         self.name = ab.strings([], pa.string())
 
     @staticmethod
-    def _keys(uids: np.ndarray, tid_bytes: np.ndarray) -> pa.Array:
+    def _keys(uids: np.ndarray, tid_bytes: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+        """The keys, as an (n, 24) array and as the Arrow column over it."""
         n = len(uids)
         key = np.empty((n, 24), dtype=np.uint8)
         key[:, :8] = np.ascontiguousarray(uids, dtype=np.int64).view(np.uint8).reshape(n, 8)
         key[:, 8:] = tid_bytes
-        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(24), n, [None, pa.py_buffer(key)])
+        return key, pa.FixedSizeBinaryArray.from_buffers(pa.binary(24), n, [None, pa.py_buffer(key)])
 
     def add(self, uids: np.ndarray, seqs: np.ndarray, tids, names) -> None:
         """Rows in the order they came: a (connection, id) already held keeps its first."""
-        raw = _id_bytes(tids)
-        keys = self._keys(uids, raw)
-        flat = np.frombuffer(keys.buffers()[1], dtype=np.uint8).reshape(len(keys), 24).view("V24").ravel()
-        _, first = np.unique(flat, return_index=True)
+        raw, keys = self._keys(uids, _id_bytes(tids))
+        first = _first_of_each(raw)
         if len(self.seq):
             held = ab.to_numpy(ab.fill_null(pc.is_in(keys.take(ab.numbers(first, pa.int64())), value_set=self.key),
                                             False))
@@ -338,7 +338,7 @@ class _ConnIds:
         n = len(tids)
         if not len(self.seq):
             return pa.nulls(n, pa.string())
-        pos = ab.to_numpy(ab.fill_null(pc.index_in(self._keys(uids, _id_bytes(tids)), value_set=self.key), -1))
+        pos = ab.to_numpy(ab.fill_null(pc.index_in(self._keys(uids, _id_bytes(tids))[1], value_set=self.key), -1))
         ok = pos >= 0
         ok[ok] = self.seq[pos[ok]] < np.asarray(seqs, dtype=np.int64)[ok]
         return self.name.take(ab.masked(np.where(ok, pos, 0), ok, pa.int64()))

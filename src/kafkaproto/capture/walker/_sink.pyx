@@ -19,7 +19,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, INT64_MIN
 from libc.string cimport memcmp, memcpy
 
 from kafkaproto._pairing cimport Pairing as _Pairing, Pend
-from kafkaproto.arrow._columns cimport cmem, mem_get, mem_put
+from kafkaproto.arrow._columns cimport cmem, mem_put, mem_resize
 from kafkaproto._wire cimport (
     kp_ld16, kp_ld32, Cur, RequestHead, cur_init, cur_skip_tags, cur_request_head, _frame_at, FRAME_COMPLETE,
     FRAME_BAD_SIZE,
@@ -159,12 +159,9 @@ cdef class FrameSink:
             cap = self.dcap * 2 if self.dcap else 1 << 16
             while cap < self.dlen + n:
                 cap *= 2
-            grown = <char*>mem_get(cap)
+            grown = <char*>mem_resize(self.data, self.dlen, self.dcap, cap)
             if grown == NULL:
                 raise MemoryError()
-            if self.dlen:
-                memcpy(grown, self.data, self.dlen)
-            mem_put(self.data, self.dcap)
             self.data = grown
             self.dcap = cap
         if n:
