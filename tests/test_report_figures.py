@@ -269,6 +269,33 @@ def test_groups_fold_a_stream_as_one_group_by():
     assert Groups(["k"]).table(schema).equals(schema.empty_table())
 
 
+def test_api_use_counts_each_request_under_its_connections_software_whenever_it_was_named():
+    """A connection's software is the first name its requests gave (the
+    version beside it), and every request of the connection counts under it:
+    requests before the naming one, in earlier batches too, a connection
+    named twice (the first name wins), one never named, and the same
+    connection number in two captures."""
+    from kafkaproto.capture.tables import table_schema
+
+    schema = table_schema("requests")
+
+    def batch(*rows):
+        full = [{**{f.name: None for f in schema}, "capture": cap, "conn": conn, "api_key": key, "api_version": 1,
+                 "api": f"api{key}", "client_id": cid, "size": 10, "status": "ok", "trailing_bytes": 0,
+                 "software_name": sw[0] if sw else None, "software_version": sw[1] if sw else None}
+                for cap, conn, key, cid, sw in rows]
+        return pa.RecordBatch.from_pylist(full, schema=schema)
+
+    agg = aggregate.TaskAggregates(rows=2)
+    agg.add("requests", batch(("c1", 1, 3, "a", None), ("c1", 2, 18, "b", ("x", "1")), ("c2", 1, 3, "a", None)))
+    agg.add("requests", batch(("c1", 1, 18, "a", ("y", None)), ("c1", 1, 3, "a", None), ("c1", 3, 3, "a", None),
+                              ("c1", 2, 3, "b", None)))
+    agg.add("requests", batch(("c1", 1, 18, "a", ("z", "9")), ("c2", 1, 18, "a", ("x", "1")), ("c1", 2, 3, "b", None)))
+    got = {(r["client_id"], r["software"], r["api_key"]): r["requests"] for r in agg.parts()["api_use"].to_pylist()}
+    assert got == {("a", "y", 3): 2, ("a", "y", 18): 2, ("a", None, 3): 1, ("b", "x 1", 18): 1,
+                   ("b", "x 1", 3): 2, ("a", "x 1", 3): 1, ("a", "x 1", 18): 1}
+
+
 def test_percentiles_of_many_histograms_at_once_equal_one_at_a_time():
     rng = np.random.default_rng(9)
     rows = []

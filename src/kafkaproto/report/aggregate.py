@@ -112,6 +112,8 @@ class _Beside(str):
 _FOLD = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "first": "first", "last": "last"}
 #: rows a :class:`Groups` keeps before it groups them
 ROWS = 1 << 16
+#: groups (in :data:`ROWS`) a :class:`Groups` keeps before it groups them again
+_REFOLD = 16
 
 
 def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa.Table:
@@ -154,9 +156,11 @@ class Groups:
     ``min``, ``max``, ``first``, ``last``; no aggregate: the distinct keys).
 
     The rows are kept as they come and grouped once they pass ``rows``; the
-    groups so far are grouped again when they have doubled since the last
-    time.  So memory follows the number of groups, a row is grouped a few
-    times at most, and ``first``/``last`` keep the order of the rows."""
+    groups so far are grouped again when they pass :data:`_REFOLD` times
+    ``rows`` and have doubled since the last time.  So memory follows the
+    number of groups, a row is grouped a few times at most (where the groups
+    are nearly as many as the rows, as few times as it takes), and
+    ``first``/``last`` keep the order of the rows."""
 
     def __init__(self, keys: list[str], aggs=(), rows: int | None = None) -> None:
         self.keys = list(keys)
@@ -166,7 +170,7 @@ class Groups:
         self._raw_rows = 0
         self._done: list[pa.Table] = []
         self._done_rows = 0
-        self._floor = self.rows
+        self._floor = _REFOLD * self.rows
 
     def add(self, cols: Mapping[str, pa.Array]) -> None:
         t = pa.table(dict(cols))
@@ -186,7 +190,7 @@ class Groups:
         if len(self._done) > 1 and (final or self._done_rows >= self._floor):
             g = _aggregate(_concat(self._done), self.keys, self.aggs, fold=True)
             self._done, self._done_rows = [g], g.num_rows
-            self._floor = max(self.rows, 2 * g.num_rows)
+            self._floor = max(_REFOLD * self.rows, 2 * g.num_rows)
 
     def table(self, schema: pa.Schema | None = None) -> pa.Table | None:
         """The groups (keys, then the outputs), cast to ``schema`` if given;
@@ -209,7 +213,7 @@ def _counts(n: int, value: int) -> pa.Array:
 # ---------------------------------------------------------------------------
 # the parts a task hands the driver
 
-_S, _L, _I64, _I16 = pa.string(), pa.large_string(), pa.int64(), pa.int16()
+_S, _L, _I64, _I32, _I16 = pa.string(), pa.large_string(), pa.int64(), pa.int32(), pa.int16()
 
 
 def _part(keys, values) -> tuple[pa.Schema, list[str], list[tuple]]:
@@ -287,9 +291,14 @@ class TaskAggregates:
                              ("server", "server", "first"), ("software_name", "software_name", "first"),
                              ("software_version", "software_version", "first", _Beside("software_name")))
         self.client_ids = groups([*conn, "client_id"])
-        # (keyed by numbers where the groups are many, 3x faster than by strings: an api's name and
-        # removed flag follow from its key and version, and are kept apart, in few groups)
+        # requests by client id, api and version, for each connection's software: keyed by the software
+        # (few groups) once the connection has named it, by the connection until then (keyed by numbers
+        # where the groups are many, 3x faster than by strings: an api's name and removed flag follow
+        # from its key and version, and are kept apart, in few groups)
         self.use = groups([*conn, "client_id", "api_key", "api_version"], ("requests", "conn", "count", _ALL))
+        self.use_named = groups(["client_id", "software", "api_key", "api_version"],
+                                ("requests", "software", "count", _ALL))
+        self._named = _Named()
         self.apis = groups(["api_key", "api_version", "api", "removed"])
         self.errors_by = groups(["capture", "server", "api", "code"], ("count", "code", "count", _ALL))
         self.latency_by = groups(["capture", "server", "api_key", "bucket"], ("count", "bucket", "count", _ALL),
@@ -356,8 +365,7 @@ class TaskAggregates:
                          "software_version": col("software_version") if request else none})
         self.client_ids.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id")})
         if request:
-            self.use.add({"capture": col("capture"), "conn": col("conn"), "client_id": col("client_id"),
-                          "api_key": col("api_key"), "api_version": col("api_version")})
+            self._use(batch)
         self.apis.add({"api_key": col("api_key"), "api_version": col("api_version"), "api": col("api"),
                        "removed": ab.fill_null(col("removed_in_kafka4"), False)})
         extra = col("trailing_bytes")
@@ -368,6 +376,20 @@ class TaskAggregates:
         if not request:
             self._responses(batch)
         self._errors(batch, kind)
+
+    def _use(self, batch) -> None:
+        col = batch.column
+        self._named.add(col("capture"), col("conn"), col("software_name"), col("software_version"))
+        code = self._named.codes(col("capture"), col("conn"))
+        named = code >= 0
+        cols = {"client_id": col("client_id"), "api_key": col("api_key"), "api_version": col("api_version")}
+        if named.any():
+            self.use_named.add({"software": ab.numbers(code[named], _I32),
+                                **{k: v.filter(ab.bools(named)) for k, v in cols.items()}})
+        if not named.all():
+            rest = ab.bools(~named)
+            self.use.add({"capture": col("capture").filter(rest), "conn": col("conn").filter(rest),
+                          **{k: v.filter(rest) for k, v in cols.items()}})
 
     def _responses(self, batch) -> None:
         col = batch.column
@@ -478,15 +500,86 @@ class TaskAggregates:
 
     def _api_use(self, conns: pa.Table, software, apis: pa.Table) -> pa.Table:
         """Requests by client id, the software their connection named, api and version."""
+        keys = ["client_id", "software", "api_key", "api_version"]
         use = self.use.table(pa.schema([("capture", _S), ("conn", _I64), ("client_id", _S), ("api_key", _I16),
                                         ("api_version", _I16), ("requests", _I64)]))
-        use = use.append_column("software", software.take(_rows_of(conns, use)))
-        use = _aggregate(use, ["client_id", "software", "api_key", "api_version"],
-                         [("requests", "requests", "sum", None)])
+        use = use.append_column("software", software.take(_rows_of(conns, use))).select(keys + ["requests"])
+        named = self.use_named.table(pa.schema([("client_id", _S), ("software", _I32), ("api_key", _I16),
+                                                ("api_version", _I16), ("requests", _I64)]))
+        named = named.set_column(1, "software", self._named.names().take(named.column("software")))
+        use = _aggregate(pa.concat_tables([use, named]), keys, [("requests", "requests", "sum", None)])
         use = use.append_column("api", _lookup(_code(use["api_key"]), _code(apis["api_key"]), apis["api"]))
         use = use.append_column("removed", _lookup(_code(use["api_key"], use["api_version"]),
                                                    _code(apis["api_key"], apis["api_version"]), apis["removed"]))
         return use.select(PARTS["api_use"][0].names).cast(PARTS["api_use"][0])
+
+
+class _Named:
+    """The software each connection named (the first request that gave a
+    name, with the version beside it: "name version"), as the requests come:
+    for each capture, the connections so far sorted, and a code for each
+    (the software's place in :meth:`names`)."""
+
+    def __init__(self) -> None:
+        self._conns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._names: list[str] = []
+        self._known: set[str] = set()
+
+    def add(self, capture, conn, name, version) -> None:
+        if name.null_count == len(name):
+            return
+        has = pc.and_(name.is_valid(), conn.is_valid())
+        name, version = name.filter(has), version.filter(has)
+        software = pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, ab.scalar(" ", _S)),
+                              name)
+        for sw in pc.unique(software).to_pylist():
+            if sw not in self._known:
+                self._known.add(sw)
+                self._names.append(sw)
+        codes = ab.to_numpy(pc.index_in(software, value_set=self.names())).astype(np.int32)
+        capture, conn = capture.filter(has), ab.to_numpy(conn.filter(has))
+        for cap, rows in self._by_capture(capture):
+            known, known_codes = self._conns.get(cap, (np.empty(0, np.int64), np.empty(0, np.int32)))
+            new, first = np.unique(conn[rows], return_index=True)  # each connection's first naming row
+            fresh = ~np.isin(new, known)
+            keys = np.concatenate([known, new[fresh]])
+            vals = np.concatenate([known_codes, codes[rows[first[fresh]]]])
+            order = np.argsort(keys, kind="stable")
+            self._conns[cap] = (keys[order], vals[order])
+
+    def codes(self, capture, conn) -> np.ndarray:
+        """Each row's software code, -1 where its connection has named none so far."""
+        out = np.full(len(conn), -1, dtype=np.int32)
+        if not self._conns:
+            return out
+        valid = None if conn.null_count == 0 else ab.to_numpy(conn.is_valid())
+        conn = ab.to_numpy(ab.fill_null(conn, 0))
+        for cap, rows in self._by_capture(capture):
+            got = self._conns.get(cap)
+            if got is None:
+                continue
+            keys, vals = got
+            want = conn[rows]
+            at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+            hit = keys[at] == want
+            if valid is not None:
+                hit &= valid[rows]
+            out[rows[hit]] = vals[at[hit]]
+        return out
+
+    def names(self) -> pa.Array:
+        return ab.strings(self._names, _S)
+
+    @staticmethod
+    def _by_capture(capture):
+        """(capture, its rows) for each capture of the rows (a task's rows are of one capture, or a few)."""
+        captures = pc.unique(capture).to_pylist()
+        if len(captures) == 1:
+            yield captures[0], np.arange(len(capture), dtype=np.int64)
+            return
+        at = ab.to_numpy(pc.index_in(capture, value_set=ab.strings(captures, _S)))
+        for k, cap in enumerate(captures):
+            yield cap, np.flatnonzero(at == k)
 
 
 def _rows_of(conns: pa.Table, t: pa.Table) -> pa.Array:
@@ -567,15 +660,20 @@ def _percentiles(table: pa.Table, keys: list[str]) -> list[dict]:
     maximum never below 0: a negative latency counts in the first bucket)."""
     if not table.num_rows:
         return []
-    t = table.sort_by([(k, "ascending") for k in keys] + [("bucket", "ascending")])
-    n = t.num_rows
-    first = np.zeros(n, dtype=bool)
-    first[0] = True
-    for k in keys:  # a group starts where any key differs from the row before (nulls equal)
-        col = t.column(k).combine_chunks()
-        a, b = col.slice(1), col.slice(0, n - 1)
-        same = ab.fill_null(pc.or_kleene(pc.equal(a, b), pc.and_(a.is_null(), b.is_null())), False)
-        first[1:] |= ~ab.to_numpy(same)
+    # each row's group as one number (each key's value by its place among the key's distinct values, null
+    # apart), then the rows by group and bucket: half the time of sorting by the keys' strings
+    group = np.zeros(table.num_rows, dtype=np.int64)
+    for k in keys:
+        col = table.column(k)
+        values = pc.unique(col)
+        if group.max(initial=0) >= (1 << 62) // (len(values) + 1):  # numbered afresh before it could overflow
+            group = np.unique(group, return_inverse=True)[1].astype(np.int64)
+        group = group * (len(values) + 1) + ab.to_numpy(ab.fill_null(pc.index_in(col, value_set=values), -1)) + 1
+    order = np.lexsort((ab.to_numpy(table.column("bucket")), group))
+    t = table.take(ab.numbers(order, _I64))
+    group = group[order]
+    first = np.ones(len(group), dtype=bool)
+    first[1:] = group[1:] != group[:-1]
     starts = np.flatnonzero(first)
     counts, buckets = ab.to_numpy(t.column("count")), ab.to_numpy(t.column("bucket"))
     total = np.add.reduceat(counts, starts)
@@ -589,11 +687,8 @@ def _percentiles(table: pa.Table, keys: list[str]) -> list[dict]:
         width = np.left_shift(1, np.maximum(_bit_length(low) - (_BITS + 1), 0))
         got[f"p{int(q * 100)}"] = (np.minimum(low + (width - 1) / 2, top) / 1000).tolist()
     got["max"] = (top / 1000).tolist()
-    rows = t.take(ab.numbers(starts, _I64)).select(keys).to_pylist()
-    for name, values in got.items():
-        for r, v in zip(rows, values):
-            r[name] = v
-    return rows
+    cols = {k: t.column(k).take(ab.numbers(starts, _I64)).to_pylist() for k in keys} | got
+    return [dict(zip(cols, row)) for row in zip(*cols.values())]
 
 
 def merge(parts: Mapping[str, pa.Table], data) -> None:
