@@ -731,6 +731,12 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
                        ("read", "tshark-read", "Python record loop / tshark -q")):
         if a in speed and b in speed:
             lines.append(f"  {what:49s} {speed[a] / speed[b]:6.2f}x")
+    if "report-cli" in speed and "decode" in results:
+        # the decode pass as a user's script runs it: its import (kafkaproto.capture) and the loop
+        ph = results["decode"]["phases"]
+        script = ph["import"]["cpu"] + ph["work"]["cpu"]
+        what = "kafkaproto report / decode pass with its import"
+        lines.append(f"  {what:49s} {speed['report-cli'] / (mb / script):6.2f}x  (import + loop: {script:.1f} CPU-s)")
     return "\n".join(lines)
 
 
