@@ -129,24 +129,28 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
         if fold:
             column, fn, opts = out, _FOLD[fn], None if fn == "count" else opts
         if fn in ("first", "last"):
-            # the first (last) row's position, then its value: a third of Arrow's first/last on strings
+            # the first (last) row's position, then its value: a third of Arrow's first/last on strings;
+            # one position for the aggregates whose rows count alike (every row, or the same column's valid ones)
             values = table.column(column)
-            at = np.arange(table.num_rows, dtype=np.int64)
-            name = f"row {len(rows)}"
-            valid = table.column(source[opts]) if isinstance(opts, _Beside) else values
-            rows[name] = ab.numbers(at, _I64) if opts == _KEEP_NULLS else ab.masked(at, ab.valid(valid), _I64)
-            spec.append((name, "min" if fn == "first" else "max"))
-            taken.append(values)
+            by = source[opts] if isinstance(opts, _Beside) else column
+            every = opts == _KEEP_NULLS or table.column(by).null_count == 0
+            key = (fn, None if every else by)
+            if key not in rows:
+                at = np.arange(table.num_rows, dtype=np.int64)
+                rows[key] = (len(spec), f"row {len(rows)}",
+                             ab.numbers(at, _I64) if every else ab.masked(at, ab.valid(table.column(by)), _I64))
+                spec.append((rows[key][1], "min" if fn == "first" else "max"))
+            taken.append((rows[key][0], values))
         else:
+            taken.append((len(spec), None))
             spec.append((column, fn) if opts is None else (column, fn, opts))
-            taken.append(None)
-    for name, at in rows.items():
+    for _, name, at in rows.values():
         table = table.append_column(name, at)
     g = ab.group_by(table, keys, spec)
     # the keys, then the aggregates (in pyarrow before 14, the other way round)
     cols = g.columns if g.column_names[:len(keys)] == keys else g.columns[len(spec):] + g.columns[:len(spec)]
-    cols = cols[:len(keys)] + [c if values is None else values.take(c)
-                                for c, values in zip(cols[len(keys):], taken)]
+    got = cols[len(keys):]
+    cols = cols[:len(keys)] + [got[k] if values is None else values.take(got[k]) for k, values in taken]
     return pa.Table.from_arrays(cols, names=keys + [a[0] for a in aggs])
 
 
