@@ -615,13 +615,15 @@ def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files,
                   progress: bool, log) -> list[bytes]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task); their manifests (Arrow IPC buffers)."""
-    from concurrent.futures.process import BrokenProcessPool
-
     try:
         return _embedded_tasks(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log)
-    except BrokenProcessPool:
-        raise WorkerError("a worker process died before its task finished (killed, or out of memory): "
-                          "the report was not finished") from None
+    except Exception as exc:
+        # (the pool's module is imported only where a pool ran: a job of one task imports none of it)
+        pool = sys.modules.get("concurrent.futures.process")
+        if pool is not None and isinstance(exc, pool.BrokenProcessPool):
+            raise WorkerError("a worker process died before its task finished (killed, or out of memory): "
+                              "the report was not finished") from None
+        raise
 
 
 def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
