@@ -467,9 +467,8 @@ class TaskAggregates:
             return self._connections
         t = frames.sort_by(by_conn)
         # every connection's client ids (its frames' keys are those of the frames' groups), sorted, nulls aside
-        ids = self.client_ids.table().sort_by(by_conn + [("client_id", "ascending")])
-        ids = ab.group_by(ids, ["capture", "conn"], [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]
-                          ).sort_by(by_conn)
+        ids = ab.group_by(self.client_ids.table(), ["capture", "conn"],
+                          [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]).sort_by(by_conn)
         assert ids.num_rows == t.num_rows
         cols = {name: t.column(name) for name in CONNECTIONS_SCHEMA.names if name != "client_ids"}
         cols["client_ids"] = _sort_lists(ids.column("client_id_distinct"))
