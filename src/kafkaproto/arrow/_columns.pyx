@@ -124,6 +124,30 @@ cdef void mem_put(void* p, size_t size) noexcept nogil:
     free(p)
 
 
+def _cache_blocks(op, size_t size=0, uintptr_t block=0):
+    """The block cache seen from Python, for its tests: ``"get"`` a block of
+    ``size`` (its address), ``"put"`` one back, ``"max"`` set the cap to
+    ``size`` (the cap before), ``"kept"`` (bytes kept, {block size: blocks})."""
+    global _CACHE_MAX
+    cdef int64_t old
+    if op == "get":
+        return <uintptr_t>mem_get(size)
+    if op == "put":
+        mem_put(<void*>block, size)
+        return None
+    if op == "max":
+        old = _CACHE_MAX
+        _CACHE_MAX = <int64_t>size
+        return old
+    if op == "kept":
+        PyThread_acquire_lock(_cache_lock, 1)
+        try:
+            return _cache_bytes, {1 << b: _cache_n[b] for b in range(BIG_SHIFT, BIG_BUCKETS) if _cache_n[b]}
+        finally:
+            PyThread_release_lock(_cache_lock)
+    raise ValueError(op)
+
+
 cdef void* mem_resize(void* p, size_t used, size_t old, size_t new) noexcept nogil:
     """A block of ``new`` bytes holding the first ``used`` of ``p`` (a block of ``old``)."""
     cdef int bo = _bucket(old), bn = _bucket(new)
