@@ -384,12 +384,15 @@ def run_cluster_probes(nodes: dict[int, tuple[str, int]], versions: dict[int, in
         "topics": [{"name": topic, "num_partitions": 3, "replication_factor": 3}], "timeout_ms": 10000})
     topic_id = created.topics[0].topic_id
     deadline = time.monotonic() + 30
-    while True:  # Kafka elects the leaders a moment after it answers: not an answer compared
-        md = ask("", first, M.MetadataRequest, {"topics": [{"name": topic}]}, record=False)
-        parts = [p for t in md.topics for p in t.partitions]
-        if len(parts) == 3 and all(p.leader_id >= 0 for p in parts) or time.monotonic() > deadline:
+    while True:  # Kafka elects the leaders a moment after it answers, and each broker learns them in its own
+        # time (a follower that has not yet answers a Produce with no leader): not answers compared
+        views = {n: ask("", n, M.MetadataRequest, {"topics": [{"name": topic}]}, record=False) for n in sorted(nodes)}
+        known = all(len(parts) == 3 and all(p.leader_id >= 0 for p in parts)
+                    for parts in ([p for t in v.topics for p in t.partitions] for v in views.values()))
+        if known or time.monotonic() > deadline:
             break
         time.sleep(0.1)
+    md = views[first]
     ask("Metadata", first, M.MetadataRequest, {"topics": [{"name": topic}]})
     leader = md.topics[0].partitions[0].leader_id
     other = next(n for n in sorted(nodes) if n != leader)
