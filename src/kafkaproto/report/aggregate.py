@@ -482,10 +482,7 @@ class TaskAggregates:
     def parts(self) -> dict[str, pa.Table]:
         """The partial tables for :func:`merge` (:data:`PARTS`, and the earliest unanswered requests)."""
         conns = self.connections()
-        # the software a connection named in ApiVersions: "name version"
-        # (not null_handling="skip": pyarrow 26 then drops the rows where both are null)
-        name, version = conns.column("software_name"), conns.column("software_version")
-        software = pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, ab.scalar(" ", _S)), name)
+        software = _software(conns.column("software_name"), conns.column("software_version"))
         apis = self.apis.table(_APIS)
         out = {"api_use": self._api_use(conns, software, apis), "clients": _clients(conns, software)}
         for name in ("errors_by", "waits", "early", "topics", "codecs", "unanswered"):
@@ -525,6 +522,12 @@ class TaskAggregates:
         return use.select(PARTS["api_use"][0].names).cast(PARTS["api_use"][0])
 
 
+def _software(name, version):
+    """The software a connection named in ApiVersions: "name version" (the name alone without a version)."""
+    # (not null_handling="skip": pyarrow 26 then drops the rows where both are null)
+    return pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, ab.scalar(" ", _S)), name)
+
+
 class _Named:
     """The software each connection named (the first request that gave a
     name, with the version beside it: "name version"), as the requests come:
@@ -533,20 +536,15 @@ class _Named:
 
     def __init__(self) -> None:
         self._conns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._names: list[str] = []
-        self._known: set[str] = set()
+        self._names: dict[str, None] = {}  # in the order first named: a name's code is its place
 
     def add(self, capture, conn, name, version) -> None:
         if name.null_count == len(name):
             return
         has = pc.and_(name.is_valid(), conn.is_valid())
-        name, version = name.filter(has), version.filter(has)
-        software = pc.if_else(version.is_valid(), pc.binary_join_element_wise(name, version, ab.scalar(" ", _S)),
-                              name)
+        software = _software(name.filter(has), version.filter(has))
         for sw in pc.unique(software).to_pylist():
-            if sw not in self._known:
-                self._known.add(sw)
-                self._names.append(sw)
+            self._names.setdefault(sw)
         codes = ab.to_numpy(pc.index_in(software, value_set=self.names())).astype(np.int32)
         capture, conn = capture.filter(has), ab.to_numpy(conn.filter(has))
         for cap, rows in self._by_capture(capture):
@@ -579,7 +577,7 @@ class _Named:
         return out
 
     def names(self) -> pa.Array:
-        return ab.strings(self._names, _S)
+        return ab.strings(list(self._names), _S)
 
     @staticmethod
     def _by_capture(capture):
