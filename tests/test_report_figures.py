@@ -269,6 +269,26 @@ def test_groups_fold_a_stream_as_one_group_by():
     assert Groups(["k"]).table(schema).equals(schema.empty_table())
 
 
+@pytest.mark.parametrize("rows", [None, 7, 16 * 8, 1000])
+def test_groups_keep_a_bounded_number_of_rows_where_grouping_hardly_shrinks_them(monkeypatch, rows):
+    """Distinct keys only (every group-by keeps every row): the rows kept
+    before grouping grow four times each time, up to 16 times ``rows``, but
+    never past 16 times ROWS (unless ``rows`` asks for more): a group-by
+    given 16 times ROWS already grows no further.  The groups stay right."""
+    monkeypatch.setattr(aggregate, "ROWS", 8)
+    g = Groups(["k"], [("n", "k", "count", aggregate._ALL)], rows=rows)
+    size = g.rows
+    most = max(size, 16 * 8)
+    kept = []
+    for at in range(0, 40 * most, 5):
+        g.add({"k": pa.array(range(at, at + 5), pa.int64())})
+        kept.append(g._raw_rows)
+    assert max(kept) < most + 5
+    assert max(kept) >= min(16 * size, most) - 5  # it does grow where it may
+    t = g.table()
+    assert t.num_rows == 40 * most and set(t.column("n").to_pylist()) == {1}
+
+
 def test_api_use_counts_each_request_under_its_connections_software_whenever_it_was_named():
     """A connection's software is the first name its requests gave (the
     version beside it), and every request of the connection counts under it:

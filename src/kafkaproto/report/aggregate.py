@@ -161,11 +161,12 @@ class Groups:
 
     The rows are kept as they come and grouped once they pass ``rows`` (four
     times as many each time grouping hardly made fewer of them, up to
-    :data:`_REFOLD` times); the groups so far are grouped again when they
-    pass :data:`_REFOLD` times ``rows`` and have doubled since the last
-    time.  So memory follows the number of groups, a row is grouped a few
-    times at most (where the groups are nearly as many as the rows, about
-    once), and ``first``/``last`` keep the order of the rows."""
+    :data:`_REFOLD` times, and never more than :data:`_REFOLD` times
+    :data:`ROWS` unless ``rows`` is more); the groups so far are grouped
+    again when they pass :data:`_REFOLD` times ``rows`` and have doubled
+    since the last time.  So memory follows the number of groups, a row is
+    grouped a few times at most (where the groups are nearly as many as the
+    rows, about once), and ``first``/``last`` keep the order of the rows."""
 
     def __init__(self, keys: list[str], aggs=(), rows: int | None = None) -> None:
         self.keys = list(keys)
@@ -177,6 +178,7 @@ class Groups:
         self._done_rows = 0
         self._floor = _REFOLD * self.rows
         self._more = 1  # rows kept before grouping them, in ``rows``
+        self._most = max(self.rows, _REFOLD * ROWS)  # and never more than these
 
     def add(self, cols: Mapping[str, pa.Array]) -> None:
         t = pa.table(dict(cols))
@@ -184,7 +186,7 @@ class Groups:
             return
         self._raw.append(t)
         self._raw_rows += t.num_rows
-        if self._raw_rows >= self._more * self.rows:
+        if self._raw_rows >= min(self._more * self.rows, self._most):
             self._group()
 
     def _group(self, final: bool = False) -> None:
