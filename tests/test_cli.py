@@ -136,3 +136,25 @@ def test_inspect_of_tap_output_with_nothing_readable_says_so(tmp_path):
     assert inspect(str(folder), out) == 2
     text = out.getvalue()
     assert "0 frames" in text and "300 file bytes unread" in text and text.count("error: ") == 2
+
+
+def test_the_command_tunes_its_own_collector_and_no_caller_s(tmp_path):
+    """``run`` (the process's entry) collects every 50 000 new objects and,
+    once the report has imported what it needs, freezes what is there; a
+    caller of ``main`` keeps its collector as it was."""
+    import gc
+    import subprocess
+    import sys
+
+    capture = pathlib.Path(__file__).resolve().parent.parent / "samples" / "capture" / "kafka.pcap"
+    code = ("import atexit, gc, sys;"
+            " atexit.register(lambda: print('GC', gc.get_threshold()[0], gc.get_freeze_count()));"
+            f" sys.argv = ['kafkaproto', 'report', {str(capture)!r}, '--out', {str(tmp_path / 'out')!r}, '--quiet'];"
+            " from kafkaproto.__main__ import run; run()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    threshold, frozen = map(int, proc.stdout.rsplit("GC ", 1)[1].split())
+    assert threshold == 50_000 and frozen > 10_000
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert main(["report", str(capture), "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
