@@ -393,8 +393,9 @@ class TaskAggregates:
 
     def _use(self, batch) -> None:
         col = batch.column
-        self._named.add(col("capture"), col("conn"), col("software_name"), col("software_version"))
-        code = self._named.codes(col("capture"), col("conn"))
+        by_capture = list(_Named.by_capture(col("capture")))
+        self._named.add(by_capture, col("conn"), col("software_name"), col("software_version"))
+        code = self._named.codes(by_capture, col("conn"))
         named = code >= 0
         cols = {"client_id": col("client_id"), "api_key": col("api_key"), "api_version": col("api_version")}
         if named.any():
@@ -534,38 +535,44 @@ class _Named:
     """The software each connection named (the first request that gave a
     name, with the version beside it: "name version"), as the requests come:
     for each capture, the connections so far sorted, and a code for each
-    (the software's place in :meth:`names`)."""
+    (the software's place in :meth:`names`).  A batch's rows come split by
+    capture (:meth:`by_capture`, once for :meth:`add` and :meth:`codes`)."""
 
     def __init__(self) -> None:
         self._conns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._names: dict[str, None] = {}  # in the order first named: a name's code is its place
 
-    def add(self, capture, conn, name, version) -> None:
+    def add(self, by_capture, conn, name, version) -> None:
         if name.null_count == len(name):
             return
-        has = pc.and_(name.is_valid(), conn.is_valid())
-        software = _software(name.filter(has), version.filter(has))
+        has = ab.to_numpy(pc.and_(name.is_valid(), conn.is_valid()))
+        rows_of = np.flatnonzero(has)
+        software = _software(name.filter(ab.bools(has)), version.filter(ab.bools(has)))
         for sw in pc.unique(software).to_pylist():
             self._names.setdefault(sw)
-        codes = ab.to_numpy(pc.index_in(software, value_set=self.names())).astype(np.int32)
-        capture, conn = capture.filter(has), ab.to_numpy(conn.filter(has))
-        for cap, rows in self._by_capture(capture):
+        codes = np.full(len(has), -1, dtype=np.int32)
+        codes[rows_of] = ab.to_numpy(pc.index_in(software, value_set=self.names()))
+        conn = ab.to_numpy(ab.fill_null(conn, 0))
+        for cap, rows in by_capture:
+            rows = rows[has[rows]]
+            if not len(rows):
+                continue
             known, known_codes = self._conns.get(cap, (np.empty(0, np.int64), np.empty(0, np.int32)))
             new, first = np.unique(conn[rows], return_index=True)  # each connection's first naming row
-            fresh = ~np.isin(new, known)
+            fresh = ~_among(new, known)
             keys = np.concatenate([known, new[fresh]])
             vals = np.concatenate([known_codes, codes[rows[first[fresh]]]])
             order = np.argsort(keys, kind="stable")
             self._conns[cap] = (keys[order], vals[order])
 
-    def codes(self, capture, conn) -> np.ndarray:
+    def codes(self, by_capture, conn) -> np.ndarray:
         """Each row's software code, -1 where its connection has named none so far."""
         out = np.full(len(conn), -1, dtype=np.int32)
         if not self._conns:
             return out
         valid = None if conn.null_count == 0 else ab.to_numpy(conn.is_valid())
         conn = ab.to_numpy(ab.fill_null(conn, 0))
-        for cap, rows in self._by_capture(capture):
+        for cap, rows in by_capture:
             got = self._conns.get(cap)
             if got is None:
                 continue
@@ -582,7 +589,7 @@ class _Named:
         return ab.strings(list(self._names), _S)
 
     @staticmethod
-    def _by_capture(capture):
+    def by_capture(capture):
         """(capture, its rows) for each capture of the rows (a task's rows are of one capture, or a few)."""
         captures = pc.unique(capture).to_pylist()
         if len(captures) == 1:
@@ -591,6 +598,14 @@ class _Named:
         at = ab.to_numpy(pc.index_in(capture, value_set=ab.strings(captures, _S)))
         for k, cap in enumerate(captures):
             yield cap, np.flatnonzero(at == k)
+
+
+def _among(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is one of ``sorted_keys`` (ascending): a binary search each."""
+    if not len(sorted_keys):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return sorted_keys[at] == values
 
 
 def _rows_of(conns: pa.Table, t: pa.Table) -> pa.Array:
