@@ -269,6 +269,38 @@ def test_groups_fold_a_stream_as_one_group_by():
     assert Groups(["k"]).table(schema).equals(schema.empty_table())
 
 
+def test_a_key_with_one_value_is_grouped_like_any_other():
+    """A key that holds one value in a batch (a task's capture) is left out
+    of the hashing and put back: the groups are those of a plain loop,
+    whether the key has one value in every batch, changes between batches,
+    or changes within one; a key of one value and nothing else to group
+    gives one group."""
+    rng = random.Random(9)
+    rows = []
+    for batch in range(12):
+        caps = ["a"] * 40 if batch < 5 else ["b"] * 40 if batch < 9 else [rng.choice("ab") for _ in range(40)]
+        rows.append([(c, rng.randrange(7), rng.randrange(100)) for c in caps])
+    g = Groups(["cap", "k"], [("n", "x", "count", aggregate._ALL), ("s", "x", "sum"), ("f", "x", "first")], rows=60)
+    only = Groups(["cap"], [("n", "x", "count", aggregate._ALL)], rows=60)
+    for batch in rows:
+        cols = {"cap": pa.array([r[0] for r in batch], pa.string()), "k": pa.array([r[1] for r in batch], pa.int64()),
+                "x": pa.array([r[2] for r in batch], pa.int64())}
+        g.add(cols)
+        only.add({"cap": cols["cap"], "x": cols["x"]})
+    want: dict = {}
+    for cap, k, x in (r for batch in rows for r in batch):
+        w = want.setdefault((cap, k), [0, 0, x])
+        w[0] += 1
+        w[1] += x
+    got = {(r["cap"], r["k"]): [r["n"], r["s"], r["f"]] for r in g.table().to_pylist()}
+    assert got == want
+    assert {r["cap"]: r["n"] for r in only.table().to_pylist()} == dict(collections.Counter(
+        r[0] for batch in rows for r in batch))
+    one = aggregate._aggregate(pa.table({"cap": pa.array(["z"] * 5), "x": pa.array(range(5), pa.int64())}), ["cap"],
+                               [("n", "x", "count", aggregate._ALL), ("l", "x", "last", None)])
+    assert one.to_pylist() == [{"cap": "z", "n": 5, "l": 4}]
+
+
 @pytest.mark.parametrize("rows", [None, 7, 16 * 8, 1000])
 def test_groups_keep_a_bounded_number_of_rows_where_grouping_hardly_shrinks_them(monkeypatch, rows):
     """Distinct keys only (every group-by keeps every row): the rows kept

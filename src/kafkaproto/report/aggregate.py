@@ -146,12 +146,35 @@ def _aggregate(table: pa.Table, keys: list[str], aggs, fold: bool = False) -> pa
             spec.append((column, fn) if opts is None else (column, fn, opts))
     for _, name, at in rows.values():
         table = table.append_column(name, at)
-    g = ab.group_by(table, keys, spec)
-    # the keys, then the aggregates (in pyarrow before 14, the other way round)
-    cols = g.columns if g.column_names[:len(keys)] == keys else g.columns[len(spec):] + g.columns[:len(spec)]
-    got = cols[len(keys):]
-    cols = cols[:len(keys)] + [got[k] if values is None else values.take(got[k]) for k, values in taken]
+    g = _group_by(table, keys, spec)
+    got = g.columns[len(keys):]
+    cols = g.columns[:len(keys)] + [got[k] if values is None else values.take(got[k]) for k, values in taken]
     return pa.Table.from_arrays(cols, names=keys + [a[0] for a in aggs])
+
+
+def _group_by(table: pa.Table, keys: list[str], spec) -> pa.Table:
+    """:func:`~kafkaproto.arrow.buffers.group_by`, the keys first, then the
+    aggregates.  A key with one value in every row (the capture, in a task
+    that reads one) groups nothing: it is left out of the hashing (a string
+    key costs more than comparing each of its values with the first) and
+    put back."""
+    same = {k: table.column(k)[0] for k in keys if _one_value(table.column(k))}
+    grouped = [k for k in keys if k not in same]
+    g = ab.group_by(table, grouped, spec)
+    # the keys, then the aggregates (in pyarrow before 14, the other way round)
+    cols = g.columns if g.column_names[:len(grouped)] == grouped else g.columns[len(spec):] + g.columns[:len(spec)]
+    by_key = dict(zip(grouped, cols))
+    names = g.column_names[len(grouped):] if g.column_names[:len(grouped)] == grouped else \
+        g.column_names[:len(spec)]
+    return pa.Table.from_arrays([by_key[k] if k not in same else pa.repeat(same[k], g.num_rows) for k in keys] +
+                                cols[len(grouped):], names=keys + names)
+
+
+def _one_value(col) -> bool:
+    """Whether ``col`` (two rows or more) holds the same value, not null, in every row."""
+    if len(col) < 2 or col.null_count:
+        return False
+    return pc.all(pc.equal(col, col[0])).as_py()
 
 
 class Groups:
@@ -210,6 +233,12 @@ class Groups:
             return None if schema is None else ab.empty_table(schema)
         t = self._done[0]
         return t if schema is None else t.select(schema.names).cast(schema)
+
+
+def _sorted(table: pa.Table, by: list[tuple[str, str]]) -> pa.Table:
+    """``table.sort_by(by)``, the keys with one value in every row left out."""
+    keys = [(k, o) for k, o in by if not _one_value(table.column(k))]
+    return table.sort_by(keys) if keys else table
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -468,10 +497,10 @@ class TaskAggregates:
         if frames is None:
             self._connections = ab.empty_table(CONNECTIONS_SCHEMA)
             return self._connections
-        t = frames.sort_by(by_conn)
+        t = _sorted(frames, by_conn)
         # every connection's client ids (its frames' keys are those of the frames' groups), sorted, nulls aside
-        ids = ab.group_by(self.client_ids.table(), ["capture", "conn"],
-                          [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]).sort_by(by_conn)
+        ids = _sorted(_group_by(self.client_ids.table(), ["capture", "conn"],
+                                [("client_id", "distinct", pc.CountOptions(mode="only_valid"))]), by_conn)
         assert ids.num_rows == t.num_rows
         cols = {name: t.column(name) for name in CONNECTIONS_SCHEMA.names if name != "client_ids"}
         cols["client_ids"] = _sort_lists(ids.column("client_id_distinct"))
