@@ -588,7 +588,7 @@ class _Named:
                 continue
             known, known_codes = self._conns.get(cap, (np.empty(0, np.int64), np.empty(0, np.int32)))
             new, first = np.unique(conn[rows], return_index=True)  # each connection's first naming row
-            fresh = ~_among(new, known)
+            fresh = ~_find(known, new)[1]
             keys = np.concatenate([known, new[fresh]])
             vals = np.concatenate([known_codes, codes[rows[first[fresh]]]])
             order = np.argsort(keys, kind="stable")
@@ -606,9 +606,7 @@ class _Named:
             if got is None:
                 continue
             keys, vals = got
-            want = conn[rows]
-            at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-            hit = keys[at] == want
+            at, hit = _find(keys, conn[rows])
             if valid is not None:
                 hit &= valid[rows]
             out[rows[hit]] = vals[at[hit]]
@@ -629,12 +627,13 @@ class _Named:
             yield cap, np.flatnonzero(at == k)
 
 
-def _among(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    """Whether each of ``values`` is one of ``sorted_keys`` (ascending): a binary search each."""
-    if not len(sorted_keys):
-        return np.zeros(len(values), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
-    return sorted_keys[at] == values
+def _find(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``values`` looked up in ``keys`` (ascending) by a binary search:
+    (its place, whether it is there)."""
+    if not len(keys):
+        return np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
+    return at, keys[at] == values
 
 
 def _rows_of(conns: pa.Table, t: pa.Table) -> pa.Array:
