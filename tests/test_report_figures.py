@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -299,6 +300,12 @@ def test_a_key_with_one_value_is_grouped_like_any_other():
     one = aggregate._aggregate(pa.table({"cap": pa.array(["z"] * 5), "x": pa.array(range(5), pa.int64())}), ["cap"],
                                [("n", "x", "count", aggregate._ALL), ("l", "x", "last", None)])
     assert one.to_pylist() == [{"cap": "z", "n": 5, "l": 4}]
+    # every key of one value (a capture of one connection): still grouped, ``distinct`` too
+    ids = aggregate._group_by(pa.table({"cap": ["z"] * 3, "conn": pa.array([5] * 3, pa.int64()),
+                                        "id": ["a", "b", None]}), ["cap", "conn"],
+                              [("id", "distinct", pc.CountOptions(mode="only_valid"))])
+    assert ids.column_names == ["cap", "conn", "id_distinct"]
+    assert ids.to_pylist() == [{"cap": "z", "conn": 5, "id_distinct": ["a", "b"]}]
 
 
 @pytest.mark.parametrize("rows", [None, 7, 16 * 8, 1000])
@@ -397,3 +404,30 @@ def test_a_task_returns_its_manifest_as_one_arrow_buffer(tmp_path):
         one = read_manifests(got[:1])[name]
         assert t.slice(0, one.num_rows).equals(one), name
     assert all(t.num_rows == 0 for t in read_manifests([]).values())
+
+
+def test_a_capture_of_one_connection_with_two_client_ids(tmp_path):
+    """One connection (every key of the figures' group-bys holds one value):
+    its row names both client ids, its requests count under each."""
+    from kafkaproto import encode_request, encode_response
+    from kafkaproto.capture.formats.writer import LINKTYPE_ETHERNET, PcapWriter, TcpConversation
+    from kafkaproto.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+    conv = TcpConversation(("10.1.0.1", 40001), ("10.1.0.2", 9092), linktype=LINKTYPE_ETHERNET)
+    packets = conv.handshake()
+    for cid, who in ((1, "first"), (2, "second")):
+        packets += conv.send(True, encode_request(ApiVersionsRequest(), 3, cid, who), 1460)
+        packets += conv.send(False, encode_response(ApiVersionsResponse(), 3, cid), 1460)
+    packets += conv.send(True, encode_request(MetadataRequest(topics=[]), 12, 3, "second"), 1460)
+    packets += conv.send(False, encode_response(MetadataResponse(), 12, 3), 1460)
+    packets += conv.close()
+    path = tmp_path / "one.pcap"
+    with open(path, "wb") as fh:
+        w = PcapWriter(fh, LINKTYPE_ETHERNET)
+        for ts, data in packets:
+            w.write(ts, data)
+    result = run_report([str(path)], tmp_path / "out", progress=False, workers=1)
+    conns = pq.read_table(tmp_path / "out" / "connections").to_pylist()
+    assert [(c["client_ids"], c["requests"], c["responses"]) for c in conns] == [(["first", "second"], 3, 3)]
+    use = {(r["client_id"], r["api"]): r["requests"] for r in result.data.api_use}
+    assert use == {("first", "ApiVersions"): 1, ("second", "ApiVersions"): 1, ("second", "Metadata"): 1}

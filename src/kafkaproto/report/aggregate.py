@@ -157,8 +157,9 @@ def _group_by(table: pa.Table, keys: list[str], spec) -> pa.Table:
     aggregates.  A key with one value in every row (the capture, in a task
     that reads one) groups nothing: it is left out of the hashing (a string
     key costs more than comparing each of its values with the first) and
-    put back."""
-    same = {k: table.column(k)[0] for k in keys if _one_value(table.column(k))}
+    put back.  One key is grouped by whatever it holds (some aggregates,
+    ``distinct``, have no form without a key)."""
+    same = {k: table.column(k)[0] for k in keys[:-1] if _one_value(table.column(k))}
     grouped = [k for k in keys if k not in same]
     g = ab.group_by(table, grouped, spec)
     # the keys, then the aggregates (in pyarrow before 14, the other way round)
