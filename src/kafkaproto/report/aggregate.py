@@ -163,12 +163,11 @@ def _group_by(table: pa.Table, keys: list[str], spec) -> pa.Table:
     grouped = [k for k in keys if k not in same]
     g = ab.group_by(table, grouped, spec)
     # the keys, then the aggregates (in pyarrow before 14, the other way round)
-    cols = g.columns if g.column_names[:len(grouped)] == grouped else g.columns[len(spec):] + g.columns[:len(spec)]
-    by_key = dict(zip(grouped, cols))
-    names = g.column_names[len(grouped):] if g.column_names[:len(grouped)] == grouped else \
-        g.column_names[:len(spec)]
+    if g.column_names[:len(grouped)] != grouped:
+        g = g.select(list(range(len(spec), g.num_columns)) + list(range(len(spec))))
+    by_key = dict(zip(grouped, g.columns))
     return pa.Table.from_arrays([by_key[k] if k not in same else pa.repeat(same[k], g.num_rows) for k in keys] +
-                                cols[len(grouped):], names=keys + names)
+                                g.columns[len(grouped):], names=keys + g.column_names[len(grouped):])
 
 
 def _one_value(col) -> bool:
@@ -575,13 +574,13 @@ class _Named:
     def add(self, by_capture, conn, name, version) -> None:
         if name.null_count == len(name):
             return
-        has = ab.to_numpy(pc.and_(name.is_valid(), conn.is_valid()))
-        rows_of = np.flatnonzero(has)
-        software = _software(name.filter(ab.bools(has)), version.filter(ab.bools(has)))
+        valid = pc.and_(name.is_valid(), conn.is_valid())
+        has = ab.to_numpy(valid)
+        software = _software(name.filter(valid), version.filter(valid))
         for sw in pc.unique(software).to_pylist():
             self._names.setdefault(sw)
         codes = np.full(len(has), -1, dtype=np.int32)
-        codes[rows_of] = ab.to_numpy(pc.index_in(software, value_set=self.names()))
+        codes[has] = ab.to_numpy(pc.index_in(software, value_set=self.names()))
         conn = ab.to_numpy(ab.fill_null(conn, 0))
         for cap, rows in by_capture:
             rows = rows[has[rows]]
