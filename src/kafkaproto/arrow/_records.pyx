@@ -145,6 +145,8 @@ cdef struct RecCols:
     int64_t first_off        # offsets of the first and last records of a legacy batch
     int64_t last_off
     bint any_off
+    int64_t in_total         # the bytes of the blobs being walked, and of those up to the current one's end
+    int64_t in_at
 
 
 cdef int _reserve_rows(RecCols* rc, int64_t count, int64_t nbytes) noexcept nogil:
@@ -153,13 +155,22 @@ cdef int _reserve_rows(RecCols* rc, int64_t count, int64_t nbytes) noexcept nogi
     then written without a check of room."""
     cdef int k
     cdef Col* c
+    cdef double whole
     for k in range(RC_COUNT):
         c = rc.c[k]
         if c != NULL:
             if col_reserve(c, count):
                 return -1
-            if c.what == C_VAR and c.vlen + nbytes > c.vcap and col_vgrow(c, c.vlen + nbytes):
-                return -1
+            if c.what == C_VAR and c.vlen + nbytes > c.vcap:
+                # a column outgrowing its block takes room for what the blobs so far say
+                # the walk will give (compressed batches give more than their bytes: a
+                # guess from the input's size alone left it doubling, each step a copy),
+                # an eighth more, and never more than four times the input
+                if rc.in_at > 0:
+                    whole = <double>(c.vlen + nbytes) * rc.in_total / rc.in_at * 1.125
+                    c.vhint = <int64_t>min(whole, 4.0 * rc.in_total)
+                if col_vgrow(c, c.vlen + nbytes):
+                    return -1
     return 0
 
 
@@ -809,6 +820,8 @@ cdef int _walk_rows(RowsIn rin, int64_t row0, bint check_crc, object limit, RecC
     cdef Budget taken
     cdef LSink ls = LSink()
     ls.rc = rc
+    rc.in_total = rows_bytes(&rin.r)
+    rc.in_at = 0
     for i in range(n):
         first = out.n if out is not None else 0
         taken = budget[0]
@@ -820,6 +833,7 @@ cdef int _walk_rows(RowsIn rin, int64_t row0, bint check_crc, object limit, RecC
             else:
                 error = "null records blob"
         else:
+            rc.in_at += blen
             try:
                 _blob(p, blen, row0 + i, check_crc, limit, rc, ls, out, max_records, max_headers, max_batch_headers,
                       partial, budget)

@@ -54,7 +54,7 @@ cdef class FrameSink:
     cdef bytearray rows
     cdef Py_ssize_t nrows, rows_cap
     cdef char* data
-    cdef Py_ssize_t dlen, dcap
+    cdef Py_ssize_t dlen, dcap, dnext
     cdef public list conns
     cdef int64_t batch
     cdef public list clients

@@ -152,11 +152,18 @@ cdef class FrameSink:
     cdef int _bytes(self, const unsigned char* f, Py_ssize_t n) except -1:
         # The frames' bytes go to a block of the Arrow columns' cache: a batch
         # reuses the pages an earlier one gave back (a fresh block per batch
-        # costs a page fault per 4 KiB written, a sixth of a bulk decode).
+        # costs a page fault per 4 KiB written, a sixth of a bulk decode), and
+        # starts with room for a whole batch (and an eighth, for the frame that
+        # ends it; at most 64 MiB: the pages are touched only as bytes come) or
+        # as much as the batch before it took: doubling from 64 KiB copied every
+        # byte of a bulk batch once more.
         cdef Py_ssize_t cap
         cdef char* grown
         if self.dlen + n > self.dcap:
-            cap = self.dcap * 2 if self.dcap else 1 << 16
+            if self.dcap:
+                cap = self.dcap * 2
+            else:
+                cap = max(self.dnext, min(self.batch_bytes + self.batch_bytes // 8, 64 << 20), 1 << 16)
             while cap < self.dlen + n:
                 cap *= 2
             grown = <char*>mem_resize(self.data, self.dlen, self.dcap, cap)
@@ -363,6 +370,7 @@ cdef class FrameSink:
         PyByteArray_Resize(self.rows, self.nrows * sizeof(Row))
         rows = np.frombuffer(self.rows, dtype=ROW_DTYPE) if self.nrows else np.zeros(0, dtype=ROW_DTYPE)
         data = cmem(self.data, self.dlen, self.dcap)  # (the block goes back to the cache with it)
+        self.dnext = self.dcap
         self.data = NULL
         self.dcap = 0
         conns = self.conns
