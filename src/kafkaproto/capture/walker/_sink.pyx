@@ -154,16 +154,18 @@ cdef class FrameSink:
         # reuses the pages an earlier one gave back (a fresh block per batch
         # costs a page fault per 4 KiB written, a sixth of a bulk decode), and
         # starts with room for a whole batch (and an eighth, for the frame that
-        # ends it; at most 64 MiB: the pages are touched only as bytes come) or
-        # as much as the batch before it took: doubling from 64 KiB copied every
-        # byte of a bulk batch once more.
-        cdef Py_ssize_t cap
+        # ends it; at most 64 MiB: the pages are touched only as bytes come), or
+        # what the batch before it took, up to twice that (one huge frame does
+        # not set the size of every batch after it): doubling from 64 KiB copied
+        # every byte of a bulk batch once more.
+        cdef Py_ssize_t cap, start
         cdef char* grown
         if self.dlen + n > self.dcap:
             if self.dcap:
                 cap = self.dcap * 2
             else:
-                cap = max(self.dnext, min(self.batch_bytes + self.batch_bytes // 8, 64 << 20), 1 << 16)
+                start = min(self.batch_bytes + self.batch_bytes // 8, 64 << 20)
+                cap = max(min(self.dnext, 2 * start), start, 1 << 16)
             while cap < self.dlen + n:
                 cap *= 2
             grown = <char*>mem_resize(self.data, self.dlen, self.dcap, cap)
