@@ -320,3 +320,43 @@ def test_a_log_window_that_reaches_the_call_caps_ends_there_and_the_next_reads_o
     items = list(kl.scan(seg, limits={"max_records_per_call": 3}))
     problems = [i for i in items if isinstance(i, log.LogProblem)]
     assert problems and "above max_records_per_call=3" in problems[0].message
+
+
+# ---------------------------------------------------------------------------
+# a records column outgrowing its block takes room for what the blobs so far
+# project over the whole input (at most four times its bytes); a binary_view
+# column's rows may all point into one buffer, so that "four times its bytes"
+# is no bound on memory: a block that large refused, the walk goes on with
+# the room it needs (a process whose address space is capped)
+
+_ROOM_PROBE = textwrap.dedent("""
+    import resource, sys
+    import numpy as np
+    import pyarrow as pa
+    from kafkaproto import arrow, records
+
+    first = records.encode([(None, bytes(4 << 20), None, 0)], codec="zstd")  # 4 MiB of value from ~200 bytes
+    junk = bytes(1 << 20)  # 16 k rows point into it: 16 GiB of "input", one MiB of memory
+    rows = 1 + (16 << 10)
+    views = np.zeros((rows, 4), dtype=np.int32)  # length, prefix, buffer index, offset
+    views[0] = (len(first), 0, 0, 0)
+    views[1:] = (len(junk), 0, 1, 0)
+    arr = pa.BinaryViewArray.from_buffers(pa.binary_view(), rows,
+                                          [None, pa.py_buffer(views.tobytes()), pa.py_buffer(first),
+                                           pa.py_buffer(junk)])
+    with open("/proc/self/status") as f:
+        size = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+    cap = size + (3 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    t = arrow.records(arr, columns=["value"])
+    ok = t.filter(t.column("error").is_null())
+    print(ok.num_rows, len(ok.column("value")[0].as_py()), t.num_rows - ok.num_rows)
+""")
+
+
+@pytest.mark.compiled_only
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc and an address-space cap that binds: Linux")
+def test_room_projected_past_what_the_process_may_map_falls_back_to_what_is_needed():
+    run = subprocess.run([sys.executable, "-c", _ROOM_PROBE], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["1", str(4 << 20), str(16 << 10)]

@@ -165,12 +165,15 @@ cdef int _reserve_rows(RecCols* rc, int64_t count, int64_t nbytes) noexcept nogi
                 # a column outgrowing its block takes room for what the blobs so far say
                 # the walk will give (compressed batches give more than their bytes: a
                 # guess from the input's size alone left it doubling, each step a copy),
-                # an eighth more, and never more than four times the input
+                # an eighth more, and never more than four times the input; a block that
+                # large refused, the room needed is enough
                 if rc.in_at > 0:
                     whole = <double>(c.vlen + nbytes) * rc.in_total / rc.in_at * 1.125
                     c.vhint = <int64_t>min(whole, 4.0 * rc.in_total)
                 if col_vgrow(c, c.vlen + nbytes):
-                    return -1
+                    c.vhint = 0
+                    if col_vgrow(c, c.vlen + nbytes):
+                        return -1
     return 0
 
 
