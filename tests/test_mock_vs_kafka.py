@@ -267,7 +267,9 @@ def run_probes(host: str, port: int, versions: dict[int, int]) -> list[Answer]:
         {"resource_type": 2, "resource_name": TOPIC, "configuration_keys": None}]})
     ask("IncrementalAlterConfigs", M.IncrementalAlterConfigsRequest, {"resources": [
         {"resource_type": 2, "resource_name": TOPIC, "configs": [
-            {"name": "retention.ms", "config_operation": 0, "value": "3600000"},
+            # a century: longer than the records' age (T0 is in 2023), or Kafka's retention check, which
+            # may run at any moment, deletes them before the ListOffsets and DeleteRecords probes below
+            {"name": "retention.ms", "config_operation": 0, "value": "3153600000000"},
             {"name": "cleanup.policy", "config_operation": 2, "value": "compact"}]}]})
     ask("IncrementalAlterConfigs, unknown config", M.IncrementalAlterConfigsRequest, {"resources": [
         {"resource_type": 2, "resource_name": TOPIC, "configs": [
