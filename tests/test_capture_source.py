@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.datasource import (
@@ -27,7 +28,7 @@ from pyspark.sql.datasource import (
 )
 
 from kafkaproto import sources
-from kafkaproto.capture import CaptureDamageError, SegmentTask
+from kafkaproto.capture import CaptureDamageError, SegmentTask, open_capture
 from kafkaproto.capture.frames import frame_schema
 from kafkaproto.report import run_report
 from support.report_helpers import SAMPLE, damaged_captures
@@ -102,6 +103,16 @@ def test_records_columns_asked_for_are_the_reports(captures, report, columns):
     assert got.schema.names == columns.split(",")
     assert _rows(got) == _rows(_table(report, "records").select(columns.split(",")))
 
+
+@pytest.mark.parametrize("filters", [[("partition", "=", 0)], pc.field("timestamp").is_valid(),
+                                     [("timestampType", "=", 0), ("key", "!=", b"")]])
+def test_records_filtered_on_columns_not_asked_for(captures, report, filters):
+    """The records walk copies what the filters read too (it once copied only
+    the columns asked for, and a filter on another then left no row)."""
+    got = open_capture(captures).read_table("records", columns=["conn", "seq", "offset"], filters=filters)
+    records = _table(report, "records")
+    want = records.filter(filters if isinstance(filters, pc.Expression) else pq.filters_to_expression(filters))
+    assert want.num_rows and _rows(got) == _rows(want.select(["conn", "seq", "offset"]))
 
 @pytest.mark.parametrize("split", SPLITS)
 def test_frames_give_the_header_columns_of_requests_and_responses(captures, report, split):
@@ -202,6 +213,49 @@ def test_only_the_bodies_a_query_needs_are_decoded(captures, report, split, monk
     assert set(seen.counts) == {(0, "request"), (3, "response")}
     assert seen.counts[(0, "request")] == got.num_rows
 
+
+
+#: pyarrow expressions as filters of the dataset (alone, or in a list with terms), and the same test of a row
+EXPRESSIONS = {
+    "header": ("responses", pc.field("api").isin(["Fetch", "Metadata"]), lambda r: r["api"] in ("Fetch", "Metadata")),
+    # columns of the bodies: decoded because the expression reads them, though no column asked for them
+    "body": ("requests", pc.field("software_name").is_valid() & (pc.field("api_version") >= 3),
+             lambda r: r["software_name"] is not None and r["api_version"] >= 3),
+    "records": ("records", pc.binary_length(pc.field("value")) > 20,
+                lambda r: r["value"] is not None and len(r["value"]) > 20),
+    "with terms": ("responses", [("api", "=", "Fetch"), pc.field("wait_ms").is_valid()],
+                   lambda r: r["api"] == "Fetch" and r["wait_ms"] is not None),
+}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("case", EXPRESSIONS)
+def test_pyarrow_expressions_filter_the_rows(captures, report, case, split):
+    table, filters, keep = EXPRESSIONS[case]
+    split_bytes = {"whole": None, "split": 256 << 10}[split]
+    got = open_capture(captures).read_table(table, columns=["capture", "conn", "seq"] if table != "records" else
+                                            ["capture", "conn", "seq", "offset"], filters=filters,
+                                            split_bytes=split_bytes)
+    want = _rows(pa.Table.from_pylist([{c: r[c] for c in got.schema.names} for r in _table(report, table).to_pylist()
+                                       if keep(r)], schema=got.schema))
+    assert want and _rows(got) == want
+
+
+def test_an_expression_that_cannot_filter_the_table_is_a_value_error(captures):
+    ds = open_capture(captures[:1])
+    for expr, why in ((pc.field("nope") == 1, "no column nope"),
+                      (pc.field("api_key") == "x", "no kernel matching input types"),
+                      (pc.field("api"), "must evaluate to bool")):
+        with pytest.raises(ValueError, match=why):
+            ds.read_table("requests", filters=expr)
+    # several tables read at once: an expression applies where it can, and must apply somewhere
+    task = ds.plan()[0]
+    counts: dict[str, int] = {}
+    for table, batch in ds.read_task(task, ("requests", "frames"), filters=pc.field("software_name") == "librdkafka"):
+        counts[table] = counts.get(table, 0) + batch.num_rows
+    assert counts["frames"] == ds.read_table("frames").num_rows and 0 < counts["requests"]
+    with pytest.raises(ValueError, match="applies to none of the tables read"):
+        list(ds.read_task(task, ("frames",), filters=pc.field("topics") == "x"))
 
 
 def test_indexed_capture_plans_only_the_connections_filters_leave(captures):

@@ -491,9 +491,13 @@ class CaptureDataset:
         build (default: all).  ``filters``: ``[(column, op, value), ...]``,
         all of which a row must pass (op: ``=``/``==``, ``!=``, ``<``, ``<=``,
         ``>``, ``>=``, ``in``, ``not in``, ``is_valid``); what they allow to
-        leave unread is not read.  ``split_bytes``: read large captures in
-        byte ranges (default: whole, one after the other).  ``damage``:
-        ``"record"`` (problems listed in ``reader.problems``) or ``"raise"``."""
+        leave unread is not read.  A :class:`pyarrow.compute.Expression`
+        (``pc.field("api") == "Fetch"``), alone or in the list, is a filter
+        too, applied to the rows as built: it leaves nothing unread, so
+        where a term says the same, the term reads less.  ``split_bytes``:
+        read large captures in byte ranges (default: whole, one after the
+        other).  ``damage``: ``"record"`` (problems listed in
+        ``reader.problems``) or ``"raise"``."""
         opts = ReadOptions.make(table, columns, filters, damage)
         return CaptureReader(self, self.plan(split_bytes or 1 << 62, filters=opts.filters), opts)
 
@@ -564,9 +568,10 @@ class CaptureDataset:
         """The rows one task gives of each of ``tables``, as ``(table, batch)``
         pairs, in one pass over its frames.  ``columns``: ``{table: names}``
         (default: every column); ``filters``: applied to every table that has
-        their columns.  Each capture's accounting is left in ``accounts``;
-        ``topic_ids``: the ``topic_ids`` rows too (every topic id the
-        captures' Metadata responses named)."""
+        their columns (an expression that fits none of them is a ValueError).
+        Each capture's accounting is left in ``accounts``; ``topic_ids``: the
+        ``topic_ids`` rows too (every topic id the captures' Metadata
+        responses named)."""
         accounts = accounts if accounts is not None else {}
         return self.table_rows(self.frame_batches(task, accounts=accounts), tables, columns, filters,
                                accounts=accounts, topic_ids=topic_ids)
@@ -581,6 +586,10 @@ class CaptureDataset:
         spans batches: topic ids, the waits long polls asked for); those
         made here are added."""
         filt = Filters.of(filters)
+        for k, e in enumerate(filt.exprs):
+            if all(filt.reads(t)[k] is None for t in tables):
+                raise ValueError(f"filter {e}: applies to none of the tables read ({', '.join(tables)}): "
+                                 f"{_expr_problem(e, source_schema(tables[0]))}")
         rows = [_Rows(t, (columns or {}).get(t) or table_schema_names(t), filt) for t in tables]
         record_columns = _record_columns(rows)
         bodies = [r for r in rows if r.table not in ("frames", "unanswered")]
@@ -725,23 +734,48 @@ def _us(v) -> int:
     raise TypeError(f"not a time: {v!r}")
 
 
+def _expr_problem(expr: pc.Expression, schema: pa.Schema) -> str | None:
+    """Why ``expr`` cannot filter rows of ``schema`` (a column it names that
+    the schema lacks, operands no kernel takes, not a boolean), or None."""
+    try:
+        schema.empty_table().filter(expr)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        text = str(exc)
+        m = re.search(r"No match for FieldRef\.Name\((.*?)\)", text)
+        return f"no column {m.group(1)}" if m else text.splitlines()[0]
+    return None
+
+
 class Filters:
-    """Filters of a read, as ``(column, op, value)`` terms all of which a row
-    must pass: applied exactly to the rows given (:meth:`mask`), and read for
-    what need not be read at all (api keys, time range, brokers, captures)."""
+    """Filters of a read: ``(column, op, value)`` terms and pyarrow
+    expressions, all of which a row must pass.  The terms are applied
+    exactly to the rows given (:meth:`mask`) and read for what need not be
+    read at all (api keys, time range, brokers, captures); an expression is
+    applied to the rows only (:meth:`apply`): it can test anything pyarrow
+    can, but leaves nothing unread."""
 
-    __slots__ = ("terms",)
+    __slots__ = ("terms", "exprs", "_reads")
 
-    def __init__(self, terms: Sequence[tuple[str, str, object]] = ()) -> None:
+    def __init__(self, terms: Sequence[tuple[str, str, object]] = (), exprs: Sequence[pc.Expression] = ()) -> None:
         self.terms = tuple(terms)
+        self.exprs = tuple(exprs)
+        self._reads: dict[str, list[frozenset | None]] = {}
 
     @staticmethod
     def of(filters, table: str | None = None) -> Filters:
-        """``filters`` (None, a :class:`Filters`, or terms: see
-        :mod:`kafkaproto.filters`) checked against ``table``'s columns: a
-        column it lacks, or a value its column cannot hold, is a ValueError."""
+        """``filters`` (None, a :class:`Filters`, terms: see
+        :mod:`kafkaproto.filters`, a :class:`pyarrow.compute.Expression`, or a
+        list of terms and expressions) checked against ``table``'s columns: a
+        column it lacks, a value its column cannot hold, or an expression
+        pyarrow cannot evaluate on the table as a filter is a ValueError."""
         if isinstance(filters, Filters):
             return filters
+        exprs: list[pc.Expression] = []
+        if isinstance(filters, pc.Expression):
+            filters, exprs = None, [filters]
+        elif isinstance(filters, list) and any(isinstance(f, pc.Expression) for f in filters):
+            exprs = [f for f in filters if isinstance(f, pc.Expression)]
+            filters = [f for f in filters if not isinstance(f, pc.Expression)]
         schema = source_schema(table) if table is not None else None
         terms = []
         for col, op, value in normalize(filters):
@@ -757,10 +791,45 @@ class Filters:
                 except TypeError as exc:
                     raise ValueError(f"filter on ts: {exc}") from None
             terms.append((col, op, value))
-        return Filters(terms)
+        if schema is not None:
+            for e in exprs:
+                problem = _expr_problem(e, schema)
+                if problem:
+                    raise ValueError(f"filter {e}: {problem} (table {table})")
+        return Filters(terms, exprs)
 
     def __bool__(self) -> bool:
-        return bool(self.terms)
+        return bool(self.terms or self.exprs)
+
+    def columns(self, table: str) -> set[str]:
+        """The columns of ``table`` the filters read: their terms' and those
+        of the expressions that apply to it (:meth:`reads`)."""
+        out = {c for c, _o, _v in self.terms}
+        for cols in self.reads(table):
+            out |= cols or set()
+        return out
+
+    def reads(self, table: str) -> list[frozenset | None]:
+        """For each expression, the columns of ``table`` it reads, or None if
+        it does not apply to the table (it names a column the table lacks, or
+        pyarrow cannot evaluate it there): found once a table by evaluating it
+        on the table's empty schema, whole and less each column in turn."""
+        got = self._reads.get(table)
+        if got is None:
+            schema = source_schema(table)
+            got = self._reads[table] = [None if _expr_problem(e, schema) else frozenset(
+                name for i, name in enumerate(schema.names) if _expr_problem(e, schema.remove(i)))
+                for e in self.exprs]
+        return got
+
+    def apply(self, table: str, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` (rows of ``table``, every column) less the rows an
+        expression that applies to the table leaves out (false or null)."""
+        for e, cols in zip(self.exprs, self.reads(table)):
+            if cols is not None and batch.num_rows:
+                got = pa.Table.from_batches([batch]).filter(e).combine_chunks().to_batches()
+                batch = got[0] if got else batch.slice(0, 0)
+        return batch
 
     # -- rows given ------------------------------------------------------------
     def mask(self, batch: pa.RecordBatch) -> pa.Array | None:
@@ -1028,11 +1097,11 @@ def record_columns_of(tables: Sequence[str], columns: Mapping[str, Sequence[str]
 
 def _record_columns(rows: list[_Rows]) -> list[str] | None:
     """What the records walk copies for these tables: the records columns
-    asked for (None: all); none when only record sets are read."""
+    asked for or filtered on (None: all); none when only record sets are read."""
     recs = [r for r in rows if r.table == "records"]
     if not recs:
         return [] if any(r.table == "record_sets" for r in rows) else None
-    cols = set().union(*(set(r.names) for r in recs))
+    cols = set().union(*(set(r.names) | r.filters.columns("records") for r in recs))
     if set(_RECORD_FIELDS) <= cols:
         return None
     return [c for c in _RECORD_FIELDS if c in cols]
@@ -1050,12 +1119,13 @@ class _Rows:
         self.servers = filters.strings("server")
         self.captures = filters.strings("capture")
         cols = set(names)
+        read = filters.columns(table)
         if table in ("requests", "responses"):
-            self.bodies = bool(cols & _BODY) or bool({c for c, _o, _v in filters.terms} & _BODY)
+            self.bodies = bool((cols | read) & _BODY)
         else:
             self.bodies = table in ("records", "record_sets")
-        self.topics = bool(cols & _NAMED) or filters.has("topics") or filters.has("topic")
-        self.waits = table == "responses" and ("wait_ms" in cols or filters.has("wait_ms"))
+        self.topics = bool((cols | read) & _NAMED)
+        self.waits = table == "responses" and "wait_ms" in cols | read
 
     def of(self, capture: str, fb: FrameBatch, dec: CaptureDecoder, decoded) -> Iterator[pa.RecordBatch]:
         if self.captures is not None and capture not in self.captures:
@@ -1075,6 +1145,8 @@ class _Rows:
             m = self.filters.mask(b)
             if m is not None:
                 b = b.filter(m)
+            if self.filters.exprs:
+                b = self.filters.apply(self.table, b)
             yield b.select(self.names)
 
     def decode_rows(self, fb: FrameBatch) -> np.ndarray:

@@ -323,7 +323,8 @@ class GrowingCapture:
         one capture with other options keep their states apart)."""
         text = json.dumps([self.name, self.ports, sorted(self.limits.items()), list(tables),
                            {k: list(v) for k, v in sorted((columns or {}).items())},
-                           [list(map(str, t)) for t in Filters.of(filters).terms], self.unanswered_after],
+                           [list(map(str, t)) for t in Filters.of(filters).terms],
+                           [str(e) for e in Filters.of(filters).exprs], self.unanswered_after],
                           default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
