@@ -83,6 +83,37 @@ def test_filters_choose_what_is_read(spark, logdir):
     assert {r["offset"] for r in got} >= {3, 5} and all(r["offset"] in (3, 5) or r["key"] == b"k1" for r in got)
 
 
+def test_spark_filters_become_bounds_through_the_shared_translation(logdir):
+    """Spark's filters are read as the capture source reads them
+    (kafkaproto.filters.spark_term), then those on offset, timestamp, topic and
+    partition become the read's bounds; the rest are left to Spark."""
+    from pyspark.sql.datasource import (
+        EqualTo,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        IsNotNull,
+        LessThan,
+        LessThanOrEqual,
+        Not,
+        StringStartsWith,
+    )
+
+    ds = klog.KafkaLogDataSource({"path": str(logdir)})
+    reader = ds.reader(ds.schema())
+    t = dt.datetime.fromtimestamp((T0 + 2000) / 1000, dt.timezone.utc)
+    kept = [In(("offset",), (3, 9)), Not(EqualTo(("topic",), "clicks")), StringStartsWith(("topic",), "or"),
+            EqualTo(("key",), b"k1"), IsNotNull(("key",))]
+    pushed = [GreaterThan(("offset",), 2), LessThanOrEqual(("offset",), 50), GreaterThanOrEqual(("timestamp",), t),
+              LessThan(("timestamp",), t + dt.timedelta(seconds=5)), In(("topic",), ("orders", "clicks")),
+              EqualTo(("topic",), "orders"), EqualTo(("partition",), 1), IsNotNull(("offset",))]
+    assert list(reader.pushFilters(kept + pushed)) == kept
+    b = reader.opts.bounds
+    assert (b.offset_from, b.offset_to) == (3, 10)  # (3, 10): the IN narrowed the range, Spark keeps it
+    assert (b.time_from, b.time_to, b.time_to_inclusive) == ((T0 + 2000) * 1000, (T0 + 7000) * 1000, False)
+    assert b.topics == {"orders"} and b.partitions == {1}
+
+
 def test_columns_come_from_the_schema(spark, logdir):
     df = spark.read.format("kafkaproto.log").schema("offset long, value binary, topic string").load(str(logdir))
     assert df.columns == ["offset", "value", "topic"]

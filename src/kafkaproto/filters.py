@@ -2,11 +2,15 @@
 the form ``pyarrow.parquet.read_table(filters=...)`` takes -- and Spark's
 data-source filters in that form.
 
-The datasets (:func:`kafkaproto.capture.open_capture`,
-:func:`kafkaproto.log.open_log`) take their filters as such terms: each
-pushes into its walk what it can (api keys, brokers, time ranges, offsets)
-and applies the rest to the rows.  Their Spark sources hand Spark's filters
-to :func:`from_spark`, the one translation both use.
+The capture dataset (:func:`kafkaproto.capture.open_capture`) takes its
+filters as such terms (and pyarrow expressions beside them, applied to the
+rows only), pushing into its walk what it can (api keys, brokers, time
+ranges, captures) and applying the rest to the rows.  Both Spark sources
+read each of Spark's filters as a term with :func:`spark_term`, the one
+translation they share (:func:`from_spark`: a list of them); the capture
+source hands the terms to its dataset, the log source turns those on
+``offset``, ``timestamp``, ``topic`` and ``partition`` into the bounds of
+:meth:`kafkaproto.log.Log.read`.
 
 Operators: ``==`` (or ``=``), ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``,
 ``not in`` (a list of values), ``is_valid`` (not null; no value).

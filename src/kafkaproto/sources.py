@@ -7,8 +7,8 @@
 
 ``kafkaproto.capture`` reads captured traffic (:mod:`kafkaproto.capture.spark`),
 ``kafkaproto.log`` Kafka's log on disk (:mod:`kafkaproto.log.spark`); each
-lives beside its dataset and translates Spark's filters the same way
-(:func:`kafkaproto.filters.from_spark`).
+lives beside its dataset and reads Spark's filters the same way
+(:func:`kafkaproto.filters.spark_term`).
 """
 
 from __future__ import annotations

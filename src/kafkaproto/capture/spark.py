@@ -32,7 +32,7 @@ Pushdown (needs ``spark.sql.python.filterPushdown.enabled``, which
 :func:`register` sets): ``=``/``IN``/``<``/``<=``/``>``/``>=``/``IS NOT
 NULL`` on ``api_key``, ``api``, ``ts``, ``server``, ``capture``, ``source``
 (records, record sets) and ``direction`` (frames) are applied here, exactly
-(translated by :func:`kafkaproto.filters.from_spark`, the log source's
+(translated by :func:`kafkaproto.filters.spark_term`, the log source's
 translation too).  Frames of other api keys, other brokers or outside the
 time range are not decoded; connections to other brokers, and connections
 whose packets all lie outside the time range, are left out of the plan

@@ -36,19 +36,9 @@ endpoint_override=...``, credentials from the environment as usual).
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    IsNotNull,
-    LessThan,
-    LessThanOrEqual,
-)
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from ..filters import spark_term
 from . import LogDamageError, ReadOptions, open_log
 from ._files import resolve
 from ._read import LOG_SCHEMA, NAMES, Bounds, _us, read_task
@@ -57,7 +47,8 @@ from ._scan import DEFAULT_WINDOW
 __all__ = ["NAME", "KafkaLogDataSource", "register", "spark_schema"]
 
 NAME = "kafkaproto.log"
-_BOUNDED = {("offset",), ("timestamp",), ("topic",), ("partition",)}
+_BOUNDED = {"offset", "timestamp", "topic", "partition"}
+_CMP = {"==", ">", ">=", "<", "<="}
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 DEFAULT_SPLIT = 128 << 20
 
@@ -198,48 +189,48 @@ class _Reader(DataSourceReader):
 
 class _PushdownReader(_Reader):
     def pushFilters(self, filters):
+        # each filter as the capture source reads it (kafkaproto.filters.spark_term), then as bounds
         b = self.opts.bounds
         lo, hi, t0, t1, inc = b.offset_from, b.offset_to, b.time_from, b.time_to, b.time_to_inclusive
         topics, parts = b.topics, b.partitions
         for f in filters:
-            attribute = getattr(f, "attribute", ())
-            if isinstance(f, IsNotNull) and attribute in _BOUNDED:
+            term = spark_term(f)
+            if term is None:
+                yield f
+                continue
+            col, op, value = term
+            if op == "is_valid" and col in _BOUNDED:
                 continue  # true of every record; a damaged region's row is reported whatever the filters
-            col = attribute[0] if len(attribute) == 1 and hasattr(f, "value") else None
             exact = True
-            if col == "offset" and isinstance(f, In):
-                if f.value and all(isinstance(v, int) for v in f.value):
-                    lo, hi = _max(lo, min(f.value)), _min(hi, max(f.value) + 1)
+            if col == "offset" and op == "in":
+                if value and all(isinstance(v, int) for v in value):
+                    lo, hi = _max(lo, min(value)), _min(hi, max(value) + 1)
                 exact = False  # narrowed, not applied: Spark keeps the filter
-            elif col == "offset" and isinstance(f.value, int) and not isinstance(f.value, bool):
-                if isinstance(f, EqualTo):
-                    lo, hi = _max(lo, f.value), _min(hi, f.value + 1)
-                elif isinstance(f, GreaterThan):
-                    lo = _max(lo, f.value + 1)
-                elif isinstance(f, GreaterThanOrEqual):
-                    lo = _max(lo, f.value)
-                elif isinstance(f, LessThan):
-                    hi = _min(hi, f.value)
-                elif isinstance(f, LessThanOrEqual):
-                    hi = _min(hi, f.value + 1)
+            elif col == "offset" and isinstance(value, int) and not isinstance(value, bool) and op in _CMP:
+                if op == "==":
+                    lo, hi = _max(lo, value), _min(hi, value + 1)
+                elif op == ">":
+                    lo = _max(lo, value + 1)
+                elif op == ">=":
+                    lo = _max(lo, value)
+                elif op == "<":
+                    hi = _min(hi, value)
                 else:
-                    exact = False
-            elif col == "timestamp" and not isinstance(f, In) and f.value is not None:
-                v = _us(f.value)
-                if isinstance(f, EqualTo):
+                    hi = _min(hi, value + 1)
+            elif col == "timestamp" and op in _CMP and value is not None:
+                v = _us(value)
+                if op == "==":
                     t0, (t1, inc) = _max(t0, v), _tmin(t1, inc, v, True)
-                elif isinstance(f, GreaterThan):
+                elif op == ">":
                     t0 = _max(t0, v + 1)
-                elif isinstance(f, GreaterThanOrEqual):
+                elif op == ">=":
                     t0 = _max(t0, v)
-                elif isinstance(f, LessThan):
+                elif op == "<":
                     t1, inc = _tmin(t1, inc, v, False)
-                elif isinstance(f, LessThanOrEqual):
-                    t1, inc = _tmin(t1, inc, v, True)
                 else:
-                    exact = False
-            elif col in ("topic", "partition") and isinstance(f, (EqualTo, In)):
-                values = set(f.value) if isinstance(f, In) else {f.value}
+                    t1, inc = _tmin(t1, inc, v, True)
+            elif col in ("topic", "partition") and op in ("==", "in"):
+                values = set(value) if op == "in" else {value}
                 if col == "topic":
                     topics = values if topics is None else topics & values
                 else:
