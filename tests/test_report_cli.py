@@ -270,3 +270,18 @@ def test_a_folder_a_report_wrote_before_folders_were_marked_is_still_its_own(cap
     (out / MARKER).unlink()
     (out / "report.json").write_text("{}")
     assert refused(capsys, out) == f"{out}: holds connections, which no report wrote: give a new or empty folder"
+
+
+def test_no_payloads_leaves_the_records_contents_out(capsys, tmp_path):
+    """``--no-payloads``: the records table with key, value and headers null, the rest as without the flag."""
+    import pyarrow.parquet as pq
+
+    assert report(capsys, tmp_path / "with")[0] == 0
+    assert report(capsys, tmp_path / "without", extra=["--no-payloads"])[0] == 0
+    full, bare = pq.read_table(tmp_path / "with" / "records"), pq.read_table(tmp_path / "without" / "records")
+    payloads = ["key", "value", "headers"]
+    assert bare.schema == full.schema and full["value"].null_count < full.num_rows
+    assert all(bare[c].null_count == bare.num_rows for c in payloads)
+    assert bare.drop_columns(payloads).equals(full.drop_columns(payloads))
+    for table in ("requests", "responses", "record_sets"):
+        assert pq.read_table(tmp_path / "without" / table).equals(pq.read_table(tmp_path / "with" / table))

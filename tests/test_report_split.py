@@ -16,6 +16,7 @@ from kafkaproto.capture.formats.ranges import plan_ranges, read_frames_ranged, r
 from kafkaproto.capture.formats.writer import PcapWriter, TcpConversation
 from kafkaproto.capture.walker.packets import LINKTYPE_ETHERNET
 from kafkaproto.report import run_report
+from kafkaproto.report.tasks import PAYLOADS
 from support.report_helpers import (
     SAMPLE,
     damaged_captures,
@@ -91,6 +92,28 @@ def test_one_capture_in_eight_or_more_ranges_equals_the_one_task_run(spark, synt
     assert split.data.tasks["byte ranges"] >= 8 and split.data.tasks["segment partitions"] >= 8
     _same(whole, split)
 
+
+@pytest.mark.parametrize("engine", ["embedded", "spark"])
+def test_without_payloads_only_the_records_contents_are_null(spark, synthetic, synthetic_whole, tmp_path, engine):
+    """payloads=False (``--no-payloads``): the records' key, value and headers
+    null -- whole and in ranges, on both engines -- and every other column,
+    table and figure as with them."""
+    size = synthetic.stat().st_size
+    for how, kw in (("whole", {}), ("ranges", {"whole_file_max": 0, "range_bytes": size // 3})):
+        got = run_report({"traffic": str(synthetic)}, tmp_path / how, spark=spark if engine == "spark" else None,
+                         progress=False, payloads=False, **kw)
+        want_t, got_t = report_tables(synthetic_whole.data.out), report_tables(got.data.out)
+        for name in want_t:
+            if name != "records":
+                assert got_t[name] == want_t[name], name
+        recs = pq.read_table(f"{got.data.out}/records")
+        full = pq.read_table(f"{synthetic_whole.data.out}/records")
+        assert recs.schema == full.schema and recs.num_rows == full.num_rows > 0
+        assert all(recs[c].null_count == recs.num_rows for c in PAYLOADS)
+        assert full["value"].null_count < full.num_rows
+        rest = [c for c in full.schema.names if c not in PAYLOADS]
+        assert sorted(map(repr, recs.select(rest).to_pylist())) == sorted(map(repr, full.select(rest).to_pylist()))
+        assert report_figures(got.data) == report_figures(synthetic_whole.data)
 
 def test_a_folder_of_rolled_files_is_one_capture(spark, synthetic, tmp_path):
     folder = tmp_path / "rolled"

@@ -145,7 +145,7 @@ def report(args) -> int:
         split["workers"] = args.workers
     try:
         result = run_report(args.captures, args.out, master=args.master, remote=args.remote, ports=args.ports,
-                            progress=not args.quiet, conf=conf, **split)
+                            progress=not args.quiet, conf=conf, payloads=not args.no_payloads, **split)
     except (ReportOutputError, WorkerError) as exc:
         print(f"kafkaproto report: {exc}", file=sys.stderr)
         return 2
@@ -335,6 +335,10 @@ def main(argv=None) -> int:
     r.add_argument("--ports", type=_ports, default=None,
                    help="brokers' TCP ports, comma-separated (default: detect Kafka connections)")
     r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    r.add_argument("--no-payloads", action="store_true",
+                   help="the records table without the records' contents: key, value and headers null (never "
+                        "copied, and no figure reads them: for traffic whose payloads must not be kept, and less "
+                        "CPU); --follow keeps no records table")
     r.add_argument("--quiet", action="store_true", help="no progress lines")
     d = sub.add_parser("dump-log", help="Kafka log segments, indexes and snapshots as kafka-dump-log.sh prints "
                                         "them, as JSON lines or as Parquet")

@@ -35,21 +35,24 @@ class ReportResult:
 
 def run_report(captures, out, *, master: str | None = None, remote: str | None = None, spark=None,
                ports=None, progress: bool = True, conf: dict[str, str] | None = None, log=sys.stderr,
-               **split) -> ReportResult:
+               payloads: bool = True, **split) -> ReportResult:
     """Run the report job over ``captures`` and write everything under ``out``.
 
     ``captures``: pcap/pcapng files, folders of them (a rolled capture), tap
     output folders or files, raw request streams, ``NAME=path,path...``, or
     ``{name: path or [paths]}`` (see :func:`kafkaproto.capture.open_capture`).
     ``spark``: a session (classic or Spark Connect); else one for ``master``
-    or ``remote`` (``sc://host:port``).  ``split``: ``range_bytes``,
-    ``whole_file_max``, ``partitions`` (:func:`kafkaproto.report.job.run_job`)."""
+    or ``remote`` (``sc://host:port``).  ``payloads=False``: the records
+    table's ``key``, ``value`` and ``headers`` left null (the records'
+    contents neither copied nor kept; no figure reads them).  ``split``:
+    ``range_bytes``, ``whole_file_max``, ``partitions``
+    (:func:`kafkaproto.report.job.run_job`)."""
     from .job import output_folder, run_job, write_text
     from .render import html_page, summary
 
     with output_folder(out):  # held from the tables to the page: no other report writes there meanwhile
         data = run_job(captures, out, spark=spark, master=master, remote=remote, ports=ports, progress=progress,
-                       conf=conf, log=log, **split)
+                       conf=conf, log=log, payloads=payloads, **split)
         html_path = write_text(out, "report.html", html_page(data))
         text = summary(data, html_path)
         write_text(out, "summary.txt", text + "\n")

@@ -437,7 +437,7 @@ def _part(prefix: str) -> str:
     return f"{prefix}-{attempt}"
 
 
-def _spark_whole(groups, out: str, ports):
+def _spark_whole(groups, out: str, ports, payloads: bool):
     """Stage of the whole captures: one id per task -> its WholeTask."""
 
     def run(batches):
@@ -445,7 +445,7 @@ def _spark_whole(groups, out: str, ports):
 
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield _manifest(whole_task(groups[i], out, _part(f"w{i:05d}"), ports))
+                yield _manifest(whole_task(groups[i], out, _part(f"w{i:05d}"), ports, payloads))
 
     return run
 
@@ -473,13 +473,13 @@ def _for_spark(batch):
                                        for n, c in zip(batch.schema.names, batch.columns)], schema=schema)
 
 
-def _spark_segments(names, files, out: str, ports):
+def _spark_segments(names, files, out: str, ports, payloads: bool):
     """The second stage: the connections of one partition (sorted positions) -> tables."""
 
     def run(batches):
         from .tasks import segment_task
 
-        yield _manifest(segment_task(batches, names, files, out, _part("s"), ports))
+        yield _manifest(segment_task(batches, names, files, out, _part("s"), ports, payloads))
 
     return run
 
@@ -506,7 +506,7 @@ def _cores(spark) -> int | None:
 def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | None = None, ports=None,
             progress: bool = True, conf: dict[str, str] | None = None, log=sys.stderr,
             range_bytes: int = RANGE_BYTES, whole_file_max: int | None = None,
-            partitions: int | None = None, workers: int | None = None) -> ReportData:
+            partitions: int | None = None, workers: int | None = None, payloads: bool = True) -> ReportData:
     """Decode the captures ``paths`` (see :func:`kafkaproto.capture.open_capture`), write the
     tables under ``out``, and return the report's numbers.
 
@@ -520,6 +520,8 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     :data:`EMBEDDED_SPLIT_MIN_CORES` workers or more: a share of the cores'
     work, so every core has some, else no limit); ``partitions``: tasks of the
     ranges' second stage (default: one per core, in whole rounds).
+    ``payloads=False``: the records table's ``key``, ``value`` and
+    ``headers`` are left null (never copied: no figure reads them).
 
     ``out`` is held while the job writes into it (:class:`output_folder`):
     a folder another report is writing into, or one that holds files no
@@ -528,11 +530,11 @@ def run_job(paths, out, *, spark=None, master: str | None = None, remote: str | 
     :class:`WorkerError`."""
     with output_folder(out):
         return _run_job(paths, out, spark, master, remote, ports, progress, conf, log, range_bytes, whole_file_max,
-                        partitions, workers)
+                        partitions, workers, payloads)
 
 
 def _run_job(paths, out, spark, master, remote, ports, progress, conf, log, range_bytes, whole_file_max, partitions,
-             workers) -> ReportData:
+             workers, payloads) -> ReportData:
     from pyarrow import fs as pafs
 
     t0 = time.monotonic()
@@ -583,9 +585,10 @@ def _run_job(paths, out, spark, master, remote, ports, progress, conf, log, rang
                       "segment partitions": nparts if ranges else 0, "ranges read again": 0}
         if use_spark:
             manifest = _run_spark(spark, data, caps, whole, index_tasks, names, files, uri, ds.ports, nparts,
-                                  progress)
+                                  progress, payloads)
         else:
-            manifest = _run_embedded(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log)
+            manifest = _run_embedded(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log,
+                                     payloads)
         data.decode_seconds = time.monotonic() - t0
         _finish(data, manifest, fs, base, caps)
     finally:
@@ -612,11 +615,11 @@ def _group_ranges(ranges, range_bytes: int) -> list[list]:
 
 
 def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
-                  progress: bool, log) -> list[bytes]:
+                  progress: bool, log, payloads: bool = True) -> list[bytes]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task); their manifests (Arrow IPC buffers)."""
     try:
-        return _embedded_tasks(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log)
+        return _embedded_tasks(cores, data, ds, whole, ranges, names, files, uri, nparts, progress, log, payloads)
     except Exception as exc:
         # (the pool's module is imported only where a pool ran: a job of one task imports none of it)
         pool = sys.modules.get("concurrent.futures.process")
@@ -627,14 +630,14 @@ def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files,
 
 
 def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
-                    progress: bool, log) -> list[bytes]:
+                    progress: bool, log, payloads: bool) -> list[bytes]:
     from ..arrow.buffers import bools, column
     from .tasks import segment_task, whole_task
 
     ports = ds.ports
     manifest: list[bytes] = []
     with _Pool(cores, len(whole) + len(ranges), progress, log) as pool:
-        futures = [pool.submit(whole_task, t, uri, f"w{i:05d}", ports) for i, t in enumerate(whole)]
+        futures = [pool.submit(whole_task, t, uri, f"w{i:05d}", ports, payloads) for i, t in enumerate(whole)]
         if ranges:
             # the index stage in the pool (ranges read again too), beside the whole captures
             idx = ds.index(ranges, map=lambda fn, items: [f.result() for f in [pool.submit(fn, i) for i in items]])
@@ -643,8 +646,8 @@ def _embedded_tasks(cores: int, data: ReportData, ds, whole, ranges, names, file
             positions = idx.positions.filter(bools(column(idx.positions, "key") != STATS_KEY))
             parts = partition_connections(positions, max(1, nparts))
             data.tasks["segment partitions"] = len(parts)
-            futures += [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports)
-                        for i, part in enumerate(parts)]
+            futures += [pool.submit(segment_task, part.to_batches(), names, files, uri, f"s{i:05d}", ports,
+                                    payloads) for i, part in enumerate(parts)]
         manifest += [fut.result() for fut in futures]
     return manifest
 
@@ -732,7 +735,7 @@ class _Pool:
 
 
 def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files, uri: str, ports, nparts: int,
-               progress: bool) -> list[bytes]:
+               progress: bool, payloads: bool = True) -> list[bytes]:
     """The Spark engine: the same tasks as ``mapInArrow`` stages; positions
     through the shuffle; the tasks' manifests, Arrow in a binary column, collected as Arrow."""
     from pyspark.sql import functions as F
@@ -744,7 +747,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
     ledgers: list[bytes] = []
     if groups:
         frames.append(spark.range(0, len(groups), 1, len(groups))
-                      .mapInArrow(_spark_whole(groups, uri, ports), _MANIFEST_DDL))
+                      .mapInArrow(_spark_whole(groups, uri, ports, payloads), _MANIFEST_DDL))
     if index_tasks:
         idx = spark.range(0, len(index_tasks), 1, len(index_tasks)).mapInArrow(_spark_index(index_tasks),
                                                                                _SEGMENT_DDL)
@@ -773,7 +776,7 @@ def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files,
                 stats[(s["capture"], s["file"], s["start"])] = range_stats(b, s["capture"])
         frames.append(idx.filter(F.col("key") != STATS_KEY).repartition(nparts, "capture", "key")
                       .sortWithinPartitions("capture", "key", "order")
-                      .mapInArrow(_spark_segments(names, files, uri, ports), _MANIFEST_DDL))
+                      .mapInArrow(_spark_segments(names, files, uri, ports, payloads), _MANIFEST_DDL))
         by_name: dict[str, list] = {}
         for s in stats.values():
             by_name.setdefault(names[s["capture"]], []).append(s)

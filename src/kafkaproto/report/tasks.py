@@ -30,11 +30,12 @@ import pyarrow.compute as pc
 from ..arrow import buffers as ab
 from ..capture import Accounting, CaptureDataset, RangeTask, WholeTask
 from ..capture.dataset import index_range
-from ..capture.tables import TASK_TABLES
+from ..capture.tables import TASK_TABLES, table_schema
 from .aggregate import PARTS, UNANSWERED_ROWS_SCHEMA, TaskAggregates
 from .write import TableWriter
 
-__all__ = ["MANIFEST_SCHEMA", "accounting_manifest", "index_task", "read_manifests", "segment_task", "whole_task"]
+__all__ = ["MANIFEST_SCHEMA", "PAYLOADS", "accounting_manifest", "index_task", "read_manifests", "segment_task",
+           "whole_task"]
 
 #: the tables of a task's manifest: the files it wrote, its captures' accounting, the figures' parts
 _TABLES = {"files": pa.schema([("table", pa.string()), ("file", pa.string()), ("rows", pa.int64())]),
@@ -67,12 +68,25 @@ def _write(rows, accounts: dict[str, Accounting], out: str, part: str) -> bytes:
     return _manifest(written, list(accounts.items()), agg)
 
 
-def whole_task(task: WholeTask, out: str, part: str, ports=None) -> bytes:
+#: the records table's columns that hold what producers sent; ``payloads=False`` leaves them null
+PAYLOADS = ("key", "value", "headers")
+
+
+def _columns(payloads: bool) -> dict[str, list[str]] | None:
+    """The columns a task builds: every one, or the records without :data:`PAYLOADS`."""
+    if payloads:
+        return None
+    return {"records": [n for n in table_schema("records").names if n not in PAYLOADS]}
+
+
+def whole_task(task: WholeTask, out: str, part: str, ports=None, payloads: bool = True) -> bytes:
     """Captures read whole, their rows written under ``out`` as
-    ``<table>/<part>.parquet``.  Returns the manifest (Arrow IPC)."""
+    ``<table>/<part>.parquet`` (``payloads=False``: the records' key, value
+    and headers left null, never copied).  Returns the manifest (Arrow IPC)."""
     accounts: dict[str, Accounting] = {}
     ds = CaptureDataset([], ports=ports)
-    return _write(ds.read_task(task, TASK_TABLES, accounts=accounts, topic_ids=True), accounts, out, part)
+    return _write(ds.read_task(task, TASK_TABLES, _columns(payloads), accounts=accounts, topic_ids=True), accounts,
+                  out, part)
 
 
 def index_task(task: RangeTask) -> list:
@@ -81,7 +95,7 @@ def index_task(task: RangeTask) -> list:
 
 
 def segment_task(batches: Iterable, names: Mapping[int, str], files: Mapping[tuple[int, int], str], out: str,
-                 part: str, ports=None) -> bytes:
+                 part: str, ports=None, payloads: bool = True) -> bytes:
     """Segment positions of some connections (sorted by capture, key and
     order; statistics rows of ranges anywhere among them are skipped) →
     their tables.  ``names``: capture number → name; ``files``: (capture,
@@ -89,7 +103,8 @@ def segment_task(batches: Iterable, names: Mapping[int, str], files: Mapping[tup
     accounts: dict[str, Accounting] = {}
     ds = CaptureDataset([], ports=ports)
     frames = ds.position_frames(batches, names, files, accounts=accounts)
-    return _write(ds.table_rows(frames, TASK_TABLES, accounts=accounts, topic_ids=True), accounts, out, part)
+    return _write(ds.table_rows(frames, TASK_TABLES, _columns(payloads), accounts=accounts, topic_ids=True), accounts,
+                  out, part)
 
 
 def accounting_manifest(accs: list[tuple[str, Accounting]]) -> bytes:

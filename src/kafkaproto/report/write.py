@@ -89,7 +89,12 @@ class TableWriter:
         if table == "topic_ids":  # the driver writes this table from every task's
             self.agg.add(table, batch)
             return
-        self._writer(table).write_batch(batch)
+        w = self._writer(table)
+        if batch.num_columns != len(w.schema):  # columns not built (the payloads left out): null
+            batch = pa.RecordBatch.from_arrays([batch.column(f.name) if f.name in batch.schema.names
+                                                else pa.nulls(batch.num_rows, f.type) for f in w.schema],
+                                               schema=w.schema)
+        w.write_batch(batch)
         self.agg.add(table, batch)
         self.counts[table] += batch.num_rows
 
