@@ -41,6 +41,8 @@ generator's hash), and rolled into ``--rolled-files`` files as
 - ``report-cli``: ``kafkaproto report FILE --out DIR --quiet``, the command
   a user runs (the embedded engine, its default workers: imports, workers
   and the results' way back included);
+- ``report-bare``: the same with ``--no-payloads`` (the records table's key,
+  value and headers null, never copied);
 - ``sample``: the committed sample (``samples/capture/kafka.pcap``, 629 kB)
   through ``kafkaproto report`` and through ``kafkaproto inspect``, as a user
   runs them: the report's fixed cost beside inspect's;
@@ -108,7 +110,8 @@ SPLIT: dict[str, dict] = {
     "spark-rolled": {"whole_file_max": 0},
 }
 CASES = ("read", "tshark-read", "decode", "inspect", "inspect-json", "tshark", "whole", "ranges", "rolled",
-         "report-cli", "spark-whole", "spark-ranges", "source", "spark-source", "small", "sample", "import")
+         "report-cli", "report-bare", "spark-whole", "spark-ranges", "source", "spark-source", "small", "sample",
+         "import")
 #: the README's own query over the capture source (``spark-source``)
 P99_BY_CLIENT = "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us) / 1000"
 #: run only when asked (``--cases profile``): the decode pass under a profiler
@@ -579,11 +582,11 @@ def run_case(case: str, args, path: Path, rolled_paths: list[str]) -> dict:
     return got
 
 
-def report_cli(args, path: Path) -> dict:
-    """``kafkaproto report FILE`` as a user runs it."""
+def report_cli(args, path: Path, *extra: str) -> dict:
+    """``kafkaproto report FILE`` as a user runs it (with ``extra`` options)."""
     out = Path(args.out) / "report-cli"
     shutil.rmtree(out, ignore_errors=True)
-    got = measure([*ENTRY["cli"], "report", str(path), "--out", str(out), "--quiet"])
+    got = measure([*ENTRY["cli"], "report", str(path), "--out", str(out), "--quiet", *extra])
     if got["rc"] not in (0, 1):
         raise SystemExit(f"kafkaproto report failed (status {got['rc']})")
     got.update(phases={}, info={})
@@ -661,6 +664,7 @@ LABELS = {
     "spark-source": "capture source on Spark: p99 Fetch by client id",
     "small": "report on a small capture, as a user runs it",
     "report-cli": "kafkaproto report FILE (the command)",
+    "report-bare": "kafkaproto report FILE --no-payloads",
     "sample": "report on the committed sample (the command)",
     "import": "import kafkaproto",
 }
@@ -728,6 +732,8 @@ def table(results: dict, desc: dict, args, nbytes: int) -> str:
                        ("whole", "tshark", "report whole / tshark"),
                        ("report-cli", "tshark", "kafkaproto report / tshark (the commands)"),
                        ("report-cli", "decode", "kafkaproto report / decode pass"),
+                       ("report-bare", "tshark", "report --no-payloads / tshark"),
+                       ("report-bare", "decode", "report --no-payloads / decode pass"),
                        ("read", "tshark-read", "Python record loop / tshark -q")):
         if a in speed and b in speed:
             lines.append(f"  {what:49s} {speed[a] / speed[b]:6.2f}x")
@@ -831,6 +837,8 @@ def main(argv=None) -> int:
             r = small_report(args, folder)
         elif case == "report-cli":
             r = report_cli(args, path)
+        elif case == "report-bare":
+            r = report_cli(args, path, "--no-payloads")
         elif case == "sample":
             r = sample_commands(args)
         elif case == "import":
