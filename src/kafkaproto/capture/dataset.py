@@ -814,6 +814,8 @@ class Filters:
         it does not apply to the table (it names a column the table lacks, or
         pyarrow cannot evaluate it there): found once a table by evaluating it
         on the table's empty schema, whole and less each column in turn."""
+        if not self.exprs:
+            return []
         got = self._reads.get(table)
         if got is None:
             schema = source_schema(table)

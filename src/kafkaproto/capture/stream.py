@@ -321,10 +321,11 @@ class GrowingCapture:
     def _digest(self, tables, columns, filters) -> str:
         """What the saved states depend on besides the bytes (two queries over
         one capture with other options keep their states apart)."""
+        filt = Filters.of(filters)
         text = json.dumps([self.name, self.ports, sorted(self.limits.items()), list(tables),
                            {k: list(v) for k, v in sorted((columns or {}).items())},
-                           [list(map(str, t)) for t in Filters.of(filters).terms],
-                           [str(e) for e in Filters.of(filters).exprs], self.unanswered_after],
+                           [list(map(str, t)) for t in filt.terms], [str(e) for e in filt.exprs],
+                           self.unanswered_after],
                           default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 

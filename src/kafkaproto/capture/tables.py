@@ -41,7 +41,7 @@ from .accounting import MARKS, Accounting
 from .frames import binary_views
 
 __all__ = ["ROW_SCHEMA", "TABLES", "TABLE_COLUMNS", "TASK_TABLES", "CaptureDecoder", "accounting_batch",
-           "accounting_from_dict", "record_set_summary", "repeat", "table_schema"]
+           "accounting_from_dict", "record_set_summary", "repeat", "table_batch", "table_schema"]
 
 TS = pa.timestamp("us", tz="UTC")
 # The records columns keep the types kafkaproto.arrow.records gives them (64-bit
@@ -673,7 +673,7 @@ class CaptureDecoder:
             cols["software_name"] = name.take(take)
             cols["software_version"] = version.take(take)
             cols["trailing_bytes"] = masked(trailing[req_idx], trailing[req_idx] >= 0, pa.int32())
-            out.append(("requests", _batch("requests", cols, len(req_idx))))
+            out.append(("requests", table_batch("requests", cols, len(req_idx))))
         if len(resp_idx):
             take = ab.numbers(resp_idx, pa.int64())
             cols = {k: v.take(take) for k, v in base.items()}
@@ -687,7 +687,7 @@ class CaptureDecoder:
             cols["wait_ms"] = masked(w, w >= 0, pa.int32())
             cols["error_codes"] = _scatter_lists(n, code_parts, pa.list_(pa.int16())).take(take)
             cols["trailing_bytes"] = masked(trailing[resp_idx], trailing[resp_idx] >= 0, pa.int32())
-            out.append(("responses", _batch("responses", cols, len(resp_idx))))
+            out.append(("responses", table_batch("responses", cols, len(resp_idx))))
         if blobs and record_sets:
             out += self._record_sets(blobs, base)
         return out
@@ -784,7 +784,7 @@ class CaptureDecoder:
                 "capture": repeat(self.capture, k), "conn": base["conn"].take(rt), "seq": base["seq"].take(rt),
                 "client_id": base["client_id"].take(rt), "error": recs.column("error"),
             }
-            out.append(("records", _batch("records", rcols, k)))
+            out.append(("records", table_batch("records", rcols, k)))
             srow, codecs, nb, nrec, nbytes = record_set_summary(walked, lengths)
             errs = [set_err[j] for j in srow.tolist()] if any(e is not None for e in set_err) else None
             st = ab.numbers(srow, pa.int64())
@@ -799,7 +799,7 @@ class CaptureDecoder:
                 "bytes": ab.numbers(nbytes, pa.int64()),
                 "error": ab.strings(errs, pa.large_string()) if errs is not None else None,
             }
-            out.append(("record_sets", _batch("record_sets", scols, ms)))
+            out.append(("record_sets", table_batch("record_sets", scols, ms)))
         return out
 
     def unanswered(self, fb) -> list[tuple[str, pa.RecordBatch]]:
@@ -824,7 +824,7 @@ class CaptureDecoder:
             "correlation_id": ab.nullable(corr, pa.int32()),
             "client_id": ab.strings([fb.clients[c] if c >= 0 else None for c in client], pa.string()),
         }
-        return [("unanswered", _batch("unanswered", cols, n))]
+        return [("unanswered", table_batch("unanswered", cols, n))]
 
     def topic_id_rows(self) -> list[tuple[str, pa.RecordBatch]]:
         """Rows of the ``topic_ids`` table: every topic id the capture's
@@ -835,7 +835,7 @@ class CaptureDecoder:
         items = sorted((_uuid_text(k), v) for k, v in ids.items())
         cols = {"capture": repeat(self.capture, len(items)), "topic_id": ab.strings([k for k, _ in items], pa.string()),
                 "topic": ab.strings([v for _, v in items], pa.large_string())}
-        return [("topic_ids", _batch("topic_ids", cols, len(items)))]
+        return [("topic_ids", table_batch("topic_ids", cols, len(items)))]
 
 
 _STATUS_TEXTS = ("framed", "unpaired", "decoded", "undecodable")
@@ -894,7 +894,7 @@ def _scatter_software(n: int, parts) -> tuple[pa.Array, pa.Array]:
     return names.take(take), vers.take(take)
 
 
-def _batch(table: str, cols: dict[str, object], n: int) -> pa.RecordBatch:
+def table_batch(table: str, cols: dict[str, object], n: int) -> pa.RecordBatch:
     """A record batch of one table (:func:`table_schema`; missing columns null).
     Columns come in their table's types: nothing is converted twice."""
     schema = _SCHEMAS[table]
@@ -925,7 +925,7 @@ def accounting_batch(capture: str, acc: Accounting) -> pa.RecordBatch:
         "bytes": ab.nullable([r["bytes"] for r in rows] + [None], pa.int64()),
         "info": ab.strings([None] * len(rows) + [json.dumps(acc.to_dict())], pa.string()),
     }
-    return _batch("accounting", cols, n)
+    return table_batch("accounting", cols, n)
 
 
 def table_schema(table: str) -> pa.Schema:

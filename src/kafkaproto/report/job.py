@@ -615,7 +615,7 @@ def _group_ranges(ranges, range_bytes: int) -> list[list]:
 
 
 def _run_embedded(cores: int, data: ReportData, ds, whole, ranges, names, files, uri: str, nparts: int,
-                  progress: bool, log, payloads: bool = True) -> list[bytes]:
+                  progress: bool, log, payloads: bool) -> list[bytes]:
     """The embedded engine: the same tasks in a pool of worker processes (or
     in this process, for one task); their manifests (Arrow IPC buffers)."""
     try:
@@ -735,7 +735,7 @@ class _Pool:
 
 
 def _run_spark(spark, data: ReportData, caps, groups, index_tasks, names, files, uri: str, ports, nparts: int,
-               progress: bool, payloads: bool = True) -> list[bytes]:
+               progress: bool, payloads: bool) -> list[bytes]:
     """The Spark engine: the same tasks as ``mapInArrow`` stages; positions
     through the shuffle; the tasks' manifests, Arrow in a binary column, collected as Arrow."""
     from pyspark.sql import functions as F

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..capture.tables import TASK_TABLES, table_schema
+from ..capture.tables import TASK_TABLES, table_batch, table_schema
 
 __all__ = ["TableWriter", "parquet_options"]
 
@@ -91,9 +91,7 @@ class TableWriter:
             return
         w = self._writer(table)
         if batch.num_columns != len(w.schema):  # columns not built (the payloads left out): null
-            batch = pa.RecordBatch.from_arrays([batch.column(f.name) if f.name in batch.schema.names
-                                                else pa.nulls(batch.num_rows, f.type) for f in w.schema],
-                                               schema=w.schema)
+            batch = table_batch(table, dict(zip(batch.schema.names, batch.columns)), batch.num_rows)
         w.write_batch(batch)
         self.agg.add(table, batch)
         self.counts[table] += batch.num_rows
